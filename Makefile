@@ -1,0 +1,54 @@
+# Hyperpilot: the two commands are `make up` (run) and `make test` (every test).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install up down status test test-unit lint typecheck reliability bench clean
+
+# One development install: every service, the simulated world and the dev tools, pinned by
+# requirements.lock (compiled from pyproject.toml with `uv pip compile`).
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev -q -o requirements.lock
+
+up: install
+	$(BIN)/hyperpilot up
+
+down: install
+	$(BIN)/hyperpilot down
+
+status: install
+	$(BIN)/hyperpilot status
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: install
+	$(BIN)/mypy shared sim hyperpilot services/*/*/
+
+test: install lint typecheck
+	$(BIN)/pytest -q -m "not slow"
+
+test-unit: install
+	$(BIN)/pytest -q tests/unit
+
+reliability: install
+	$(BIN)/pytest -q -m slow
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .hyperpilot .pytest_cache .mypy_cache .ruff_cache
