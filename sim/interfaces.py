@@ -1,0 +1,48 @@
+"""The seam between the simulated AWS (sim/aws) and the Kubernetes emulator (sim/k8s).
+
+The simulated AWS owns EKS clusters and HyperPod nodes; the emulator owns one Kubernetes API
+server per EKS cluster. The simulated AWS tells the emulator when a cluster's API server must
+exist and which HyperPod nodes it has; the emulator tells nothing back but endpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ClusterEndpoint:
+    """What EKS DescribeCluster returns about a cluster's Kubernetes API."""
+
+    endpoint: str  # https://127.0.0.1:<port>
+    ca_pem: str  # PEM of the CA that signed the server certificate
+    oidc_issuer: str  # https issuer URL usable for IRSA
+
+
+@dataclass(frozen=True)
+class SimNode:
+    """A HyperPod cluster node as the simulated AWS sees it."""
+
+    instance_id: str  # i-0123456789abcdef0
+    instance_group: str
+    instance_type: str  # ml.p5.48xlarge
+    status: str  # Running | Failure | Pending | ShuttingDown | SystemUpdating | DeepHealthCheckInProgress
+    availability_zone: str
+    hyperpod_cluster: str
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+
+
+class KubeHooks(Protocol):
+    def start_cluster(self, name: str) -> ClusterEndpoint:
+        """Start (or return the running) emulated API server of EKS cluster `name`."""
+        ...
+
+    def stop_cluster(self, name: str) -> None:
+        """Stop the API server of `name` and forget its objects (the cluster was deleted)."""
+        ...
+
+    def sync_nodes(self, cluster_name: str, nodes: list[SimNode]) -> None:
+        """Make the cluster's Node objects match the HyperPod nodes attached to it."""
+        ...
