@@ -1,0 +1,157 @@
+"""`hyperpilot`: the terminal face. Stack commands: `hyperpilot up | down | status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import time
+import urllib.request
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hyperpilot.infra import free_port
+from hyperpilot.stack import Stack, process_alive, read_state, terminate
+
+app = typer.Typer(
+    help="Hyperpilot: GPU clusters on EKS + SageMaker HyperPod from a web page, REST, MCP or here.",
+    no_args_is_help=True,
+)
+
+
+def _state_dir() -> Path:
+    return Path(os.environ.get("HYPERPILOT_HOME", ".hyperpilot")).resolve()
+
+
+def _admin_token(state_dir: Path) -> str:
+    """The embedded stack's admin token: made once, kept (mode 0600) beside its data."""
+    env = os.environ.get("HYPERPILOT_ADMIN_TOKEN")
+    if env:
+        return env
+    path = state_dir / "admin-token"
+    if path.exists():
+        return path.read_text().strip()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    token = "hp_" + secrets.token_urlsafe(32)
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    return token
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@app.command()
+def up(
+    port: Annotated[int, typer.Option(help="Port of the web UI and REST API")] = 3099,
+    profile: Annotated[
+        str, typer.Option(help="Simulated world's time profile: fast or real")
+    ] = "fast",
+) -> None:
+    """Start the whole system on its embedded default and stay in the foreground (Ctrl-C stops).
+
+    PostgreSQL and NATS are started privately unless DATABASE_URL / NATS_URL are set; the
+    simulated AWS and Kubernetes start unless AWS_ENDPOINT_URL is set.
+
+    Example: hyperpilot up --port 3099 --profile fast
+    """
+    state_dir = _state_dir()
+    existing = read_state(state_dir)
+    if existing and process_alive(int(existing["pid"])):  # type: ignore[call-overload]
+        typer.echo(
+            f"already running at {existing['url']} (pid {existing['pid']}); `hyperpilot down` stops it"
+        )
+        raise typer.Exit(1)
+    if not _port_free(port):
+        typer.echo(f"port {port} is taken; choose another with --port {free_port()}", err=True)
+        raise typer.Exit(2)
+    token = _admin_token(state_dir)
+    stack = Stack(
+        state_dir=state_dir,
+        gateway_port=port,
+        profile=profile,
+        database_url=os.environ.get("DATABASE_URL"),
+        nats_url=os.environ.get("NATS_URL"),
+        aws_endpoint_url=os.environ.get("AWS_ENDPOINT_URL"),
+        admin_token=token,
+    )
+    stopping = False
+
+    def _stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        typer.echo("starting PostgreSQL, NATS, the simulated world and the services...")
+        started = time.monotonic()
+        stack.start()
+        typer.echo(
+            f"\nHyperpilot is up in {time.monotonic() - started:.1f}s\n"
+            f"  UI and REST API:  {stack.url}   (API docs: {stack.url}/docs)\n"
+            f"  admin token:      {state_dir / 'admin-token'}\n"
+            f"  simulated AWS:    {stack.aws_endpoint_url}\n"
+            f"  logs:             {state_dir}/*.log\n\n"
+            f"  export HYPERPILOT_URL={stack.url} HYPERPILOT_TOKEN=$(cat {state_dir / 'admin-token'})\n\n"
+            "Ctrl-C stops everything."
+        )
+        while not stopping:
+            for name, process in list(stack.processes.items()):
+                if process.poll() is not None:
+                    typer.echo(f"{name} exited ({process.returncode}); restarting it", err=True)
+                    stack.start_service(name)
+            time.sleep(0.5)
+    finally:
+        typer.echo("stopping...")
+        stack.stop()
+        typer.echo("stopped.")
+
+
+@app.command()
+def down() -> None:
+    """Stop the embedded stack started by `hyperpilot up`."""
+    state = read_state(_state_dir())
+    if not state or not process_alive(int(state["pid"])):  # type: ignore[call-overload]
+        typer.echo("not running")
+        return
+    terminate(int(state["pid"]))  # type: ignore[call-overload]
+    deadline = time.monotonic() + 30
+    while process_alive(int(state["pid"])) and time.monotonic() < deadline:  # type: ignore[call-overload]
+        time.sleep(0.1)
+    typer.echo("stopped")
+
+
+@app.command()
+def status() -> None:
+    """Show whether the embedded stack runs, each process, and the gateway's readiness."""
+    state = read_state(_state_dir())
+    if not state or not process_alive(int(state["pid"])):  # type: ignore[call-overload]
+        typer.echo("not running (start it with `make up` or `hyperpilot up`)")
+        raise typer.Exit(1)
+    typer.echo(f"running at {state['url']} (pid {state['pid']})")
+    services = state.get("services", {})
+    assert isinstance(services, dict)
+    for name, pid in services.items():
+        typer.echo(f"  {name:<14} pid {pid:<8} {'alive' if process_alive(pid) else 'DEAD'}")
+    try:
+        with urllib.request.urlopen(f"{state['url']}/readyz", timeout=3) as response:
+            body = json.loads(response.read())
+    except Exception as exc:
+        body = {"status": f"unreachable: {exc}"}
+    typer.echo(f"  readiness: {json.dumps(body)}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,200 @@
+"""The embedded default: PostgreSQL, NATS, the simulated world and every service, as processes.
+
+`hyperpilot up` runs it in the foreground; tests use the same class to run the real services as
+real processes (so a kill -9 is a real kill -9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hyperpilot.infra import Postgres, free_port, start_nats, start_postgres, wait_for_port
+
+# (name, python module); the order is the start order.
+SERVICES: tuple[tuple[str, str], ...] = (
+    ("gateway", "gateway"),
+    ("cluster-svc", "cluster_svc"),
+)
+
+
+def _run_migrations(database_url: str) -> None:
+    from shared.migrate import migrate
+
+    asyncio.run(migrate(database_url))
+
+
+@dataclass
+class Stack:
+    state_dir: Path
+    gateway_port: int = 3099
+    gateway_host: str = "127.0.0.1"
+    profile: str = "fast"
+    database_url: str | None = None
+    nats_url: str | None = None
+    aws_endpoint_url: str | None = None
+    admin_token: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    services: tuple[tuple[str, str], ...] = SERVICES
+
+    postgres: Postgres | None = None
+    nats: object | None = None
+    sim: subprocess.Popen[bytes] | None = None
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.gateway_host}:{self.gateway_port}"
+
+    def start_infra(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.database_url is None:
+            self.postgres = start_postgres(self.state_dir / "postgres")
+            self.database_url = self.postgres.dsn()
+        if self.nats_url is None:
+            self.nats = start_nats(self.state_dir / "nats")
+            self.nats_url = self.nats.url  # type: ignore[attr-defined]
+        if self.aws_endpoint_url is None:
+            self.aws_endpoint_url = self._start_sim()
+        _run_migrations(self.database_url)
+
+    def _start_sim(self) -> str:
+        port = free_port()
+        log = open(self.state_dir / "sim.log", "ab")  # noqa: SIM115 - owned by the process
+        self.sim = subprocess.Popen(
+            [sys.executable, "-m", "sim", "--port", str(port), "--profile", self.profile],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **self.extra_env},
+        )
+        wait_for_port("127.0.0.1", port, timeout=60)
+        return f"http://127.0.0.1:{port}"
+
+    def env(self) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url or "",
+            "NATS_URL": self.nats_url or "",
+            "AWS_ENDPOINT_URL": self.aws_endpoint_url or "",
+            "AWS_REGION": "us-east-1",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+            "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
+            "GATEWAY_HOST": self.gateway_host,
+            "GATEWAY_PORT": str(self.gateway_port),
+            **self.extra_env,
+        }
+        if self.admin_token:
+            env["HYPERPILOT_ADMIN_TOKEN"] = self.admin_token
+        return env
+
+    def start_service(self, name: str) -> subprocess.Popen[bytes]:
+        module = dict(self.services)[name]
+        log = open(self.state_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
+        process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env(),
+            start_new_session=True,
+        )
+        self.processes[name] = process
+        return process
+
+    def start_services(self) -> None:
+        for name, _ in self.services:
+            self.start_service(name)
+        self.wait_healthy()
+        self._write_state()
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    raise RuntimeError(
+                        f"{name} exited with {process.returncode}; see {self.state_dir / (name + '.log')}"
+                    )
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            time.sleep(0.05)
+        raise TimeoutError(f"the gateway did not answer {self.url}/healthz within {timeout}s")
+
+    def kill_service(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        process.send_signal(sig)
+        process.wait(10)
+
+    def start(self) -> Stack:
+        self.start_infra()
+        self.start_services()
+        return self
+
+    def stop(self) -> None:
+        stopping = [self.processes.pop(name) for name in reversed(list(self.processes))]
+        for process in stopping:
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + 10
+        for process in stopping:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self.sim is not None and self.sim.poll() is None:
+            self.sim.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.sim.wait(10)
+        if self.nats is not None:
+            self.nats.stop()  # type: ignore[attr-defined]
+        if self.postgres is not None:
+            self.postgres.stop()
+        with contextlib.suppress(FileNotFoundError):
+            (self.state_dir / "stack.json").unlink()
+
+    def _write_state(self) -> None:
+        state = {
+            "url": self.url,
+            "pid": os.getpid(),
+            "database_url": self.database_url,
+            "nats_url": self.nats_url,
+            "aws_endpoint_url": self.aws_endpoint_url,
+            "services": {name: p.pid for name, p in self.processes.items()},
+        }
+        (self.state_dir / "stack.json").write_text(json.dumps(state, indent=2))
+
+
+def read_state(state_dir: Path) -> dict[str, object] | None:
+    path = state_dir / "stack.json"
+    if not path.exists():
+        return None
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)

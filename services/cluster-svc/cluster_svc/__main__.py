@@ -1,0 +1,17 @@
+"""`python -m cluster_svc`: EKS, HyperPod, instance groups, nodes, features and storage."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cluster_svc.bootstrap import NAME, SUBJECTS, handlers
+from shared.config import get_settings
+from shared.service import serve
+
+
+def main() -> None:
+    asyncio.run(serve(NAME, SUBJECTS, handlers, get_settings()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""boto3 clients from one factory, and AWS errors translated into stage errors.
+
+Botocore's own retries are off: the stage engine retries temporary errors itself, so each
+retry is visible as an event and counted against the stage's budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from shared.errors import PermanentError, StageError, TemporaryError
+
+T = TypeVar("T")
+
+THROTTLING = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "SlowDown",
+        "RequestThrottled",
+        "ProvisionedThroughputExceededException",
+    }
+)
+TRANSIENT = frozenset(
+    {
+        "InternalError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "InternalServerError",
+        "RequestTimeout",
+    }
+)
+
+
+def stage_error(exc: Exception) -> StageError:
+    """Classify an AWS failure: temporary (retry the call) or permanent (fail the stage)."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "Unknown"))
+        message = str(error.get("Message", "")) or str(exc)
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if code in THROTTLING or code in TRANSIENT or status >= 500 or status == 429:
+            return TemporaryError(code, message)
+        return PermanentError(code, message)
+    if isinstance(exc, EndpointConnectionError | BotoCoreError | ConnectionError):
+        return TemporaryError("EndpointUnreachable", str(exc))
+    return PermanentError(type(exc).__name__, str(exc))
+
+
+class AwsClients:
+    """One boto3 session per process; clients are thread-safe and cached per service."""
+
+    def __init__(self, region: str, endpoint_url: str | None = None) -> None:
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self._session = boto3.session.Session(region_name=region)
+        self._config = Config(
+            user_agent_extra="hyperpilot/0.1",
+            retries={"total_max_attempts": 1, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=60,
+        )
+        self._clients: dict[str, Any] = {}
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self._session.client(
+                service,  # type: ignore[call-overload]
+                endpoint_url=self.endpoint_url,
+                config=self._config,
+            )
+        return self._clients[service]
+
+    async def call(self, service: str, operation: str, **params: Any) -> Any:
+        """Run one AWS call in a thread; errors come back as stage errors."""
+        method: Callable[..., Any] = getattr(self.client(service), operation)
+        try:
+            return await asyncio.to_thread(functools.partial(method, **params))
+        except (ClientError, BotoCoreError) as exc:
+            raise stage_error(exc) from exc
+
+    @staticmethod
+    def error_code(exc: StageError) -> str:
+        return exc.code

@@ -1,0 +1,79 @@
+"""Accepting a command: persist the operation and its outbox row, answer 202."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import asyncpg
+from fastapi.responses import JSONResponse
+
+from gateway.auth import Principal
+from gateway.errors import ApiError
+from shared.contracts.commands import Command
+from shared.operations import IdempotencyConflict, create_operation
+
+_KEY = re.compile(r"^[A-Za-z0-9._:\-]{1,200}$")
+
+
+def check_idempotency_key(key: str | None) -> str | None:
+    if key is not None and not _KEY.match(key):
+        raise ApiError(
+            400,
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1-200 characters of letters, digits, '.', '_', ':' or '-'",
+            hint="use a UUID",
+            fields=[
+                {
+                    "field": "header.Idempotency-Key",
+                    "rule": "pattern",
+                    "message": "invalid characters or length",
+                    "hint": "use a UUID",
+                }
+            ],
+        )
+    return key
+
+
+async def accept(
+    pool: asyncpg.Pool,
+    command: Command,
+    *,
+    target_type: str,
+    target_id: str,
+    request: dict[str, Any],
+    principal: Principal,
+    source: str,
+    idempotency_key: str | None,
+) -> JSONResponse:
+    key = check_idempotency_key(idempotency_key)
+    async with pool.acquire() as conn:
+        try:
+            accepted = await create_operation(
+                conn,
+                command,
+                target_type=target_type,
+                target_id=target_id,
+                request=request,
+                principal=principal.name,
+                source=source,
+                idempotency_key=key,
+            )
+        except IdempotencyConflict as exc:
+            raise ApiError(
+                409,
+                "idempotency_conflict",
+                "this Idempotency-Key was already used with a different request",
+                hint="use a new key for a new request, or resend the original body",
+                extra={"operation_id": str(exc.operation_id)},
+            ) from exc
+    operation_id = str(accepted.operation_id)
+    return JSONResponse(
+        {
+            "operation_id": operation_id,
+            "status_url": f"/api/v1/operations/{operation_id}",
+            "created": accepted.created,
+        },
+        status_code=202,
+        headers={"Location": f"/api/v1/operations/{operation_id}"},
+    )

@@ -1,0 +1,114 @@
+"""The gateway: REST API v1, the live event stream, the outbox relay and the audit subscriber."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+
+from gateway import errors
+from gateway.audit import AuditSubscriber
+from gateway.auth import TokenVerifier, store_token
+from gateway.limits import BodySizeLimit
+from gateway.metrics import RequestMetrics
+from gateway.routes import events, health, operations, storage
+from gateway.stream import EventBroadcaster
+from shared.bus import Bus
+from shared.config import Settings, get_settings
+from shared.db import create_pool
+from shared.logging import configure_logging, get_logger
+from shared.outbox import OutboxRelay
+
+log = get_logger("gateway")
+
+DESCRIPTION = """
+Hyperpilot's REST API. Every mutation answers `202 {operation_id, status_url}`; poll the
+operation (or follow `/api/v1/events/stream`) until it is terminal. Send `Idempotency-Key` to make
+a retry safe: the same key with the same body returns the same operation.
+"""
+
+
+async def _bootstrap_admin(app: FastAPI, settings: Settings) -> None:
+    token = settings.hyperpilot_admin_token
+    if token is None:
+        return
+    while True:
+        try:
+            async with app.state.pool.acquire() as conn:
+                await store_token(conn, "admin", "admin", token.get_secret_value())
+            return
+        except Exception as exc:
+            log.warning("cannot store the admin token yet", error=repr(exc))
+            await asyncio.sleep(1)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    pool = await create_pool(settings.database_url, min_size=0, max_size=20)
+    bus = Bus(settings.nats_url, name="gateway")
+    bus.start()
+    app.state.pool = pool
+    app.state.bus = bus
+    app.state.tokens = TokenVerifier(pool)
+    app.state.broadcaster = EventBroadcaster(pool, settings.database_url)
+    app.state.relay = OutboxRelay(
+        pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
+    )
+    app.state.audit = AuditSubscriber(pool, bus)
+    tasks = [
+        asyncio.create_task(_bootstrap_admin(app, settings)),
+        asyncio.create_task(app.state.broadcaster.run(), name="event-stream"),
+        asyncio.create_task(app.state.relay.run(), name="outbox-relay"),
+        asyncio.create_task(app.state.audit.run(), name="audit"),
+    ]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await bus.close()
+        await pool.close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="Hyperpilot",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    errors.install(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestMetrics)
+    for module in (health, operations, events, storage):
+        app.include_router(module.router)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/docs")
+
+    return app
+
+
+def main() -> None:
+    import uvicorn
+
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        log_level="warning",
+        access_log=False,
+    )

@@ -1,0 +1,84 @@
+"""The audit subscriber: a durable consumer on `evt.>` writing each event with its principal.
+
+The audit log's event_id is unique, so a redelivered event is recorded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import FetchTimeoutError
+
+from shared.bus import Bus
+from shared.contracts.envelope import Envelope
+from shared.contracts.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
+from shared.logging import get_logger
+
+log = get_logger("gateway.audit")
+
+DURABLE = "audit"
+
+
+class AuditSubscriber:
+    def __init__(self, pool: asyncpg.Pool, bus: Bus) -> None:
+        self.pool = pool
+        self.bus = bus
+        self.recorded = 0
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.bus.wait_ready()
+                await self.bus.js.add_consumer(
+                    EVENTS_STREAM,
+                    ConsumerConfig(
+                        durable_name=DURABLE,
+                        ack_policy=AckPolicy.EXPLICIT,
+                        deliver_policy=DeliverPolicy.ALL,
+                        ack_wait=30,
+                        filter_subject=EVENTS_SUBJECTS,
+                        max_ack_pending=1024,
+                    ),
+                )
+                sub = await self.bus.js.pull_subscribe_bind(durable=DURABLE, stream=EVENTS_STREAM)
+                while True:
+                    try:
+                        messages = await sub.fetch(256, timeout=1.0)
+                    except (FetchTimeoutError, TimeoutError):
+                        continue
+                    rows = []
+                    for msg in messages:
+                        try:
+                            env = Envelope.from_bytes(msg.data)
+                        except ValueError:
+                            log.error("unreadable event skipped", subject=msg.subject)
+                            continue
+                        rows.append(
+                            (
+                                env.message_id,
+                                env.correlation_id if env.correlation_id.int else None,
+                                env.type,
+                                msg.subject,
+                                env.principal,
+                                env.source,
+                                env.payload,
+                                env.occurred_at,
+                            )
+                        )
+                    async with self.pool.acquire() as conn:
+                        await conn.executemany(
+                            "INSERT INTO audit_log (event_id, operation_id, type, subject, principal,"
+                            " source, payload, occurred_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                            " ON CONFLICT (event_id) DO NOTHING",
+                            rows,
+                        )
+                    for msg in messages:
+                        await msg.ack()
+                    self.recorded += len(rows)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("audit subscriber restarting", error=repr(exc))
+                await asyncio.sleep(0.5)

@@ -1,0 +1,58 @@
+"""Request dependencies: the app's shared objects, the caller, the source face."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import asyncpg
+from fastapi import Depends, Header, Request
+
+from gateway.auth import SOURCES, Principal, TokenVerifier, require_role
+from gateway.stream import EventBroadcaster
+from shared.config import Settings
+
+
+def get_pool(request: Request) -> asyncpg.Pool:
+    pool: asyncpg.Pool = request.app.state.pool
+    return pool
+
+
+def get_settings_dep(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_broadcaster(request: Request) -> EventBroadcaster:
+    broadcaster: EventBroadcaster = request.app.state.broadcaster
+    return broadcaster
+
+
+async def get_principal(
+    request: Request, authorization: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> Principal:
+    verifier: TokenVerifier = request.app.state.tokens
+    principal = await verifier.verify(authorization)
+    request.state.principal = principal
+    return principal
+
+
+def role(required: str) -> object:
+    async def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        require_role(principal, required)
+        return principal
+
+    return Depends(check)
+
+
+def get_source(
+    x_hyperpilot_source: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> str:
+    return x_hyperpilot_source if x_hyperpilot_source in SOURCES else "rest"
+
+
+Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
+Broadcaster = Annotated[EventBroadcaster, Depends(get_broadcaster)]
+Source = Annotated[str, Depends(get_source)]
+Viewer = Annotated[Principal, role("viewer")]
+Operator = Annotated[Principal, role("operator")]
+Admin = Annotated[Principal, role("admin")]

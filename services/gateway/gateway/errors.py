@@ -1,0 +1,172 @@
+"""One error shape for every face (browser, REST, MCP, CLI): the field, the rule, what to do.
+
+{"error": {"code": "validation_error", "message": "...",
+           "fields": [{"field": "name", "rule": "string_pattern_mismatch",
+                       "message": "...", "hint": "..."}]}}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from shared.db import CONNECTION_ERRORS
+from shared.errors import DatabaseUnavailable
+from shared.logging import get_logger
+
+log = get_logger("gateway.errors")
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        hint: str | None = None,
+        fields: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.fields = fields or []
+        self.extra = extra or {}
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            error["hint"] = self.hint
+        if self.fields:
+            error["fields"] = self.fields
+        error.update(self.extra)
+        return {"error": error}
+
+
+def field_error(field: str, rule: str, message: str, hint: str) -> ApiError:
+    """A 422 about one field: for rules checked after parsing (against live state, say)."""
+    return ApiError(
+        422,
+        "validation_error",
+        f"{field}: {message}",
+        fields=[{"field": field, "rule": rule, "message": message, "hint": hint}],
+    )
+
+
+_TYPE_HINTS = {
+    "missing": "add this field",
+    "string_type": "send a JSON string",
+    "int_type": "send a JSON integer",
+    "int_parsing": "send a whole number",
+    "float_parsing": "send a number",
+    "bool_type": "send true or false",
+    "bool_parsing": "send true or false",
+    "dict_type": "send a JSON object",
+    "list_type": "send a JSON array",
+    "model_attributes_type": "send a JSON object",
+    "uuid_parsing": "send a UUID such as 123e4567-e89b-12d3-a456-426614174000",
+    "json_invalid": "send a well-formed JSON document (check quotes, commas and brackets)",
+}
+
+
+def _allowed_fields(request: Request) -> list[str]:
+    route = request.scope.get("route")
+    body_field = getattr(route, "body_field", None)
+    field_info = getattr(body_field, "field_info", None)
+    model = getattr(field_info, "annotation", None)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return sorted(model.model_fields)
+    return []
+
+
+def _hint(err: dict[str, Any], request: Request) -> str:
+    rule = err.get("type", "")
+    ctx = err.get("ctx") or {}
+    if rule == "extra_forbidden":
+        allowed = _allowed_fields(request)
+        return "remove this field" + (f"; accepted fields: {', '.join(allowed)}" if allowed else "")
+    if rule == "string_pattern_mismatch":
+        return f"use a value matching {ctx.get('pattern')}"
+    if rule in ("string_too_short", "string_too_long"):
+        low, high = ctx.get("min_length"), ctx.get("max_length")
+        return f"use {low if low is not None else 0} to {high if high is not None else '...'} characters"
+    if rule in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
+        return f"use a number {bounds}"
+    if rule in ("literal_error", "enum"):
+        return f"use one of {ctx.get('expected')}"
+    if rule == "value_error":
+        error = ctx.get("error")
+        hint = getattr(error, "hint", None)
+        return str(hint) if hint else "correct the value as the message says"
+    return _TYPE_HINTS.get(rule, "correct this value (see the request schema in /openapi.json)")
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        where, rest = parts[0], parts[1:]
+        if where == "body":
+            return ".".join(rest) or "body"
+        return f"{where}.{'.'.join(rest)}" if rest else where
+    return ".".join(parts)
+
+
+def _message(err: dict[str, Any]) -> str:
+    msg = str(err.get("msg", "invalid"))
+    return msg.removeprefix("Value error, ")
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    fields = [
+        {
+            "field": _field_name(tuple(err.get("loc", ()))),
+            "rule": err.get("type", "invalid"),
+            "message": _message(err),
+            "hint": _hint(err, request),
+        }
+        for err in exc.errors()
+    ]
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    error = ApiError(422, "validation_error", summary, fields=fields)
+    return JSONResponse(error.body(), status_code=422)
+
+
+async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}
+    body = ApiError(
+        exc.status_code, code.get(exc.status_code, "http_error"), str(exc.detail)
+    ).body()
+    return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+    log.warning("database unavailable", error=repr(exc))
+    error = ApiError(
+        503,
+        "database_unavailable",
+        "PostgreSQL is unreachable, so nothing was stored",
+        hint="retry shortly with the same Idempotency-Key; /readyz shows when it is back",
+    )
+    return JSONResponse(error.body(), status_code=503, headers={"Retry-After": "2"})
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(DatabaseUnavailable, _database_down)
+    for exc_type in CONNECTION_ERRORS:
+        app.add_exception_handler(exc_type, _database_down)

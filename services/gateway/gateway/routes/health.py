@@ -1,0 +1,38 @@
+"""Liveness, readiness (PostgreSQL and NATS) and Prometheus metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is up")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="PostgreSQL and NATS are reachable")
+async def readyz(request: Request) -> JSONResponse:
+    checks: dict[str, Any] = {}
+    try:
+        async with request.app.state.pool.acquire(timeout=2) as conn:
+            await conn.fetchval("SELECT 1")
+        checks["postgres"] = "ok"
+    except Exception as exc:
+        checks["postgres"] = f"unavailable: {type(exc).__name__}"
+    checks["nats"] = "ok" if request.app.state.bus.connected else "unavailable"
+    ready = all(v == "ok" for v in checks.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "not_ready", "checks": checks},
+        status_code=200 if ready else 503,
+    )
+
+
+@router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
+async def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

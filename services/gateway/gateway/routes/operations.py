@@ -1,0 +1,121 @@
+"""Operations: the unit of every mutation, with stages and events; retry of failed stages."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from gateway.deps import Broadcaster, Operator, Pool, Source, Viewer
+from gateway.errors import ApiError
+from gateway.routes.models import OperationList, OperationRead, RetryAccepted
+from shared.operations import (
+    TERMINAL,
+    NotRetryable,
+    OperationNotFound,
+    load_operation,
+    operation_summary,
+    retry_operation,
+)
+
+router = APIRouter(prefix="/api/v1/operations", tags=["operations"])
+
+STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "noop")
+
+
+def _not_found(operation_id: uuid.UUID) -> ApiError:
+    return ApiError(
+        404,
+        "not_found",
+        f"operation {operation_id} does not exist",
+        hint="list operations with GET /api/v1/operations",
+    )
+
+
+@router.get("", response_model=OperationList, summary="List operations, newest first")
+async def list_operations(
+    pool: Pool,
+    _: Viewer,
+    status: Annotated[
+        str | None, Query(pattern="^(pending|running|succeeded|failed|cancelled|noop)$")
+    ] = None,
+    kind: Annotated[str | None, Query(max_length=100)] = None,
+    target_id: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT * FROM operations WHERE ($1::text IS NULL OR status = $1)"
+            " AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR target_id = $3)"
+            " ORDER BY created_at DESC, id LIMIT $4 OFFSET $5",
+            status,
+            kind,
+            target_id,
+            limit,
+            offset,
+        )
+    return {"items": [operation_summary(r) for r in rows]}
+
+
+@router.get(
+    "/{operation_id}",
+    response_model=OperationRead,
+    summary="An operation with its stages and events; `wait` long-polls until it is terminal",
+)
+async def get_operation(
+    operation_id: uuid.UUID,
+    pool: Pool,
+    broadcaster: Broadcaster,
+    _: Viewer,
+    wait: Annotated[
+        float,
+        Query(ge=0, le=60, description="Seconds to wait for a terminal status (0: answer now)"),
+    ] = 0,
+    events: Annotated[bool, Query(description="Include the operation's events")] = True,
+) -> dict[str, Any]:
+    deadline = time.monotonic() + wait
+    while True:
+        async with pool.acquire() as conn:
+            op = await load_operation(conn, operation_id, with_events=events)
+        if op is None:
+            raise _not_found(operation_id)
+        remaining = deadline - time.monotonic()
+        if op["status"] in TERMINAL or remaining <= 0:
+            return op
+        await broadcaster.wait_for_change(min(remaining, 1.0))
+        await asyncio.sleep(0)
+
+
+@router.post(
+    "/{operation_id}/retry",
+    status_code=202,
+    response_model=RetryAccepted,
+    summary="Re-run the failed stages of a failed operation (finished stages are kept)",
+)
+async def retry(
+    operation_id: uuid.UUID, pool: Pool, principal: Operator, source: Source
+) -> JSONResponse:
+    async with pool.acquire() as conn:
+        try:
+            stages = await retry_operation(
+                conn, operation_id, principal=principal.name, source=source
+            )
+        except OperationNotFound:
+            raise _not_found(operation_id) from None
+        except NotRetryable as exc:
+            raise ApiError(
+                409, "not_retryable", str(exc), hint="retry applies to failed operations only"
+            ) from exc
+    return JSONResponse(
+        {
+            "operation_id": str(operation_id),
+            "status_url": f"/api/v1/operations/{operation_id}",
+            "retried_stages": stages,
+        },
+        status_code=202,
+    )

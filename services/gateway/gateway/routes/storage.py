@@ -1,0 +1,152 @@
+"""Storage buckets: the shared S3 bucket for lifecycle scripts, data and models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.accept import accept
+from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.errors import ApiError
+from gateway.routes.models import ACCEPTED
+from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
+from shared.naming import AWS_REGIONS, bucket_name_problem
+from shared.validation import RuleViolation
+
+router = APIRouter(prefix="/api/v1/storage/buckets", tags=["storage"])
+
+BUCKET_HINT = "use 3-63 lowercase letters, digits and hyphens, e.g. team-llm-data-123"
+
+
+def _check_bucket(name: str) -> str:
+    problem = bucket_name_problem(name)
+    if problem:
+        raise RuleViolation(f"bucket name {problem}", BUCKET_HINT)
+    return name
+
+
+def _check_region(region: str | None) -> str | None:
+    if region is not None and region not in AWS_REGIONS:
+        raise RuleViolation(
+            f"{region!r} is not an AWS region", "use a region code such as us-east-1 or us-west-2"
+        )
+    return region
+
+
+class BucketCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="S3 bucket name (3-63 lowercase letters, digits, hyphens)")
+    region: str | None = Field(
+        None, description="AWS region; the control plane's region if omitted"
+    )
+
+    _name = field_validator("name")(_check_bucket)
+    _region = field_validator("region")(_check_region)
+
+
+class BucketRead(BaseModel):
+    name: str
+    region: str
+    status: str
+    arn: str | None
+    operation_id: str | None
+    created_at: str
+    updated_at: str
+
+
+def _row(r: Any) -> dict[str, Any]:
+    return {
+        "name": r["name"],
+        "region": r["region"],
+        "status": r["status"],
+        "arn": r["arn"],
+        "operation_id": str(r["operation_id"]) if r["operation_id"] else None,
+        "created_at": r["created_at"].isoformat(),
+        "updated_at": r["updated_at"].isoformat(),
+    }
+
+
+BucketName = Annotated[
+    str, Path(min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
+]
+
+
+@router.post("", status_code=202, responses=ACCEPTED, summary="Create an S3 bucket")
+async def create_bucket(
+    body: BucketCreate,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    region = body.region or request.app.state.settings.aws_region
+    command = CreateStorageBucket(name=body.name, region=region)
+    return await accept(
+        pool,
+        command,
+        target_type="bucket",
+        target_id=body.name,
+        request=body.model_dump(exclude_unset=True),
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.get("", response_model=list[BucketRead], summary="List buckets")
+async def list_buckets(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch("SELECT * FROM storage_buckets ORDER BY name")
+    return [_row(r) for r in rows]
+
+
+@router.get("/{name}", response_model=BucketRead, summary="Describe a bucket")
+async def get_bucket(name: BucketName, pool: Pool, _: Viewer) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT * FROM storage_buckets WHERE name = $1", name)
+    if row is None:
+        raise ApiError(
+            404,
+            "not_found",
+            f"bucket {name} is not managed here",
+            hint="list buckets with GET /api/v1/storage/buckets",
+        )
+    return _row(row)
+
+
+@router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Empty and delete a bucket")
+async def delete_bucket(
+    name: BucketName,
+    pool: Pool,
+    principal: Admin,
+    source: Source,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
+    if row is None:
+        raise ApiError(
+            404,
+            "not_found",
+            f"bucket {name} is not managed here",
+            hint="list buckets with GET /api/v1/storage/buckets",
+        )
+    return await accept(
+        pool,
+        DeleteStorageBucket(name=name, region=row["region"]),
+        target_type="bucket",
+        target_id=name,
+        request={"name": name},
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )

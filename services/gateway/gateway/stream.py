@@ -1,0 +1,136 @@
+"""The live event stream: one LISTEN connection fans new events out to every subscriber.
+
+A subscriber first replays what it missed from PostgreSQL (`after=seq`), then follows the
+live feed; sequence numbers make the hand-over exact (no gap, no repeat). A subscriber that
+cannot keep up is disconnected and resumes from its last sequence number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+
+from shared.db import connect
+from shared.logging import get_logger
+from shared.operations import event_row
+
+log = get_logger("gateway.stream")
+
+QUEUE_LIMIT = 10_000
+PAGE = 500
+
+
+class SubscriberTooSlow(Exception):
+    pass
+
+
+class _Subscriber:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+        self.overflowed = False
+
+    def offer(self, event: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.overflowed = True
+
+
+class EventBroadcaster:
+    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+        self.pool = pool
+        self.dsn = dsn
+        self.last_seq = 0
+        self._subscribers: set[_Subscriber] = set()
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    async def run(self) -> None:
+        listener: asyncpg.Connection | None = None
+        while True:
+            try:
+                if listener is None or listener.is_closed():
+                    listener = await connect(self.dsn)
+                    await listener.add_listener("events", self._notified)
+                    async with self.pool.acquire() as conn:
+                        latest = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM events")
+                    self.last_seq = max(self.last_seq, latest) if self.last_seq else latest
+                await self._fan_out()
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), 1.0)
+            except asyncio.CancelledError:
+                if listener is not None:
+                    with contextlib.suppress(Exception):
+                        await listener.close()
+                raise
+            except Exception as exc:
+                log.warning("event stream paused", error=repr(exc))
+                listener = None
+                await asyncio.sleep(0.5)
+
+    def _notified(self, *_: object) -> None:
+        self._wake.set()
+
+    async def _fan_out(self) -> None:
+        while True:
+            async with self.pool.acquire() as conn:
+                rows = await conn.fetch(
+                    "SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", self.last_seq, PAGE
+                )
+            for row in rows:
+                event = event_row(row)
+                for sub in self._subscribers:
+                    sub.offer(event)
+                self.last_seq = row["seq"]
+            if rows:
+                async with self._changed:
+                    self._changed.notify_all()
+            if len(rows) < PAGE:
+                return
+
+    async def wait_for_change(self, timeout: float) -> None:
+        """Returns when new events arrived (or after `timeout`): for long polls."""
+        async with self._changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def subscribe(
+        self, after: int, operation_id: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        sub = _Subscriber()
+        self._subscribers.add(sub)
+        try:
+            sent = after
+            # Replay from the database until caught up with what the live feed has delivered.
+            while True:
+                async with self.pool.acquire() as conn:
+                    rows = await conn.fetch(
+                        "SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", sent, PAGE
+                    )
+                for row in rows:
+                    sent = row["seq"]
+                    event = event_row(row)
+                    if operation_id is None or event["operation_id"] == operation_id:
+                        yield event
+                if len(rows) < PAGE:
+                    break
+            while True:
+                if sub.overflowed:
+                    raise SubscriberTooSlow
+                event = await sub.queue.get()
+                if event["seq"] <= sent:
+                    continue
+                sent = event["seq"]
+                if operation_id is None or event["operation_id"] == operation_id:
+                    yield event
+        finally:
+            self._subscribers.discard(sub)

@@ -1,0 +1,48 @@
+"""One settings model for every process, read from the environment (and `.env`)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = Field(
+        "postgresql://postgres@127.0.0.1:5432/hyperpilot",
+        description="PostgreSQL DSN (postgresql://user:pass@host:port/db or a socket path in ?host=)",
+    )
+    nats_url: str = Field("nats://127.0.0.1:4222", description="NATS server with JetStream")
+    aws_region: str = "us-east-1"
+    aws_endpoint_url: str | None = Field(
+        None, description="Unset for real AWS; the simulated world's endpoint otherwise"
+    )
+    log_level: str = "INFO"
+    log_format: str = Field("json", description="json or console")
+
+    # Gateway
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 3099
+    max_body_bytes: int = 256 * 1024
+    hyperpilot_admin_token: SecretStr | None = Field(
+        None, description="Bootstrap admin token, stored hashed at startup"
+    )
+
+    # Bus and consumers
+    ack_wait_seconds: float = Field(30.0, description="Redelivery delay of an unacked command")
+    max_deliver: int = Field(10, description="Deliveries before a command fails its operation")
+    consumer_concurrency: int = 16
+    outbox_poll_seconds: float = 1.0
+    health_port: int = Field(0, description="Port of a domain service's /healthz (0 = off)")
+
+    # Stage engine
+    poll_initial_seconds: float = 0.05
+    poll_max_seconds: float = 15.0
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,126 @@
+"""One model per event. An event is past tense; its subject is `evt.<domain>.<what>`."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    what: ClassVar[str]
+
+
+class OperationAccepted(Event):
+    what = "operation_accepted"
+    kind: str
+    target_type: str
+    target_id: str
+
+
+class OperationStarted(Event):
+    what = "operation_started"
+    kind: str
+    attempt: int
+
+
+class OperationSucceeded(Event):
+    what = "operation_succeeded"
+    kind: str
+    result: dict[str, Any] = {}
+
+
+class OperationNoop(Event):
+    what = "operation_noop"
+    kind: str
+    reason: str
+
+
+class OperationFailed(Event):
+    what = "operation_failed"
+    kind: str
+    error: dict[str, Any]
+
+
+class OperationRetried(Event):
+    what = "operation_retried"
+    kind: str
+    attempt: int
+    stages: list[str]
+
+
+class StageStarted(Event):
+    what = "stage_started"
+    stage: str
+    title: str
+    attempt: int
+
+
+class StageSubmitted(Event):
+    what = "stage_submitted"
+    stage: str
+    external_id: str
+
+
+class StageProgress(Event):
+    what = "stage_progress"
+    stage: str
+    message: str
+
+
+class StageSucceeded(Event):
+    what = "stage_succeeded"
+    stage: str
+    noop: bool = False
+    outputs: dict[str, Any] = {}
+
+
+class StageFailed(Event):
+    what = "stage_failed"
+    stage: str
+    error: dict[str, Any]
+
+
+class StageRetrying(Event):
+    """A temporary error (throttling, 5xx) inside a stage, retried after a delay."""
+
+    what = "stage_retrying"
+    stage: str
+    error: dict[str, Any]
+    delay_seconds: float
+
+
+class BucketCreated(Event):
+    what = "bucket_created"
+    name: str
+    region: str
+    arn: str
+
+
+class BucketDeleted(Event):
+    what = "bucket_deleted"
+    name: str
+    region: str
+
+
+EVENTS: dict[str, type[Event]] = {
+    model.__name__: model
+    for model in (
+        OperationAccepted,
+        OperationStarted,
+        OperationSucceeded,
+        OperationNoop,
+        OperationFailed,
+        OperationRetried,
+        StageStarted,
+        StageSubmitted,
+        StageProgress,
+        StageSucceeded,
+        StageFailed,
+        StageRetrying,
+        BucketCreated,
+        BucketDeleted,
+    )
+}

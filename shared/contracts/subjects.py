@@ -1,0 +1,21 @@
+"""Subject names and streams: the one place they are spelled."""
+
+from __future__ import annotations
+
+COMMANDS_STREAM = "COMMANDS"
+EVENTS_STREAM = "EVENTS"
+COMMANDS_SUBJECTS = "cmd.>"
+EVENTS_SUBJECTS = "evt.>"
+
+
+def command_subject(domain: str, verb: str) -> str:
+    return f"cmd.{domain}.{verb}"
+
+
+def event_subject(domain: str, what: str) -> str:
+    return f"evt.{domain}.{what}"
+
+
+def domain_commands(domain: str) -> str:
+    """The filter a domain service's consumer uses: every command of its domain."""
+    return f"cmd.{domain}.>"

@@ -1,0 +1,52 @@
+"""The asyncpg pool every process uses, with JSON codecs and the database-down error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from shared.errors import DatabaseUnavailable
+
+# Connection errors that mean "PostgreSQL is not reachable right now", not "bad SQL".
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ConnectionError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InterfaceError,
+)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await conn.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 20) -> asyncpg.Pool:
+    try:
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30
+        )
+    except CONNECTION_ERRORS as exc:
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+    assert pool is not None
+    return pool
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    """A dedicated connection (LISTEN, session advisory locks), with the same codecs."""
+    try:
+        conn: asyncpg.Connection = await asyncpg.connect(dsn)
+    except CONNECTION_ERRORS as exc:
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+    await _init_connection(conn)
+    return conn
+
+
+def record_to_dict(record: Any) -> dict[str, Any]:
+    return dict(record.items()) if record is not None else {}

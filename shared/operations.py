@@ -1,0 +1,301 @@
+"""The operation store: operations, their stages, the event log and the outbox.
+
+Every write that must reach the bus goes through `enqueue` in the same transaction as the state
+it announces; the outbox relay publishes it after commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import orjson
+
+from shared.contracts.commands import Command
+from shared.contracts.envelope import Envelope, utcnow
+from shared.contracts.events import Event, OperationAccepted, OperationRetried
+from shared.contracts.subjects import event_subject
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
+_EVENT_ORDER_LOCK = 0x4576_656E_7473  # "Events": serialises event inserts so seq = commit order
+
+
+class IdempotencyConflict(Exception):
+    """The same Idempotency-Key was used with a different request."""
+
+    def __init__(self, operation_id: uuid.UUID) -> None:
+        super().__init__(str(operation_id))
+        self.operation_id = operation_id
+
+
+class OperationNotFound(Exception):
+    pass
+
+
+class NotRetryable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Accepted:
+    operation_id: uuid.UUID
+    created: bool  # False: an earlier request with the same Idempotency-Key
+
+
+def request_hash(kind: str, target_id: str, request: dict[str, Any]) -> str:
+    canonical = orjson.dumps([kind, target_id, request], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(canonical).hexdigest()
+
+
+async def enqueue(conn: asyncpg.Connection, subject: str, envelope: Envelope) -> None:
+    """Queue a message for the bus in the caller's transaction."""
+    await conn.execute(
+        "INSERT INTO outbox (subject, message_id, body) VALUES ($1, $2, $3)",
+        subject,
+        envelope.message_id,
+        envelope.to_bytes(),
+    )
+    await conn.execute("NOTIFY outbox")
+
+
+async def append_event(
+    conn: asyncpg.Connection,
+    *,
+    operation_id: uuid.UUID | None,
+    domain: str,
+    event: Event,
+    principal: str,
+    source: str = "system",
+) -> int:
+    """Record an event (totally ordered) and queue it for `evt.>`; returns its sequence number."""
+    envelope = Envelope(
+        correlation_id=operation_id or uuid.UUID(int=0),
+        type=type(event).__name__,
+        principal=principal,
+        source=source,
+        payload=event.model_dump(mode="json"),
+    )
+    subject = event_subject(domain, event.what)
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", _EVENT_ORDER_LOCK)
+    seq: int = await conn.fetchval(
+        "INSERT INTO events (event_id, operation_id, type, subject, principal, occurred_at, payload)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+        envelope.message_id,
+        operation_id,
+        envelope.type,
+        subject,
+        principal,
+        envelope.occurred_at,
+        envelope.payload,
+    )
+    await enqueue(conn, subject, envelope)
+    await conn.execute("SELECT pg_notify('events', $1)", str(seq))
+    return seq
+
+
+def command_envelope(
+    command: Command, operation_id: uuid.UUID, *, principal: str, source: str, attempt: int
+) -> Envelope:
+    # One message id per (operation, attempt): a re-published attempt is deduplicated by NATS
+    # (Nats-Msg-Id) and by the consumer's inbox.
+    return Envelope(
+        message_id=uuid.uuid5(operation_id, f"attempt-{attempt}"),
+        correlation_id=operation_id,
+        type=type(command).__name__,
+        principal=principal,
+        source=source,
+        payload=command.model_dump(mode="json"),
+    )
+
+
+async def create_operation(
+    conn: asyncpg.Connection,
+    command: Command,
+    *,
+    target_type: str,
+    target_id: str,
+    request: dict[str, Any],
+    principal: str,
+    source: str,
+    idempotency_key: str | None,
+) -> Accepted:
+    """Persist an operation and its command in one transaction (the command leaves via the outbox)."""
+    kind = command.kind()
+    digest = request_hash(kind, target_id, request)
+    operation_id = uuid.uuid4()
+    async with conn.transaction():
+        inserted = await conn.fetchval(
+            "INSERT INTO operations (id, kind, domain, target_type, target_id, request,"
+            " command_type, command, principal, source, idempotency_key, request_hash)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+            " ON CONFLICT (principal, idempotency_key) DO NOTHING RETURNING id",
+            operation_id,
+            kind,
+            command.domain,
+            target_type,
+            target_id,
+            request,
+            type(command).__name__,
+            command.model_dump(mode="json"),
+            principal,
+            source,
+            idempotency_key,
+            digest,
+        )
+        if inserted is None:
+            existing = await conn.fetchrow(
+                "SELECT id, request_hash FROM operations WHERE principal = $1 AND idempotency_key = $2",
+                principal,
+                idempotency_key,
+            )
+            assert existing is not None
+            if existing["request_hash"] != digest:
+                raise IdempotencyConflict(existing["id"])
+            return Accepted(existing["id"], created=False)
+        envelope = command_envelope(
+            command, operation_id, principal=principal, source=source, attempt=1
+        )
+        await enqueue(conn, command.subject(), envelope)
+        await append_event(
+            conn,
+            operation_id=operation_id,
+            domain=command.domain,
+            event=OperationAccepted(kind=kind, target_type=target_type, target_id=target_id),
+            principal=principal,
+            source=source,
+        )
+    return Accepted(operation_id, created=True)
+
+
+async def retry_operation(
+    conn: asyncpg.Connection, operation_id: uuid.UUID, *, principal: str, source: str
+) -> list[str]:
+    """Re-run the failed stages of a failed operation; finished stages are kept as they are."""
+    from shared.contracts.commands import COMMANDS
+
+    async with conn.transaction():
+        op = await conn.fetchrow("SELECT * FROM operations WHERE id = $1 FOR UPDATE", operation_id)
+        if op is None:
+            raise OperationNotFound(str(operation_id))
+        if op["status"] != "failed":
+            raise NotRetryable(
+                f"operation {operation_id} is {op['status']}; only a failed operation can be retried"
+            )
+        stages = await conn.fetch(
+            "UPDATE stages SET status = 'pending', error = NULL, external_id = NULL,"
+            " progress = NULL, finished_at = NULL, updated_at = now()"
+            " WHERE operation_id = $1 AND status IN ('failed', 'cancelled') RETURNING name",
+            operation_id,
+        )
+        attempt = op["attempt"] + 1
+        await conn.execute(
+            "UPDATE operations SET status = 'pending', attempt = $2, error = NULL,"
+            " finished_at = NULL, updated_at = now() WHERE id = $1",
+            operation_id,
+            attempt,
+        )
+        command = COMMANDS[op["command_type"]].model_validate(op["command"])
+        envelope = command_envelope(
+            command, operation_id, principal=op["principal"], source=op["source"], attempt=attempt
+        )
+        await enqueue(conn, command.subject(), envelope)
+        names = sorted(r["name"] for r in stages)
+        await append_event(
+            conn,
+            operation_id=operation_id,
+            domain=op["domain"],
+            event=OperationRetried(kind=op["kind"], attempt=attempt, stages=names),
+            principal=principal,
+            source=source,
+        )
+    return names
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+async def load_operation(
+    conn: asyncpg.Connection, operation_id: uuid.UUID, *, with_events: bool = True
+) -> dict[str, Any] | None:
+    """An operation with its stages (in position order) and, optionally, its events."""
+    op = await conn.fetchrow("SELECT * FROM operations WHERE id = $1", operation_id)
+    if op is None:
+        return None
+    stages = await conn.fetch(
+        "SELECT * FROM stages WHERE operation_id = $1 ORDER BY position", operation_id
+    )
+    result = operation_summary(op)
+    result["stages"] = [
+        {
+            "name": s["name"],
+            "title": s["title"],
+            "needs": list(s["needs"]),
+            "status": s["status"],
+            "attempts": s["attempts"],
+            "external_id": s["external_id"],
+            "progress": s["progress"],
+            "outputs": s["outputs"],
+            "error": s["error"],
+            "started_at": _iso(s["started_at"]),
+            "finished_at": _iso(s["finished_at"]),
+        }
+        for s in stages
+    ]
+    if with_events:
+        rows = await conn.fetch(
+            "SELECT * FROM events WHERE operation_id = $1 ORDER BY seq", operation_id
+        )
+        result["events"] = [event_row(r) for r in rows]
+    return result
+
+
+def operation_summary(op: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": str(op["id"]),
+        "kind": op["kind"],
+        "target_type": op["target_type"],
+        "target_id": op["target_id"],
+        "request": op["request"],
+        "principal": op["principal"],
+        "source": op["source"],
+        "status": op["status"],
+        "attempt": op["attempt"],
+        "error": op["error"],
+        "result": op["result"],
+        "created_at": _iso(op["created_at"]),
+        "updated_at": _iso(op["updated_at"]),
+        "finished_at": _iso(op["finished_at"]),
+    }
+
+
+def event_row(r: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "seq": r["seq"],
+        "event_id": str(r["event_id"]),
+        "operation_id": str(r["operation_id"]) if r["operation_id"] else None,
+        "type": r["type"],
+        "subject": r["subject"],
+        "principal": r["principal"],
+        "occurred_at": _iso(r["occurred_at"]),
+        "payload": r["payload"],
+    }
+
+
+__all__ = [
+    "TERMINAL",
+    "Accepted",
+    "IdempotencyConflict",
+    "NotRetryable",
+    "OperationNotFound",
+    "append_event",
+    "create_operation",
+    "enqueue",
+    "load_operation",
+    "retry_operation",
+    "utcnow",
+]
