@@ -1,0 +1,78 @@
+"""What every simulated service shares: the lock, the clock, the account, faults, the call
+log, and the seam to the Kubernetes emulator."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import string
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from sim.aws.account import Account
+from sim.aws.calllog import CallLog
+from sim.aws.clock import Scheduler, utcnow
+from sim.aws.faults import Faults
+from sim.interfaces import KubeHooks, SimNode
+from sim.profile import TimeProfile
+
+log = logging.getLogger(__name__)
+
+
+def hex_id(length: int) -> str:
+    return secrets.token_hex((length + 1) // 2)[:length]
+
+
+def instance_id() -> str:
+    """An EC2-style instance id, as HyperPod nodes have."""
+    return "i-" + hex_id(17)
+
+
+def lower_alnum(length: int) -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+class SimContext:
+    """State shared by the simulated services of one SimulatedAws."""
+
+    def __init__(
+        self, profile: TimeProfile, kube: KubeHooks | None, region: str, account_id: str
+    ) -> None:
+        self.profile = profile
+        self.kube = kube
+        self.region = region
+        self.account_id = account_id
+        self.lock = threading.RLock()
+        self.account = Account(account_id, region)
+        self.faults = Faults()
+        self.calls = CallLog()
+        self.scheduler = Scheduler(self.lock, self.flush)
+        self._dirty_eks: set[str] = set()
+        self.eks_nodes: Callable[[str], list[SimNode]] = lambda _name: []
+        self.eks_kube_ready: Callable[[str], bool] = lambda _name: False
+
+    def now(self) -> datetime:
+        return utcnow()
+
+    def arn(self, service: str, resource: str) -> str:
+        return f"arn:aws:{service}:{self.region}:{self.account_id}:{resource}"
+
+    def nodes_changed(self, eks_cluster: str) -> None:
+        """Note that the HyperPod nodes attached to `eks_cluster` changed."""
+        self._dirty_eks.add(eks_cluster)
+
+    def flush(self) -> None:
+        """Tell the Kubernetes emulator about every EKS cluster whose nodes changed."""
+        with self.lock:
+            dirty, self._dirty_eks = self._dirty_eks, set()
+            if self.kube is None:
+                return
+            for name in sorted(dirty):
+                if not self.eks_kube_ready(name):
+                    continue
+                try:
+                    self.kube.sync_nodes(name, self.eks_nodes(name))
+                except Exception:
+                    log.exception("sync_nodes(%s) failed", name)

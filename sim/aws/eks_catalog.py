@@ -1,0 +1,89 @@
+"""What EKS offers: Kubernetes versions, managed add-ons and their versions, access policies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+KUBERNETES_VERSIONS = ["1.30", "1.31", "1.32", "1.33"]
+DEFAULT_VERSION = "1.33"
+
+# add-on name -> (type, publisher, [versions newest first])
+ADDONS: dict[str, tuple[str, str, list[str]]] = {
+    "vpc-cni": ("networking", "eks", ["v1.20.0-eksbuild.1", "v1.19.6-eksbuild.1"]),
+    "coredns": ("networking", "eks", ["v1.12.2-eksbuild.4", "v1.11.4-eksbuild.14"]),
+    "kube-proxy": ("networking", "eks", ["v1.33.0-eksbuild.2", "v1.32.3-eksbuild.7"]),
+    "eks-pod-identity-agent": ("security", "eks", ["v1.3.7-eksbuild.2", "v1.3.5-eksbuild.2"]),
+    "aws-ebs-csi-driver": ("storage", "eks", ["v1.45.0-eksbuild.2", "v1.44.0-eksbuild.1"]),
+    "aws-fsx-csi-driver": ("storage", "eks", ["v1.5.0-eksbuild.1", "v1.4.0-eksbuild.1"]),
+    "aws-mountpoint-s3-csi-driver": (
+        "storage",
+        "eks",
+        ["v1.15.0-eksbuild.1", "v1.14.1-eksbuild.1"],
+    ),
+    "amazon-cloudwatch-observability": (
+        "observability",
+        "eks",
+        ["v4.1.0-eksbuild.1", "v4.0.1-eksbuild.1"],
+    ),
+    "metrics-server": ("observability", "eks", ["v0.7.2-eksbuild.4", "v0.7.2-eksbuild.3"]),
+    "cert-manager": ("security", "eks", ["v1.18.2-eksbuild.2", "v1.17.2-eksbuild.1"]),
+    "amazon-sagemaker-hyperpod-taskgovernance": (
+        "machine-learning",
+        "eks",
+        ["v1.2.0-eksbuild.1", "v1.1.3-eksbuild.1"],
+    ),
+    "amazon-sagemaker-hyperpod-observability": (
+        "observability",
+        "eks",
+        ["v1.0.2-eksbuild.1", "v1.0.1-eksbuild.1"],
+    ),
+    "amazon-sagemaker-hyperpod-training-operator": (
+        "machine-learning",
+        "eks",
+        ["v1.1.0-eksbuild.1", "v1.0.1-eksbuild.1"],
+    ),
+}
+
+ACCESS_POLICIES = [
+    "AmazonEKSAdminPolicy",
+    "AmazonEKSAdminViewPolicy",
+    "AmazonEKSClusterAdminPolicy",
+    "AmazonEKSEditPolicy",
+    "AmazonEKSViewPolicy",
+    "AmazonSagemakerHyperpodClusterPolicy",
+    "AmazonSagemakerHyperpodControllerPolicy",
+    "AmazonSagemakerHyperpodSystemNamespacePolicy",
+]
+
+
+def access_policy_arn(name: str) -> str:
+    return f"arn:aws:eks::aws:cluster-access-policy/{name}"
+
+
+def access_policy_arns() -> list[str]:
+    return [access_policy_arn(name) for name in ACCESS_POLICIES]
+
+
+def addon_versions(addon: str, kubernetes_version: str | None = None) -> list[dict[str, Any]]:
+    """DescribeAddonVersions' `addonVersions` for one add-on: the newest is the default."""
+    _, _, versions = ADDONS[addon]
+    wanted = [kubernetes_version] if kubernetes_version else KUBERNETES_VERSIONS
+    return [
+        {
+            "addonVersion": version,
+            "architecture": ["amd64", "arm64"],
+            "computeTypes": ["ec2", "hyperpod"],
+            "compatibilities": [
+                {"clusterVersion": v, "platformVersions": ["*"], "defaultVersion": i == 0}
+                for v in wanted
+            ],
+            "requiresConfiguration": False,
+            "requiresIamPermissions": addon
+            in ("aws-ebs-csi-driver", "aws-fsx-csi-driver", "vpc-cni"),
+        }
+        for i, version in enumerate(versions)
+    ]
+
+
+def default_addon_version(addon: str) -> str:
+    return ADDONS[addon][2][0]

@@ -1,0 +1,194 @@
+"""The one endpoint: a WSGI front that answers the simulated operations, serves the admin API
+under /_sim/, and hands every other AWS request to moto.
+
+Per request: run the work the clock says is due, apply armed faults, validate the input against
+botocore's model, call the simulation (or moto), and log the call if it mutates.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from sim.aws.context import SimContext
+from sim.aws.errors import AwsError, render_error
+from sim.aws.sagemaker_extras import ForwardToMoto
+from sim.aws.validation import validate
+from sim.aws.wire import AwsRequest, read_request
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    400: "Bad Request",
+    404: "Not Found",
+    409: "Conflict",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def _wire_value(value: Any) -> Any:
+    """A response value as JSON protocols send it: timestamps as epoch seconds, no nulls."""
+    if isinstance(value, dict):
+        return {k: _wire_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_wire_value(v) for v in value]
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return value
+
+
+def _status_line(status: int) -> str:
+    return f"{status} {_REASONS.get(status, 'Unknown')}"
+
+
+class FrontApp:
+    """WSGI application in front of moto."""
+
+    def __init__(
+        self,
+        ctx: SimContext,
+        handlers: dict[tuple[str, str], Handler],
+        moto_app: WsgiApp,
+        admin: WsgiApp,
+    ) -> None:
+        self.ctx = ctx
+        self.handlers = handlers
+        self.moto_app = moto_app
+        self.admin = admin
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "").startswith("/_sim/"):
+            return self.admin(environ, start_response)
+        body = _read_body(environ)
+        req = read_request(environ, body)
+        self.ctx.scheduler.run_due()
+        simulated = (req.service, req.operation) in self.handlers
+        error = (
+            self.ctx.faults.request_error(req.service, req.operation, req.protocol)
+            if req.operation
+            else None
+        )
+        if error is not None:
+            return self._error(req, error, start_response, simulated)
+        if simulated:
+            try:
+                return self._simulate(req, start_response)
+            except ForwardToMoto:
+                simulated = False
+        return self._forward(req, environ, body, start_response)
+
+    def _simulate(self, req: AwsRequest, start_response: StartResponse) -> Iterable[bytes]:
+        assert req.service is not None and req.operation is not None
+        handler = self.handlers[(req.service, req.operation)]
+        try:
+            validate(req.service, req.operation, req.params)
+            with self.ctx.lock:
+                result = handler(req.params)
+                self.ctx.flush()
+        except AwsError as err:
+            return self._error(req, err, start_response, True)
+        except ForwardToMoto:
+            raise
+        except Exception:
+            log.exception("simulated %s.%s failed", req.service, req.operation)
+            failure = AwsError(
+                "InternalFailure", "The simulation failed to process the request.", 500
+            )
+            return self._error(req, failure, start_response, True)
+        payload = json.dumps(_wire_value(result)).encode()
+        content_type = (
+            "application/json" if req.protocol == "rest-json" else "application/x-amz-json-1.1"
+        )
+        self._log(req, 200, None, True)
+        start_response(
+            "200 OK",
+            [
+                ("Content-Type", content_type),
+                ("Content-Length", str(len(payload))),
+                ("x-amzn-RequestId", req.request_id),
+            ],
+        )
+        return [payload]
+
+    def _error(
+        self, req: AwsRequest, err: AwsError, start_response: StartResponse, simulated: bool
+    ) -> Iterable[bytes]:
+        status, headers, payload = render_error(err, req.service, req.protocol, req.request_id)
+        self._log(req, status, err.code, simulated)
+        start_response(_status_line(status), [*headers, ("Content-Length", str(len(payload)))])
+        return [payload]
+
+    def _forward(
+        self, req: AwsRequest, environ: dict[str, Any], body: bytes, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ["HTTP_X_MOTO_ACCOUNT_ID"] = self.ctx.account_id
+        captured: dict[str, int] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            captured["status"] = int(status.split(" ", 1)[0])
+            return (
+                start_response(status, headers, exc_info)
+                if exc_info
+                else start_response(status, headers)
+            )
+
+        chunks = list(self.moto_app(environ, capture))
+        status = captured.get("status", 500)
+        error = _error_code(b"".join(chunks)) if status >= 400 else None
+        self._log(req, status, error, False)
+        return chunks
+
+    def _log(self, req: AwsRequest, status: int, error: str | None, simulated: bool) -> None:
+        if req.service is None or req.operation is None or not req.mutating:
+            return
+        self.ctx.calls.record(
+            service=req.service,
+            operation=req.operation,
+            params=req.params,
+            status=status,
+            error=error,
+            request_id=req.request_id,
+            simulated=simulated,
+            at=self.ctx.now(),
+        )
+
+
+def _read_body(environ: dict[str, Any]) -> bytes:
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return b""
+    length = environ.get("CONTENT_LENGTH")
+    if length:
+        return bytes(stream.read(int(length)))
+    if environ.get("wsgi.input_terminated"):
+        return bytes(stream.read())
+    return b""
+
+
+def _error_code(payload: bytes) -> str | None:
+    """The error code in a moto error response (JSON or XML), for the call log."""
+    text = payload.decode("utf-8", "replace")
+    try:
+        value = json.loads(text)
+        if isinstance(value, dict):
+            code = value.get("__type") or value.get("code") or value.get("Code")
+            return str(code).rsplit("#", 1)[-1] if code else None
+    except ValueError:
+        pass
+    start = text.find("<Code>")
+    end = text.find("</Code>")
+    return text[start + 6 : end] if start >= 0 and end > start else None
