@@ -133,6 +133,8 @@ class Bus:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self.nc is not None:
+            # close, not drain: consumers have been stopped, and a pending pull would hold a
+            # drain for its whole timeout.
             with contextlib.suppress(Exception):
-                await self.nc.drain()
+                await self.nc.close()
         self.ready.clear()

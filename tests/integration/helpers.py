@@ -1,0 +1,48 @@
+"""Shared helpers of the integration tests."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from shared.contracts.commands import CreateStorageBucket
+from shared.operations import create_operation
+from shared.stages import Delivery
+
+
+async def new_operation(
+    pool: asyncpg.Pool, name: str = "bucket-a", key: str | None = None
+) -> uuid.UUID:
+    async with pool.acquire() as conn:
+        accepted = await create_operation(
+            conn,
+            CreateStorageBucket(name=name, region="us-east-1"),
+            target_type="bucket",
+            target_id=name,
+            request={"name": name},
+            principal="tester",
+            source="rest",
+            idempotency_key=key,
+        )
+    return accepted.operation_id
+
+
+def delivery() -> Delivery:
+    return Delivery(consumer="test", message_id=uuid.uuid4(), principal="tester", source="rest")
+
+
+async def events_of(pool: asyncpg.Pool, operation_id: uuid.UUID) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT seq, type, payload FROM events WHERE operation_id = $1 ORDER BY seq",
+            operation_id,
+        )
+    return [{"seq": r["seq"], "type": r["type"], **r["payload"]} for r in rows]
+
+
+async def stage_rows(pool: asyncpg.Pool, operation_id: uuid.UUID) -> dict[str, asyncpg.Record]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch("SELECT * FROM stages WHERE operation_id = $1", operation_id)
+    return {r["name"]: r for r in rows}

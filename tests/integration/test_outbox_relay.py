@@ -1,0 +1,111 @@
+"""The outbox relay against real PostgreSQL and NATS JetStream."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import asyncpg
+import nats
+
+from hyperpilot.infra import NatsServer
+from shared.bus import Bus
+from shared.outbox import OutboxRelay
+from tests.integration.helpers import new_operation
+
+
+async def _stream_messages(url: str, stream: str) -> int:
+    nc = await nats.connect(url)
+    try:
+        info = await nc.jetstream().stream_info(stream)
+        return int(info.state.messages)
+    finally:
+        await nc.close()
+
+
+async def test_accepted_command_and_event_reach_jetstream(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.05)
+    task = asyncio.create_task(relay.run())
+    try:
+        await new_operation(pool)
+        for _ in range(200):
+            async with pool.acquire() as conn:
+                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
+                    break
+            await asyncio.sleep(0.02)
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await _stream_messages(nats_server.url, "EVENTS") == 1
+    finally:
+        task.cancel()
+        await bus.close()
+
+
+async def test_republishing_the_same_row_is_dropped_by_jetstream(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    try:
+        message_id = str(uuid.uuid4())
+        first = await bus.publish("cmd.storage.create", b"{}", message_id)
+        again = await bus.publish("cmd.storage.create", b"{}", message_id)
+        assert again.duplicate and not first.duplicate
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+    finally:
+        await bus.close()
+
+
+async def test_rows_wait_while_nats_is_down_and_leave_when_it_returns(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    nats_server.stop()
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.05)
+    task = asyncio.create_task(relay.run())
+    try:
+        await new_operation(pool, "bucket-1")
+        await new_operation(pool, "bucket-2")
+        await asyncio.sleep(0.5)
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SELECT count(*) FROM outbox") == 4
+        nats_server.start()
+        for _ in range(300):
+            async with pool.acquire() as conn:
+                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
+                    break
+            await asyncio.sleep(0.05)
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 2
+    finally:
+        task.cancel()
+        await bus.close()
+
+
+async def test_two_relays_share_the_outbox_without_duplicates(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    for i in range(50):
+        await new_operation(pool, f"bucket-{i}")
+    relays = [OutboxRelay(pool, bus, database_url, poll_seconds=0.05) for _ in range(2)]
+    tasks = [asyncio.create_task(r.run()) for r in relays]
+    try:
+        for _ in range(300):
+            async with pool.acquire() as conn:
+                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
+                    break
+            await asyncio.sleep(0.02)
+        assert sum(r.published for r in relays) == 100
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 50
+    finally:
+        for t in tasks:
+            t.cancel()
+        await bus.close()

@@ -1,0 +1,38 @@
+from botocore.exceptions import ClientError, EndpointConnectionError
+from cluster_svc.adapters.aws import stage_error
+
+from shared.errors import PermanentError, TemporaryError
+
+
+def _client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": f"{code} happened"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        "CreateCluster",
+    )
+
+
+def test_throttling_and_5xx_are_temporary() -> None:
+    for code, status in [
+        ("ThrottlingException", 400),
+        ("SlowDown", 503),
+        ("InternalFailure", 500),
+        ("Whatever", 502),
+    ]:
+        err = stage_error(_client_error(code, status))
+        assert isinstance(err, TemporaryError), code
+        assert err.code == code
+
+
+def test_client_errors_are_permanent_with_aws_message() -> None:
+    err = stage_error(_client_error("ValidationException", 400))
+    assert isinstance(err, PermanentError)
+    assert err.message == "ValidationException happened"
+
+
+def test_unreachable_endpoint_is_temporary() -> None:
+    err = stage_error(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    assert isinstance(err, TemporaryError)
+    assert err.code == "EndpointUnreachable"
