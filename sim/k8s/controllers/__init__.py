@@ -1,0 +1,1 @@
+"""Simulated controllers: declarative rules on store events, delayed by the time profile."""

@@ -1,0 +1,184 @@
+"""What a simulated container does: which lines it logs, how long it runs, how it exits.
+
+Decided from the container itself, in this order:
+1. pod annotations `sim.hyperpilot.dev/exit-code`, `/run-seconds`, `/steps`, `/hang-after-steps`;
+2. the command: `echo`, `printf`, `print(...)`, `sleep N`, `exit N`, `true`, `false` are
+   interpreted; a command that is only made of these ends when they end;
+3. the kind of program: training launchers (torchrun, train*.py, ...) log step/loss lines,
+   inference servers log their startup and serve, base images without a command exit 0,
+   anything else starts and keeps running.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sim.k8s.store import Obj
+from sim.profile import TimeProfile
+
+ANNOTATION = "sim.hyperpilot.dev/"
+TRAINING = re.compile(
+    r"torchrun|train|pytorch|megatron|nemo|deepspeed|accelerate|verl|fsdp|llama-factory|hyperpodrun",
+    re.I,
+)
+SERVING = re.compile(
+    r"vllm|sglang|text-generation|tgi|triton|tensorrt|djl|lmi|sagemaker-inference|serve", re.I
+)
+BASE_IMAGES = re.compile(
+    r"(^|/)(busybox|alpine|ubuntu|debian|amazonlinux|python|bash|aws-cli|curl)(:|$)"
+)
+_FINITE = {
+    "echo",
+    "printf",
+    "sleep",
+    "exit",
+    "true",
+    "false",
+    "print",
+    "cat",
+    "ls",
+    "date",
+    "env",
+    "set",
+}
+
+
+@dataclass
+class Program:
+    """Start lines, then `steps` periodic lines every `interval` s (None: forever), then exit."""
+
+    start_lines: list[str]
+    exit_code: int = 0
+    duration: float | None = 0.0  # seconds after the start lines (None: runs until killed)
+    step_line: Callable[[int], str] | None = None
+    interval: float = 1.0
+    steps: int | None = None
+    hang_after: int | None = None  # stop logging after this many steps (keeps running)
+
+
+def _script(container: Obj) -> str:
+    parts = list(container.get("command") or []) + list(container.get("args") or [])
+    if (
+        len(parts) >= 3
+        and parts[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash")
+        and parts[1] in ("-c", "-ec", "-xc", "-lc")
+    ):
+        return " ".join(parts[2:])
+    return shlex.join(parts) if parts else ""
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in re.split(r";|&&|\|\||\n", script) if s.strip()]
+
+
+def _unquote(text: str) -> str:
+    try:
+        return " ".join(shlex.split(text))
+    except ValueError:
+        return text.strip("'\"")
+
+
+def _interpret(script: str) -> Program | None:
+    """A program of echo/sleep/exit statements, or None when the script is something else."""
+    lines: list[str] = []
+    duration = 0.0
+    code = 0
+    for stmt in _statements(script):
+        word = stmt.split()[0].rsplit("/", 1)[-1]
+        if word in ("echo", "printf"):
+            text = _unquote(stmt.split(None, 1)[1]) if " " in stmt else ""
+            if word == "echo" and text.startswith("-n "):
+                text = text[3:]
+            lines += text.replace("\\n", "\n").rstrip("\n").split("\n") if text else [""]
+        elif word == "sleep":
+            arg = stmt.split()[1] if len(stmt.split()) > 1 else "0"
+            if arg in ("infinity", "inf"):
+                return Program(lines, code, None)
+            try:
+                duration += float(arg.rstrip("s"))
+            except ValueError:
+                return None
+        elif word == "exit":
+            arg = stmt.split()[1] if len(stmt.split()) > 1 else "0"
+            code = int(arg) if arg.isdigit() else 1
+            return Program(lines, code, duration)
+        elif word == "true":
+            code = 0
+        elif word == "false":
+            code = 1
+        elif word.startswith("python") and "-c" in stmt:
+            printed = re.findall(r"print\((['\"])(.*?)\1\)", stmt)
+            if not printed and "print(" in stmt:
+                return None
+            lines += [p[1] for p in printed]
+        elif word in _FINITE:
+            continue
+        else:
+            return None
+    return Program(lines, code, duration)
+
+
+def _training_line(total: int | None) -> Callable[[int], str]:
+    def line(step: int) -> str:
+        loss = 2.5 * math.exp(-step / 60.0) + 0.35
+        of = f"/{total}" if total else ""
+        return f"step {step}{of} loss={loss:.4f} lr=3.0e-04 tokens_per_sec=48211"
+
+    return line
+
+
+def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
+    annotations = pod["metadata"].get("annotations") or {}
+
+    def ann(name: str) -> str | None:
+        value = annotations.get(ANNOTATION + name)
+        return str(value) if value is not None else None
+
+    image = str(container.get("image") or "")
+    script = _script(container)
+    text = f"{image} {script}"
+    interval = max(profile.container_start, 0.02)
+    if TRAINING.search(text):
+        steps = int(ann("steps") or 100)
+        program = Program(
+            [
+                f"[sim] {container['name']}: initializing process group (NCCL)",
+                "[sim] world size ready",
+            ],
+            exit_code=0,
+            step_line=_training_line(steps),
+            interval=interval,
+            steps=steps,
+            hang_after=int(hang) if (hang := ann("hang-after-steps")) else None,
+        )
+    elif script and (interpreted := _interpret(script)) is not None:
+        program = interpreted
+    elif SERVING.search(text):
+        program = Program(
+            [
+                "INFO:     Started server process [1]",
+                "INFO:     Waiting for application startup.",
+                "INFO:     Loading model weights",
+                "INFO:     Application startup complete.",
+                "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+            ],
+            duration=None,
+        )
+    elif not script and BASE_IMAGES.search(image):
+        program = Program([], duration=0.0)
+    else:
+        program = Program([f"[sim] {container['name']} started ({image})"], duration=None)
+    if ann("exit-code") is not None:
+        program.exit_code = int(ann("exit-code") or 0)
+        if program.duration is None and program.steps is None:
+            program.duration = 0.0
+    if ann("run-seconds") is not None:
+        program.duration = float(ann("run-seconds") or 0)
+        program.steps = None if program.step_line is None else program.steps
+        if program.step_line is not None:
+            program.steps = max(1, int(program.duration / program.interval))
+    return program

@@ -1,0 +1,94 @@
+"""Fault injection: API throttling, pod crashes, NotReady nodes, slow image pulls."""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sim.k8s.errors import ApiError
+from sim.k8s.http import Request
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
+
+
+@dataclass
+class Throttle:
+    remaining: int | None
+    until: float | None
+    retry_after: int
+    paths: str
+
+
+@dataclass
+class Faults:
+    """What the test or the simulated AWS injected into one API server."""
+
+    server: ApiServer
+    throttles: list[Throttle] = field(default_factory=list)
+    slow_pulls: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    throttled: int = 0
+
+    def throttle(
+        self,
+        requests: int | None = None,
+        seconds: float | None = None,
+        retry_after: int = 1,
+        paths: str = "/api*",
+    ) -> None:
+        """Answer 429 to the next `requests` requests (or for `seconds`) whose path matches."""
+        until = time.monotonic() + seconds if seconds is not None else None
+        if requests is None and until is None:
+            requests = 1
+        with self.lock:
+            self.throttles.append(Throttle(requests, until, retry_after, paths))
+
+    def before_request(self, req: Request) -> None:
+        with self.lock:
+            now = time.monotonic()
+            self.throttles = [
+                t
+                for t in self.throttles
+                if (t.remaining is None or t.remaining > 0) and (t.until is None or t.until > now)
+            ]
+            for t in self.throttles:
+                if fnmatch.fnmatch(req.path, t.paths):
+                    if t.remaining is not None:
+                        t.remaining -= 1
+                    self.throttled += 1
+                    raise ApiError(
+                        429,
+                        "Too many requests, please try again later.",
+                        details={"retryAfterSeconds": t.retry_after},
+                        headers={"Retry-After": str(t.retry_after)},
+                    )
+
+    def slow_image_pull(self, image_pattern: str, seconds: float) -> None:
+        """Pulling images matching the glob takes `seconds` longer."""
+        with self.lock:
+            self.slow_pulls[image_pattern] = seconds
+
+    def extra_pull_time(self, image: str) -> float:
+        with self.lock:
+            return max(
+                (s for pat, s in self.slow_pulls.items() if fnmatch.fnmatch(image, pat)),
+                default=0.0,
+            )
+
+    def crash_pod(
+        self, namespace: str, name: str, exit_code: int = 1, container: str | None = None
+    ) -> None:
+        """The container (default: the first) exits with `exit_code` now."""
+        self.server.run_on_loop(
+            self.server.kubelet.crash, namespace, name, container, exit_code, "Error"
+        )
+
+    def node_not_ready(self, node: str) -> None:
+        self.server.run_on_loop(self.server.nodes.set_ready, node, False)
+
+    def node_ready(self, node: str) -> None:
+        self.server.run_on_loop(self.server.nodes.set_ready, node, True)

@@ -1,0 +1,455 @@
+"""The HTTP face of the API server: paths, verbs, query parameters, watch and log streams."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from sim.k8s import discovery, openapi
+from sim.k8s.errors import ApiError
+from sim.k8s.http import Request, Response, StreamResponse
+from sim.k8s.registry import ResourceType
+from sim.k8s.selectors import parse_field_selector, parse_label_selector
+from sim.k8s.store import Watcher, WatchEvent
+from sim.k8s.tables import to_table
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
+
+Obj = dict[str, Any]
+PUBLIC_PATHS = {"/version", "/healthz", "/livez", "/readyz"}
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, orjson.dumps(body), headers=headers or {})
+
+
+def _error(exc: ApiError) -> Response:
+    return _json(exc.code, exc.status(), exc.headers)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+class Router:
+    def __init__(self, server: ApiServer) -> None:
+        self.server = server
+        self.api = server.api
+
+    async def handle(self, req: Request) -> Response | StreamResponse:
+        try:
+            return await self._handle(req)
+        except ApiError as exc:
+            return _error(exc)
+        except Exception as exc:  # an emulator bug must still answer like a server
+            self.server.log_internal_error(req, exc)
+            return _error(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"))
+
+    def _authenticate(self, req: Request) -> None:
+        auth = req.headers.get("authorization", "")
+        if req.path in PUBLIC_PATHS:
+            return
+        if not auth.lower().startswith("bearer "):
+            raise ApiError(401, "Unauthorized")
+        problem = self.server.check_token(auth[7:].strip())
+        if problem is not None:
+            raise ApiError(401, "Unauthorized")
+
+    async def _handle(self, req: Request) -> Response | StreamResponse:
+        self._authenticate(req)
+        self.server.faults.before_request(req)
+        self.server.requests += 1
+        path = req.path.rstrip("/") or "/"
+        parts = [p for p in path.split("/") if p]
+        if path == "/version":
+            return _json(200, discovery.version_info(self.server.kubernetes_version))
+        if path in ("/healthz", "/livez", "/readyz"):
+            return Response(200, b"ok", content_type="text/plain")
+        if path == "/api":
+            return _json(200, discovery.core_versions(f"{self.server.host}:{self.server.port}"))
+        if path == "/apis":
+            return _json(200, discovery.group_list(self.api.registry))
+        if path == "/openapi/v3":
+            return _json(200, openapi.index(self.api.registry))
+        if parts[:2] == ["openapi", "v3"] and len(parts) >= 4:
+            group, version = (
+                ("", parts[3])
+                if parts[2] == "api"
+                else (parts[3], parts[4] if len(parts) > 4 else "")
+            )
+            doc = openapi.document(self.api.registry, group, version)
+            if doc is None:
+                raise ApiError(404, "the server could not find the requested resource")
+            return _json(200, doc)
+        if parts and parts[0] == "api" and len(parts) >= 2:
+            return await self._group_version(req, "", parts[1], parts[2:])
+        if parts and parts[0] == "apis" and len(parts) == 2:
+            doc = discovery.group(self.api.registry, parts[1])
+            if doc is None:
+                raise ApiError(404, "the server could not find the requested resource")
+            return _json(200, doc)
+        if parts and parts[0] == "apis" and len(parts) >= 3:
+            return await self._group_version(req, parts[1], parts[2], parts[3:])
+        raise ApiError(404, "the server could not find the requested resource")
+
+    async def _group_version(
+        self, req: Request, group: str, version: str, rest: list[str]
+    ) -> Response | StreamResponse:
+        registry = self.api.registry
+        if not rest:
+            doc = discovery.resource_list(registry, group, version)
+            if doc is None:
+                raise ApiError(404, "the server could not find the requested resource")
+            return _json(200, doc)
+        watch_path = rest[0] == "watch"
+        if watch_path:
+            rest = rest[1:]
+        namespace = ""
+        if rest and rest[0] == "namespaces" and len(rest) >= 3:
+            candidate = registry.lookup(group, version, rest[2])
+            if candidate is not None and candidate.namespaced:
+                namespace, rest = rest[1], rest[2:]
+        rt = registry.lookup(group, version, rest[0]) if rest else None
+        if rt is None or len(rest) > 3:
+            raise ApiError(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) >= 2 else None
+        sub = rest[2] if len(rest) == 3 else None
+        if sub is not None and sub not in rt.subresources:
+            raise ApiError(404, "the server could not find the requested resource")
+        if rt.namespaced and name is not None and not namespace and rt.key != "namespaces":
+            raise ApiError(404, "the server could not find the requested resource")
+        if watch_path:
+            req.query["watch"] = "true"
+            if name is not None:
+                req.query["fieldSelector"] = f"metadata.name={name}"
+                name = None
+        return await self._resource(req, rt, namespace, name, sub)
+
+    # ---- verbs -------------------------------------------------------------------------
+
+    async def _resource(
+        self, req: Request, rt: ResourceType, namespace: str, name: str | None, sub: str | None
+    ) -> Response | StreamResponse:
+        q = req.query
+        method = req.method
+        dry_run = q.get("dryRun") == "All"
+        strict = q.get("fieldValidation", "").lower() == "strict"
+        manager = q.get("fieldManager") or req.headers.get("user-agent", "unknown").split("/")[0]
+        api = self.api
+        if name is None:
+            if method == "GET":
+                if _truthy(q.get("watch")):
+                    return await self._watch(req, rt, namespace)
+                listed = api.list_objects(
+                    rt,
+                    namespace or None,
+                    q.get("labelSelector"),
+                    q.get("fieldSelector"),
+                    int(q["limit"]) if q.get("limit") else None,
+                    q.get("continue") or None,
+                )
+                if self._wants_table(req):
+                    table = to_table(rt, listed["items"], q.get("includeObject", "Metadata"))
+                    table["metadata"] = listed["metadata"]
+                    return _json(200, table)
+                return _json(200, listed)
+            if method == "POST":
+                created = api.create(
+                    rt, namespace, self._body(req), dry_run=dry_run, strict=strict, manager=manager
+                )
+                return _json(201, created)
+            if method == "DELETE":
+                opts = self._delete_options(req)
+                listed = api.delete_collection(
+                    rt,
+                    namespace or None,
+                    q.get("labelSelector"),
+                    q.get("fieldSelector"),
+                    propagation=opts.get("propagationPolicy"),
+                    dry_run=dry_run or "All" in (opts.get("dryRun") or []),
+                )
+                return _json(200, listed)
+            raise ApiError(405, f"method {method} not allowed")
+        if sub == "log":
+            return await self._log(req, namespace, name)
+        if sub == "scale":
+            if method == "GET":
+                return _json(200, api.get_scale(rt, namespace, name))
+            if method == "PUT":
+                return _json(
+                    200, api.update_scale(rt, namespace, name, self._body(req), dry_run=dry_run)
+                )
+        if sub == "binding" and method == "POST":
+            return _json(201, self.server.bind_pod(namespace, name, self._body(req)))
+        if sub == "eviction" and method == "POST":
+            api.delete(rt, namespace, name)
+            return _json(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            )
+        if method == "GET":
+            obj = api.get(rt, namespace, name)
+            if self._wants_table(req):
+                return _json(200, to_table(rt, [obj], q.get("includeObject", "Metadata")))
+            return _json(200, obj)
+        if method == "PUT":
+            body = self._body(req)
+            updated = api.update(
+                rt,
+                namespace,
+                name,
+                body,
+                subresource=sub,
+                dry_run=dry_run,
+                strict=strict,
+                manager=manager,
+            )
+            return _json(200, updated)
+        if method == "PATCH":
+            ctype = req.headers.get("content-type", "application/merge-patch+json")
+            existed = api.store.get(rt.key, namespace if rt.namespaced else "", name) is not None
+            patched = api.patch(
+                rt,
+                namespace,
+                name,
+                ctype,
+                req.body,
+                subresource=sub,
+                dry_run=dry_run,
+                strict=strict,
+                manager=q.get("fieldManager"),
+                force=_truthy(q.get("force")),
+            )
+            return _json(200 if existed else 201, patched)
+        if method == "DELETE":
+            opts = self._delete_options(req)
+            result = api.delete(
+                rt,
+                namespace,
+                name,
+                propagation=opts.get("propagationPolicy") or q.get("propagationPolicy"),
+                preconditions=opts.get("preconditions"),
+                dry_run=dry_run or "All" in (opts.get("dryRun") or []),
+            )
+            pending = api.store.get(rt.key, namespace if rt.namespaced else "", name) is not None
+            return _json(202 if pending and not dry_run else 200, result)
+        raise ApiError(405, f"method {method} not allowed")
+
+    @staticmethod
+    def _body(req: Request) -> Obj:
+        try:
+            body = orjson.loads(req.body or b"{}")
+        except orjson.JSONDecodeError:
+            try:
+                import yaml
+
+                body = yaml.safe_load(req.body.decode())
+            except Exception as exc:
+                raise ApiError(400, f"the body of the request could not be decoded: {exc}") from exc
+        if not isinstance(body, dict):
+            raise ApiError(400, "the body of the request must be an object")
+        return body
+
+    @staticmethod
+    def _delete_options(req: Request) -> Obj:
+        if not req.body:
+            return {}
+        try:
+            opts = orjson.loads(req.body)
+        except orjson.JSONDecodeError:
+            return {}
+        if opts.get("orphanDependents") is True:
+            opts.setdefault("propagationPolicy", "Orphan")
+        return opts if isinstance(opts, dict) else {}
+
+    @staticmethod
+    def _wants_table(req: Request) -> bool:
+        accept = req.headers.get("accept", "")
+        first = accept.split(",")[0]
+        return "as=Table" in first
+
+    # ---- watch ---------------------------------------------------------------------------
+
+    async def _watch(
+        self, req: Request, rt: ResourceType, namespace: str
+    ) -> Response | StreamResponse:
+        q = req.query
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"))
+        bookmarks = _truthy(q.get("allowWatchBookmarks"))
+        send_initial = _truthy(q.get("sendInitialEvents"))
+        rv = q.get("resourceVersion") or ""
+        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+        table = self._wants_table(req)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        watcher = Watcher(loop, queue.put_nowait)
+        initial = send_initial or rv in ("", "0")
+        try:
+            since = None if initial else int(rv)
+        except ValueError as exc:
+            raise ApiError(400, f"invalid resource version {rv!r}") from exc
+        store = self.api.store
+        gv = rt.group_version
+        try:
+            first = store.subscribe(rt.key, watcher, since, initial)
+        except ApiError as exc:
+            if exc.code != 410:
+                raise
+            body = orjson.dumps({"type": "ERROR", "object": exc.status()}) + b"\n"
+
+            async def expired() -> AsyncIterator[bytes]:
+                yield body
+
+            return StreamResponse(200, expired())
+        headers_sent = False
+
+        def visible(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            if namespace and meta.get("namespace") != namespace:
+                return False
+            return labels(obj) and fields(obj)
+
+        def encode(event_type: str, event: WatchEvent | None, obj: Obj) -> bytes:
+            nonlocal headers_sent
+            if table:
+                doc = to_table(
+                    rt, [obj], q.get("includeObject", "Metadata"), headers=not headers_sent
+                )
+                headers_sent = True
+                return orjson.dumps({"type": event_type, "object": doc}) + b"\n"
+            if event is not None and obj is event.obj and obj.get("apiVersion") == gv:
+                data = event.encoded_object()
+            else:
+                data = orjson.dumps(
+                    dict(obj, apiVersion=gv) if obj.get("apiVersion") != gv else obj
+                )
+            return b'{"type":"' + event_type.encode() + b'","object":' + data + b"}\n"
+
+        def render(event: WatchEvent) -> bytes:
+            now_visible = visible(event.obj)
+            if event.type == "MODIFIED" and event.old is not None:
+                was_visible = visible(event.old)
+                if was_visible and not now_visible:
+                    return encode("DELETED", None, event.obj)
+                if now_visible and not was_visible:
+                    return encode("ADDED", None, event.obj)
+            if not now_visible:
+                return b""
+            return encode(event.type, event, event.obj)
+
+        def bookmark(initial_end: bool = False) -> bytes:
+            meta: Obj = {"resourceVersion": str(store.rv)}
+            if initial_end:
+                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+            return (
+                orjson.dumps(
+                    {
+                        "type": "BOOKMARK",
+                        "object": {"kind": rt.kind, "apiVersion": gv, "metadata": meta},
+                    }
+                )
+                + b"\n"
+            )
+
+        interval = self.server.bookmark_interval
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                if first:
+                    yield b"".join(render(e) for e in first)
+                if send_initial and bookmarks:
+                    yield bookmark(initial_end=True)
+                start = loop.time()
+                next_bookmark = start + interval
+                while True:
+                    now = loop.time()
+                    wait = min(next_bookmark - now, 1.0)
+                    if timeout is not None:
+                        wait = min(wait, start + timeout - now)
+                    event: WatchEvent | None = None
+                    if wait > 0:
+                        with contextlib.suppress(TimeoutError):
+                            event = await asyncio.wait_for(queue.get(), timeout=wait)
+                    if req.disconnected.is_set():
+                        return
+                    now = loop.time()
+                    if event is not None:
+                        batch = [event]
+                        while not queue.empty():
+                            batch.append(queue.get_nowait())
+                        yield b"".join(render(e) for e in batch)
+                    if timeout is not None and now >= start + timeout:
+                        return
+                    if bookmarks and now >= next_bookmark:
+                        yield bookmark()
+                    if now >= next_bookmark:
+                        next_bookmark = now + interval
+            finally:
+                store.unsubscribe(rt.key, watcher)
+
+        return StreamResponse(200, stream())
+
+    # ---- logs ----------------------------------------------------------------------------
+
+    async def _log(self, req: Request, namespace: str, name: str) -> Response | StreamResponse:
+        q = req.query
+        pods = self.api.registry.lookup("", "v1", "pods")
+        assert pods is not None
+        pod = self.api.get_raw(pods, namespace, name)
+        containers = [c["name"] for c in pod["spec"].get("containers") or []]
+        init = [c["name"] for c in pod["spec"].get("initContainers") or []]
+        container = q.get("container")
+        if not container:
+            if len(containers) != 1:
+                raise ApiError(
+                    400,
+                    f"a container name must be specified for pod {name}, choose one of: [{' '.join(containers)}]",
+                )
+            container = containers[0]
+        if container not in containers + init:
+            raise ApiError(400, f"container {container} is not valid for pod {name}")
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        state = next((s.get("state") or {} for s in statuses if s.get("name") == container), {})
+        if not state or (
+            "waiting" in state and not self.server.logs.lines(namespace, name, container)
+        ):
+            reason = (state.get("waiting") or {}).get("reason", "ContainerCreating")
+            raise ApiError(
+                400, f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+            )
+        tail = int(q["tailLines"]) if q.get("tailLines") else None
+        since = float(q["sinceSeconds"]) if q.get("sinceSeconds") else None
+        if q.get("sinceTime"):
+            from sim.k8s.timeutil import parse_iso
+
+            since = max(0.0, time.time() - parse_iso(q["sinceTime"]).timestamp())
+        timestamps = _truthy(q.get("timestamps"))
+        logs = self.server.logs
+        if _truthy(q.get("follow")) and not _truthy(q.get("previous")):
+            chunks = logs.follow(
+                namespace,
+                name,
+                container,
+                tail=tail,
+                since=since,
+                timestamps=timestamps,
+                disconnected=req.disconnected,
+            )
+            return StreamResponse(200, chunks, content_type="text/plain")
+        data = logs.read(
+            namespace,
+            name,
+            container,
+            tail=tail,
+            since=since,
+            timestamps=timestamps,
+            previous=_truthy(q.get("previous")),
+            limit_bytes=int(q["limitBytes"]) if q.get("limitBytes") else None,
+        )
+        return Response(200, data, content_type="text/plain")

@@ -1,0 +1,68 @@
+"""KubeWorld: one emulated API server per simulated EKS cluster (the `KubeHooks` seam)."""
+
+from __future__ import annotations
+
+import threading
+
+from sim.interfaces import ClusterEndpoint, SimNode
+from sim.k8s.server import ApiServer
+from sim.profile import TimeProfile
+
+
+class KubeWorld:
+    """Starts, finds and stops the API servers of the simulated clusters."""
+
+    def __init__(
+        self,
+        profile: TimeProfile,
+        host: str = "127.0.0.1",
+        *,
+        kubernetes_version: str = "1.33.0",
+        region: str = "us-east-1",
+        system_nodes: int = 2,
+    ) -> None:
+        self.profile = profile
+        self.host = host
+        self.kubernetes_version = kubernetes_version
+        self.region = region
+        self.system_nodes = system_nodes
+        self.servers: dict[str, ApiServer] = {}
+        self.lock = threading.Lock()
+
+    def start_cluster(self, name: str) -> ClusterEndpoint:
+        with self.lock:
+            server = self.servers.get(name)
+            if server is None:
+                server = ApiServer(
+                    name,
+                    self.profile,
+                    host=self.host,
+                    kubernetes_version=self.kubernetes_version,
+                    region=self.region,
+                    system_nodes=self.system_nodes,
+                ).start()
+                self.servers[name] = server
+        return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)
+
+    def stop_cluster(self, name: str) -> None:
+        with self.lock:
+            server = self.servers.pop(name, None)
+        if server is not None:
+            server.stop()
+
+    def sync_nodes(self, cluster_name: str, nodes: list[SimNode]) -> None:
+        self.api_server(cluster_name).sync_nodes(nodes)
+
+    def api_server(self, name: str) -> ApiServer:
+        with self.lock:
+            server = self.servers.get(name)
+        if server is None:
+            raise KeyError(f"no API server for cluster {name!r}: start_cluster it first")
+        return server
+
+    def close(self) -> None:
+        with self.lock:
+            servers = list(self.servers.values())
+            self.servers.clear()
+        for server in servers:
+            server.stop()
