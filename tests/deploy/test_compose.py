@@ -219,6 +219,8 @@ def test_configuration_reaches_every_backend_service(compose: dict[str, Any]) ->
         assert services[name]["environment"]["HEALTH_PORT"] == "8080"
         assert str(services[name]["deploy"]["replicas"]).startswith("${")
     assert "HYPERPILOT_ADMIN_TOKEN" in services["gateway"]["environment"]
+    # The gateway's own default is loopback; in a container it must listen on every interface.
+    assert services["gateway"]["environment"]["GATEWAY_HOST"] == "0.0.0.0"
     mcp = services["mcp-svc"]["environment"]
     assert mcp["MCP_GATEWAY_URL"] == "http://gateway:3099"
     assert mcp["MCP_ALLOW_WRITE"] == "${MCP_ALLOW_WRITE:-false}"
@@ -241,6 +243,7 @@ def test_instance_compose_matches_the_repository_one(
     assert services["postgres"]["profiles"] == ["localdb"]
     assert services["migrate"]["depends_on"]["postgres"]["required"] is False
     assert services["gateway"]["ports"] == ["127.0.0.1:3099:3099"]
+    assert services["gateway"]["environment"]["GATEWAY_HOST"] == "0.0.0.0"
     assert services["mcp-svc"]["ports"] == ["127.0.0.1:8765:8765"]
     assert services["nats"]["volumes"] == ["/var/lib/hyperpilot/nats:/data"]
     assert services["postgres"]["volumes"] == [

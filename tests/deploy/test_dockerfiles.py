@@ -169,3 +169,9 @@ def test_parser_sees_a_root_image_as_root() -> None:
     root = parse('FROM python:3.11-slim\nUSER root\nCMD ["python"]\n')
     user = last(root[-1], "USER")
     assert user is not None and user.args == "root"
+
+
+def test_gateway_image_listens_on_every_interface() -> None:
+    stages = parse((REPO_ROOT / "services/gateway/Dockerfile").read_text())
+    env = " ".join(i.args for i in stages[-1] if i.keyword == "ENV")
+    assert "GATEWAY_HOST=0.0.0.0" in env.split()
