@@ -126,15 +126,22 @@ def _message(err: dict[str, Any]) -> str:
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-    fields = [
-        {
-            "field": _field_name(tuple(err.get("loc", ()))),
-            "rule": err.get("type", "invalid"),
-            "message": _message(err),
-            "hint": _hint(err, request),
-        }
-        for err in exc.errors()
-    ]
+    fields = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        message = _message(err)
+        if err.get("type") == "json_invalid":
+            # The location of a decode error is a character offset, not a field.
+            message = f"{message} at character {loc[-1]}" if len(loc) > 1 else message
+            loc = ("body",)
+        fields.append(
+            {
+                "field": _field_name(loc),
+                "rule": err.get("type", "invalid"),
+                "message": message,
+                "hint": _hint(err, request),
+            }
+        )
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
     error = ApiError(422, "validation_error", summary, fields=fields)
     return JSONResponse(error.body(), status_code=422)
@@ -145,9 +152,28 @@ async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and "parsing the body" in str(exc.detail):
+        unreadable = ApiError(
+            400,
+            "validation_error",
+            "body: the request body could not be read as UTF-8 JSON",
+            fields=[
+                {
+                    "field": "body",
+                    "rule": "body_unreadable",
+                    "message": "the body is not valid UTF-8 JSON",
+                    "hint": "send UTF-8 encoded JSON with Content-Type: application/json",
+                }
+            ],
+        )
+        return JSONResponse(unreadable.body(), status_code=400)
     code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 403: "forbidden"}
+    message, hint = str(exc.detail), None
+    if exc.status_code in (404, 405) and exc.detail in ("Not Found", "Method Not Allowed"):
+        message = f"no route for {request.method} {request.url.path}"
+        hint = "the routes are listed in /openapi.json and /docs"
     body = ApiError(
-        exc.status_code, code.get(exc.status_code, "http_error"), str(exc.detail)
+        exc.status_code, code.get(exc.status_code, "http_error"), message, hint=hint
     ).body()
     return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 

@@ -6,10 +6,6 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 class BodySizeLimit:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -28,29 +24,35 @@ class BodySizeLimit:
                 if declared > self.max_bytes:
                     await self._refuse(send)
                     return
-        seen = 0
-        started = False
+        if not any(name == b"content-length" for name, _ in scope.get("headers", [])):
+            # A body of unknown length (chunked) is read here, up to the limit, then replayed.
+            chunks: list[bytes] = []
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] != "http.request":
+                    break
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await self._refuse(send)
+                    return
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+            body = b"".join(chunks)
+            replayed = False
 
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge
-            return message
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await self._refuse(send)
+            await self.app(scope, replay, send)
+            return
+        await self.app(scope, receive, send)
 
     async def _refuse(self, send: Send) -> None:
         body = orjson.dumps(
