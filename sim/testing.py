@@ -129,6 +129,10 @@ class AdminClient:
         result: dict[str, Any] = self._call("POST", "/faults", {"kind": kind, **options})
         return result
 
+    def faults(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._call("GET", "/faults")["faults"]
+        return result
+
     def clear_faults(self, fault_id: str | None = None) -> None:
         self._call("DELETE", f"/faults/{fault_id}" if fault_id else "/faults")
 

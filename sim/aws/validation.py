@@ -2,7 +2,8 @@
 
 AWS answers a request that breaks its model's constraints (required members, enums, lengths,
 ranges, patterns) with a ValidationException listing each violation as
-"Value X at 'path' failed to satisfy constraint: ...". Callers that skip boto3's client-side
+"Value X at 'path' failed to satisfy constraint: ...". Patterns must match the whole value, as
+AWS's validation applies them. Callers that skip boto3's client-side
 checks (other SDKs, raw HTTP, `parameter_validation=False`) meet the same wall here.
 """
 
@@ -76,7 +77,7 @@ def _walk(shape: Shape, value: Any, path: str, errors: list[str]) -> None:
         _check_length(shape, value, len(value), path, errors)
         pattern = shape.metadata.get("pattern")
         compiled = _pattern(pattern) if pattern else None
-        if compiled is not None and not compiled.search(value):
+        if compiled is not None and not compiled.fullmatch(value):
             errors.append(
                 f"Value '{value}' at '{path}' failed to satisfy constraint: "
                 f"Member must satisfy regular expression pattern: {pattern}"
