@@ -103,11 +103,15 @@ class Postgres:
         import pgserver
 
         try:
-            self.server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
+            self.server = pgserver.get_server(  # type: ignore[attr-defined]
+                self.data_dir, cleanup_mode="stop"
+            )
         except subprocess.TimeoutExpired:
             # pg_ctl's own wait can outlast its 10 s budget on a loaded machine although the
             # server came up; asking again adopts the running server.
-            self.server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
+            self.server = pgserver.get_server(  # type: ignore[attr-defined]
+                self.data_dir, cleanup_mode="stop"
+            )
         return self
 
     def dsn(self, database: str = "postgres") -> str:

@@ -18,7 +18,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hyperpilot.infra import Postgres, free_port, start_nats, start_postgres, wait_for_port
+from hyperpilot.infra import (
+    NatsServer,
+    Postgres,
+    free_port,
+    start_nats,
+    start_postgres,
+    wait_for_port,
+)
 
 # (name, python module); the order is the start order.
 SERVICES: tuple[tuple[str, str], ...] = (
@@ -47,7 +54,7 @@ class Stack:
     services: tuple[tuple[str, str], ...] = SERVICES
 
     postgres: Postgres | None = None
-    nats: object | None = None
+    nats: NatsServer | None = None
     sim: subprocess.Popen[bytes] | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -62,7 +69,7 @@ class Stack:
             self.database_url = self.postgres.dsn()
         if self.nats_url is None:
             self.nats = start_nats(self.state_dir / "nats")
-            self.nats_url = self.nats.url  # type: ignore[attr-defined]
+            self.nats_url = self.nats.url
         if self.aws_endpoint_url is None:
             self.aws_endpoint_url = self._start_sim()
         _run_migrations(self.database_url)
@@ -125,10 +132,12 @@ class Stack:
                     raise RuntimeError(
                         f"{name} exited with {process.returncode}; see {self.state_dir / (name + '.log')}"
                     )
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        return
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as response,
+            ):
+                if response.status == 200:
+                    return
             time.sleep(0.05)
         raise TimeoutError(f"the gateway did not answer {self.url}/healthz within {timeout}s")
 
@@ -159,7 +168,7 @@ class Stack:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.sim.wait(10)
         if self.nats is not None:
-            self.nats.stop()  # type: ignore[attr-defined]
+            self.nats.stop()
         if self.postgres is not None:
             self.postgres.stop()
         with contextlib.suppress(FileNotFoundError):

@@ -13,7 +13,7 @@ import contextlib
 import asyncpg
 
 from shared.bus import Bus
-from shared.db import CONNECTION_ERRORS, connect
+from shared.db import connect
 from shared.logging import get_logger
 
 log = get_logger("shared.outbox")
@@ -71,7 +71,7 @@ class OutboxRelay:
                     with contextlib.suppress(Exception):
                         await listener.close()
                 raise
-            except (*CONNECTION_ERRORS, Exception) as exc:
+            except Exception as exc:
                 # NATS or PostgreSQL unavailable: rows stay in the outbox, retried with backoff.
                 log.warning("outbox relay paused", error=repr(exc), retry_in=delay)
                 if listener is not None and listener.is_closed():

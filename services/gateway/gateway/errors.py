@@ -195,4 +195,4 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(DatabaseUnavailable, _database_down)
     for exc_type in CONNECTION_ERRORS:
-        app.add_exception_handler(exc_type, _database_down)
+        app.add_exception_handler(exc_type, _database_down)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import asyncpg
@@ -105,7 +105,7 @@ class EventBroadcaster:
 
     async def subscribe(
         self, after: int, operation_id: str | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any]]:
         sub = _Subscriber()
         self._subscribers.add(sub)
         try:

@@ -75,7 +75,7 @@ class AwsClients:
     def client(self, service: str) -> Any:
         if service not in self._clients:
             self._clients[service] = self._session.client(
-                service,  # type: ignore[call-overload]
+                service,
                 endpoint_url=self.endpoint_url,
                 config=self._config,
             )

@@ -67,4 +67,6 @@ class RetryAccepted(BaseModel):
     retried_stages: list[str]
 
 
-ACCEPTED = {202: {"model": OperationAccepted, "description": "Accepted: poll status_url"}}
+ACCEPTED: dict[int | str, dict[str, Any]] = {
+    202: {"model": OperationAccepted, "description": "Accepted: poll status_url"}
+}
