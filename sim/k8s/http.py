@@ -76,6 +76,7 @@ class HttpServer:
         self.ssl_context = ssl_context
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
+        self.writers: set[asyncio.StreamWriter] = set()
 
     async def start(self, host: str, port: int) -> int:
         self.server = await asyncio.start_server(
@@ -86,18 +87,21 @@ class HttpServer:
         return bound
 
     async def stop(self) -> None:
+        """Drop every connection; streams notice within a second and end on their own."""
         if self.server is not None:
             self.server.close()
-        for task in list(self.connections):
-            task.cancel()
-        for task in list(self.connections):
-            with contextlib.suppress(BaseException):
-                await task
+        for writer in list(self.writers):
+            writer.transport.abort()
+        if self.connections:
+            _, pending = await asyncio.wait(list(self.connections), timeout=3)
+            for task in pending:
+                task.cancel()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.connections.add(task)
+        self.writers.add(writer)
         try:
             while await self._one_request(reader, writer):
                 pass
@@ -110,6 +114,7 @@ class HttpServer:
             pass
         finally:
             self.connections.discard(task)
+            self.writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.close()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.k8s.controllers.base import Controller
@@ -10,4 +10,19 @@ if TYPE_CHECKING:
 
 
 def all_operators(server: ApiServer) -> list[Controller]:
-    return []
+    from sim.k8s.operators.hyperpod_training import HyperPodTrainingOperator
+    from sim.k8s.operators.inference import InferenceOperator
+    from sim.k8s.operators.irsa import irsa_admission
+    from sim.k8s.operators.karpenter import KarpenterOperator
+    from sim.k8s.operators.keda import KedaOperator
+    from sim.k8s.operators.ray import KubeRayOperator
+
+    admit: Any = irsa_admission(server)
+    server.api.admission.append(admit)
+    return [
+        HyperPodTrainingOperator(server),
+        KubeRayOperator(server),
+        KedaOperator(server),
+        InferenceOperator(server),
+        KarpenterOperator(server),
+    ]
