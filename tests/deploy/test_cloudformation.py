@@ -526,14 +526,15 @@ def test_data_volume_is_attached(aws: Aws, local_stack: Deployed) -> None:
 
 def test_user_data_bootstraps_compose(aws: Aws, local_stack: Deployed, tmp_path: Path) -> None:
     script = user_data(aws, local_stack.resources["Instance"])
+    assert len(script.encode()) <= 16 * 1024, "EC2 accepts at most 16 KiB of user data"
     syntax = subprocess.run(
         ["bash", "-n"], input=script, capture_output=True, text=True, timeout=30
     )
     assert syntax.returncode == 0, syntax.stderr
     env = stack_env(script)
     assert env["AWS_REGION"] == REGION
-    assert env["HYPERPILOT_REGISTRY"] == f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/hyperpilot"
-    assert env["HYPERPILOT_TAG"] == "0.1.0"
+    assert env["IMAGE_REGISTRY_PARAMETER"] == "/hyperpilot/hyperpilot/image-registry"
+    assert env["IMAGE_TAG_PARAMETER"] == "/hyperpilot/hyperpilot/image-tag"
     assert env["DATABASE_MODE"] == "local"
     assert env["DATABASE_HOST"] == "postgres"
     assert env["ADMIN_TOKEN_SECRET_ID"] == "hyperpilot/admin-token"
@@ -546,6 +547,20 @@ def test_user_data_bootstraps_compose(aws: Aws, local_stack: Deployed, tmp_path:
     assert "cat > /opt/hyperpilot/docker-compose.yml" in script
     assert "systemctl enable hyperpilot.service" in script
     assert "sha256sum -c" in script
+
+
+def test_image_parameters(aws: Aws, local_stack: Deployed, rds_stack: Deployed) -> None:
+    ssm = aws.client("ssm")
+
+    def value(name: str) -> str:
+        return str(ssm.get_parameter(Name=name)["Parameter"]["Value"])
+
+    assert value("/hyperpilot/hyperpilot/image-registry") == (
+        f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/hyperpilot"
+    )
+    assert value("/hyperpilot/hyperpilot/image-tag") == "0.1.0"
+    assert value("/hyperpilot/hp-rds/image-registry") == "ghcr.io/acme/hyperpilot"
+    assert value("/hyperpilot/hp-rds/image-tag") == "0.2.0"
 
 
 def test_shared_bucket(aws: Aws, local_stack: Deployed) -> None:
@@ -733,8 +748,7 @@ def test_rds_stack_in_an_existing_vpc(
     assert env["DATABASE_MODE"] == "rds"
     assert env["DATABASE_HOST"] == database["Endpoint"]["Address"]
     assert env["DATABASE_SECRET_ID"] == "hp-rds/database"
-    assert env["HYPERPILOT_REGISTRY"] == "ghcr.io/acme/hyperpilot"
-    assert env["HYPERPILOT_TAG"] == "0.2.0"
+    assert env["IMAGE_TAG_PARAMETER"] == "/hyperpilot/hp-rds/image-tag"
 
 
 def test_two_environments_do_not_collide(
