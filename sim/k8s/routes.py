@@ -64,6 +64,14 @@ class Router:
     async def _handle(self, req: Request) -> Response | StreamResponse:
         self._authenticate(req)
         self.server.faults.before_request(req)
+        if "protobuf" in req.headers.get("content-type", "") or "cbor" in req.headers.get(
+            "content-type", ""
+        ):
+            raise ApiError(
+                415,
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"application/json, application/yaml (got {req.headers['content-type']})",
+            )
         self.server.requests += 1
         path = req.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]

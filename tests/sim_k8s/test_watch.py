@@ -30,7 +30,9 @@ def test_watch_resumed_from_resource_version_misses_nothing(core: client.CoreV1A
     core.delete_namespaced_config_map("c2", "w1")
     expected = [("ADDED", f"c{n}") for n in range(5)] + [("MODIFIED", "c1"), ("DELETED", "c2")]
     got: list[tuple[str, str]] = []
-    for event in watch.Watch().stream(core.list_namespaced_config_map, "w1", resource_version=last_rv, timeout_seconds=5):
+    for event in watch.Watch().stream(
+        core.list_namespaced_config_map, "w1", resource_version=last_rv, timeout_seconds=5
+    ):
         got.append((event["type"], event["object"].metadata.name))
         if len(got) == len(expected):
             break
@@ -38,7 +40,9 @@ def test_watch_resumed_from_resource_version_misses_nothing(core: client.CoreV1A
     # resuming from the middle replays exactly the tail
     mid_rv = core.read_namespaced_config_map("c3", "w1").metadata.resource_version
     tail: list[tuple[str, str]] = []
-    for event in watch.Watch().stream(core.list_namespaced_config_map, "w1", resource_version=mid_rv, timeout_seconds=5):
+    for event in watch.Watch().stream(
+        core.list_namespaced_config_map, "w1", resource_version=mid_rv, timeout_seconds=5
+    ):
         tail.append((event["type"], event["object"].metadata.name))
         if len(tail) == 3:
             break
@@ -56,7 +60,12 @@ def test_watch_too_old_resource_version_is_410() -> None:
         for n in range(20):
             core.create_namespaced_config_map("default", _cm(f"x{n}"))
         with pytest.raises(ApiException) as err:
-            for _ in watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=old_rv, timeout_seconds=3):
+            for _ in watch.Watch().stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=old_rv,
+                timeout_seconds=3,
+            ):
                 pass
         assert err.value.status == 410
         api.close()
@@ -77,7 +86,9 @@ def test_watch_with_selectors_and_initial_state(core: client.CoreV1Api) -> None:
 
     timer = threading.Timer(0.3, changes)
     timer.start()
-    for event in watch.Watch().stream(core.list_namespaced_config_map, "w2", label_selector="app=x", timeout_seconds=5):
+    for event in watch.Watch().stream(
+        core.list_namespaced_config_map, "w2", label_selector="app=x", timeout_seconds=5
+    ):
         events.append((event["type"], event["object"].metadata.name))
         if len(events) == 4:
             break
@@ -116,7 +127,9 @@ def test_aio_client_watch_and_crud(cluster: ApiServer) -> None:
                 await core.create_namespaced_config_map("aio", _cm(f"a{n}"))
             got: list[tuple[str, str]] = []
             w = awatch.Watch()
-            async with w.stream(core.list_namespaced_config_map, "aio", resource_version=rv, timeout_seconds=5) as stream:
+            async with w.stream(
+                core.list_namespaced_config_map, "aio", resource_version=rv, timeout_seconds=5
+            ) as stream:
                 async for event in stream:
                     got.append((event["type"], event["object"].metadata.name))
                     if len(got) == 3:

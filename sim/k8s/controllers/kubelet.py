@@ -234,6 +234,10 @@ class Kubelet(Controller):
         logs = self.server.logs
         for line in program.start_lines:
             logs.write(ns, name, cname, line)
+        for delay, line in program.timeline:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            logs.write(ns, name, cname, line)
         if program.step_line is not None:
             step = 0
             while program.steps is None or step < program.steps:

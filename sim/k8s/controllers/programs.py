@@ -15,7 +15,7 @@ import math
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sim.k8s.store import Obj
 from sim.profile import TimeProfile
@@ -53,6 +53,7 @@ class Program:
 
     start_lines: list[str]
     exit_code: int = 0
+    timeline: list[tuple[float, str]] = field(default_factory=list)  # (sleep before, line)
     duration: float | None = 0.0  # seconds after the start lines (None: runs until killed)
     step_line: Callable[[int], str] | None = None
     interval: float = 1.0
@@ -84,28 +85,34 @@ def _unquote(text: str) -> str:
 
 def _interpret(script: str) -> Program | None:
     """A program of echo/sleep/exit statements, or None when the script is something else."""
-    lines: list[str] = []
-    duration = 0.0
+    timeline: list[tuple[float, str]] = []
+    pending = 0.0
     code = 0
+
+    def done(duration: float | None) -> Program:
+        return Program([], exit_code=code, duration=duration, timeline=timeline)
+
     for stmt in _statements(script):
         word = stmt.split()[0].rsplit("/", 1)[-1]
         if word in ("echo", "printf"):
             text = _unquote(stmt.split(None, 1)[1]) if " " in stmt else ""
             if word == "echo" and text.startswith("-n "):
                 text = text[3:]
-            lines += text.replace("\\n", "\n").rstrip("\n").split("\n") if text else [""]
+            for line in text.replace("\\n", "\n").rstrip("\n").split("\n") if text else [""]:
+                timeline.append((pending, line))
+                pending = 0.0
         elif word == "sleep":
             arg = stmt.split()[1] if len(stmt.split()) > 1 else "0"
             if arg in ("infinity", "inf"):
-                return Program(lines, code, None)
+                return done(None)
             try:
-                duration += float(arg.rstrip("s"))
+                pending += float(arg.rstrip("s"))
             except ValueError:
                 return None
         elif word == "exit":
             arg = stmt.split()[1] if len(stmt.split()) > 1 else "0"
             code = int(arg) if arg.isdigit() else 1
-            return Program(lines, code, duration)
+            return done(pending)
         elif word == "true":
             code = 0
         elif word == "false":
@@ -114,12 +121,14 @@ def _interpret(script: str) -> Program | None:
             printed = re.findall(r"print\((['\"])(.*?)\1\)", stmt)
             if not printed and "print(" in stmt:
                 return None
-            lines += [p[1] for p in printed]
+            for p in printed:
+                timeline.append((pending, p[1]))
+                pending = 0.0
         elif word in _FINITE:
             continue
         else:
             return None
-    return Program(lines, code, duration)
+    return done(pending)
 
 
 def _training_line(total: int | None) -> Callable[[int], str]:
