@@ -14,7 +14,7 @@ What moto's CloudFormation does not do, and how these tests cover it instead:
   here are listed in MOTO_IGNORED_PROPERTIES and checked in the template by
   `test_properties_moto_ignores_are_declared`: the security group's inline SecurityGroupEgress
   (moto keeps its default allow-all egress); the instance's SecurityGroupIds, MetadataOptions
-  (IMDSv2) and CreationPolicy; the volume's Encrypted and VolumeType; the bucket's public access
+  (IMDSv2) and CreationPolicy; the volume's Encrypted, VolumeType and Tags; the bucket's public access
   block, versioning, lifecycle and ownership controls (moto applies only encryption and tags);
   the role's ManagedPolicyArns (AmazonSSMManagedInstanceCore); the RDS instance's
   VPCSecurityGroups and DeletionProtection.
@@ -433,6 +433,8 @@ def test_properties_moto_ignores_are_declared(template: dict[str, Any]) -> None:
         "expire-noncurrent-versions",
         "abort-incomplete-multipart-uploads",
     }
+    volume_tags = template["Resources"]["DataVolume"]["Properties"]["Tags"]
+    assert {"Key": "hyperpilot:data-volume", "Value": {"Ref": "EnvironmentName"}} in volume_tags
     instance = template["Resources"]["Instance"]
     assert instance["CreationPolicy"]["ResourceSignal"]["Count"] == 1
     assert "cfn-signal" in json.dumps(instance["Properties"]["UserData"])
@@ -511,7 +513,7 @@ def test_instance_is_private_and_unreachable_from_outside(aws: Aws, local_stack:
     assert nat["SubnetId"] == local_stack.resources["PublicSubnet"]
 
 
-def test_data_volume_is_attached(aws: Aws, local_stack: Deployed) -> None:
+def test_data_volume_follows_the_instance(aws: Aws, local_stack: Deployed) -> None:
     ec2 = aws.client("ec2")
     volume = ec2.describe_volumes(VolumeIds=[local_stack.resources["DataVolume"]])["Volumes"][0]
     instance = ec2.describe_instances(InstanceIds=[local_stack.resources["Instance"]])[
@@ -519,9 +521,11 @@ def test_data_volume_is_attached(aws: Aws, local_stack: Deployed) -> None:
     ][0]["Instances"][0]
     assert volume["Size"] == 50
     assert volume["AvailabilityZone"] == instance["Placement"]["AvailabilityZone"]
-    assert [(a["InstanceId"], a["Device"]) for a in volume["Attachments"]] == [
-        (local_stack.resources["Instance"], "/dev/sdf")
-    ]
+    # The instance attaches it at boot, found by its hyperpilot:data-volume tag (moto drops
+    # volume tags: checked in the template), so a replacement instance can take it over.
+    assert volume["Attachments"] == []
+    instance_tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+    assert instance_tags["hyperpilot:environment"] == "hyperpilot"
 
 
 def test_user_data_bootstraps_compose(aws: Aws, local_stack: Deployed, tmp_path: Path) -> None:
@@ -547,6 +551,8 @@ def test_user_data_bootstraps_compose(aws: Aws, local_stack: Deployed, tmp_path:
     assert "cat > /opt/hyperpilot/docker-compose.yml" in script
     assert "systemctl enable hyperpilot.service" in script
     assert "sha256sum -c" in script
+    assert "Name=tag:hyperpilot:data-volume,Values=${ENVIRONMENT_NAME}" in script
+    assert env["ENVIRONMENT_NAME"] == "hyperpilot"
 
 
 def test_image_parameters(aws: Aws, local_stack: Deployed, rds_stack: Deployed) -> None:
@@ -660,6 +666,12 @@ def test_control_plane_policies_are_least_privilege(aws: Aws, local_stack: Deplo
     }
     assert by_sid["Ec2ChangeManaged"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/hyperpilot:managed": "true"}
+    }
+    assert by_sid["AttachOwnDataVolume"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/hyperpilot:data-volume": "hyperpilot"}
+    }
+    assert by_sid["AttachToOwnInstance"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/hyperpilot:environment": "hyperpilot"}
     }
     assert (
         by_sid["OwnSecrets"]["Resource"]
