@@ -641,9 +641,17 @@ def test_mlflow_tracking_server(sim: SimulatedAws, network: Network) -> None:
             == "Created"
         )
     )
-    assert (
-        sm.list_mlflow_tracking_servers()["TrackingServerSummaries"][0]["TrackingServerArn"] == arn
-    )
+    assert arn in {
+        s["TrackingServerArn"] for s in sm.list_mlflow_tracking_servers()["TrackingServerSummaries"]
+    }
     assert sm.describe_mlflow_tracking_server(TrackingServerName="mlflow-a")["IsActive"] == "Active"
     sm.delete_mlflow_tracking_server(TrackingServerName="mlflow-a")
-    wait_for(lambda: sm.list_mlflow_tracking_servers()["TrackingServerSummaries"] == [])
+    wait_for(
+        lambda: (
+            arn
+            not in {
+                s["TrackingServerArn"]
+                for s in sm.list_mlflow_tracking_servers()["TrackingServerSummaries"]
+            }
+        )
+    )
