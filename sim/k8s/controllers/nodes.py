@@ -227,8 +227,9 @@ class NodeController(Controller):
         if existing is None:
             self.create("nodes", node)
         else:
-            self.update("nodes", node)
-            self.update_status("nodes", node)
+            updated = self.update("nodes", node)
+            updated["status"] = node["status"]
+            self.update_status("nodes", updated)
 
     def _set_ready_fields(self, node: Obj, ready: bool) -> None:
         status = node.setdefault("status", {})

@@ -1,0 +1,351 @@
+"""Simulated controllers: workloads, scheduling on HyperPod nodes, kubelet, services, faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from sim.interfaces import SimNode
+from sim.k8s import ApiServer
+from tests.sim_k8s.conftest import deployment, eventually
+
+
+def gpu_node(
+    n: int, group: str = "gpu", itype: str = "ml.p5.48xlarge", status: str = "Running"
+) -> SimNode:
+    return SimNode(f"i-0{n:016x}", group, itype, status, "us-east-1a", "hp-cluster")
+
+
+def pod(name: str, image: str = "nginx:1.27", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": image}], **spec},
+    }
+    return body
+
+
+def phase(core: client.CoreV1Api, name: str, ns: str = "default") -> str:
+    return str(core.read_namespaced_pod(name, ns).status.phase)
+
+
+def test_deployment_becomes_available_and_scales(
+    apps: client.AppsV1Api, core: client.CoreV1Api
+) -> None:
+    apps.create_namespaced_deployment("default", deployment("web", replicas=2))
+    dep = eventually(
+        lambda: (
+            (d := apps.read_namespaced_deployment("web", "default")).status.available_replicas == 2
+            and d
+        )
+    )
+    assert any(c.type == "Available" and c.status == "True" for c in dep.status.conditions)
+    rs = apps.list_namespaced_replica_set("default", label_selector="app=web").items
+    assert len(rs) == 1 and rs[0].metadata.owner_references[0].kind == "Deployment"
+    apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 4}})
+    eventually(lambda: apps.read_namespaced_deployment("web", "default").status.ready_replicas == 4)
+    # a new template rolls out a new ReplicaSet and retires the old one
+    apps.patch_namespaced_deployment(
+        "web",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.28"}]}}}},
+    )
+
+    def rolled() -> bool:
+        pods = core.list_namespaced_pod("default", label_selector="app=web").items
+        live = [p for p in pods if p.status.phase == "Running"]
+        return len(live) == 4 and all(p.spec.containers[0].image == "nginx:1.28" for p in live)
+
+    eventually(rolled)
+    eventually(
+        lambda: apps.read_namespaced_deployment("web", "default").status.updated_replicas == 4
+    )
+
+
+def test_statefulset_and_job(
+    apps: client.AppsV1Api, api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    sts = deployment("db", replicas=2)
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["serviceName"] = "db"
+    apps.create_namespaced_stateful_set("default", sts)
+    eventually(
+        lambda: apps.read_namespaced_stateful_set("db", "default").status.ready_replicas == 2
+    )
+    assert {
+        p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app=db").items
+    } == {"db-0", "db-1"}
+    batch = client.BatchV1Api(api_client)
+    job = {
+        "metadata": {"name": "ok"},
+        "spec": {
+            "completions": 2,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox:1", "command": ["sh", "-c", "echo hi"]}
+                    ],
+                }
+            },
+        },
+    }
+    batch.create_namespaced_job("default", job)
+    done = eventually(
+        lambda: (j := batch.read_namespaced_job("ok", "default")).status.succeeded == 2 and j
+    )
+    assert any(c.type == "Complete" and c.status == "True" for c in done.status.conditions)
+    failing = {
+        "metadata": {"name": "bad"},
+        "spec": {
+            "backoffLimit": 1,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox:1",
+                            "command": ["sh", "-c", "echo boom; exit 2"],
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    batch.create_namespaced_job("default", failing)
+    failed = eventually(
+        lambda: (j := batch.read_namespaced_job("bad", "default")).status.conditions and j
+    )
+    assert failed.status.failed == 2
+    assert [(c.type, c.reason) for c in failed.status.conditions if c.type == "Failed"] == [
+        ("Failed", "BackoffLimitExceeded")
+    ]
+
+
+def test_services_get_cluster_ips_and_endpoints(
+    core: client.CoreV1Api, apps: client.AppsV1Api
+) -> None:
+    apps.create_namespaced_deployment("default", deployment("api", replicas=1))
+    svc = core.create_namespaced_service(
+        "default",
+        {
+            "metadata": {"name": "api"},
+            "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]},
+        },
+    )
+    assert svc.spec.cluster_ip.startswith("10.100.") and svc.spec.ports[0].target_port == 80
+    ep = eventually(lambda: (e := core.read_namespaced_endpoints("api", "default")).subsets and e)
+    assert len(ep.subsets[0].addresses) == 1
+    lb = core.create_namespaced_service(
+        "default",
+        {
+            "metadata": {"name": "pub"},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "api"}, "ports": [{"port": 80}]},
+        },
+    )
+    assert lb.status.load_balancer.ingress is None and lb.spec.ports[0].node_port >= 30000
+    ingress = eventually(
+        lambda: core.read_namespaced_service("pub", "default").status.load_balancer.ingress
+    )
+    assert ingress[0].hostname.endswith(".elb.us-east-1.amazonaws.com")
+
+
+def test_gpu_pods_schedule_on_fitting_hyperpod_nodes(
+    cluster: ApiServer, core: client.CoreV1Api
+) -> None:
+    cluster.sync_nodes([gpu_node(1), gpu_node(2, group="small", itype="ml.g5.xlarge")])
+    node = core.read_node("hyperpod-i-00000000000000001")
+    labels = node.metadata.labels
+    assert labels["sagemaker.amazonaws.com/instance-group-name"] == "gpu"
+    assert labels["node.kubernetes.io/instance-type"] == "ml.p5.48xlarge"
+    assert labels["sagemaker.amazonaws.com/node-health-status"] == "Schedulable"
+    assert (
+        node.status.allocatable["nvidia.com/gpu"] == "8"
+        and node.status.allocatable["vpc.amazonaws.com/efa"] == "32"
+    )
+    resources = {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}
+    trainer = pod(
+        "trainer",
+        image="pytorch:2",
+        nodeSelector={"sagemaker.amazonaws.com/instance-group-name": "gpu"},
+    )
+    trainer["spec"]["containers"][0]["resources"] = resources
+    core.create_namespaced_pod("default", trainer)
+    eventually(lambda: phase(core, "trainer") == "Running")
+    assert (
+        core.read_namespaced_pod("trainer", "default").spec.node_name
+        == "hyperpod-i-00000000000000001"
+    )
+    # the p5 is full and the g5 has one GPU: a second 8-GPU pod stays Pending, with the reason
+    second = pod("second", image="pytorch:2")
+    second["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
+    core.create_namespaced_pod("default", second)
+
+    def unschedulable() -> str:
+        conds = core.read_namespaced_pod("second", "default").status.conditions or []
+        return next(
+            (c.message for c in conds if c.type == "PodScheduled" and c.reason == "Unschedulable"),
+            "",
+        )
+
+    message = eventually(unschedulable)
+    assert "Insufficient nvidia.com/gpu" in message and message.startswith(
+        "0/4 nodes are available"
+    )
+    events = core.list_namespaced_event(
+        "default", field_selector="involvedObject.name=second"
+    ).items
+    assert any(e.reason == "FailedScheduling" for e in events)
+    # more capacity arrives: the pending pod is scheduled
+    cluster.sync_nodes([gpu_node(1), gpu_node(2, group="small", itype="ml.g5.xlarge"), gpu_node(3)])
+    eventually(lambda: phase(core, "second") == "Running")
+    assert (
+        core.read_namespaced_pod("second", "default").spec.node_name
+        == "hyperpod-i-00000000000000003"
+    )
+
+
+def test_node_faults_and_replacement(
+    cluster: ApiServer, core: client.CoreV1Api, apps: client.AppsV1Api
+) -> None:
+    cluster.sync_nodes([gpu_node(7, group="ft"), gpu_node(8, group="ft")])
+    dep = deployment(
+        "svc-ft", replicas=1, nodeSelector={"sagemaker.amazonaws.com/instance-group-name": "ft"}
+    )
+    apps.create_namespaced_deployment("default", dep)
+    first = eventually(
+        lambda: [
+            p
+            for p in core.list_namespaced_pod("default", label_selector="app=svc-ft").items
+            if p.status.phase == "Running"
+        ]
+    )
+    node = first[0].spec.node_name
+    cluster.faults.node_not_ready(node)
+    assert any(t.key == "node.kubernetes.io/not-ready" for t in core.read_node(node).spec.taints)
+
+    def moved() -> bool:
+        pods = core.list_namespaced_pod("default", label_selector="app=svc-ft").items
+        return any(p.status.phase == "Running" and p.spec.node_name != node for p in pods)
+
+    eventually(moved)
+    cluster.faults.node_ready(node)
+    # HyperPod marks a failed instance for replacement, then replaces it
+    failing = gpu_node(7, group="ft", status="Failure")
+    cluster.sync_nodes([failing, gpu_node(8, group="ft")])
+    bad = core.read_node("hyperpod-i-00000000000000007")
+    assert (
+        bad.metadata.labels["sagemaker.amazonaws.com/node-health-status"]
+        == "UnschedulablePendingReplacement"
+    )
+    assert any(t.key == "sagemaker.amazonaws.com/node-health-status" for t in bad.spec.taints)
+    cluster.sync_nodes([gpu_node(9, group="ft"), gpu_node(8, group="ft")])
+    names = {
+        n.metadata.name
+        for n in core.list_node(
+            label_selector="sagemaker.amazonaws.com/instance-group-name=ft"
+        ).items
+    }
+    assert names == {"hyperpod-i-00000000000000009", "hyperpod-i-00000000000000008"}
+
+
+def test_pod_crash_restarts_and_logs(cluster: ApiServer, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("default", pod("crashy", image="nginx:1.27"))
+    eventually(lambda: phase(core, "crashy") == "Running")
+    cluster.faults.crash_pod("default", "crashy", exit_code=137)
+
+    def restarted() -> bool:
+        cs = core.read_namespaced_pod("crashy", "default").status.container_statuses[0]
+        return cs.restart_count == 1 and cs.ready and cs.last_state.terminated.exit_code == 137
+
+    eventually(restarted)
+    assert "started" in core.read_namespaced_pod_log("crashy", "default", previous=True)
+    two = pod("two", image="busybox:1", restartPolicy="Never")
+    two["spec"]["containers"] = [
+        {"name": "a", "image": "busybox:1", "command": ["sh", "-c", "echo from-a"]},
+        {"name": "b", "image": "busybox:1", "command": ["sh", "-c", "echo from-b; exit 3"]},
+    ]
+    core.create_namespaced_pod("default", two)
+    eventually(lambda: phase(core, "two") == "Failed")
+    assert core.read_namespaced_pod_log("two", "default", container="b") == "from-b\n"
+    assert core.read_namespaced_pod_log("two", "default", container="a", timestamps=True).endswith(
+        " from-a\n"
+    )
+
+
+def test_slow_image_pull_and_csi_volumes(cluster: ApiServer, core: client.CoreV1Api) -> None:
+    cluster.faults.slow_image_pull("huge/*", 1.5)
+    core.create_namespaced_pod("default", pod("slow", image="huge/model:1"))
+    eventually(lambda: core.read_namespaced_pod("slow", "default").status.container_statuses)
+    assert (
+        core.read_namespaced_pod("slow", "default")
+        .status.container_statuses[0]
+        .state.waiting.reason
+        == "ContainerCreating"
+    )
+    eventually(lambda: phase(core, "slow") == "Running", timeout=10)
+    # a static S3 volume binds, but pods mount it only once the Mountpoint CSI driver is installed
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": "s3-pv"},
+            "spec": {
+                "capacity": {"storage": "1200Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "csi": {
+                    "driver": "s3.csi.aws.com",
+                    "volumeHandle": "s3-csi-driver-volume",
+                    "volumeAttributes": {"bucketName": "data"},
+                },
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "s3-claim"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": "s3-pv",
+                "resources": {"requests": {"storage": "1200Gi"}},
+            },
+        },
+    )
+    eventually(
+        lambda: (
+            core.read_namespaced_persistent_volume_claim("s3-claim", "default").status.phase
+            == "Bound"
+        )
+    )
+    reader = pod(
+        "reader", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "s3-claim"}}]
+    )
+    core.create_namespaced_pod("default", reader)
+    eventually(
+        lambda: any(
+            e.reason == "FailedMount"
+            for e in core.list_namespaced_event(
+                "default", field_selector="involvedObject.name=reader"
+            ).items
+        )
+    )
+    assert phase(core, "reader") == "Pending"
+    cluster.install("aws-mountpoint-s3-csi-driver")
+    eventually(lambda: phase(core, "reader") == "Running")
+
+
+def test_irsa_injects_role_environment(core: client.CoreV1Api) -> None:
+    role = "arn:aws:iam::000000000000:role/s3-reader"
+    core.create_namespaced_service_account(
+        "default",
+        {"metadata": {"name": "reader", "annotations": {"eks.amazonaws.com/role-arn": role}}},
+    )
+    made = core.create_namespaced_pod("default", pod("irsa", serviceAccountName="reader"))
+    env = {e.name: e.value for e in made.spec.containers[0].env}
+    assert env["AWS_ROLE_ARN"] == role
+    assert env["AWS_WEB_IDENTITY_TOKEN_FILE"].endswith("/token")
+    assert any(v.name == "aws-iam-token" for v in made.spec.volumes)
+    plain = core.create_namespaced_pod("default", pod("plain"))
+    assert not plain.spec.containers[0].env
