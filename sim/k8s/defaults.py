@@ -10,6 +10,24 @@ from typing import Any
 Obj = dict[str, Any]
 
 
+def canonical_quantity(value: Any) -> Any:
+    """Numbers in quantity fields are stored as strings, as the API server serializes them."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(value * 1000)}m"
+
+
+def canonical_quantities(resources: Any) -> None:
+    if not isinstance(resources, dict):
+        return
+    for field in ("limits", "requests", "capacity"):
+        values = resources.get(field)
+        if isinstance(values, dict):
+            resources[field] = {k: canonical_quantity(v) for k, v in values.items()}
+
+
 def default_pod_spec(spec: Obj) -> None:
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -29,6 +47,7 @@ def default_pod_spec(spec: Obj) -> None:
         container.setdefault("terminationMessagePath", "/dev/termination-log")
         container.setdefault("terminationMessagePolicy", "File")
         container.setdefault("resources", {})
+        canonical_quantities(container["resources"])
         for port in container.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
@@ -172,10 +191,12 @@ def apply_defaults(kind_key: str, obj: Obj, old: Obj | None, ips: IpAllocator) -
             obj["status"] = {"phase": "Active"}
     elif kind_key == "persistentvolumeclaims" and isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
+        canonical_quantities(spec.get("resources"))
         if old is None:
             obj["status"] = {"phase": "Pending"}
     elif kind_key == "persistentvolumes" and isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
+        canonical_quantities(spec)
         spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
         if old is None:
             obj["status"] = {"phase": "Available"}
