@@ -1,4 +1,8 @@
-"""The log of every mutating call, so tests can prove a side effect happened exactly once."""
+"""The log of every mutating call, so tests can prove a side effect happened exactly once.
+
+Each entry says whether the call took effect (`applied`): a call refused by validation or by a
+fault injected before it did not; a call answered with an error injected after it did.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ class CallLog:
         error: str | None,
         request_id: str,
         simulated: bool,
+        applied: bool,
         at: datetime,
     ) -> None:
         entry = {
@@ -52,6 +57,7 @@ class CallLog:
             "error": error,
             "request_id": request_id,
             "simulated": simulated,
+            "applied": applied,
         }
         with self._lock:
             self._entries.append(entry)

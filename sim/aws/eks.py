@@ -51,6 +51,7 @@ class EksCluster:
     access_policies: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     pod_identities: dict[str, dict[str, Any]] = field(default_factory=dict)
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    health_issues: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def auth_mode(self) -> str:
@@ -64,11 +65,29 @@ class Eks:
         self.ctx = ctx
         self.clusters: dict[str, EksCluster] = {}
         self._ca: trustme.CA | None = None
+        self._replies: dict[tuple[str, str], dict[str, Any]] = {}
         ctx.eks_kube_ready = lambda name: bool(
             (c := self.clusters.get(name)) is not None and c.kube_started
         )
 
     def operations(self) -> dict[str, Handler]:
+        return {name: self._idempotent(name, handler) for name, handler in self._handlers().items()}
+
+    def _idempotent(self, name: str, handler: Handler) -> Handler:
+        """A retried mutation with the same clientRequestToken gets the first answer again."""
+
+        def run(p: dict[str, Any]) -> dict[str, Any]:
+            token = p.get("clientRequestToken")
+            if not token:
+                return handler(p)
+            key = (name, str(token))
+            if key not in self._replies:
+                self._replies[key] = handler(p)
+            return self._replies[key]
+
+        return run
+
+    def _handlers(self) -> dict[str, Handler]:
         return {
             "CreateCluster": self.create_cluster,
             "DescribeCluster": self.describe_cluster,
@@ -231,7 +250,18 @@ class Eks:
         if self.clusters.get(cluster.name) is not cluster or cluster.status != "CREATING":
             return
         if self.ctx.kube is not None:
-            cluster.endpoint = self.ctx.kube.start_cluster(cluster.name)
+            try:
+                cluster.endpoint = self.ctx.kube.start_cluster(cluster.name)
+            except Exception as exc:
+                cluster.status = "FAILED"
+                cluster.health_issues = [
+                    {
+                        "code": "ClusterUnreachable",
+                        "message": f"The Kubernetes API server did not start: {exc}",
+                        "resourceIds": [cluster.name],
+                    }
+                ]
+                return
             cluster.kube_started = True
         else:
             cluster.endpoint = ClusterEndpoint(
@@ -292,7 +322,7 @@ class Eks:
                 "authenticationMode": cluster.auth_mode,
             },
             "upgradePolicy": spec.get("upgradePolicy") or {"supportType": "EXTENDED"},
-            "health": {"issues": []},
+            "health": {"issues": cluster.health_issues},
             "clientRequestToken": spec.get("clientRequestToken"),
         }
         if cluster.endpoint is not None:

@@ -1,8 +1,9 @@
 """Faults on demand: what AWS does on a bad day, reproducible in a test.
 
-Request faults (`error`, `throttle`, `server_error`) fail matching API calls before they reach
-the simulation, in the service's own error shape; boto3's retries meet them as they would meet
-AWS's. `insufficient_capacity` makes HyperPod provisioning of an instance type fail the way AWS
+Request faults (`error`, `throttle`, `server_error`) fail matching API calls in the service's
+own error shape; boto3's retries meet them as they would meet AWS's. With `phase="before"` (the
+default) the call has no effect; with `phase="after"` the call takes effect and then answers the
+error, as when a response is lost: a retry must cope with what the first attempt did. `insufficient_capacity` makes HyperPod provisioning of an instance type fail the way AWS
 reports it (see sim.aws.hyperpod), or, with `mode="api"`, fails the call itself. `node_failure`
 and `deep_health_check` act at once on a HyperPod cluster's nodes.
 """
@@ -36,6 +37,7 @@ class Fault:
     message: str | None = None
     status: int | None = None
     mode: str = "provision"
+    phase: str = "before"
     instance_type: str | None = None
     availability_zone_id: str | None = None
     cluster: str | None = None
@@ -77,6 +79,8 @@ class Faults:
             raise ValueError(f"unknown fault options: {', '.join(sorted(unknown))}")
         if kind == CAPACITY_KIND and "times" not in options:
             options["times"] = None
+        if options.get("phase", "before") not in ("before", "after"):
+            raise ValueError("phase must be 'before' or 'after'")
         fault = Fault(id=f"fault-{next(self._ids)}", kind=kind, **options)
         if kind in ACTION_KINDS:
             action = self._actions.get(kind)
@@ -104,7 +108,7 @@ class Faults:
             self._armed.remove(fault)
 
     def request_error(
-        self, service: str | None, operation: str | None, protocol: str
+        self, service: str | None, operation: str | None, protocol: str, phase: str = "before"
     ) -> AwsError | None:
         """The error an armed request fault makes this call fail with, if any (consumes it)."""
         with self._lock:
@@ -114,6 +118,8 @@ class Faults:
                 if fault.kind == CAPACITY_KIND and fault.mode != "api":
                     continue
                 if fault.service not in (None, service) or fault.operation not in (None, operation):
+                    continue
+                if fault.phase != phase:
                     continue
                 self._consume(fault)
                 return _error_for(fault, service, protocol)

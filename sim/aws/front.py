@@ -107,11 +107,14 @@ class FrontApp:
                 "InternalFailure", "The simulation failed to process the request.", 500
             )
             return self._error(req, failure, start_response, True)
+        late = self.ctx.faults.request_error(req.service, req.operation, req.protocol, "after")
+        if late is not None:
+            return self._error(req, late, start_response, True, applied=True)
         payload = json.dumps(_wire_value(result)).encode()
         content_type = (
             "application/json" if req.protocol == "rest-json" else "application/x-amz-json-1.1"
         )
-        self._log(req, 200, None, True)
+        self._log(req, 200, None, True, applied=True)
         start_response(
             "200 OK",
             [
@@ -123,10 +126,15 @@ class FrontApp:
         return [payload]
 
     def _error(
-        self, req: AwsRequest, err: AwsError, start_response: StartResponse, simulated: bool
+        self,
+        req: AwsRequest,
+        err: AwsError,
+        start_response: StartResponse,
+        simulated: bool,
+        applied: bool = False,
     ) -> Iterable[bytes]:
         status, headers, payload = render_error(err, req.service, req.protocol, req.request_id)
-        self._log(req, status, err.code, simulated)
+        self._log(req, status, err.code, simulated, applied)
         start_response(_status_line(status), [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
 
@@ -136,23 +144,30 @@ class FrontApp:
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         environ["HTTP_X_MOTO_ACCOUNT_ID"] = self.ctx.account_id
-        captured: dict[str, int] = {}
+        held: list[tuple[str, list[tuple[str, str]], Any]] = []
 
-        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            captured["status"] = int(status.split(" ", 1)[0])
-            return (
-                start_response(status, headers, exc_info)
-                if exc_info
-                else start_response(status, headers)
-            )
+        def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            held.append((status, headers, exc_info))
+            return lambda _data: None
 
-        chunks = list(self.moto_app(environ, capture))
-        status = captured.get("status", 500)
+        chunks = list(self.moto_app(environ, hold))
+        status_line, headers, exc_info = held[0]
+        status = int(status_line.split(" ", 1)[0])
+        if status < 400 and req.operation:
+            late = self.ctx.faults.request_error(req.service, req.operation, req.protocol, "after")
+            if late is not None:
+                return self._error(req, late, start_response, False, applied=True)
+        if exc_info:
+            start_response(status_line, headers, exc_info)
+        else:
+            start_response(status_line, headers)
         error = _error_code(b"".join(chunks)) if status >= 400 else None
-        self._log(req, status, error, False)
+        self._log(req, status, error, False, applied=status < 400)
         return chunks
 
-    def _log(self, req: AwsRequest, status: int, error: str | None, simulated: bool) -> None:
+    def _log(
+        self, req: AwsRequest, status: int, error: str | None, simulated: bool, applied: bool
+    ) -> None:
         if req.service is None or req.operation is None or not req.mutating:
             return
         self.ctx.calls.record(
@@ -163,6 +178,7 @@ class FrontApp:
             error=error,
             request_id=req.request_id,
             simulated=simulated,
+            applied=applied,
             at=self.ctx.now(),
         )
 

@@ -375,3 +375,29 @@ def test_kube_hooks_follow_the_cluster_and_its_hyperpod_nodes() -> None:
         wait_for(lambda: kube.synced[-1][1] == [])
         eks.delete_cluster(name="k")
         wait_for(lambda: kube.stopped == ["k"])
+
+
+class FailingKube(RecordingKube):
+    def start_cluster(self, name: str) -> ClusterEndpoint:
+        raise RuntimeError("no port left")
+
+
+def test_cluster_fails_when_its_api_server_cannot_start() -> None:
+    with SimulatedAws(
+        get_profile("fast*0.2"), kube=FailingKube(), account_id="666666666666"
+    ) as sim:
+        ec2, iam, eks = aws_client(sim, "ec2"), aws_client(sim, "iam"), aws_client(sim, "eks")
+        vpc = ec2.create_vpc(CidrBlock="10.6.0.0/16")["Vpc"]["VpcId"]
+        subnets = [
+            ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZoneId=zone)["Subnet"][
+                "SubnetId"
+            ]
+            for cidr, zone in (("10.6.0.0/20", "use1-az1"), ("10.6.16.0/20", "use1-az2"))
+        ]
+        role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        eks.create_cluster(name="f", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        cluster = wait_for(
+            lambda: (c := eks.describe_cluster(name="f")["cluster"])["status"] != "CREATING" and c
+        )
+        assert cluster["status"] == "FAILED"
+        assert "no port left" in cluster["health"]["issues"][0]["message"]

@@ -227,3 +227,55 @@ def test_unknown_fault_kind_is_refused(sim: SimulatedAws) -> None:
         sim.faults.inject("meteor")
     with pytest.raises(ValueError, match="unknown fault options"):
         sim.faults.inject("throttle", colour="red")
+
+
+def test_fault_after_the_call_took_effect(
+    sim: SimulatedAws, network: Network, clean_faults: None
+) -> None:
+    """A response lost after the work was done: retries meet what the first attempt did."""
+    retrying = Config(retries={"mode": "standard", "total_max_attempts": 3})
+    eks = aws_client(sim, "eks", config=retrying)
+    name = unique("lost")
+    sim.faults.inject("server_error", service="eks", operation="CreateCluster", phase="after")
+    created = eks.create_cluster(
+        name=name,
+        roleArn=network.role_arn,
+        resourcesVpcConfig={"subnetIds": list(network.subnets.values())},
+    )
+    assert created["cluster"]["name"] == name
+    attempts = [c for c in sim.call_log("eks", "CreateCluster") if c["params"]["name"] == name]
+    assert [(a["status"], a["applied"]) for a in attempts] == [(500, True), (200, True)]
+    assert (
+        attempts[0]["params"]["clientRequestToken"] == attempts[1]["params"]["clientRequestToken"]
+    )
+    assert eks.list_clusters()["clusters"].count(name) == 1
+    eks.delete_cluster(name=name)
+
+    sm = aws_client(sim, "sagemaker", config=retrying)
+    sim.faults.inject("server_error", service="sagemaker", operation="CreateCluster", phase="after")
+    hp = unique("lost")
+    with pytest.raises(ClientError) as err:
+        sm.create_cluster(
+            ClusterName=hp,
+            InstanceGroups=[group_spec(network, count=1)],
+            VpcConfig={
+                "Subnets": [network.subnets["use1-az1"]],
+                "SecurityGroupIds": [network.security_group],
+            },
+        )
+    assert error_of(err)[0] == "ResourceInUse"
+    assert sm.describe_cluster(ClusterName=hp)["ClusterName"] == hp
+    sm.delete_cluster(ClusterName=hp)
+
+    iam = aws_client(sim, "iam", config=retrying)
+    sim.faults.inject("server_error", service="iam", operation="CreateRole", phase="after")
+    with pytest.raises(ClientError) as err:
+        iam.create_role(RoleName="lost-role", AssumeRolePolicyDocument="{}")
+    assert error_of(err)[0] == "EntityAlreadyExists"
+    applied = [
+        c["applied"]
+        for c in sim.call_log("iam", "CreateRole")
+        if c["params"].get("RoleName") == "lost-role"
+    ]
+    assert applied == [True, False]
+    iam.delete_role(RoleName="lost-role")
