@@ -11,7 +11,7 @@ from deploy_support import find_compose, load_template
 
 @pytest.fixture(scope="session")
 def compose_command() -> list[str]:
-    command = find_compose()
+    command: list[str] | None = find_compose()
     if command is None:
         if shutil.which("docker") is None:
             pytest.skip("no docker CLI on this machine, so no `docker compose config` to run")
@@ -24,4 +24,5 @@ def compose_command() -> list[str]:
 
 @pytest.fixture(scope="session")
 def template() -> dict[str, Any]:
-    return load_template()
+    loaded: dict[str, Any] = load_template()
+    return loaded
