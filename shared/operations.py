@@ -198,7 +198,7 @@ async def retry_operation(
             operation_id,
             attempt,
         )
-        command = COMMANDS[op["command_type"]].model_validate(op["command"])
+        command = COMMANDS[op["command_type"]].from_payload(op["command"])
         envelope = command_envelope(
             command, operation_id, principal=op["principal"], source=op["source"], attempt=attempt
         )

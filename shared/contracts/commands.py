@@ -1,21 +1,19 @@
 """One model per command. A command is imperative; its subject is `cmd.<domain>.<verb>`.
 
-REST bodies and commands are different models: the gateway validates the REST body strictly
-(unknown fields rejected), then builds the command, which consumers read leniently.
+Commands are `Spec`s: validated strictly where they are built (unknown fields rejected) and read
+leniently from the bus with `from_payload`.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
+from shared.contracts.cluster import ClusterSpec, ImportSpec
+from shared.contracts.spec import Spec
 from shared.contracts.subjects import command_subject
 
 
-class Command(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
+class Command(Spec):
     domain: ClassVar[str]
     verb: ClassVar[str]
 
@@ -45,6 +43,38 @@ class DeleteStorageBucket(Command):
     region: str
 
 
+class CreateCluster(Command):
+    domain = "cluster"
+    verb = "create"
+
+    spec: ClusterSpec
+    region: str
+    bucket: str  # resolved at accept time (the spec may leave it to the default)
+
+
+class DeleteCluster(Command):
+    domain = "cluster"
+    verb = "delete"
+
+    name: str
+    region: str
+
+
+class ImportCluster(Command):
+    domain = "cluster"
+    verb = "import"
+
+    spec: ImportSpec
+    region: str
+
+
 COMMANDS: dict[str, type[Command]] = {
-    model.__name__: model for model in (CreateStorageBucket, DeleteStorageBucket)
+    model.__name__: model
+    for model in (
+        CreateStorageBucket,
+        DeleteStorageBucket,
+        CreateCluster,
+        DeleteCluster,
+        ImportCluster,
+    )
 }

@@ -1,5 +1,8 @@
 import uuid
 
+import pytest
+from pydantic import ValidationError
+
 from shared.contracts import COMMANDS, EVENTS, Envelope
 from shared.contracts.commands import CreateStorageBucket
 from shared.contracts.events import StageSucceeded
@@ -28,9 +31,11 @@ def test_envelope_round_trips_and_ignores_unknown_fields() -> None:
     assert Envelope.from_bytes(newer) == env
 
 
-def test_commands_ignore_unknown_fields_for_rolling_upgrades() -> None:
-    cmd = CreateStorageBucket.model_validate({"name": "b", "region": "us-east-1", "new": True})
-    assert cmd == CreateStorageBucket(name="b", region="us-east-1")
+def test_commands_ignore_unknown_fields_on_the_bus_but_not_at_the_edge() -> None:
+    payload = {"name": "b", "region": "us-east-1", "new": True}
+    assert CreateStorageBucket.from_payload(payload) == CreateStorageBucket(name="b", region="us-east-1")
+    with pytest.raises(ValidationError, match="new"):
+        CreateStorageBucket.model_validate(payload)
 
 
 def test_every_model_is_registered_by_name() -> None:
