@@ -1,5 +1,6 @@
 """The one endpoint: a WSGI front that answers the simulated operations, serves the admin API
-under /_sim/, and hands every other AWS request to moto.
+under /_sim/, and hands every other AWS request to moto (correcting a few of its answers, see
+sim.aws.overlays).
 
 Per request: run the work the clock says is due, apply armed faults, validate the input against
 botocore's model, call the simulation (or moto), and log the call if it mutates.
@@ -16,6 +17,7 @@ from typing import Any
 
 from sim.aws.context import SimContext
 from sim.aws.errors import AwsError, render_error
+from sim.aws.overlays import Overlays
 from sim.aws.sagemaker_extras import ForwardToMoto
 from sim.aws.validation import validate
 from sim.aws.wire import AwsRequest, read_request
@@ -67,6 +69,7 @@ class FrontApp:
         self.handlers = handlers
         self.moto_app = moto_app
         self.admin = admin
+        self.overlays = Overlays(ctx)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith("/_sim/"):
@@ -157,6 +160,11 @@ class FrontApp:
             late = self.ctx.faults.request_error(req.service, req.operation, req.protocol, "after")
             if late is not None:
                 return self._error(req, late, start_response, False, applied=True)
+        if status < 400:
+            body_out = self.overlays.patch(req, b"".join(chunks))
+            chunks = [body_out]
+            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            headers.append(("Content-Length", str(len(body_out))))
         if exc_info:
             start_response(status_line, headers, exc_info)
         else:
