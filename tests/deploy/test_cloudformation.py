@@ -40,7 +40,9 @@ import pytest
 from deploy_support import TEMPLATE_PATH, load_template
 
 REGION = "us-east-1"
-ACCOUNT = "123456789012"  # moto's default account
+# A moto account of their own: moto keeps one in-process state per account, so these stacks
+# neither see nor disturb what other tests create in moto's default account (123456789012).
+ACCOUNT = "111122223333"
 PRINCIPAL = f"arn:aws:iam::{ACCOUNT}:role/PlatformAdmins"
 EXPECTED_SKIPPED_TYPES = {
     "AWS::SecretsManager::Secret",
@@ -240,10 +242,22 @@ class Deployed:
 
 class Aws:
     def __init__(self, endpoint: str) -> None:
-        self.session = boto3.session.Session(
+        self.endpoint = endpoint
+        default = boto3.session.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
         )
-        self.endpoint = endpoint
+        # moto attributes calls made with assumed-role credentials to the role's account.
+        credentials = default.client("sts", endpoint_url=endpoint).assume_role(
+            RoleArn=f"arn:aws:iam::{ACCOUNT}:role/deploy-tests", RoleSessionName="deploy-tests"
+        )["Credentials"]
+        self.session = boto3.session.Session(
+            aws_access_key_id=credentials["AccessKeyId"],
+            aws_secret_access_key=credentials["SecretAccessKey"],
+            aws_session_token=credentials["SessionToken"],
+            region_name=REGION,
+        )
+        identity = self.client("sts").get_caller_identity()
+        assert identity["Account"] == ACCOUNT
 
     def client(self, service: str) -> Any:
         return self.session.client(service, endpoint_url=self.endpoint)
@@ -775,3 +789,15 @@ def test_two_environments_do_not_collide(
         rds_stack.outputs["SharedBucketName"],
     } <= buckets
     assert local_stack.outputs["SharedBucketName"] != rds_stack.outputs["SharedBucketName"]
+
+
+def test_stacks_stay_out_of_the_default_account(aws: Aws, local_stack: Deployed) -> None:
+    default_iam = boto3.client(
+        "iam",
+        endpoint_url=aws.endpoint,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    names = {r["RoleName"] for r in default_iam.list_roles()["Roles"]}
+    assert f"hyperpilot-control-plane-{REGION}" not in names
