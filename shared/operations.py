@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -122,8 +123,13 @@ async def create_operation(
     principal: str,
     source: str,
     idempotency_key: str | None,
+    reserve: Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]] | None = None,
 ) -> Accepted:
-    """Persist an operation and its command in one transaction (the command leaves via the outbox)."""
+    """Persist an operation and its command in one transaction (the command leaves via the outbox).
+
+    `reserve` runs in the same transaction, e.g. to claim a cluster's name in the read model, so a
+    conflicting request fails before anything is queued.
+    """
     kind = command.kind()
     digest = request_hash(kind, target_id, request)
     operation_id = uuid.uuid4()
@@ -156,6 +162,8 @@ async def create_operation(
             if existing["request_hash"] != digest:
                 raise IdempotencyConflict(existing["id"])
             return Accepted(existing["id"], created=False)
+        if reserve is not None:
+            await reserve(conn, operation_id)
         envelope = command_envelope(
             command, operation_id, principal=principal, source=source, attempt=1
         )

@@ -6,7 +6,7 @@ leniently from the bus with `from_payload`.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from shared.contracts.cluster import ClusterSpec, ImportSpec
 from shared.contracts.spec import Spec
@@ -58,6 +58,8 @@ class DeleteCluster(Command):
 
     name: str
     region: str
+    # The create operation's stage outputs: what Hyperpilot made, so delete removes exactly that.
+    resources: dict[str, dict[str, Any]] = {}
 
 
 class ImportCluster(Command):

@@ -124,3 +124,36 @@ EVENTS: dict[str, type[Event]] = {
         BucketDeleted,
     )
 }
+
+
+class ActiveClusterChanged(Event):
+    what = "active_cluster_changed"
+    name: str
+    previous: str | None
+
+
+class ClusterCreated(Event):
+    what = "cluster_created"
+    name: str
+    eks_cluster_arn: str | None
+    hyperpod_cluster_arn: str | None
+
+
+class ClusterDeleted(Event):
+    what = "cluster_deleted"
+    name: str
+
+
+class ClusterImported(Event):
+    what = "cluster_imported"
+    name: str
+    eks_cluster_arn: str
+    hyperpod_cluster_arn: str | None
+
+
+EVENTS.update(
+    {
+        model.__name__: model
+        for model in (ActiveClusterChanged, ClusterCreated, ClusterDeleted, ClusterImported)
+    }
+)

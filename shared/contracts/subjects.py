@@ -19,3 +19,8 @@ def event_subject(domain: str, what: str) -> str:
 def domain_commands(domain: str) -> str:
     """The filter a domain service's consumer uses: every command of its domain."""
     return f"cmd.{domain}.>"
+
+
+def query_subject(domain: str, name: str) -> str:
+    """Reads answered by a domain service over request/reply (not durable: a read is retried)."""
+    return f"qry.{domain}.{name}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -45,6 +47,7 @@ async def accept(
     principal: Principal,
     source: str,
     idempotency_key: str | None,
+    reserve: Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]] | None = None,
 ) -> JSONResponse:
     key = check_idempotency_key(idempotency_key)
     async with pool.acquire() as conn:
@@ -58,6 +61,7 @@ async def accept(
                 principal=principal.name,
                 source=source,
                 idempotency_key=key,
+                reserve=reserve,
             )
         except IdempotencyConflict as exc:
             raise ApiError(

@@ -15,7 +15,7 @@ from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit
 from gateway.metrics import RequestMetrics
-from gateway.routes import events, health, operations, storage
+from gateway.routes import clusters, events, health, inspect, operations, storage
 from gateway.stream import EventBroadcaster
 from shared.bus import Bus
 from shared.config import Settings, get_settings
@@ -90,7 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
-    for module in (health, operations, events, storage):
+    for module in (health, operations, events, storage, clusters, inspect):
         app.include_router(module.router)
 
     @app.get("/", include_in_schema=False)

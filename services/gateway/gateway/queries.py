@@ -1,0 +1,57 @@
+"""Reads that need live cloud state go to the owning domain service over NATS request/reply.
+
+The gateway never calls AWS itself; cluster-svc answers `qry.cluster.<name>` with
+`{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "message", "hint"}}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from gateway.errors import ApiError
+from shared.bus import Bus
+from shared.contracts.subjects import query_subject
+
+
+async def query(
+    bus: Bus, domain: str, name: str, payload: dict[str, Any], timeout: float = 15.0
+) -> Any:
+    if not bus.connected or bus.nc is None:
+        raise ApiError(
+            503,
+            "bus_unavailable",
+            "NATS is unreachable, so live state cannot be read right now",
+            hint="retry shortly; /readyz shows when NATS is back",
+        )
+    try:
+        reply = await bus.nc.request(
+            query_subject(domain, name), orjson.dumps(payload), timeout=timeout
+        )
+    except NoRespondersError as exc:
+        raise ApiError(
+            503,
+            "service_unavailable",
+            f"no {domain}-svc is running to answer {name}",
+            hint=f"start {domain}-svc (`hyperpilot status` shows what runs)",
+        ) from exc
+    except NatsTimeout as exc:
+        raise ApiError(
+            504,
+            "timeout",
+            f"{domain}-svc did not answer {name} within {timeout:.0f}s",
+            hint="retry shortly",
+        ) from exc
+    body = orjson.loads(reply.data)
+    if not body.get("ok"):
+        error = body.get("error") or {}
+        raise ApiError(
+            502,
+            str(error.get("code", "upstream_error")),
+            str(error.get("message", "the cloud call failed")),
+            hint=error.get("hint"),
+        )
+    return body.get("data")

@@ -1,0 +1,340 @@
+"""Clusters: create (one operation, many stages), list, describe, import, switch, delete."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, Header, Path, Request
+from fastapi.responses import JSONResponse
+from pydantic import Field
+
+from gateway.accept import accept
+from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.errors import ApiError
+from gateway.queries import query
+from gateway.routes.inspect import problems_to_fields
+from gateway.routes.models import ACCEPTED
+from shared.contracts.cluster import NAME_PATTERN, ClusterSpec, ImportSpec
+from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
+from shared.contracts.events import ActiveClusterChanged
+from shared.contracts.spec import Spec
+from shared.naming import AWS_REGIONS
+from shared.operations import append_event
+from shared.validation import RuleViolation
+
+router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
+
+ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
+]
+
+
+def _check_region(region: str | None) -> str | None:
+    if region is not None and region not in AWS_REGIONS:
+        raise RuleViolation(
+            f"{region!r} is not an AWS region", "use a region code such as us-east-1"
+        )
+    return region
+
+
+class ClusterCreate(ClusterSpec):
+    region: str | None = Field(
+        None, description="AWS region; the control plane's region if omitted"
+    )
+
+
+class ClusterImport(ImportSpec):
+    region: str | None = Field(
+        None, description="AWS region; the control plane's region if omitted"
+    )
+
+
+class ActiveCluster(Spec):
+    name: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+
+
+def default_bucket(cluster: str) -> str:
+    """A globally unique bucket name for the cluster's shared data, fixed at accept time."""
+    return f"hyperpilot-{cluster.lower()}"[:54] + "-" + secrets.token_hex(4)
+
+
+def _row(r: asyncpg.Record, active: str | None) -> dict[str, Any]:
+    return {
+        "name": r["name"],
+        "region": r["region"],
+        "status": r["status"],
+        "managed": r["managed"],
+        "active": r["name"] == active,
+        "eks_cluster_arn": r["eks_cluster_arn"],
+        "hyperpod_cluster_arn": r["hyperpod_cluster_arn"],
+        "endpoint": r["endpoint"],
+        "operation_id": str(r["operation_id"]) if r["operation_id"] else None,
+        "spec": r["spec"],
+        "created_at": r["created_at"].isoformat(),
+        "updated_at": r["updated_at"].isoformat(),
+    }
+
+
+async def _active(conn: asyncpg.Connection) -> str | None:
+    name: str | None = await conn.fetchval("SELECT name FROM active_cluster")
+    return name
+
+
+def _taken(name: str) -> ApiError:
+    return ApiError(
+        409,
+        "cluster_exists",
+        f"a cluster named {name} is already known here",
+        hint="choose another name, or delete the existing cluster first",
+    )
+
+
+@router.post("", status_code=202, responses=ACCEPTED, summary="Create an EKS + HyperPod cluster")
+async def create_cluster(
+    body: ClusterCreate,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    region = _check_region(body.region) or request.app.state.settings.aws_region
+    spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
+    async with pool.acquire() as conn:
+        existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
+    if existing is not None and idempotency_key is None:
+        raise _taken(spec.name)
+    if request.app.state.bus.connected:
+        problems = await query(
+            request.app.state.bus,
+            "cluster",
+            "check_create",
+            {"spec": spec.model_dump(mode="json"), "region": region},
+        )
+        if problems:
+            fields = problems_to_fields(problems)
+            raise ApiError(
+                422,
+                "validation_error",
+                "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5]),
+                fields=fields,
+            )
+    # With NATS down the same checks run as the workflow's first stage (preflight).
+    command = CreateCluster(
+        spec=spec, region=region, bucket=spec.storage.bucket or default_bucket(spec.name)
+    )
+
+    async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
+        try:
+            await conn.execute(
+                "INSERT INTO clusters (name, region, status, managed, spec, operation_id)"
+                " VALUES ($1, $2, 'pending', true, $3, $4)",
+                spec.name,
+                region,
+                spec.model_dump(mode="json"),
+                operation_id,
+            )
+        except asyncpg.UniqueViolationError:
+            raise _taken(spec.name) from None
+
+    return await accept(
+        pool,
+        command,
+        target_type="cluster",
+        target_id=spec.name,
+        request=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+        reserve=reserve,
+    )
+
+
+@router.get("", summary="List clusters with their status; the active one is marked")
+async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
+        active = await _active(conn)
+    return [_row(r, active) for r in rows]
+
+
+@router.get("/active", summary="The active cluster (the one commands without a cluster name use)")
+async def get_active(pool: Pool, _: Viewer) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        active = await _active(conn)
+        if active is None:
+            raise ApiError(
+                404, "no_active_cluster", "no cluster is active", hint="PUT /api/v1/clusters/active"
+            )
+        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", active)
+    return _row(row, active)
+
+
+@router.put("/active", summary="Switch the active cluster")
+async def set_active(
+    body: ActiveCluster, pool: Pool, principal: Operator, source: Source
+) -> dict[str, Any]:
+    async with pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", body.name)
+        if row is None:
+            raise ApiError(
+                404,
+                "not_found",
+                f"cluster {body.name} is not known here",
+                hint="GET /api/v1/clusters",
+            )
+        if row["status"] not in ("active", "imported"):
+            raise ApiError(
+                409,
+                "cluster_not_ready",
+                f"cluster {body.name} is {row['status']}; only an active or imported cluster can be selected",
+                hint="wait for its create operation to finish",
+            )
+        previous = await _active(conn)
+        await conn.execute(
+            "INSERT INTO active_cluster (singleton, name, updated_at) VALUES (true, $1, now())"
+            " ON CONFLICT (singleton) DO UPDATE SET name = $1, updated_at = now()",
+            body.name,
+        )
+        if previous != body.name:
+            await append_event(
+                conn,
+                operation_id=None,
+                domain="cluster",
+                event=ActiveClusterChanged(name=body.name, previous=previous),
+                principal=principal.name,
+                source=source,
+            )
+    return _row(row, body.name)
+
+
+@router.get("/{name}", summary="Describe a cluster: status, resources, groups, components")
+async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
+        if row is None:
+            raise ApiError(
+                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
+            )
+        groups = await conn.fetch(
+            "SELECT * FROM instance_groups WHERE cluster = $1 ORDER BY name", name
+        )
+        components = await conn.fetch(
+            "SELECT * FROM cluster_components WHERE cluster = $1 ORDER BY component", name
+        )
+        active = await _active(conn)
+    described = _row(row, active)
+    described["resources"] = row["resources"]
+    described["instance_groups"] = [
+        {
+            "name": g["name"],
+            "instance_type": g["instance_type"],
+            "count": g["count"],
+            "status": g["status"],
+            "spec": g["spec"],
+        }
+        for g in groups
+    ]
+    described["components"] = [
+        {
+            "name": c["component"],
+            "version": c["version"],
+            "status": c["status"],
+            "message": c["message"],
+        }
+        for c in components
+    ]
+    return described
+
+
+@router.post(
+    "/import",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Import an existing EKS (and HyperPod) cluster",
+)
+async def import_cluster(
+    body: ClusterImport,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    region = _check_region(body.region) or request.app.state.settings.aws_region
+    spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
+    name = spec.eks_cluster_name
+
+    async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
+        try:
+            await conn.execute(
+                "INSERT INTO clusters (name, region, status, managed, spec, operation_id)"
+                " VALUES ($1, $2, 'pending', false, $3, $4)",
+                name,
+                region,
+                spec.model_dump(mode="json"),
+                operation_id,
+            )
+        except asyncpg.UniqueViolationError:
+            raise _taken(name) from None
+
+    return await accept(
+        pool,
+        ImportCluster(spec=spec, region=region),
+        target_type="cluster",
+        target_id=name,
+        request=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+        reserve=reserve,
+    )
+
+
+@router.delete(
+    "/{name}",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Delete what Hyperpilot created for a cluster, in reverse dependency order",
+)
+async def delete_cluster(
+    name: ClusterNamePath,
+    pool: Pool,
+    principal: Admin,
+    source: Source,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
+        if row is None:
+            raise ApiError(
+                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
+            )
+        busy = await conn.fetchval(
+            "SELECT id FROM operations WHERE target_type = 'cluster' AND target_id = $1"
+            " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
+            name,
+        )
+    if busy is not None and idempotency_key is None:
+        raise ApiError(
+            409,
+            "cluster_busy",
+            f"cluster {name} has operation {busy} in progress",
+            hint=f"wait for it (GET /api/v1/operations/{busy}?wait=60), then delete",
+        )
+    resources = row["resources"] if row["managed"] else {}
+    return await accept(
+        pool,
+        DeleteCluster(name=name, region=row["region"], resources=resources),
+        target_type="cluster",
+        target_id=name,
+        request={"name": name},
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
