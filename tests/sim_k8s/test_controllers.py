@@ -349,3 +349,74 @@ def test_irsa_injects_role_environment(core: client.CoreV1Api) -> None:
     assert any(v.name == "aws-iam-token" for v in made.spec.volumes)
     plain = core.create_namespaced_pod("default", pod("plain"))
     assert not plain.spec.containers[0].env
+
+
+def test_daemonset_runs_one_pod_per_eligible_node(
+    cluster: ApiServer, apps: client.AppsV1Api, core: client.CoreV1Api
+) -> None:
+    ds = deployment("agent")
+    ds["kind"] = "DaemonSet"
+    del ds["spec"]["replicas"]
+    ds["spec"]["template"]["spec"]["nodeSelector"] = {"eks.amazonaws.com/nodegroup": "system"}
+    apps.create_namespaced_daemon_set("default", ds)
+    got = eventually(
+        lambda: (
+            (d := apps.read_namespaced_daemon_set("agent", "default")).status.number_ready == 2
+            and d
+        )
+    )
+    assert got.status.desired_number_scheduled == 2
+    nodes = {
+        p.spec.node_name
+        for p in core.list_namespaced_pod("default", label_selector="app=agent").items
+    }
+    assert len(nodes) == 2 and all(n.startswith("ip-192-168-") for n in nodes)
+
+
+def test_dynamic_provisioning_needs_the_csi_driver(
+    cluster: ApiServer, core: client.CoreV1Api, api_client: client.ApiClient
+) -> None:
+    client.StorageV1Api(api_client).create_storage_class(
+        {
+            "metadata": {"name": "fsx-sc"},
+            "provisioner": "fsx.csi.aws.com",
+            "parameters": {"deploymentType": "PERSISTENT_2"},
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "fsx-claim"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "fsx-sc",
+                "resources": {"requests": {"storage": "1200Gi"}},
+            },
+        },
+    )
+    pvc = core.read_namespaced_persistent_volume_claim("fsx-claim", "default")
+    assert pvc.status.phase == "Pending"
+    cluster.install("aws-fsx-csi-driver")
+    bound = eventually(
+        lambda: (
+            (c := core.read_namespaced_persistent_volume_claim("fsx-claim", "default")).status.phase
+            == "Bound"
+            and c
+        )
+    )
+    pv = core.read_persistent_volume(bound.spec.volume_name)
+    assert pv.spec.csi.driver == "fsx.csi.aws.com" and pv.spec.claim_ref.name == "fsx-claim"
+
+
+def test_log_tail_and_since(cluster: ApiServer, core: client.CoreV1Api) -> None:
+    talker = pod("counter", image="busybox:1", restartPolicy="Never")
+    talker["spec"]["containers"][0]["command"] = [
+        "sh",
+        "-c",
+        "echo a; echo b; echo c; sleep 1.5; echo d",
+    ]
+    core.create_namespaced_pod("default", talker)
+    eventually(lambda: phase(core, "counter") == "Succeeded")
+    assert core.read_namespaced_pod_log("counter", "default", tail_lines=1) == "d\n"
+    assert core.read_namespaced_pod_log("counter", "default", since_seconds=1) == "d\n"
+    assert core.read_namespaced_pod_log("counter", "default") == "a\nb\nc\nd\n"

@@ -370,3 +370,84 @@ def test_kuberay_job_and_karpenter(trained: ApiServer, custom: client.CustomObje
             == "True"
         )
     )
+
+
+def test_jumpstart_model_and_node_pool(trained: ApiServer, custom: client.CustomObjectsApi) -> None:
+    js = {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "JumpStartModel",
+        "metadata": {"name": "mistral"},
+        "spec": {
+            "model": {"modelId": "huggingface-llm-mistral-7b"},
+            "server": {"instanceType": "ml.g5.xlarge"},
+            "replicas": 1,
+        },
+    }
+    custom.create_namespaced_custom_object(
+        "inference.sagemaker.aws.amazon.com", "v1", "default", "jumpstartmodels", js
+    )
+    eventually(
+        lambda: (
+            custom.get_namespaced_custom_object(
+                "inference.sagemaker.aws.amazon.com", "v1", "default", "jumpstartmodels", "mistral"
+            )
+            .get("status", {})
+            .get("state")
+            == "DeploymentComplete"
+        )
+    )
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.sagemaker.amazonaws.com",
+                        "kind": "HyperpodNodeClass",
+                        "name": "hp",
+                    },
+                    "requirements": [
+                        {
+                            "key": "node.kubernetes.io/instance-type",
+                            "operator": "In",
+                            "values": ["ml.p5.48xlarge"],
+                        }
+                    ],
+                }
+            }
+        },
+    }
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", pool)
+    got = eventually(
+        lambda: (
+            (p := custom.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", "gpu"))
+            .get("status", {})
+            .get("nodes")
+            and p
+        )
+    )
+    assert got["status"]["nodes"] == 3 and conditions(got)["Ready"][0] == "True"
+
+
+def test_everything_written_deserializes_in_the_typed_client(api_client: client.ApiClient) -> None:
+    """The typed client validates every field it reads: what the controllers wrote must fit."""
+    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
+    for listing in (
+        core.list_pod_for_all_namespaces,
+        core.list_node,
+        core.list_event_for_all_namespaces,
+        core.list_service_for_all_namespaces,
+        core.list_endpoints_for_all_namespaces,
+        core.list_persistent_volume,
+        core.list_namespace,
+        apps.list_deployment_for_all_namespaces,
+        apps.list_replica_set_for_all_namespaces,
+        apps.list_daemon_set_for_all_namespaces,
+        client.BatchV1Api(api_client).list_job_for_all_namespaces,
+        client.AutoscalingV2Api(api_client).list_horizontal_pod_autoscaler_for_all_namespaces,
+        client.DiscoveryV1Api(api_client).list_endpoint_slice_for_all_namespaces,
+        client.ApiextensionsV1Api(api_client).list_custom_resource_definition,
+    ):
+        assert listing().items is not None

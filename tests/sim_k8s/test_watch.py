@@ -140,3 +140,29 @@ def test_aio_client_watch_and_crud(cluster: ApiServer) -> None:
             return got
 
     assert asyncio.run(run()) == [("ADDED", "a0"), ("ADDED", "a1"), ("ADDED", "a2")]
+
+
+def test_send_initial_events_ends_with_a_bookmark(core: client.CoreV1Api) -> None:
+    core.create_namespace({"metadata": {"name": "w3"}})
+    core.create_namespaced_config_map("w3", _cm("one"))
+    kinds: list[tuple[str, str]] = []
+    for event in watch.Watch().stream(
+        core.list_namespaced_config_map,
+        "w3",
+        send_initial_events=True,
+        allow_watch_bookmarks=True,
+        resource_version_match="NotOlderThan",
+        resource_version="",
+        timeout_seconds=5,
+    ):
+        meta = event["raw_object"]["metadata"]
+        kinds.append(
+            (
+                event["type"],
+                meta.get("name")
+                or (meta.get("annotations") or {}).get("k8s.io/initial-events-end", ""),
+            )
+        )
+        if event["type"] == "BOOKMARK":
+            break
+    assert ("ADDED", "one") in kinds and kinds[-1] == ("BOOKMARK", "true")

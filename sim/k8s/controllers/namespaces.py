@@ -1,5 +1,5 @@
-"""Namespaces: every namespace gets its `default` ServiceAccount; a deleted namespace empties,
-then goes away (the namespace controller's finalizer)."""
+"""Namespaces: every namespace gets its `default` ServiceAccount and the `kube-root-ca.crt`
+ConfigMap; a deleted namespace empties, then goes away (the namespace controller's finalizer)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,31 @@ class NamespaceController(Controller):
                 "apiVersion": "v1",
                 "kind": "ServiceAccount",
                 "metadata": {"name": "default", "namespace": name},
+            },
+        )
+
+    def _needs_ca(self, ns: Obj) -> bool:
+        name = ns["metadata"]["name"]
+        return (
+            not ns["metadata"].get("deletionTimestamp")
+            and self.store.get("configmaps", name, "kube-root-ca.crt") is None
+        )
+
+    def create_ca(self, ns: Obj) -> None:
+        name = ns["metadata"]["name"]
+        self.create(
+            "configmaps",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "kube-root-ca.crt",
+                    "namespace": name,
+                    "annotations": {
+                        "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
+                    },
+                },
+                "data": {"ca.crt": self.server.ca_pem},
             },
         )
 

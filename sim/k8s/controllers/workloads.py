@@ -14,7 +14,6 @@ from sim.k8s.controllers.base import (
     set_condition,
     template_pod,
 )
-from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.scheduler import affinity_ok, tolerates
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
@@ -450,7 +449,3 @@ class DaemonSetController(Controller):
         if status != {k: (ds.get("status") or {}).get(k) for k in status}:
             ds["status"] = dict(ds.get("status") or {}, **status)
             self.update_status("daemonsets.apps", ds)
-
-
-def node_ready_names(controller: Controller) -> list[str]:
-    return [n["metadata"]["name"] for n in controller.store.items("nodes") if is_ready(n)]
