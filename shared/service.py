@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
@@ -32,6 +33,9 @@ class ServiceRuntime:
 
 
 HandlerFactory = Callable[[ServiceRuntime], dict[str, Handler]]
+# Long-running companions of the consumer (e.g. a request/reply responder), started once NATS
+# is ready and cancelled at shutdown.
+Companion = Callable[[ServiceRuntime], Coroutine[Any, Any, None]]
 
 
 async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Server:
@@ -56,7 +60,11 @@ async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Ser
 
 
 async def serve(
-    name: str, subjects: list[str], build_handlers: HandlerFactory, settings: Settings
+    name: str,
+    subjects: list[str],
+    build_handlers: HandlerFactory,
+    settings: Settings,
+    companions: tuple[Companion, ...] = (),
 ) -> None:
     """Run a domain service until SIGINT/SIGTERM."""
     configure_logging(settings.log_level, settings.log_format)
@@ -87,6 +95,7 @@ async def serve(
     tasks = [
         asyncio.create_task(relay.run(), name=f"{name}-outbox"),
         asyncio.create_task(consumer.run(), name=f"{name}-consumer"),
+        *(asyncio.create_task(companion(runtime)) for companion in companions),
     ]
     health = None
     if settings.health_port:

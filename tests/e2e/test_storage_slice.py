@@ -162,3 +162,39 @@ def test_health_readiness_metrics_and_openapi(running_stack: RunningStack) -> No
     spec = httpx.get(f"{url}/openapi.json").json()
     assert "/api/v1/storage/buckets" in spec["paths"]
     assert "/api/v1/operations/{operation_id}/retry" in spec["paths"]
+
+
+def test_a_failed_stage_is_retried_alone_over_rest(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    from sim.testing import inject_fault
+
+    api = running_stack.client
+    name = unique("retry")
+    with inject_fault(
+        sim_aws,
+        "error",
+        service="s3",
+        operation="PutBucketEncryption",
+        times=None,
+        code="AccessDenied",
+        status=403,
+    ):
+        op_id = api.post("/api/v1/storage/buckets", {"name": name}).json()["operation_id"]
+        failed = api.wait(op_id)
+    assert failed["status"] == "failed"
+    assert failed["error"]["stage"] == "encryption" and failed["error"]["code"] == "AccessDenied"
+    stages = {s["name"]: s["status"] for s in failed["stages"]}
+    assert stages == {"bucket": "succeeded", "public_access": "succeeded", "encryption": "failed"}
+
+    retried = api.post(f"/api/v1/operations/{op_id}/retry")
+    assert retried.status_code == 202 and retried.json()["retried_stages"] == ["encryption"]
+    done = api.wait(op_id)
+    assert done["status"] == "succeeded" and done["attempt"] == 2
+    assert {s["name"]: s["attempts"] for s in done["stages"]} == {
+        "bucket": 1,
+        "public_access": 1,
+        "encryption": 2,
+    }
+    assert _creates(sim_aws, name) == 1
+    assert api.post(f"/api/v1/operations/{op_id}/retry").status_code == 409
