@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from sim.aws import moto_state
-from sim.aws.account import ReservedCapacity, TrainingPlan
+from sim.aws.account import TrainingPlan
 from sim.aws.context import SimContext, instance_id, lower_alnum
 from sim.aws.errors import AwsError
 from sim.aws.faults import Fault
@@ -1279,6 +1279,3 @@ def _page(items: list[Any], p: dict[str, Any]) -> tuple[list[Any], str | None]:
     page = items[start : start + size]
     token = str(start + size) if start + size < len(items) else None
     return page, token
-
-
-__all__ = ["HyperPod", "ReservedCapacity"]

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from sim.aws import SimulatedAws
-from sim.profile import get_profile
 from sim.testing import aws_client, simulated_aws, wait_for
 
 PROFILE = "fast"
@@ -131,15 +130,3 @@ def nodes(sim: SimulatedAws, name: str) -> list[dict[str, Any]]:
 def clean_faults(sim: SimulatedAws) -> Iterator[None]:
     yield
     sim.faults.clear()
-
-
-__all__ = [
-    "PROFILE",
-    "Network",
-    "create_eks",
-    "create_hyperpod",
-    "get_profile",
-    "group_spec",
-    "nodes",
-    "unique",
-]
