@@ -99,7 +99,10 @@ class Postgres:
 
     def start(self) -> Postgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.data_dir.parent))
+        if "XDG_RUNTIME_DIR" not in os.environ:
+            runtime = self.data_dir.parent / "runtime"
+            runtime.mkdir(mode=0o700, exist_ok=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
         import pgserver
 
         try:
