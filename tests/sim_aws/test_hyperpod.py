@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from botocore.exceptions import ClientError
 from sim.aws import SimulatedAws
 from sim.aws.account import ReservedCapacity, cluster_instance_types
 from sim.profile import get_profile
-from sim.testing import aws_client, inject_fault, wait_for
+from sim.testing import AdminClient, aws_client, inject_fault, wait_for
 from tests.sim_aws.conftest import Network, create_hyperpod, group_spec, nodes
 
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{17}$")
@@ -655,3 +657,90 @@ def test_mlflow_tracking_server(sim: SimulatedAws, network: Network) -> None:
             }
         )
     )
+
+
+def test_node_faults_over_the_admin_api(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    """Another process (an e2e test) fails a node and starts a deep health check over HTTP."""
+    sm = aws_client(sim, "sagemaker")
+    admin = AdminClient(sim.endpoint_url)
+    name = create_hyperpod(
+        sim, network, eks_cluster, [group_spec(network, count=2)], NodeRecovery="None"
+    )
+    checked = admin.inject_fault("deep_health_check", cluster=name, instance_group="workers")
+    [checking] = checked["node_ids"]
+    assert (
+        sm.describe_cluster_node(ClusterName=name, NodeId=checking)["NodeDetails"][
+            "InstanceStatus"
+        ]["Status"]
+        == "DeepHealthCheckInProgress"
+    )
+    failed = admin.inject_fault("node_failure", cluster=name)
+    [broken] = failed["node_ids"]
+    assert broken != checking
+    assert (
+        sm.describe_cluster_node(ClusterName=name, NodeId=broken)["NodeDetails"]["InstanceStatus"][
+            "Status"
+        ]
+        == "Failure"
+    )
+    wait_for(
+        lambda: (
+            sm.describe_cluster_node(ClusterName=name, NodeId=checking)["NodeDetails"][
+                "InstanceStatus"
+            ]["Status"]
+            == "Running"
+        )
+    )
+    assert (
+        sm.describe_cluster_node(ClusterName=name, NodeId=broken)["NodeDetails"]["InstanceStatus"][
+            "Status"
+        ]
+        == "Failure"
+    )
+    rebooted = sm.batch_reboot_cluster_nodes(ClusterName=name, NodeIds=[broken])
+    assert rebooted["Successful"] == [broken]
+    wait_for(
+        lambda: (
+            sm.describe_cluster_node(ClusterName=name, NodeId=broken)["NodeDetails"][
+                "InstanceStatus"
+            ]["Status"]
+            == "Running"
+        )
+    )
+    with pytest.raises(urllib.error.HTTPError) as err:
+        admin.inject_fault("node_failure", cluster="no-such-cluster")
+    assert err.value.code == 400
+
+
+def test_concurrent_creates_of_one_name_succeed_exactly_once(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    name = f"race-{time.monotonic_ns() % 10**8}"
+
+    def attempt(_: int) -> str:
+        sm = aws_client(sim, "sagemaker")
+        try:
+            sm.create_cluster(
+                ClusterName=name,
+                InstanceGroups=[group_spec(network, count=1)],
+                VpcConfig={
+                    "Subnets": [network.subnets["use1-az1"]],
+                    "SecurityGroupIds": [network.security_group],
+                },
+                Orchestrator={"Eks": {"ClusterArn": eks_cluster["arn"]}},
+            )
+        except ClientError as exc:
+            return str(exc.response["Error"]["Code"])
+        return "ok"
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = sorted(pool.map(attempt, range(6)))
+    assert outcomes == ["ResourceInUse"] * 5 + ["ok"]
+    applied = [
+        c
+        for c in sim.call_log("sagemaker", "CreateCluster")
+        if c["params"]["ClusterName"] == name and c["applied"]
+    ]
+    assert len(applied) == 1
