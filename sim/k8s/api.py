@@ -29,6 +29,7 @@ Admission = Callable[[ResourceType, Obj, Obj | None], None]
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 
 def _spec_view(obj: Obj) -> Obj:
@@ -513,6 +514,10 @@ class Api:
         dry_run: bool = False,
     ) -> Obj:
         namespace = namespace if rt.namespaced else ""
+        if rt.key == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise ApiError(
+                403, f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+            )
         with self.store.lock:
             current = self.get_raw(rt, namespace, name)
             pre = preconditions or {}

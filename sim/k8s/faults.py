@@ -92,3 +92,9 @@ class Faults:
 
     def node_ready(self, node: str) -> None:
         self.server.run_on_loop(self.server.nodes.set_ready, node, True)
+
+    def node_health(self, node: str, status: str, reason: str = "GpuXidError") -> None:
+        """What HyperPod's health-monitoring agent does on a hardware fault: label the node
+        (`UnschedulablePendingReplacement` or `UnschedulablePendingReboot`), taint it, evict its
+        pods, and tell whoever listens (the simulated AWS replaces or reboots the instance)."""
+        self.server.run_on_loop(self.server.nodes.set_health, node, status, reason)

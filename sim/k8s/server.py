@@ -62,6 +62,8 @@ class ApiServer:
         self.stopping = False
         self.internal_errors: list[str] = []
         self.metrics: dict[tuple[str, str], float] = {}
+        # called with (cluster, instance id, health status) when a node health fault is injected
+        self.node_fault_listeners: list[Callable[[str, str, str], None]] = []
         self.ca = trustme.CA()
         self.cert = self.ca.issue_cert(host, "localhost", "kubernetes", "kubernetes.default.svc")
         self.loop: asyncio.AbstractEventLoop | None = None

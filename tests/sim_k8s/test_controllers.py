@@ -420,3 +420,38 @@ def test_log_tail_and_since(cluster: ApiServer, core: client.CoreV1Api) -> None:
     assert core.read_namespaced_pod_log("counter", "default", tail_lines=1) == "d\n"
     assert core.read_namespaced_pod_log("counter", "default", since_seconds=1) == "d\n"
     assert core.read_namespaced_pod_log("counter", "default") == "a\nb\nc\nd\n"
+
+
+def test_node_health_fault_evicts_and_notifies(cluster: ApiServer, core: client.CoreV1Api) -> None:
+    sim = gpu_node(21, group="hf")
+    name = f"hyperpod-{sim.instance_id}"
+    cluster.sync_nodes([sim])
+    heard: list[tuple[str, str, str]] = []
+    cluster.node_fault_listeners.append(lambda *args: heard.append(args))
+    victim = pod(
+        "victim",
+        image="pytorch:2",
+        restartPolicy="Never",
+        nodeSelector={"sagemaker.amazonaws.com/instance-group-name": "hf"},
+    )
+    core.create_namespaced_pod("default", victim)
+    eventually(lambda: phase(core, "victim") == "Running")
+    cluster.faults.node_health(name, "UnschedulablePendingReplacement")
+    eventually(lambda: phase(core, "victim") == "Failed")
+    node = core.read_node(name)
+    assert (
+        node.metadata.labels["sagemaker.amazonaws.com/node-health-status"]
+        == "UnschedulablePendingReplacement"
+    )
+    assert heard == [(cluster.cluster, sim.instance_id, "UnschedulablePendingReplacement")]
+
+
+def test_system_namespaces_cannot_be_deleted(core: client.CoreV1Api) -> None:
+    from kubernetes.client.rest import ApiException
+
+    try:
+        core.delete_namespace("kube-system")
+    except ApiException as exc:
+        assert exc.status == 403
+    else:
+        raise AssertionError("kube-system was deleted")

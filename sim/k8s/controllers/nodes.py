@@ -268,6 +268,33 @@ class NodeController(Controller):
             f"Node {name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
         )
 
+    def set_health(self, name: str, status: str, reason: str) -> None:
+        existing = self.store.get("nodes", "", name)
+        if existing is None:
+            raise ApiError(404, f'nodes "{name}" not found')
+        node = clone(existing)
+        node["metadata"]["labels"][HEALTH_LABEL] = status
+        taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != HEALTH_LABEL]
+        if status != "Schedulable":
+            taints.append(dict(HEALTH_TAINT))
+        node["spec"]["taints"] = taints
+        if not taints:
+            node["spec"].pop("taints")
+        self.update("nodes", node)
+        self.event(
+            node,
+            reason,
+            f"node health status is now {status}",
+            "Normal" if status == "Schedulable" else "Warning",
+        )
+        if status.startswith("UnschedulablePending"):
+            self._evict(
+                node, reason="NodeHealthFault", message=f"node {name} is {status} ({reason})"
+            )
+        instance = node["metadata"]["labels"].get(f"{HP}/instance-id", name)
+        for listener in list(self.server.node_fault_listeners):
+            listener(self.server.cluster, instance, status)
+
     # -- eviction ----------------------------------------------------------------------
 
     def _evict(self, node: Obj, reason: str = "NodeLost", message: str | None = None) -> None:
