@@ -567,6 +567,8 @@ def test_user_data_bootstraps_compose(aws: Aws, local_stack: Deployed, tmp_path:
     assert "sha256sum -c" in script
     assert "Name=tag:hyperpilot:data-volume,Values=${ENVIRONMENT_NAME}" in script
     assert env["ENVIRONMENT_NAME"] == "hyperpilot"
+    # The instance waits for the created VPC's route out (a reference, hence a dependency).
+    assert env["EGRESS_ROUTE"].startswith(local_stack.resources["PrivateRouteTable"])
 
 
 def test_image_parameters(aws: Aws, local_stack: Deployed, rds_stack: Deployed) -> None:
@@ -775,6 +777,7 @@ def test_rds_stack_in_an_existing_vpc(
     assert env["DATABASE_HOST"] == database["Endpoint"]["Address"]
     assert env["DATABASE_SECRET_ID"] == "hp-rds/database"
     assert env["IMAGE_TAG_PARAMETER"] == "/hyperpilot/hp-rds/image-tag"
+    assert env["EGRESS_ROUTE"] == "existing-network"
 
 
 def test_two_environments_do_not_collide(
