@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
+import yaml
 
 from sim.k8s import discovery, openapi
 from sim.k8s.errors import ApiError
@@ -17,6 +18,7 @@ from sim.k8s.registry import ResourceType
 from sim.k8s.selectors import parse_field_selector, parse_label_selector
 from sim.k8s.store import Watcher, WatchEvent
 from sim.k8s.tables import to_table
+from sim.k8s.timeutil import parse_iso
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -254,8 +256,6 @@ class Router:
             body = orjson.loads(req.body or b"{}")
         except orjson.JSONDecodeError:
             try:
-                import yaml
-
                 body = yaml.safe_load(req.body.decode())
             except Exception as exc:
                 raise ApiError(400, f"the body of the request could not be decoded: {exc}") from exc
@@ -434,8 +434,6 @@ class Router:
         tail = int(q["tailLines"]) if q.get("tailLines") else None
         since = float(q["sinceSeconds"]) if q.get("sinceSeconds") else None
         if q.get("sinceTime"):
-            from sim.k8s.timeutil import parse_iso
-
             since = max(0.0, time.time() - parse_iso(q["sinceTime"]).timestamp())
         timestamps = _truthy(q.get("timestamps"))
         logs = self.server.logs

@@ -17,10 +17,13 @@ import trustme
 from sim.interfaces import SimNode
 from sim.k8s.api import Api
 from sim.k8s.auth import check_token, make_token
+from sim.k8s.bootstrap import bootstrap
+from sim.k8s.controllers import roster
 from sim.k8s.events import EventRecorder
 from sim.k8s.faults import Faults
 from sim.k8s.http import HttpServer, Request
 from sim.k8s.logs import LogBook
+from sim.k8s.operators.install import install
 from sim.k8s.registry import Registry, ResourceType
 from sim.k8s.routes import Router
 from sim.k8s.store import Obj, Store
@@ -69,8 +72,6 @@ class ApiServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.http: HttpServer | None = None
-        from sim.k8s.controllers import roster
-
         self.controllers = roster.build(self)
         self.kubelet = roster.find(self.controllers, "kubelet")
         self.nodes = roster.find(self.controllers, "node-controller")
@@ -109,8 +110,6 @@ class ApiServer:
             loop.close()
 
     async def _bootstrap(self) -> None:
-        from sim.k8s.bootstrap import bootstrap
-
         bootstrap(self)
         loop = asyncio.get_running_loop()
         for controller in self.controllers:
@@ -221,8 +220,6 @@ class ApiServer:
         return bound
 
     def scheduler_bind(self, namespace: str, name: str, node: str) -> Obj:
-        from sim.k8s.controllers import roster
-
         scheduler = roster.find(self.controllers, "default-scheduler")
         result: Obj = scheduler.bind(namespace, name, node)
         return result
@@ -232,8 +229,6 @@ class ApiServer:
 
     def install(self, component: str) -> None:
         """Install an operator or add-on as the product's installers would (CRDs, deployment)."""
-        from sim.k8s.operators.install import install
-
         install(self, component)
 
     def set_metric(self, namespace: str, scaled_object: str, value: float) -> None:

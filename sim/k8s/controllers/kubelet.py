@@ -8,12 +8,16 @@ import contextlib
 import hashlib
 import ipaddress
 import itertools
+from typing import TYPE_CHECKING
 
 from sim.k8s.controllers.base import Controller, Rule, set_condition
 from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.programs import Program, program_for
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -34,8 +38,8 @@ def _container_id(pod: Obj, name: str, restart: int) -> str:
 class Kubelet(Controller):
     name = "kubelet"
 
-    def __init__(self, server: object) -> None:
-        super().__init__(server)  # type: ignore[arg-type]
+    def __init__(self, server: ApiServer) -> None:
+        super().__init__(server)
         self.tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.pull_started: dict[str, float] = {}
         self._pod_ips = itertools.islice(ipaddress.ip_network("10.2.0.0/16").hosts(), 10, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+from typing import TYPE_CHECKING
 
 from sim.interfaces import SimNode
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition
@@ -16,6 +17,9 @@ from sim.k8s.errors import ApiError
 from sim.k8s.instances import capacity
 from sim.k8s.store import Obj, clone
 from sim.k8s.timeutil import now_iso
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
 
 HP = "sagemaker.amazonaws.com"
 HEALTH_LABEL = f"{HP}/node-health-status"
@@ -40,8 +44,8 @@ def eviction_delay(profile: object) -> float:
 class NodeController(Controller):
     name = "node-controller"
 
-    def __init__(self, server: object) -> None:
-        super().__init__(server)  # type: ignore[arg-type]
+    def __init__(self, server: ApiServer) -> None:
+        super().__init__(server)
         self._ips = itertools.islice(ipaddress.ip_network("10.1.0.0/16").hosts(), 10, None)
 
     def build_rules(self) -> list[Rule]:

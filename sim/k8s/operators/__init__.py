@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sim.k8s.operators.hyperpod_training import HyperPodTrainingOperator
+from sim.k8s.operators.inference import InferenceOperator
+from sim.k8s.operators.irsa import irsa_admission
+from sim.k8s.operators.karpenter import KarpenterOperator
+from sim.k8s.operators.keda import KedaOperator
+from sim.k8s.operators.ray import KubeRayOperator
+
 if TYPE_CHECKING:
     from sim.k8s.controllers.base import Controller
     from sim.k8s.server import ApiServer
 
 
 def all_operators(server: ApiServer) -> list[Controller]:
-    from sim.k8s.operators.hyperpod_training import HyperPodTrainingOperator
-    from sim.k8s.operators.inference import InferenceOperator
-    from sim.k8s.operators.irsa import irsa_admission
-    from sim.k8s.operators.karpenter import KarpenterOperator
-    from sim.k8s.operators.keda import KedaOperator
-    from sim.k8s.operators.ray import KubeRayOperator
 
     admit: Any = irsa_admission(server)
     server.api.admission.append(admit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition, template_pod
 from sim.k8s.controllers.nodes import HP
@@ -14,6 +14,9 @@ from sim.k8s.controllers.workloads import pod_ready
 from sim.k8s.quantity import pod_requests
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso, parse_iso
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
 
 KEY = "hyperpodpytorchjobs.sagemaker.amazonaws.com"
 JOB_LABEL = "HPJob"
@@ -30,7 +33,7 @@ def terminal(job: Obj) -> bool:
 class HyperPodTrainingOperator(Controller):
     name = "hyperpod-training-operator"
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: ApiServer) -> None:
         super().__init__(server)
         self.expected: dict[str, set[str]] = {}  # job uid -> uids of pods it should still have
         self.pod_restarts: dict[str, list[float]] = {}  # job uid -> times of pod-level restarts
