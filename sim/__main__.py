@@ -23,12 +23,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="AWS endpoint port (0 = any free port)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--region", default="us-east-1")
+    parser.add_argument(
+        "--kubernetes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="emulate each EKS cluster's Kubernetes API (default: on)",
+    )
     args = parser.parse_args(argv)
     try:
         profile = get_profile(args.profile)
     except ValueError as exc:
         parser.error(str(exc))
-    world = World(profile, host=args.host, aws_port=args.port, region=args.region).start()
+    world = World(
+        profile,
+        host=args.host,
+        aws_port=args.port,
+        region=args.region,
+        kubernetes=args.kubernetes,
+    ).start()
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

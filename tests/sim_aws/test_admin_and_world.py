@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -235,3 +236,66 @@ def test_python_m_sim_prints_its_endpoint_and_stops_cleanly() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_world_with_kubernetes_serves_hyperpod_nodes_to_the_kubernetes_client(
+    tmp_path: Path,
+) -> None:
+    """The seam end to end: EKS ACTIVE starts an API server; HyperPod nodes become Nodes."""
+    from kubernetes import client
+
+    from sim.k8s.auth import make_token
+
+    with World("fast*0.3", kubernetes=True) as world:
+        sim = world.aws
+        ec2, iam, eks, sm = (aws_client(sim, s) for s in ("ec2", "iam", "eks", "sagemaker"))
+        vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+        subnets = [
+            ec2.create_subnet(VpcId=vpc, CidrBlock=c, AvailabilityZoneId=z)["Subnet"]["SubnetId"]
+            for c, z in (("10.7.0.0/20", "use1-az1"), ("10.7.16.0/20", "use1-az2"))
+        ]
+        group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
+        role = iam.create_role(RoleName="world-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        eks.create_cluster(name="world", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        cluster = wait_for(
+            lambda: (c := eks.describe_cluster(name="world")["cluster"])["status"] == "ACTIVE" and c
+        )
+        sm.create_cluster(
+            ClusterName="world-hp",
+            InstanceGroups=[
+                {
+                    "InstanceGroupName": "gpu",
+                    "InstanceType": "ml.p5.48xlarge",
+                    "InstanceCount": 2,
+                    "ExecutionRole": role,
+                    "LifeCycleConfig": {"SourceS3Uri": "s3://b/l", "OnCreate": "a.sh"},
+                }
+            ],
+            VpcConfig={"Subnets": subnets[:1], "SecurityGroupIds": [group]},
+            Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
+        )
+        ca = tmp_path / "ca.pem"
+        ca.write_bytes(base64.b64decode(cluster["certificateAuthority"]["data"]))
+        config = client.Configuration()
+        config.host = cluster["endpoint"]
+        config.ssl_ca_cert = str(ca)
+        config.api_key = {"authorization": "Bearer " + make_token("world")}
+        core = client.CoreV1Api(client.ApiClient(config))
+        wait_for(
+            lambda: sm.describe_cluster(ClusterName="world-hp")["ClusterStatus"] == "InService"
+        )
+        instance_ids = {
+            n["InstanceId"]
+            for n in sm.list_cluster_nodes(ClusterName="world-hp")["ClusterNodeSummaries"]
+        }
+
+        def hyperpod_nodes() -> set[str]:
+            return {
+                n.metadata.name.removeprefix("hyperpod-")
+                for n in core.list_node().items
+                if n.metadata.labels.get("sagemaker.amazonaws.com/cluster-name") == "world-hp"
+            }
+
+        wait_for(lambda: hyperpod_nodes() == instance_ids)
+        sm.delete_cluster(ClusterName="world-hp")
+        wait_for(lambda: hyperpod_nodes() == set())
