@@ -380,12 +380,24 @@ class HyperPod:
 
         self.ctx.scheduler.after(delay, fire)
 
-    def _cluster_later(self, cluster: Cluster, delay: float, action: Callable[[], None]) -> None:
+    def _cluster_later(
+        self,
+        cluster: Cluster,
+        delay: float,
+        action: Callable[[], None],
+        *,
+        same_operation: bool = True,
+    ) -> None:
+        """Run `action` after `delay` if the cluster still exists (and, with `same_operation`,
+        no later cluster-wide operation superseded the one that scheduled it)."""
         gen = cluster.gen
 
         def fire() -> None:
-            if self.clusters.get(cluster.cluster_id) is cluster and cluster.gen == gen:
-                action()
+            if self.clusters.get(cluster.cluster_id) is not cluster:
+                return
+            if same_operation and cluster.gen != gen:
+                return
+            action()
 
         self.ctx.scheduler.after(delay, fire)
 
@@ -1086,7 +1098,11 @@ class HyperPod:
             self._changed(cluster)
 
             def boot(group: Group = group, nodes: list[Node] = nodes) -> None:
-                live = [n for n in nodes if cluster.nodes.get(n.instance_id) is n]
+                live = [
+                    n
+                    for n in nodes
+                    if cluster.nodes.get(n.instance_id) is n and n.status == "Pending"
+                ]
                 message = self._shortfall(group, live)
                 if message is None:
                     for node in live:
@@ -1098,7 +1114,7 @@ class HyperPod:
                 group.target -= len(live)
                 group.spec["InstanceCount"] = group.target
 
-            self._cluster_later(cluster, self.ctx.profile.node_boot, boot)
+            self._cluster_later(cluster, self.ctx.profile.node_boot, boot, same_operation=False)
         return {"Successful": successful, "Failed": failed}
 
     def update_cluster_software(self, p: dict[str, Any]) -> dict[str, Any]:

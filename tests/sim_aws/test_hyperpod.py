@@ -744,3 +744,19 @@ def test_concurrent_creates_of_one_name_succeed_exactly_once(
         if c["params"]["ClusterName"] == name and c["applied"]
     ]
     assert len(applied) == 1
+
+
+def test_added_nodes_boot_even_if_a_cluster_operation_follows(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    sm = aws_client(sim, "sagemaker")
+    name = create_hyperpod(sim, network, eks_cluster, [group_spec(network, count=1)])
+    sm.batch_add_cluster_nodes(
+        ClusterName=name, NodesToAdd=[{"InstanceGroupName": "workers", "IncrementTargetCountBy": 1}]
+    )
+    sm.update_cluster(ClusterName=name, NodeRecovery="Automatic")
+    wait_for(lambda: sm.describe_cluster(ClusterName=name)["ClusterStatus"] == "InService")
+    wait_for(
+        lambda: [n["InstanceStatus"]["Status"] for n in nodes(sim, name)] == ["Running", "Running"]
+    )
+    assert sm.describe_cluster(ClusterName=name)["InstanceGroups"][0]["TargetCount"] == 2
