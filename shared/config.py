@@ -30,6 +30,11 @@ class Settings(BaseSettings):
     hyperpilot_admin_token: SecretStr | None = Field(
         None, description="Bootstrap admin token, stored hashed at startup"
     )
+    mutations_per_minute: int = Field(600, description="Per-principal mutation rate limit")
+    mutation_burst: int = Field(100, description="Mutations a principal may send at once")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="Origins allowed to call the API from a browser"
+    )
 
     # Bus and consumers
     ack_wait_seconds: float = Field(30.0, description="Redelivery delay of an unacked command")

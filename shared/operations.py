@@ -172,7 +172,9 @@ async def create_operation(
             conn,
             operation_id=operation_id,
             domain=command.domain,
-            event=OperationAccepted(kind=kind, target_type=target_type, target_id=target_id),
+            event=OperationAccepted(
+                kind=kind, target_type=target_type, target_id=target_id, request=request
+            ),
             principal=principal,
             source=source,
         )

@@ -18,6 +18,7 @@ class OperationAccepted(Event):
     kind: str
     target_type: str
     target_id: str
+    request: dict[str, Any] = {}  # the change as requested (only the fields the caller sent)
 
 
 class OperationStarted(Event):

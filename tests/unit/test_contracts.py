@@ -33,7 +33,9 @@ def test_envelope_round_trips_and_ignores_unknown_fields() -> None:
 
 def test_commands_ignore_unknown_fields_on_the_bus_but_not_at_the_edge() -> None:
     payload = {"name": "b", "region": "us-east-1", "new": True}
-    assert CreateStorageBucket.from_payload(payload) == CreateStorageBucket(name="b", region="us-east-1")
+    assert CreateStorageBucket.from_payload(payload) == CreateStorageBucket(
+        name="b", region="us-east-1"
+    )
     with pytest.raises(ValidationError, match="new"):
         CreateStorageBucket.model_validate(payload)
 

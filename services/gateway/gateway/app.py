@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 
 from gateway import errors
@@ -15,7 +16,8 @@ from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit
 from gateway.metrics import RequestMetrics
-from gateway.routes import clusters, events, health, inspect, operations, storage
+from gateway.ratelimit import MutationRateLimiter
+from gateway.routes import clusters, events, health, inspect, operations, storage, tokens
 from gateway.stream import EventBroadcaster
 from shared.bus import Bus
 from shared.config import Settings, get_settings
@@ -55,6 +57,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.pool = pool
     app.state.bus = bus
     app.state.tokens = TokenVerifier(pool)
+    app.state.rate_limiter = MutationRateLimiter(
+        settings.mutations_per_minute, settings.mutation_burst
+    )
     app.state.broadcaster = EventBroadcaster(pool, settings.database_url)
     app.state.relay = OutboxRelay(
         pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
@@ -90,7 +95,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
-    for module in (health, operations, events, storage, clusters, inspect):
+    if settings.cors_origins:
+        # Tokens travel in the Authorization header, never in cookies, so a cross-site page
+        # cannot ride a user's session (no CSRF surface); CORS only opens named origins.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "Idempotency-Key",
+                "X-Hyperpilot-Source",
+                "Last-Event-ID",
+            ],
+        )
+    for module in (health, operations, events, storage, clusters, inspect, tokens):
         app.include_router(module.router)
 
     @app.get("/", include_in_schema=False)

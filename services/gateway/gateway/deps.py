@@ -11,6 +11,8 @@ from gateway.auth import SOURCES, Principal, TokenVerifier, require_role
 from gateway.stream import EventBroadcaster
 from shared.config import Settings
 
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
 
 def get_pool(request: Request) -> asyncpg.Pool:
     pool: asyncpg.Pool = request.app.state.pool
@@ -37,8 +39,12 @@ async def get_principal(
 
 
 def role(required: str) -> object:
-    async def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    async def check(
+        request: Request, principal: Annotated[Principal, Depends(get_principal)]
+    ) -> Principal:
         require_role(principal, required)
+        if request.method in MUTATING_METHODS:
+            request.app.state.rate_limiter.check(principal.name)
         return principal
 
     return Depends(check)
