@@ -1,6 +1,6 @@
 from botocore.exceptions import ClientError, EndpointConnectionError
-from cluster_svc.adapters.aws import stage_error
 
+from cluster_svc.adapters.aws import stage_error
 from shared.errors import PermanentError, TemporaryError
 
 

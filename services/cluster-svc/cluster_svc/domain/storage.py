@@ -32,7 +32,7 @@ def bucket_arn(name: str) -> str:
 
 def create_bucket_workflow(buckets: BucketStore) -> Workflow:
     async def bucket(ctx: StageContext) -> Done:
-        cmd = CreateStorageBucket.model_validate(ctx.command)
+        cmd = CreateStorageBucket.from_payload(ctx.command)
         if await buckets.exists(cmd.name):
             return Done({"arn": bucket_arn(cmd.name)}, noop=True)
         await buckets.create(cmd.name, cmd.region)
