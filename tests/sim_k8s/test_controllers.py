@@ -455,3 +455,33 @@ def test_system_namespaces_cannot_be_deleted(core: client.CoreV1Api) -> None:
         assert exc.status == 403
     else:
         raise AssertionError("kube-system was deleted")
+
+
+def test_model_download_job_finishes_with_progress_logs(
+    api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    batch = client.BatchV1Api(api_client)
+    command = [
+        "sh",
+        "-c",
+        "huggingface-cli download Qwen/Qwen3-8B --local-dir /models && aws s3 sync /models s3://models/qwen3-8b",
+    ]
+    job = {
+        "metadata": {"name": "download"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "dl", "image": "python:3.12", "command": command}],
+                }
+            }
+        },
+    }
+    batch.create_namespaced_job("default", job)
+    eventually(lambda: batch.read_namespaced_job("download", "default").status.succeeded == 1)
+    pod_name = (
+        core.list_namespaced_pod("default", label_selector="job-name=download")
+        .items[0]
+        .metadata.name
+    )
+    assert "download progress: 100%" in core.read_namespaced_pod_log(pod_name, "default")

@@ -451,3 +451,27 @@ def test_everything_written_deserializes_in_the_typed_client(api_client: client.
         client.ApiextensionsV1Api(api_client).list_custom_resource_definition,
     ):
         assert listing().items is not None
+
+
+def test_every_component_installs_and_its_workloads_become_ready(
+    trained: ApiServer, apps: client.AppsV1Api
+) -> None:
+    from sim.k8s.operators.install import COMPONENTS
+
+    for component in COMPONENTS:
+        trained.install(component)
+    trained.install("keda")  # installing twice is harmless
+    for spec in COMPONENTS.values():
+        for namespace, kind, name, _ in spec.workloads:
+            if kind == "Deployment":
+                eventually(
+                    lambda ns=namespace, n=name: (
+                        apps.read_namespaced_deployment(n, ns).status.available_replicas == 1
+                    )
+                )
+            else:
+                eventually(
+                    lambda ns=namespace, n=name: (
+                        (apps.read_namespaced_daemon_set(n, ns).status.number_ready or 0) >= 1
+                    )
+                )

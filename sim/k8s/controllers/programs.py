@@ -5,8 +5,9 @@ Decided from the container itself, in this order:
 2. the command: `echo`, `printf`, `print(...)`, `sleep N`, `exit N`, `true`, `false` are
    interpreted; a command that is only made of these ends when they end;
 3. the kind of program: training launchers (torchrun, train*.py, ...) log step/loss lines,
-   inference servers log their startup and serve, base images without a command exit 0,
-   anything else starts and keeps running.
+   model downloads log progress and finish, inference servers log their startup and serve,
+   base images without a command exit 0; anything else runs to completion in a
+   run-to-completion pod (restartPolicy Never/OnFailure) and keeps running otherwise.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ TRAINING = re.compile(
 )
 SERVING = re.compile(
     r"vllm|sglang|text-generation|tgi|triton|tensorrt|djl|lmi|sagemaker-inference|serve", re.I
+)
+DOWNLOAD = re.compile(
+    r"huggingface-cli download|hf download|snapshot_download|aws s3 (cp|sync)|s5cmd", re.I
 )
 BASE_IMAGES = re.compile(
     r"(^|/)(busybox|alpine|ubuntu|debian|amazonlinux|python|bash|aws-cli|curl)(:|$)"
@@ -151,7 +155,10 @@ def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
     script = _script(container)
     text = f"{image} {script}"
     interval = max(profile.container_start, 0.02)
-    if TRAINING.search(text):
+    finite = pod["spec"].get("restartPolicy", "Always") != "Always"
+    if script and (interpreted := _interpret(script)) is not None:
+        program = interpreted
+    elif TRAINING.search(text):
         steps = int(ann("steps") or 100)
         program = Program(
             [
@@ -164,8 +171,13 @@ def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
             steps=steps,
             hang_after=int(hang) if (hang := ann("hang-after-steps")) else None,
         )
-    elif script and (interpreted := _interpret(script)) is not None:
-        program = interpreted
+    elif DOWNLOAD.search(text):
+        program = Program(
+            [f"[sim] {script or image}"],
+            step_line=lambda n: f"download progress: {n * 10}%",
+            interval=interval * 2,
+            steps=10,
+        )
     elif SERVING.search(text):
         program = Program(
             [
@@ -179,6 +191,11 @@ def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
         )
     elif not script and BASE_IMAGES.search(image):
         program = Program([], duration=0.0)
+    elif finite:  # a run-to-completion pod (Job, bare pod) running something we do not model
+        program = Program(
+            [f"[sim] {container['name']}: running {script or image}"],
+            duration=interval * 20,
+        )
     else:
         program = Program([f"[sim] {container['name']} started ({image})"], duration=None)
     if ann("exit-code") is not None:

@@ -3,6 +3,7 @@ controller Deployment or DaemonSet, its CSIDriver. Operators act only after this
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sim.k8s.errors import ApiError
@@ -11,66 +12,145 @@ from sim.k8s.operators.crds import ALL_CRDS
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
 
-# component -> (namespace, workload kind, workload name, image, CRDs, CSI driver)
-COMPONENTS: dict[str, tuple[str, str, str, str, tuple[str, ...], str | None]] = {
-    "hyperpod-training-operator": (
-        "aws-hyperpod",
-        "Deployment",
-        "hp-training-operator-controller-manager",
-        "public.ecr.aws/sagemaker/hyperpod-training-operator:v1.2.0",
+
+@dataclass(frozen=True)
+class Component:
+    crds: tuple[str, ...] = ()
+    workloads: tuple[tuple[str, str, str, str], ...] = ()  # (namespace, kind, name, image)
+    csi_driver: str | None = None
+
+
+ECR = "public.ecr.aws"
+COMPONENTS: dict[str, Component] = {
+    "hyperpod-training-operator": Component(
         ("hyperpodpytorchjobs.sagemaker.amazonaws.com",),
-        None,
+        (
+            (
+                "aws-hyperpod",
+                "Deployment",
+                "hp-training-operator-controller-manager",
+                f"{ECR}/sagemaker/hyperpod-training-operator:v1.2.0",
+            ),
+        ),
     ),
-    "hyperpod-inference-operator": (
-        "hyperpod-inference-system",
-        "Deployment",
-        "hyperpod-inference-operator-controller-manager",
-        "public.ecr.aws/sagemaker/hyperpod-inference-operator:v3.2",
+    "hyperpod-inference-operator": Component(
         (
             "inferenceendpointconfigs.inference.sagemaker.aws.amazon.com",
             "jumpstartmodels.inference.sagemaker.aws.amazon.com",
         ),
-        None,
+        (
+            (
+                "hyperpod-inference-system",
+                "Deployment",
+                "hyperpod-inference-operator-controller-manager",
+                f"{ECR}/sagemaker/hyperpod-inference-operator:v3.2",
+            ),
+        ),
     ),
-    "kuberay-operator": (
-        "kuberay",
-        "Deployment",
-        "kuberay-operator",
-        "quay.io/kuberay/operator:v1.3.0",
+    "kuberay-operator": Component(
         ("rayclusters.ray.io", "rayjobs.ray.io"),
-        None,
+        (("kuberay", "Deployment", "kuberay-operator", "quay.io/kuberay/operator:v1.3.0"),),
     ),
-    "keda": (
-        "keda",
-        "Deployment",
-        "keda-operator",
-        "ghcr.io/kedacore/keda:2.17.1",
+    "keda": Component(
         ("scaledobjects.keda.sh",),
-        None,
+        (("keda", "Deployment", "keda-operator", "ghcr.io/kedacore/keda:2.17.1"),),
     ),
-    "karpenter": (
-        "",
-        "",
-        "",
-        "",
-        ("hyperpodnodeclasses.karpenter.sagemaker.amazonaws.com", "nodepools.karpenter.sh"),
-        None,
+    "karpenter": Component(
+        ("hyperpodnodeclasses.karpenter.sagemaker.amazonaws.com", "nodepools.karpenter.sh")
     ),
-    "aws-mountpoint-s3-csi-driver": (
-        "kube-system",
-        "DaemonSet",
-        "s3-csi-node",
-        "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v1.14.1",
-        (),
-        "s3.csi.aws.com",
+    "aws-mountpoint-s3-csi-driver": Component(
+        workloads=(
+            (
+                "kube-system",
+                "DaemonSet",
+                "s3-csi-node",
+                f"{ECR}/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v1.14.1",
+            ),
+        ),
+        csi_driver="s3.csi.aws.com",
     ),
-    "aws-fsx-csi-driver": (
-        "kube-system",
-        "Deployment",
-        "fsx-csi-controller",
-        "public.ecr.aws/fsx-csi-driver/aws-fsx-csi-driver:v1.11.0",
-        (),
-        "fsx.csi.aws.com",
+    "aws-fsx-csi-driver": Component(
+        workloads=(
+            (
+                "kube-system",
+                "Deployment",
+                "fsx-csi-controller",
+                f"{ECR}/fsx-csi-driver/aws-fsx-csi-driver:v1.11.0",
+            ),
+        ),
+        csi_driver="fsx.csi.aws.com",
+    ),
+    "cert-manager": Component(
+        workloads=(
+            (
+                "cert-manager",
+                "Deployment",
+                "cert-manager",
+                "quay.io/jetstack/cert-manager-controller:v1.18.2",
+            ),
+            (
+                "cert-manager",
+                "Deployment",
+                "cert-manager-webhook",
+                "quay.io/jetstack/cert-manager-webhook:v1.18.2",
+            ),
+        )
+    ),
+    "aws-load-balancer-controller": Component(
+        workloads=(
+            (
+                "kube-system",
+                "Deployment",
+                "aws-load-balancer-controller",
+                f"{ECR}/eks/aws-load-balancer-controller:v2.13.2",
+            ),
+        )
+    ),
+    "amazon-cloudwatch-observability": Component(
+        workloads=(
+            (
+                "amazon-cloudwatch",
+                "DaemonSet",
+                "cloudwatch-agent",
+                f"{ECR}/cloudwatch-agent/cloudwatch-agent:1.300056",
+            ),
+        )
+    ),
+    # the HyperPod dependency Helm chart's default-enabled components
+    "hyperpod-dependencies": Component(
+        workloads=(
+            (
+                "kube-system",
+                "DaemonSet",
+                "nvidia-device-plugin-daemonset",
+                "nvcr.io/nvidia/k8s-device-plugin:v0.16.1",
+            ),
+            (
+                "kube-system",
+                "DaemonSet",
+                "aws-efa-k8s-device-plugin-daemonset",
+                f"{ECR}/eks/aws-efa-k8s-device-plugin:v0.5.20",
+            ),
+            (
+                "kube-system",
+                "DaemonSet",
+                "neuron-device-plugin-daemonset",
+                f"{ECR}/neuron/neuron-device-plugin:2.19.16",
+            ),
+            (
+                "aws-hyperpod",
+                "DaemonSet",
+                "health-monitoring-agent",
+                f"{ECR}/sagemaker/health-monitoring-agent:1.0",
+            ),
+            (
+                "kubeflow",
+                "Deployment",
+                "training-operator",
+                "kubeflow/training-operator:v1-855e096",
+            ),
+            ("kube-system", "Deployment", "mpi-operator", "mpioperator/mpi-operator:0.5"),
+        )
     ),
 }
 
@@ -85,16 +165,18 @@ def _ensure(server: ApiServer, obj: dict[str, Any]) -> None:
 
 def install(server: ApiServer, component: str) -> None:
     try:
-        namespace, kind, name, image, crds, driver = COMPONENTS[component]
+        spec = COMPONENTS[component]
     except KeyError:
         raise ValueError(f"unknown component {component!r}: one of {sorted(COMPONENTS)}") from None
-    for crd in crds:
+    for crd in spec.crds:
         _ensure(server, ALL_CRDS[crd])
-    if namespace and server.store.get("namespaces", "", namespace) is None:
-        _ensure(server, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    if kind:
+    for namespace, kind, name, image in spec.workloads:
+        if server.store.get("namespaces", "", namespace) is None:
+            _ensure(
+                server, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
         labels = {"app.kubernetes.io/name": name}
-        spec: dict[str, Any] = {
+        workload: dict[str, Any] = {
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
@@ -105,26 +187,26 @@ def install(server: ApiServer, component: str) -> None:
             },
         }
         if kind == "Deployment":
-            spec["replicas"] = 1
+            workload["replicas"] = 1
         _ensure(
             server,
             {
                 "apiVersion": "apps/v1",
                 "kind": kind,
                 "metadata": {"name": name, "namespace": namespace, "labels": labels},
-                "spec": spec,
+                "spec": workload,
             },
         )
-    if driver:
+    if spec.csi_driver:
         _ensure(
             server,
             {
                 "apiVersion": "storage.k8s.io/v1",
                 "kind": "CSIDriver",
-                "metadata": {"name": driver},
+                "metadata": {"name": spec.csi_driver},
                 "spec": {
                     "attachRequired": False,
-                    "podInfoOnMount": driver == "s3.csi.aws.com",
+                    "podInfoOnMount": spec.csi_driver == "s3.csi.aws.com",
                     "volumeLifecycleModes": ["Persistent"],
                 },
             },
