@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     )
     mutations_per_minute: int = Field(600, description="Per-principal mutation rate limit")
     mutation_burst: int = Field(100, description="Mutations a principal may send at once")
+    oidc_issuer: str | None = Field(None, description="Accept JWTs from this issuer (OIDC)")
+    oidc_audience: str | None = Field(None, description="The audience the JWTs must name")
+    oidc_jwks: str | None = Field(
+        None, description="The issuer's JSON Web Key Set (JSON text) or an https URL serving it"
+    )
+    oidc_role_claim: str = Field(
+        "hyperpilot_role", description="Claim holding viewer|operator|admin"
+    )
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed to call the API from a browser"
     )

@@ -16,6 +16,7 @@ from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit
 from gateway.metrics import RequestMetrics
+from gateway.oidc import OidcVerifier
 from gateway.ratelimit import MutationRateLimiter
 from gateway.routes import clusters, events, health, inspect, operations, storage, tokens
 from gateway.stream import EventBroadcaster
@@ -56,7 +57,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     bus.start()
     app.state.pool = pool
     app.state.bus = bus
-    app.state.tokens = TokenVerifier(pool)
+    oidc = None
+    if settings.oidc_issuer and settings.oidc_audience and settings.oidc_jwks:
+        oidc = OidcVerifier(
+            settings.oidc_issuer,
+            settings.oidc_audience,
+            settings.oidc_jwks,
+            settings.oidc_role_claim,
+        )
+    app.state.tokens = TokenVerifier(pool, oidc)
     app.state.rate_limiter = MutationRateLimiter(
         settings.mutations_per_minute, settings.mutation_burst
     )

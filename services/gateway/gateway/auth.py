@@ -7,10 +7,14 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import asyncpg
 
 from gateway.errors import ApiError
+
+if TYPE_CHECKING:
+    from gateway.oidc import OidcVerifier
 
 ROLES = ("viewer", "operator", "admin")
 RANK = {role: i for i, role in enumerate(ROLES)}
@@ -50,10 +54,14 @@ async def store_token(conn: asyncpg.Connection, name: str, role: str, token: str
 
 
 class TokenVerifier:
-    """Looks tokens up by hash, with a short cache so a revoke takes effect within seconds."""
+    """Looks tokens up by hash, with a short cache so a revoke takes effect within seconds.
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    With OIDC configured, a JWT is verified against the issuer instead.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, oidc: OidcVerifier | None = None) -> None:
         self.pool = pool
+        self.oidc = oidc
         self._cache: dict[str, tuple[float, Principal | None]] = {}
 
     async def verify(self, authorization: str | None) -> Principal:
@@ -64,7 +72,10 @@ class TokenVerifier:
                 "this request needs a bearer token",
                 hint="send 'Authorization: Bearer <token>' (the token `hyperpilot up` printed)",
             )
-        digest = hash_token(authorization[7:].strip())
+        token = authorization[7:].strip()
+        if self.oidc is not None and looks_like_jwt(token):
+            return await self.oidc.verify(token)
+        digest = hash_token(token)
         now = time.monotonic()
         cached = self._cache.get(digest)
         if cached is not None and now - cached[0] < _CACHE_SECONDS:
@@ -95,3 +106,7 @@ def require_role(principal: Principal, role: str) -> None:
             f"this action needs the {role} role; token {principal.name!r} has {principal.role}",
             hint=f"use a token with the {role} role",
         )
+
+
+def looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2 and token.startswith("eyJ")
