@@ -107,3 +107,40 @@ class S3Buckets:
         except PermanentError as exc:
             if exc.code not in ("NoSuchBucket", "404"):
                 raise
+
+    async def tags(self, name: str) -> dict[str, str]:
+        """The bucket's tags ({} when it has none)."""
+        try:
+            answer = await self.aws.call("s3", "get_bucket_tagging", Bucket=name)
+        except PermanentError as exc:
+            if exc.code == "NoSuchTagSet":
+                return {}
+            raise
+        return {t["Key"]: t["Value"] for t in answer.get("TagSet", [])}
+
+    async def add_tags(self, name: str, tags: dict[str, str]) -> None:
+        """Merge `tags` into the bucket's tags (PutBucketTagging replaces the whole set)."""
+        merged = {**await self.tags(name), **tags}
+        await self.aws.call(
+            "s3",
+            "put_bucket_tagging",
+            Bucket=name,
+            Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in sorted(merged.items())]},
+        )
+
+    async def object_etag(self, name: str, key: str) -> str | None:
+        """The object's ETag without quotes, or None when there is no such object."""
+        try:
+            head = await self.aws.call("s3", "head_object", Bucket=name, Key=key)
+        except PermanentError as exc:
+            if exc.code in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return str(head.get("ETag", "")).strip('"') or None
+
+    async def put_object(
+        self, name: str, key: str, body: bytes, content_type: str = "application/octet-stream"
+    ) -> None:
+        await self.aws.call(
+            "s3", "put_object", Bucket=name, Key=key, Body=body, ContentType=content_type
+        )
