@@ -1,0 +1,81 @@
+"""Drive stages the way the engine does (run, then poll until done) without a database, and
+build the commands the stages read."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from shared.contracts.cluster import ClusterSpec
+from shared.contracts.commands import CreateCluster
+from shared.stages import Done, Stage, StageContext, Submitted
+
+REGION = "us-east-1"
+
+
+def create_command(name: str = "llm", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "availability_zone_id": "use1-az2",
+        "instance_groups": [{"name": "workers", "instance_type": "ml.g5.8xlarge", "count": 2}],
+        **spec,
+    }
+    command = CreateCluster(
+        spec=ClusterSpec.model_validate(body), region=REGION, bucket=f"hyperpilot-{name}-data"
+    )
+    return command.model_dump(mode="json")
+
+
+def delete_command(name: str, resources: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "region": REGION, "resources": resources}
+
+
+def context(
+    stage: str,
+    command: dict[str, Any],
+    outputs: dict[str, dict[str, Any]] | None = None,
+    external_id: str | None = None,
+    own: dict[str, Any] | None = None,
+) -> StageContext:
+    async def report(_message: str) -> None:
+        return None
+
+    return StageContext(
+        operation_id=uuid.uuid4(),
+        stage=stage,
+        command=command,
+        outputs=outputs or {},
+        external_id=external_id,
+        own_outputs=own or {},
+        _report=report,
+    )
+
+
+async def drive(
+    stage: Stage,
+    command: dict[str, Any],
+    outputs: dict[str, dict[str, Any]] | None = None,
+    *,
+    timeout: float = 15.0,
+    interval: float = 0.05,
+) -> Done:
+    """run(), then poll() until Done; the outputs merge as the engine merges them."""
+    result = await stage.run(context(stage.name, command, outputs))
+    if isinstance(result, Done):
+        return result
+    assert isinstance(result, Submitted)
+    assert stage.poll is not None
+    own = dict(result.outputs)
+    async with asyncio.timeout(timeout):
+        while True:
+            polled = await stage.poll(
+                context(stage.name, command, outputs, result.external_id, own)
+            )
+            if isinstance(polled, Done):
+                return Done({**own, **polled.outputs}, polled.noop)
+            await asyncio.sleep(interval)
+
+
+def by_name(stages: list[Stage]) -> dict[str, Stage]:
+    return {s.name: s for s in stages}
