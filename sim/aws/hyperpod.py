@@ -12,6 +12,9 @@ What AWS does, and so what this does:
 - Quotas ("<type> for cluster usage") are checked synchronously: ResourceLimitExceeded with
   AWS's wording. Subnets, security groups, roles, the EKS cluster and training plans are checked
   synchronously too: ValidationException naming what is wrong.
+- With NodeProvisioningMode=Continuous the cluster and its groups stay `InService` while they
+  scale; nodes that find no capacity are provisioned partially and retried until capacity
+  returns (`Warn` events say so), as AWS documents for that mode.
 - A node that fails is `Failure`; with NodeRecovery=Automatic HyperPod replaces it (a new
   instance id, the same logical id), with None it stays failed until BatchReplace/BatchReboot.
 - Node ids are EC2 instance ids (`i-` + 17 hex); NodeLogicalIds are stable across replacement.
@@ -536,27 +539,96 @@ class HyperPod:
             return None
         return {**spec, "Status": "Creating" if spec.get("Mode") == "Enable" else "InService"}
 
+    def _continuous(self, cluster: Cluster) -> bool:
+        return cluster.config.get("NodeProvisioningMode") == "Continuous"
+
     def _finish_create(self, cluster: Cluster) -> None:
+        continuous = self._continuous(cluster)
         for group in cluster.groups.values():
             nodes = [n for n in cluster.nodes.values() if n.group == group.name]
             message = self._shortfall(group, nodes) if nodes else None
-            if message is not None:
-                cluster.status = "Failed"
-                cluster.failure_message = message
-                group.status = "Failed"
-                for node in list(cluster.nodes.values()):
-                    self._remove_node(cluster, node)
-                self._event(cluster, message, "Error", "InstanceGroup", group.name)
-                self._event(cluster, "Cluster creation failed.", "Error")
-                return
+            if message is None:
+                continue
+            if continuous:
+                self._provision_later(cluster, group, nodes, message)
+                continue
+            cluster.status = "Failed"
+            cluster.failure_message = message
+            group.status = "Failed"
+            for node in list(cluster.nodes.values()):
+                self._remove_node(cluster, node)
+            self._event(cluster, message, "Error", "InstanceGroup", group.name)
+            self._event(cluster, "Cluster creation failed.", "Error")
+            return
         for group in cluster.groups.values():
             group.status = "InService"
         for node in list(cluster.nodes.values()):
-            self._bring_up(cluster, node)
+            if node.status == "Pending":
+                self._bring_up(cluster, node)
         if cluster.auto_scaling is not None:
             cluster.auto_scaling["Status"] = "InService"
         cluster.status = "InService"
         self._event(cluster, "Cluster is InService.")
+
+    # ---- continuous provisioning ---------------------------------------------------------
+
+    def _provision_later(
+        self, cluster: Cluster, group: Group, nodes: list[Node], message: str
+    ) -> None:
+        """Continuous mode: drop the nodes that got no capacity, say so, and retry later."""
+        for node in nodes:
+            self._remove_node(cluster, node)
+        self._event(cluster, message, "Warn", "InstanceGroup", group.name)
+        self._cluster_later(
+            cluster,
+            self.ctx.profile.node_boot,
+            lambda: self._retry(cluster, group),
+            same_operation=False,
+        )
+
+    def _retry(self, cluster: Cluster, group: Group) -> None:
+        if cluster.groups.get(group.name) is not group or cluster.status == "Deleting":
+            return
+        present = sum(
+            1
+            for n in cluster.nodes.values()
+            if n.group == group.name and n.status != "ShuttingDown"
+        )
+        missing = group.target - present
+        if missing <= 0:
+            return
+        try:
+            placements = self._group_placements(cluster.config.get("VpcConfig"), group.spec)
+        except AwsError as err:
+            self._event(cluster, err.message, "Warn", "InstanceGroup", group.name)
+            self._cluster_later(
+                cluster,
+                self.ctx.profile.node_boot,
+                lambda: self._retry(cluster, group),
+                same_operation=False,
+            )
+            return
+        nodes = [self._new_node(cluster, group, placements, present + i) for i in range(missing)]
+        self._changed(cluster)
+        self._boot_later(cluster, group, nodes)
+
+    def _boot_later(self, cluster: Cluster, group: Group, nodes: list[Node]) -> None:
+        """Continuous mode: new nodes boot on their own, the cluster staying InService."""
+
+        def boot() -> None:
+            live = [
+                n for n in nodes if cluster.nodes.get(n.instance_id) is n and n.status == "Pending"
+            ]
+            if not live:
+                return
+            message = self._shortfall(group, live)
+            if message is not None:
+                self._provision_later(cluster, group, live, message)
+                return
+            for node in live:
+                self._bring_up(cluster, node)
+
+        self._cluster_later(cluster, self.ctx.profile.node_boot, boot, same_operation=False)
 
     def describe_cluster(self, p: dict[str, Any]) -> dict[str, Any]:
         cluster = self._get(p["ClusterName"])
@@ -747,6 +819,9 @@ class HyperPod:
             for node in [n for n in cluster.nodes.values() if n.group == name]:
                 self._set_status(cluster, node, "ShuttingDown")
         self._changed(cluster)
+        if self._continuous(cluster):
+            self._update_continuously(cluster, added, to_delete)
+            return {"ClusterArn": cluster.arn}
         self._event(cluster, "Cluster update started.")
         self._cluster_later(
             cluster,
@@ -754,6 +829,28 @@ class HyperPod:
             lambda: self._finish_update(cluster, previous, added, to_delete),
         )
         return {"ClusterArn": cluster.arn}
+
+    def _update_continuously(
+        self, cluster: Cluster, added: dict[str, list[Node]], deleted: list[str]
+    ) -> None:
+        """Continuous mode: the cluster and its groups stay InService while nodes come and go."""
+        cluster.status = "InService"
+        for group in cluster.groups.values():
+            if group.name not in deleted:
+                group.status = "InService"
+        for name, nodes in added.items():
+            self._boot_later(cluster, cluster.groups[name], nodes)
+
+        def settle() -> None:
+            for node in [n for n in cluster.nodes.values() if n.status == "ShuttingDown"]:
+                self._remove_node(cluster, node)
+            for name in deleted:
+                cluster.groups.pop(name, None)
+            if cluster.auto_scaling is not None:
+                cluster.auto_scaling["Status"] = "InService"
+
+        self._event(cluster, "Cluster update accepted (continuous provisioning).")
+        self._cluster_later(cluster, self.ctx.profile.hyperpod_delete, settle, same_operation=False)
 
     def _finish_update(
         self,

@@ -760,3 +760,56 @@ def test_added_nodes_boot_even_if_a_cluster_operation_follows(
         lambda: [n["InstanceStatus"]["Status"] for n in nodes(sim, name)] == ["Running", "Running"]
     )
     assert sm.describe_cluster(ClusterName=name)["InstanceGroups"][0]["TargetCount"] == 2
+
+
+def test_continuous_provisioning_stays_in_service_and_retries_capacity(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any], clean_faults: None
+) -> None:
+    sm = aws_client(sim, "sagemaker")
+    fault = sim.faults.inject("insufficient_capacity", instance_type="ml.g5.2xlarge")
+    name = create_hyperpod(
+        sim,
+        network,
+        eks_cluster,
+        [
+            group_spec(network, "big", count=1),
+            group_spec(network, "short", "ml.g5.2xlarge", count=2),
+        ],
+        NodeProvisioningMode="Continuous",
+    )
+    groups = {
+        g["InstanceGroupName"]: g for g in sm.describe_cluster(ClusterName=name)["InstanceGroups"]
+    }
+    assert (groups["short"]["CurrentCount"], groups["short"]["TargetCount"]) == (0, 2)
+    assert groups["big"]["CurrentCount"] == 1
+    warnings = [
+        e for e in sm.list_cluster_events(ClusterName=name)["Events"] if e["EventLevel"] == "Warn"
+    ]
+    assert warnings and "InsufficientInstanceCapacity" in warnings[0]["Description"]
+    sim.faults.clear(fault.id)
+    wait_for(
+        lambda: (
+            sorted(
+                n["InstanceGroupName"]
+                for n in nodes(sim, name)
+                if n["InstanceStatus"]["Status"] == "Running"
+            )
+            == ["big", "short", "short"]
+        )
+    )
+
+    sm.update_cluster(ClusterName=name, InstanceGroups=[group_spec(network, "big", count=3)])
+    assert sm.describe_cluster(ClusterName=name)["ClusterStatus"] == "InService"
+    assert {g["Status"] for g in sm.describe_cluster(ClusterName=name)["InstanceGroups"]} == {
+        "InService"
+    }
+    wait_for(
+        lambda: (
+            [
+                n["InstanceGroupName"]
+                for n in nodes(sim, name)
+                if n["InstanceStatus"]["Status"] == "Running"
+            ].count("big")
+            == 3
+        )
+    )
