@@ -207,6 +207,7 @@ class Api:
         strict: bool = False,
         manager: str | None = None,
         internal: bool = False,
+        operation: str = "Update",
     ) -> Obj:
         if "create" not in rt.verbs:
             raise ApiError(405, f"create is not supported on {rt.plural}")
@@ -238,6 +239,8 @@ class Api:
             meta["name"] = meta["generateName"] + "".join(
                 secrets.choice(_NAME_CHARS) for _ in range(5)
             )
+        if meta.get("resourceVersion") and operation != "Apply":
+            raise ApiError(400, "resourceVersion should not be set on objects to be created")
         for volatile in (
             "resourceVersion",
             "deletionTimestamp",
@@ -252,7 +255,7 @@ class Api:
             obj.pop("status", None)
         self._check_namespace(rt, namespace, creating=True)
         obj = self._admit_and_validate(rt, obj, None, strict)
-        self._record_manager(obj, manager, "Update", rt, None)
+        self._record_manager(obj, manager, operation, rt, None)
         with self.store.lock:
             if self.store.get(rt.key, namespace, obj["metadata"]["name"]) is not None:
                 raise already_exists(rt.plural, rt.group, obj["metadata"]["name"])
@@ -369,7 +372,7 @@ class Api:
             with self.store.lock:
                 if self.store.get(rt.key, namespace, name) is None and subresource is None:
                     body.setdefault("metadata", {})["name"] = name
-                    created = self.create(
+                    return self.create(
                         rt,
                         namespace,
                         body,
@@ -377,12 +380,8 @@ class Api:
                         strict=strict,
                         manager=manager,
                         internal=internal,
+                        operation="Apply",
                     )
-                    if not dry_run:
-                        obj = self.store.get(rt.key, namespace, name)
-                        if obj is not None:
-                            obj["metadata"]["managedFields"][-1]["operation"] = "Apply"
-                    return created
         with self.store.lock:
             current = self.get_raw(rt, namespace, name)
             if subresource == "scale":

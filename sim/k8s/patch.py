@@ -29,7 +29,6 @@ MERGE_KEYS = {
     "hostAliases": "ip",
     "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name",
-    "taints": "key",
     "subsets": "",
 }
 # Lists of scalars that strategic merge unions instead of replacing.

@@ -199,9 +199,9 @@ class ApiServer:
         rt = self.resource(obj["apiVersion"], obj["kind"])
         ns = obj["metadata"].get("namespace", "default") if rt.namespaced else ""
         existing = self.store.get(rt.key, ns, obj["metadata"]["name"])
-        if existing is None:
-            return self.api.create(rt, ns, obj, manager="sim")
         body = dict(obj, metadata=dict(obj["metadata"], resourceVersion=None))
+        if existing is None:
+            return self.api.create(rt, ns, body, manager="sim")
         return self.api.update(rt, ns, obj["metadata"]["name"], body, manager="sim")
 
     def get(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:

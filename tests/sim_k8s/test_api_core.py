@@ -81,6 +81,14 @@ def test_crud_and_stale_update_conflict(core: client.CoreV1Api) -> None:
     assert err.value.status == 404 and _status(err.value)["details"]["name"] == "cfg"
 
 
+def test_create_with_resource_version_is_400(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": "rv", "resourceVersion": "5"}}
+        )
+    assert err.value.status == 400
+
+
 def test_unknown_namespace_is_404(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("nowhere", {"metadata": {"name": "x"}})

@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.aio import client as aclient
 from kubernetes.aio import config as aconfig
+from kubernetes.aio import dynamic as adynamic
 from kubernetes.aio import watch as awatch
 from kubernetes.client.rest import ApiException
 
@@ -137,6 +138,10 @@ def test_aio_client_watch_and_crud(cluster: ApiServer) -> None:
             with pytest.raises(aclient.ApiException) as err:
                 await core.read_namespaced_config_map("missing", "aio")
             assert err.value.status == 404
+            dyn = await adynamic.DynamicClient(api)
+            cms = await dyn.resources.get(api_version="v1", kind="ConfigMap")
+            listed = await cms.get(namespace="aio")
+            assert {"a0", "a1", "a2"} <= {i.metadata.name for i in listed.items}
             return got
 
     assert asyncio.run(run()) == [("ADDED", "a0"), ("ADDED", "a1"), ("ADDED", "a2")]
