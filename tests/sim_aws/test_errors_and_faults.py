@@ -279,3 +279,15 @@ def test_fault_after_the_call_took_effect(
     ]
     assert applied == [True, False]
     iam.delete_role(RoleName="lost-role")
+
+
+def test_batch_node_calls_take_at_most_25_ids(sim: SimulatedAws) -> None:
+    sm = aws_client(sim, "sagemaker", config=NO_CLIENT_CHECKS)
+    with pytest.raises(ClientError) as err:
+        sm.batch_reboot_cluster_nodes(ClusterName="any", NodeIds=[f"i-{n:017x}" for n in range(26)])
+    code, _, message = error_of(err)
+    assert code == "ValidationException"
+    assert (
+        "at 'nodeIds' failed to satisfy constraint: Member must have length less than or equal to 25"
+        in message
+    )
