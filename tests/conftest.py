@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,12 +24,15 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
-    server = start_postgres(tmp_path_factory.mktemp("pg") / "data")
+def postgres() -> Iterator[Postgres]:
+    # A directory of its own, not pytest's numbered temp dirs (pruned by concurrent sessions).
+    root = Path(tempfile.mkdtemp(prefix="hp-pg-"))
+    server = start_postgres(root / "data")
     dsn = server.create_database(TEMPLATE)
     asyncio.run(migrate(dsn))
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
