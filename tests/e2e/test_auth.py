@@ -111,3 +111,55 @@ def test_a_revoked_token_stops_working(module_stack: RunningStack) -> None:
             break
         time.sleep(0.5)
     assert status == 401
+
+
+def test_tokens_appear_nowhere_in_the_database_events_or_logs(
+    module_stack: RunningStack, tokens: dict[str, str]
+) -> None:
+    import asyncio
+
+    import asyncpg
+
+    from tests.e2e.conftest import TOKEN
+
+    api = module_stack.client
+    op = api.post("/api/v1/storage/buckets", {"name": f"scan-{uuid.uuid4().hex[:8]}"}).json()[
+        "operation_id"
+    ]
+    api.wait(op)
+    secrets = [TOKEN, *tokens.values()]
+
+    async def dump() -> str:
+        conn = await asyncpg.connect(module_stack.stack.database_url)
+        try:
+            tables = [
+                r["tablename"]
+                for r in await conn.fetch(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                )
+            ]
+            parts = [
+                str(
+                    await conn.fetchval(
+                        f"SELECT coalesce(string_agg(t::text, chr(10)), '') FROM \"{t}\" t"
+                    )
+                )
+                for t in tables
+            ]
+        finally:
+            await conn.close()
+        return "\n".join(parts)
+
+    database = asyncio.run(dump())
+    assert "api_tokens" in database or len(database) > 1000
+    logs = "\n".join(
+        p.read_text(errors="replace") for p in module_stack.stack.state_dir.glob("*.log")
+    )
+    stream = (
+        api.get("/api/v1/events", params={"limit": 1000}).text
+        + api.get("/api/v1/audit", params={"limit": 1000}).text
+    )
+    for secret in secrets:
+        assert secret not in database
+        assert secret not in logs
+        assert secret not in stream
