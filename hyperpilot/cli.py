@@ -1,4 +1,8 @@
-"""`hyperpilot`: the terminal face. Stack commands: `hyperpilot up | down | status`."""
+"""`hyperpilot`: the terminal face, a client of the gateway's REST API, plus the stack commands.
+
+Areas (clusters, storage, operations, events, inspect, profile) live in `hyperpilot.commands`;
+`hyperpilot up | down | status` run the embedded stack on this machine.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,70 @@ from typing import Annotated
 
 import typer
 
+from hyperpilot import __version__
+from hyperpilot.commands import AREAS
+from hyperpilot.commands.common import GLOBALS, examples
+from hyperpilot.commands.complete import profile_names
 from hyperpilot.infra import free_port
 from hyperpilot.stack import Stack, process_alive, read_state, terminate
 
 app = typer.Typer(
-    help="Hyperpilot: GPU clusters on EKS + SageMaker HyperPod from a web page, REST, MCP or here.",
     no_args_is_help=True,
+    epilog=examples(
+        "hyperpilot profile add local --url http://127.0.0.1:3099 --token $(cat .hyperpilot/admin-token)",
+        "hyperpilot storage create team-llm-data --wait",
+        "hyperpilot clusters create -f cluster.yaml --wait -o json",
+        "hyperpilot operations wait <operation-id>",
+        "hyperpilot events tail --limit 20",
+    )
+    + "\n\nExit codes: 0 succeeded (or nothing to do), 1 failed, 2 usage or validation error, "
+    "3 cancelled, 4 server or connection error, 130 interrupted while waiting.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hyperpilot {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            envvar="HYPERPILOT_PROFILE",
+            help="Profile to use (see `hyperpilot profile list`)",
+            autocompletion=profile_names,
+        ),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            help="Gateway URL; overrides the profile and HYPERPILOT_URL", show_default=False
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Hyperpilot: GPU clusters on EKS + SageMaker HyperPod from a web page, REST, MCP or here.
+
+    Every command below except up, down and status calls the gateway's REST API with the token
+    of the current profile (or HYPERPILOT_URL / HYPERPILOT_TOKEN), so it passes the same
+    validation and authorization as the web UI and the MCP tools.
+    """
+    GLOBALS.profile = profile
+    GLOBALS.url = url
+
+
+for _area in AREAS:
+    app.add_typer(_area, name=_area.area_name)
 
 
 def _state_dir() -> Path:
@@ -52,7 +113,10 @@ def _port_free(port: int) -> bool:
     return True
 
 
-@app.command()
+@app.command(
+    rich_help_panel="Local stack",
+    epilog=examples("hyperpilot up", "hyperpilot up --port 3199 --profile real"),
+)
 def up(
     port: Annotated[int, typer.Option(help="Port of the web UI and REST API")] = 3099,
     profile: Annotated[
@@ -63,8 +127,6 @@ def up(
 
     PostgreSQL and NATS are started privately unless DATABASE_URL / NATS_URL are set; the
     simulated AWS and Kubernetes start unless AWS_ENDPOINT_URL is set.
-
-    Example: hyperpilot up --port 3099 --profile fast
     """
     state_dir = _state_dir()
     existing = read_state(state_dir)
@@ -119,7 +181,7 @@ def up(
         typer.echo("stopped.")
 
 
-@app.command()
+@app.command(rich_help_panel="Local stack", epilog=examples("hyperpilot down"))
 def down() -> None:
     """Stop the embedded stack started by `hyperpilot up`."""
     state = read_state(_state_dir())
@@ -133,7 +195,7 @@ def down() -> None:
     typer.echo("stopped")
 
 
-@app.command()
+@app.command(rich_help_panel="Local stack", epilog=examples("hyperpilot status"))
 def status() -> None:
     """Show whether the embedded stack runs, each process, and the gateway's readiness."""
     state = read_state(_state_dir())

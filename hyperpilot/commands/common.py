@@ -1,0 +1,182 @@
+"""What every command area shares: the client from the profile, options, errors, waiting."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from hyperpilot import config as configuration
+from hyperpilot.client import EXIT_INTERRUPTED, EXIT_USAGE, Client, CliError
+from hyperpilot.output import Format, console, default_format, emit, err_console
+from hyperpilot.progress import Follower, duration, exit_code
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass
+class Globals:
+    profile: str | None = None
+    url: str | None = None
+
+
+GLOBALS = Globals()
+
+
+def client() -> Client:
+    """A client for the gateway the profile, the environment or `--url` names."""
+    try:
+        resolved = configuration.resolve(profile=GLOBALS.profile, url=GLOBALS.url)
+    except configuration.ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    return Client(resolved.url, resolved.token)
+
+
+def report(error: CliError) -> None:
+    for line in error.lines():
+        sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn a CliError into its message on stderr and its exit code (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except configuration.ConfigError as exc:
+            report(CliError(str(exc)))
+            raise typer.Exit(EXIT_USAGE) from None
+        except CliError as exc:
+            report(exc)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def examples(*lines: str) -> str:
+    """A command's help epilog: its examples, one per line."""
+    return "[bold]Examples[/bold]\n\n" + "\n\n".join(f"  $ {line}" for line in lines)
+
+
+class Area(typer.Typer):
+    """A command group whose commands report API errors as messages with exit codes."""
+
+    def __init__(self, name: str, help: str) -> None:
+        super().__init__(name=name, help=help, no_args_is_help=True)
+        self.area_name = name
+
+    def command(  # type: ignore[override]
+        self, name: str | None = None, *, epilog: str | None = None, **kwargs: Any
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+        register = super().command(name, epilog=epilog, **kwargs)
+
+        def decorator(fn: Callable[P, R]) -> Callable[P, R]:
+            register(handle_errors(fn))
+            return fn
+
+        return decorator
+
+
+def _format_callback(value: Format | None) -> Format:
+    return value or default_format()
+
+
+Output = Annotated[
+    Format | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table, json or yaml (default: $HYPERPILOT_OUTPUT or table)",
+        callback=_format_callback,
+        show_default=False,
+    ),
+]
+Wait = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        "-w",
+        help="Follow the operation's progress until it ends; the exit code says how it ended",
+    ),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")]
+Region = Annotated[
+    str | None, typer.Option(help="AWS region (the control plane's region if omitted)")
+]
+
+
+def fmt(value: Format | None) -> Format:
+    return value or default_format()
+
+
+def confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CliError(f"{question} Refusing without a terminal; pass --yes to confirm")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Exit(EXIT_USAGE)
+
+
+def wait_for(api: Client, operation_id: str, output: Format) -> None:
+    """Show live progress until the operation ends; print it; exit with its outcome.
+
+    Ctrl-C stops watching only: the operation keeps running, and the command to resume
+    watching it is printed.
+    """
+    err = err_console()
+    follower = Follower(api, operation_id, err)
+    try:
+        final = follower.run()
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"\nstopped watching; operation {operation_id} keeps running.\n"
+            f"resume with: hyperpilot operations wait {operation_id}\n"
+        )
+        sys.stderr.flush()
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    status = str(final["status"])
+    if output is Format.TABLE:
+        out = console()
+        took = duration(follower.view.elapsed() if follower.view else None)
+        out.print(f"operation {operation_id} {status} in {took}")
+        if final.get("error"):
+            error = final["error"]
+            out.print(f"  error: {error.get('code', '')}: {error.get('message', '')}")
+            if error.get("hint"):
+                out.print(f"  hint: {error['hint']}")
+            out.print(f"  retry the failed stages: hyperpilot operations retry {operation_id}")
+        if final.get("result"):
+            out.print(f"  result: {emit_inline(final['result'])}")
+    else:
+        emit(final, output)
+    code = exit_code(status)
+    if code:
+        raise typer.Exit(code)
+
+
+def emit_inline(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "), default=str)
+
+
+def accepted(api: Client, answer: dict[str, Any], output: Format, wait: bool) -> None:
+    """After a 202: follow the operation (--wait), or say how to follow it."""
+    operation_id = str(answer["operation_id"])
+    if wait:
+        wait_for(api, operation_id, output)
+        return
+    if output is Format.TABLE:
+        out = console()
+        note = "" if answer.get("created", True) else " (the same request was already accepted)"
+        out.print(f"accepted: operation {operation_id}{note}")
+        out.print(f"  follow it: hyperpilot operations wait {operation_id}")
+    else:
+        emit(answer, output)
