@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +88,32 @@ def _job_status(obj: Obj) -> str:
         if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
             return str(c["type"])
     return "Running"
+
+
+_STEP = re.compile(
+    r"\.([A-Za-z0-9_-]+)|\[(-?\d+):?\]|\[\?\(@\.([A-Za-z0-9_.-]+)==[\"']([^\"']*)[\"']\)\]"
+)
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """The JSONPath subset printer columns use: `.a.b`, `[n]`, `[-1:]`, `[?(@.k=="v")]`."""
+    nodes = [obj]
+    for m in _STEP.finditer(path):
+        field, index, key, value = m.groups()
+        out = []
+        for node in nodes:
+            if field is not None and isinstance(node, dict) and field in node:
+                out.append(node[field])
+            elif (
+                index is not None
+                and isinstance(node, list)
+                and -len(node) <= int(index) < len(node)
+            ):
+                out.append(node[int(index)])
+            elif key is not None and isinstance(node, list):
+                out += [i for i in node if isinstance(i, dict) and str(get_path(i, key)) == value]
+        nodes = out
+    return nodes[0] if len(nodes) == 1 else (",".join(str(n) for n in nodes) if nodes else None)
 
 
 def _s(path: str, default: Any = "") -> Callable[[Obj], Any]:
@@ -186,7 +213,14 @@ def _columns(rt: ResourceType) -> list[Column]:
             if path == "metadata.creationTimestamp":
                 cols.append((str(col["name"]), "string", age))
             else:
-                cols.append((str(col["name"]), str(col.get("type", "string")), _s(path)))
+                json_pointer = str(col.get("jsonPath", ""))
+                cols.append(
+                    (
+                        str(col["name"]),
+                        str(col.get("type", "string")),
+                        lambda o, jp=json_pointer: "" if (v := json_path(o, jp)) is None else v,
+                    )
+                )
         return cols
     return [("Age", "string", age)]
 

@@ -475,3 +475,45 @@ def test_every_component_installs_and_its_workloads_become_ready(
                         (apps.read_namespaced_daemon_set(n, ns).status.number_ready or 0) >= 1
                     )
                 )
+
+
+def test_suspend_deadline_and_printer_columns(
+    trained: ApiServer, custom: client.CustomObjectsApi, core: client.CoreV1Api, kubectl: Any
+) -> None:
+    custom.create_namespaced_custom_object(
+        *HPJ[:2], "default", HPJ[2], training_job("pausable", replicas=1)
+    )
+    eventually(lambda: core.list_namespaced_pod("default", label_selector="HPJob=pausable").items)
+    custom.patch_namespaced_custom_object(
+        *HPJ[:2], "default", HPJ[2], "pausable", {"spec": {"runPolicy": {"suspend": True}}}
+    )
+    eventually(
+        lambda: not core.list_namespaced_pod("default", label_selector="HPJob=pausable").items
+    )
+    custom.patch_namespaced_custom_object(
+        *HPJ[:2], "default", HPJ[2], "pausable", {"spec": {"runPolicy": {"suspend": False}}}
+    )
+    eventually(
+        lambda: (
+            conditions(
+                custom.get_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], "pausable")
+            ).get("Running", ("",))[0]
+            == "True"
+        )
+    )
+    custom.create_namespaced_custom_object(
+        *HPJ[:2], "default", HPJ[2], training_job("late", replicas=1, activeDeadlineSeconds=1)
+    )
+    failed = eventually(
+        lambda: (
+            conditions(
+                j := custom.get_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], "late")
+            ).get("Failed", ("",))[0]
+            == "True"
+            and j
+        )
+    )
+    assert conditions(failed)["Failed"][1] == "DeadlineExceeded"
+    table = kubectl("get", "hyperpodpytorchjobs", "late", "pausable").stdout.splitlines()
+    assert table[0].split()[:4] == ["NAME", "RUNNING", "FAILED", "RESTARTS"]
+    assert table[1].split()[:3] == ["late", "False", "True"]

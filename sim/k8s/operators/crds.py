@@ -188,7 +188,11 @@ HYPERPOD_PYTORCH_JOB = crd(
         ),
     ),
     short_names=("hyperpodpytorchjob", "hpj"),
-    columns=(("State", "string", ".status.conditions[-1:].type"),),
+    columns=(
+        ("Running", "string", '.status.conditions[?(@.type=="Running")].status'),
+        ("Failed", "string", '.status.conditions[?(@.type=="Failed")].status'),
+        ("Restarts", "integer", ".status.restartCount"),
+    ),
 )
 
 _RAY_GROUP = obj(

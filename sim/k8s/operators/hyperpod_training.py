@@ -120,6 +120,35 @@ class HyperPodTrainingOperator(Controller):
             status["startTime"] = now_iso()
             set_condition(status, "Created", "True", "JobCreated", "HyperPodPyTorchJob is created")
             self.event(job, "JobCreated", "HyperPodPyTorchJob is created")
+        run = job["spec"].get("runPolicy") or {}
+        deadline = run.get("activeDeadlineSeconds")
+        if deadline is not None and time.time() - parse_iso(
+            status["startTime"]
+        ).timestamp() > float(deadline):
+            self._fail(
+                job,
+                status,
+                "DeadlineExceeded",
+                f"job ran longer than activeDeadlineSeconds={deadline}",
+                [],
+            )
+            job["status"] = status
+            self.update_status(KEY, job)
+            return
+        if run.get("suspend"):
+            for pod in self.children("pods", job):
+                self.delete("pods", pod)
+            self.expected[uid] = set()
+            set_condition(status, "Running", "False", "JobSuspended", "job is suspended")
+            set_condition(status, "Suspended", "True", "JobSuspended", "job is suspended")
+            job["status"] = status
+            if status != (
+                self.store.get(KEY, job["metadata"]["namespace"], job["metadata"]["name"]) or {}
+            ).get("status"):
+                self.update_status(KEY, job)
+            return
+        if condition({"status": status}, "Suspended"):
+            set_condition(status, "Suspended", "False", "JobResumed", "job is resumed")
         layout = self._layout(job)
         pods = {
             p["metadata"]["name"]: p
@@ -309,6 +338,10 @@ class HyperPodTrainingOperator(Controller):
         if not self.active():
             return
         for job in self.store.items(KEY):
+            if (job["spec"].get("runPolicy") or {}).get(
+                "activeDeadlineSeconds"
+            ) is not None and not terminal(job):
+                self.poke(KEY, job["metadata"]["namespace"], job["metadata"]["name"])
             monitors = (job["spec"].get("runPolicy") or {}).get("logMonitoringConfiguration") or []
             if not monitors or terminal(job):
                 continue
