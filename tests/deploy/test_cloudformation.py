@@ -678,10 +678,10 @@ def test_control_plane_policies_are_least_privilege(aws: Aws, local_stack: Deplo
         f"arn:aws:s3:::hyperpilot-shared-{ACCOUNT}-{REGION}/*",
     ]
     assert by_sid["Ec2CreateTagged"]["Condition"] == {
-        "StringEquals": {"aws:RequestTag/hyperpilot:managed": "true"}
+        "StringEquals": {"aws:RequestTag/managed-by": "hyperpilot"}
     }
     assert by_sid["Ec2ChangeManaged"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/hyperpilot:managed": "true"}
+        "StringEquals": {"aws:ResourceTag/managed-by": "hyperpilot"}
     }
     assert by_sid["AttachOwnDataVolume"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/hyperpilot:data-volume": "hyperpilot"}
