@@ -116,6 +116,14 @@ def json_path(obj: Any, path: str) -> Any:
     return nodes[0] if len(nodes) == 1 else (",".join(str(n) for n in nodes) if nodes else None)
 
 
+def _jp(path: str) -> Callable[[Obj], Any]:
+    def cell(obj: Obj) -> Any:
+        value = json_path(obj, path)
+        return "" if value is None else value
+
+    return cell
+
+
 def _s(path: str, default: Any = "") -> Callable[[Obj], Any]:
     return lambda o: get_path(o, path) if get_path(o, path) is not None else default
 
@@ -213,12 +221,11 @@ def _columns(rt: ResourceType) -> list[Column]:
             if path == "metadata.creationTimestamp":
                 cols.append((str(col["name"]), "string", age))
             else:
-                json_pointer = str(col.get("jsonPath", ""))
                 cols.append(
                     (
                         str(col["name"]),
                         str(col.get("type", "string")),
-                        lambda o, jp=json_pointer: "" if (v := json_path(o, jp)) is None else v,
+                        _jp(str(col.get("jsonPath", ""))),
                     )
                 )
         return cols
