@@ -85,7 +85,9 @@ async def test_a_second_run_mutates_nothing_and_finds_the_same_network() -> None
     assert ec2.vpcs[first["network"]["vpc_id"]].tags["team"] == "ml"
 
 
-async def test_a_crash_after_the_elastic_ip_does_not_allocate_a_second_one() -> None:
+async def test_a_crash_after_the_elastic_ip_does_not_allocate_a_second_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ec2 = FakeEc2()
     command = create_command("llm")
     original = ec2.create_nat_gateway
@@ -96,7 +98,7 @@ async def test_a_crash_after_the_elastic_ip_does_not_allocate_a_second_one() -> 
             raise exc
         return await original(*args)
 
-    ec2.create_nat_gateway = flaky  # type: ignore[method-assign]
+    monkeypatch.setattr(ec2, "create_nat_gateway", flaky)
     stage = by_name(network.create_stages(ec2))["network"]
     with pytest.raises(TemporaryError):
         await stage.run(context("network", command))
@@ -204,7 +206,9 @@ async def test_ensure_compute_subnet_uses_a_named_subnet_and_never_claims_it() -
     assert ec2.calls["create_subnet"] == 0
 
 
-async def test_ensure_compute_subnet_plans_again_when_another_path_took_the_block() -> None:
+async def test_ensure_compute_subnet_plans_again_when_another_path_took_the_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ec2 = FakeEc2()
     vpc = await ec2.create_vpc("10.0.0.0/16", {})
     original = ec2.create_subnet
@@ -216,7 +220,7 @@ async def test_ensure_compute_subnet_plans_again_when_another_path_took_the_bloc
             ec2.add_subnet(vpc_id, cidr, "use1-az1", {})  # someone else's subnet lands first
         return await original(vpc_id, cidr, zone, tags)
 
-    ec2.create_subnet = racing  # type: ignore[method-assign]
+    monkeypatch.setattr(ec2, "create_subnet", racing)
     subnet_id, cidr, created = await ensure_compute_subnet(ec2, vpc.vpc_id, "use1-az2", cluster="c")
     assert (cidr, created) == ("10.0.16.0/20", True)
     assert ec2.subnet_map[subnet_id].tags == {

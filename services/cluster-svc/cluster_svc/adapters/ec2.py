@@ -35,8 +35,12 @@ def _tag_dict(tags: list[dict[str, str]] | None) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in tags or []}
 
 
-def _tag_spec(kind: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
-    return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+def _tagging(kind: str, tags: Mapping[str, str]) -> dict[str, Any]:
+    """TagSpecifications for a create call (none at all when there are no tags)."""
+    if not tags:
+        return {}
+    tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+    return {"TagSpecifications": [{"ResourceType": kind, "Tags": tag_list}]}
 
 
 def _tag_filters(tags: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -168,9 +172,7 @@ class Ec2Network:
         return _vpc(sorted(found, key=lambda v: v["VpcId"])[0]) if found else None
 
     async def create_vpc(self, cidr: str, tags: Mapping[str, str]) -> Vpc:
-        raw = await self._call(
-            "create_vpc", CidrBlock=cidr, TagSpecifications=_tag_spec("vpc", tags)
-        )
+        raw = await self._call("create_vpc", CidrBlock=cidr, **_tagging("vpc", tags))
         return _vpc(raw["Vpc"])
 
     async def enable_dns(self, vpc_id: str) -> bool:
@@ -209,7 +211,7 @@ class Ec2Network:
             VpcId=vpc_id,
             CidrBlock=cidr,
             AvailabilityZoneId=zone_id,
-            TagSpecifications=_tag_spec("subnet", tags),
+            **_tagging("subnet", tags),
         )
         return _subnet(raw["Subnet"])
 
@@ -233,9 +235,7 @@ class Ec2Network:
         return str(sorted(g["InternetGatewayId"] for g in found)[0]) if found else None
 
     async def create_internet_gateway(self, tags: Mapping[str, str]) -> str:
-        raw = await self._call(
-            "create_internet_gateway", TagSpecifications=_tag_spec("internet-gateway", tags)
-        )
+        raw = await self._call("create_internet_gateway", **_tagging("internet-gateway", tags))
         return str(raw["InternetGateway"]["InternetGatewayId"])
 
     async def attach_internet_gateway(self, gateway_id: str, vpc_id: str) -> None:
@@ -279,9 +279,7 @@ class Ec2Network:
         return _route_table(found[0]) if found else None
 
     async def create_route_table(self, vpc_id: str, tags: Mapping[str, str]) -> RouteTable:
-        raw = await self._call(
-            "create_route_table", VpcId=vpc_id, TagSpecifications=_tag_spec("route-table", tags)
-        )
+        raw = await self._call("create_route_table", VpcId=vpc_id, **_tagging("route-table", tags))
         return _route_table(raw["RouteTable"])
 
     async def create_route(self, route_table_id: str, destination: str, target_id: str) -> None:
@@ -312,9 +310,7 @@ class Ec2Network:
         return str(sorted(a["AllocationId"] for a in found)[0]) if found else None
 
     async def allocate_address(self, tags: Mapping[str, str]) -> str:
-        raw = await self._call(
-            "allocate_address", Domain="vpc", TagSpecifications=_tag_spec("elastic-ip", tags)
-        )
+        raw = await self._call("allocate_address", Domain="vpc", **_tagging("elastic-ip", tags))
         return str(raw["AllocationId"])
 
     async def release_address(self, allocation_id: str) -> bool:
@@ -346,7 +342,7 @@ class Ec2Network:
             "create_nat_gateway",
             SubnetId=subnet_id,
             AllocationId=allocation_id,
-            TagSpecifications=_tag_spec("natgateway", tags),
+            **_tagging("natgateway", tags),
         )
         return _nat(raw["NatGateway"])
 
@@ -380,7 +376,7 @@ class Ec2Network:
             VpcId=vpc_id,
             GroupName=name,
             Description=description,
-            TagSpecifications=_tag_spec("security-group", tags),
+            **_tagging("security-group", tags),
         )
         group = await self.security_group(raw["GroupId"])
         if group is None:

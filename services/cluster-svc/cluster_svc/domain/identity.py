@@ -415,7 +415,7 @@ async def ensure_oidc_provider(
     arn = await iam.create_oidc_provider(
         url, [STS_AUDIENCE], [thumbprint], cluster_tags(cluster, user_tags)
     )
-    return Done({"provider_arn": arn, "created": True, "thumbprint": thumbprint})
+    return Done({"provider_arn": arn, "created": True})
 
 
 # ---- delete -----------------------------------------------------------------------------------
