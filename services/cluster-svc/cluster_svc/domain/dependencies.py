@@ -310,12 +310,12 @@ class Reconciler:
                 statuses[name] = "waiting"
                 continue
             mutated = True
+            statuses[name] = IN_PROGRESS[step.action]
+            ready.discard(name)  # an upgrade makes a ready component busy again
             if component.kind == "eks-addon":
                 await self._apply_addon(target, step)
-                statuses[name] = IN_PROGRESS[step.action]
                 continue
             applied = [await self.kube.apply(obj) for obj in objects_to_apply(component, raw[name])]
-            statuses[name] = IN_PROGRESS[step.action]
             if all(established(obj) for obj in applied):
                 ready.add(name)
                 statuses[name] = FINISHED[statuses[name]]

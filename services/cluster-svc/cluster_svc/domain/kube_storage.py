@@ -178,14 +178,13 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
 
     async def run(ctx: StageContext) -> Done | Submitted:
         kube, wanted, found = await current(ctx)
-        applied = False
         for obj, existing in zip(wanted, found, strict=True):
-            if existing is not None:
-                if conflict := _claim_conflict(obj, existing):
-                    raise conflict
-                continue
+            if existing is not None and (conflict := _claim_conflict(obj, existing)):
+                raise conflict  # checked for every object before any is applied
+        missing = [obj for obj, existing in zip(wanted, found, strict=True) if existing is None]
+        for obj in missing:
             await kube.apply(obj)
-            applied = True
+        applied = bool(missing)
         found = [await kube.get(*object_ref(obj)) for obj in wanted]
         result = outputs(wanted, found)
         if not any(o is None for o in found) and not unbound(found):
