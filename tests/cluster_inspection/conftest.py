@@ -66,6 +66,7 @@ def world(sim: SimulatedAws) -> World:
         roleArn=role,
         resourcesVpcConfig={"subnetIds": subnets, "securityGroupIds": [group]},
         tags={"managed-by": "hyperpilot"},
+        accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
     )["cluster"]["arn"]
     # HyperPod accepts only an ACTIVE EKS cluster as its orchestrator.
     wait_for(lambda: eks.describe_cluster(name="made-here")["cluster"]["status"] == "ACTIVE")
