@@ -14,12 +14,15 @@ import pytest
 from hyperpilot.infra import NatsServer, Postgres, free_port, start_nats
 from hyperpilot.stack import Stack
 from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
+from sim.profile import get_profile
 from sim.testing import simulated_aws
 from tests.conftest import TEMPLATE
 
 TOKEN = "hp_e2e_admin_token"
 
-sim_aws = simulated_aws(profile="fast")
+# The simulated AWS with the Kubernetes emulator behind it: every EKS cluster gets an API server.
+sim_aws = simulated_aws(profile="fast", kube=KubeWorld(get_profile("fast")))
 
 
 class Client:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from cluster_svc.bootstrap import NAME, SUBJECTS, handlers
+from cluster_svc.bootstrap import COMPANIONS, NAME, SUBJECTS, handlers
 from shared.config import get_settings
 from shared.service import serve
 
 
 def main() -> None:
-    asyncio.run(serve(NAME, SUBJECTS, handlers, get_settings()))
+    asyncio.run(serve(NAME, SUBJECTS, handlers, get_settings(), COMPANIONS))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,29 @@
-"""Composition root of cluster-svc: adapters in, handlers out."""
+"""Composition root of cluster-svc: adapters in, handlers and companions out."""
 
 from __future__ import annotations
 
+import asyncio
+
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.inspect import Inspector
+from cluster_svc.adapters.ports import build_ports
 from cluster_svc.adapters.s3 import S3Buckets
+from cluster_svc.domain.cluster_workflow import (
+    create_cluster_workflow,
+    delete_cluster_workflow,
+    import_cluster_workflow,
+)
 from cluster_svc.domain.storage import create_bucket_workflow, delete_bucket_workflow
 from cluster_svc.handlers import build_handlers
+from cluster_svc.queries import QueryResponder
 from shared.consumer import Handler
-from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
+from shared.contracts.commands import (
+    CreateCluster,
+    CreateStorageBucket,
+    DeleteCluster,
+    DeleteStorageBucket,
+    ImportCluster,
+)
 from shared.contracts.subjects import domain_commands
 from shared.service import ServiceRuntime
 
@@ -15,13 +31,36 @@ NAME = "cluster-svc"
 SUBJECTS = [domain_commands("cluster"), domain_commands("storage")]
 
 
+def aws_clients(runtime: ServiceRuntime) -> AwsClients:
+    return AwsClients(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
+
+
 def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
-    aws = AwsClients(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
+    aws = aws_clients(runtime)
+    ports = build_ports(aws)
     buckets = S3Buckets(aws)
     return build_handlers(
         runtime.engine,
         {
             CreateStorageBucket.__name__: create_bucket_workflow(buckets),
             DeleteStorageBucket.__name__: delete_bucket_workflow(buckets),
+            CreateCluster.__name__: create_cluster_workflow(ports),
+            DeleteCluster.__name__: delete_cluster_workflow(ports),
+            ImportCluster.__name__: import_cluster_workflow(ports),
         },
     )
+
+
+async def answer_queries(runtime: ServiceRuntime) -> None:
+    """Inspect reads over request/reply, for as long as the service runs."""
+    await runtime.bus.wait_ready()
+    assert runtime.bus.nc is not None
+    responder = QueryResponder(runtime.bus.nc, Inspector(aws_clients(runtime)))
+    await responder.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await responder.stop()
+
+
+COMPANIONS = (answer_queries,)

@@ -1,0 +1,158 @@
+"""The cluster workflows, composed from each area's stages (see docs/cluster-lifecycle.md).
+
+create: preflight -> (network, roles, bucket) -> EKS -> (OIDC, access entries) -> dependencies
+        -> HyperPod -> storage, with independent stages concurrent;
+delete: the same in reverse dependency order, removing only what create recorded as made;
+import: read-only describes of an existing EKS (and HyperPod) cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from cluster_svc.domain import (
+    cluster_records,
+    control_plane,
+    dependencies,
+    fsx,
+    hyperpod,
+    identity,
+    inspection,
+    network,
+)
+from cluster_svc.domain.components.base import KubeFactory
+from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
+from shared.errors import PermanentError
+from shared.stages import Done, Stage, StageContext, Workflow
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    ec2: network.Ec2
+    iam: identity.Iam
+    eks: control_plane.EksPort
+    buckets: control_plane.LifecycleBuckets
+    sagemaker: hyperpod.SageMakerPort
+    fsx: fsx.FsxPort
+    kube: KubeFactory
+    addons: dependencies.AddonApi
+    inspector: inspection.InspectionReads
+
+
+def with_needs(stages: Iterable[Stage], extra: Mapping[str, tuple[str, ...]]) -> tuple[Stage, ...]:
+    """Add cross-area needs to stages built by their own areas (duplicates dropped)."""
+    result = []
+    for stage in stages:
+        needs = tuple(dict.fromkeys((*stage.needs, *extra.get(stage.name, ()))))
+        result.append(replace(stage, needs=needs))
+    return tuple(result)
+
+
+def create_cluster_workflow(ports: ClusterPorts) -> Workflow:
+    stages = [
+        *inspection.create_stages(ports.inspector),
+        *network.create_stages(ports.ec2),
+        *identity.create_stages(ports.iam),
+        *control_plane.create_stages(ports.eks, ports.buckets),
+        *dependencies.create_stages(ports.kube, ports.addons),
+        *hyperpod.create_stages(ports.sagemaker),
+        *fsx.create_stages(ports.fsx),
+    ]
+    # Nothing is created before the preflight checks pass.
+    roots = {s.name: ("preflight",) for s in stages if not s.needs and s.name != "preflight"}
+    return Workflow(
+        kind=CreateCluster.kind(),
+        domain=CreateCluster.domain,
+        stages=with_needs(stages, {**roots, "storage": ("fsx",)}),
+        on_start=cluster_records.creating,
+        on_finish=cluster_records.created,
+    )
+
+
+# Reverse dependency order: what uses a resource goes before it.
+DELETE_NEEDS: dict[str, tuple[str, ...]] = {
+    "delete_hyperpod": ("delete_storage",),
+    "delete_fsx": ("delete_storage", "delete_hyperpod"),
+    "delete_dependencies": ("delete_hyperpod", "delete_storage"),
+    "delete_eks": ("delete_dependencies", "delete_hyperpod", "delete_fsx"),
+    "delete_oidc_provider": ("delete_eks",),
+    "delete_compute_subnet": ("delete_hyperpod", "delete_fsx"),
+    "delete_security_group": ("delete_eks", "delete_hyperpod", "delete_fsx"),
+    "delete_network": ("delete_eks", "delete_compute_subnet", "delete_security_group"),
+    "delete_roles": ("delete_eks", "delete_hyperpod", "delete_oidc_provider"),
+    "delete_bucket": ("delete_hyperpod", "delete_storage"),
+}
+
+
+def delete_cluster_workflow(ports: ClusterPorts) -> Workflow:
+    stages = [
+        *dependencies.delete_stages(ports.kube, ports.addons),
+        *hyperpod.delete_stages(ports.sagemaker),
+        *fsx.delete_stages(ports.fsx),
+        *control_plane.delete_stages(ports.eks, ports.buckets),
+        *identity.delete_stages(ports.iam),
+        *network.delete_stages(ports.ec2),
+    ]
+    return Workflow(
+        kind=DeleteCluster.kind(),
+        domain=DeleteCluster.domain,
+        stages=with_needs(stages, DELETE_NEEDS),
+        on_start=cluster_records.deleting,
+        on_finish=cluster_records.deleted,
+    )
+
+
+def import_cluster_workflow(ports: ClusterPorts) -> Workflow:
+    """Read-only: an imported cluster's resources are never touched, only remembered."""
+
+    async def describe_eks(ctx: StageContext) -> Done:
+        name = ImportCluster.from_payload(ctx.command).spec.eks_cluster_name
+        cluster = await ports.eks.describe_cluster(name)
+        if cluster is None:
+            raise PermanentError(
+                "ResourceNotFoundException",
+                f"no EKS cluster named {name} in this account and region",
+                "list importable clusters with GET /api/v1/inspect/clusters",
+            )
+        if cluster.status != "ACTIVE":
+            raise PermanentError(
+                "ClusterNotActive",
+                f"EKS cluster {name} is {cluster.status}",
+                "import it once it is ACTIVE",
+            )
+        return Done(
+            {
+                "cluster_arn": cluster.arn,
+                "cluster_name": cluster.name,
+                "endpoint": cluster.endpoint,
+                "ca_data": cluster.ca_data,
+                "oidc_issuer": cluster.oidc_issuer,
+            }
+        )
+
+    async def describe_hyperpod(ctx: StageContext) -> Done:
+        name = ImportCluster.from_payload(ctx.command).spec.hyperpod_cluster_name
+        if name is None:
+            return Done(noop=True)
+        cluster = await ports.sagemaker.describe_cluster(name)
+        if cluster is None:
+            raise PermanentError(
+                "ResourceNotFound",
+                f"no HyperPod cluster named {name} in this account and region",
+                "list importable clusters with GET /api/v1/inspect/clusters",
+            )
+        return Done(
+            {"cluster_arn": cluster.arn, "cluster_name": cluster.name, "status": cluster.status}
+        )
+
+    return Workflow(
+        kind=ImportCluster.kind(),
+        domain=ImportCluster.domain,
+        stages=(
+            Stage("describe_eks", "Read the EKS cluster", describe_eks),
+            Stage("describe_hyperpod", "Read the HyperPod cluster", describe_hyperpod),
+        ),
+        on_start=cluster_records.importing,
+        on_finish=cluster_records.imported,
+    )
