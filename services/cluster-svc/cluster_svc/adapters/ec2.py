@@ -12,7 +12,7 @@ from typing import Any
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.network import NatGateway, RouteTable, Rule, SecurityGroup, Vpc
 from cluster_svc.domain.subnets import Subnet, Zone
-from shared.errors import PermanentError
+from shared.errors import PermanentError, StageError
 
 NOT_FOUND = frozenset(
     {
@@ -29,6 +29,29 @@ NOT_FOUND = frozenset(
         "InvalidGatewayID.NotFound",
     }
 )
+
+
+# The next step for refusals a user can act on (AWS's own message is kept as the message).
+HINTS = {
+    "VpcLimitExceeded": "delete an unused VPC or raise the quota 'VPCs per Region' "
+    "(aws service-quotas request-service-quota-increase --service-code vpc --quota-code "
+    "L-F678F1CE), then retry",
+    "AddressLimitExceeded": "release an unused Elastic IP or raise the quota 'EC2-VPC Elastic "
+    "IPs' (service code ec2, quota code L-0263D0A3), then retry",
+    "NatGatewayLimitExceeded": "delete an unused NAT gateway in the zone or raise the quota "
+    "'NAT gateways per Availability Zone' (service code vpc, quota code L-FE5A380F)",
+    "InternetGatewayLimitExceeded": "delete an unused internet gateway or raise the quota "
+    "'Internet gateways per Region' (service code vpc, quota code L-A4707A72)",
+    "SecurityGroupLimitExceeded": "delete unused security groups in the VPC or raise the quota "
+    "'VPC security groups per Region' (service code vpc, quota code L-E79EC296)",
+    "RulesPerSecurityGroupLimitExceeded": "remove rules from the group or raise the quota "
+    "'Inbound or outbound rules per security group'",
+    "InvalidSubnet.Conflict": "another subnet took this range; retry the operation to plan again",
+    "InvalidParameterValue": "check the cluster's network settings (zone ids, VPC CIDR) against "
+    "the message, then retry",
+    "UnauthorizedOperation": "grant Hyperpilot's credentials the EC2 permission named in the "
+    "message, then retry",
+}
 
 
 def _tag_dict(tags: list[dict[str, str]] | None) -> dict[str, str]:
@@ -125,7 +148,12 @@ class Ec2Network:
         self.aws = aws
 
     async def _call(self, operation: str, **params: Any) -> Any:
-        return await self.aws.call("ec2", operation, **params)
+        try:
+            return await self.aws.call("ec2", operation, **params)
+        except StageError as exc:
+            if exc.hint is None and exc.code in HINTS:
+                exc.hint = HINTS[exc.code]
+            raise
 
     async def _gone_ok(self, operation: str, **params: Any) -> bool:
         """Run a delete; False when the thing was already gone."""

@@ -18,9 +18,19 @@ from typing import Any
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.identity import OidcProvider, Role
-from shared.errors import PermanentError
+from shared.errors import PermanentError, StageError
 
 NOT_FOUND = frozenset({"NoSuchEntity", "NoSuchEntityException"})
+# The next step for refusals a user can act on (AWS's own message is kept as the message).
+HINTS = {
+    "AccessDenied": "grant Hyperpilot's credentials the IAM permission named in the message "
+    "(iam:CreateRole, iam:PutRolePolicy, iam:CreateOpenIDConnectProvider, ...), then retry",
+    "LimitExceeded": "delete unused IAM roles or OIDC providers, or raise the IAM quota named "
+    "in the message, then retry",
+    "MalformedPolicyDocument": "this is a defect in Hyperpilot's policy; report it with the message",
+    "DeleteConflict": "something else still uses it (an instance profile or a policy); remove "
+    "that, then retry",
+}
 
 
 def _tags(raw: list[dict[str, str]] | None) -> dict[str, str]:
@@ -82,7 +92,12 @@ class IamIdentity:
         self.thumbprint_timeout = thumbprint_timeout
 
     async def _call(self, operation: str, **params: Any) -> Any:
-        return await self.aws.call("iam", operation, **params)
+        try:
+            return await self.aws.call("iam", operation, **params)
+        except StageError as exc:
+            if exc.hint is None and exc.code in HINTS:
+                exc.hint = HINTS[exc.code]
+            raise
 
     async def _gone_ok(self, operation: str, **params: Any) -> bool:
         try:

@@ -549,7 +549,7 @@ def _resources(ctx: StageContext, stage: str) -> dict[str, Any]:
 
 
 def _in_use(exc: PermanentError) -> bool:
-    return exc.code in ("DependencyViolation", "InvalidIPAddress.InUse", "AuthFailure")
+    return exc.code in ("DependencyViolation", "InvalidIPAddress.InUse")
 
 
 def delete_stage_names() -> list[str]:
