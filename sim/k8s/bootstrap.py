@@ -1,8 +1,16 @@
-"""What a fresh EKS cluster already has: system namespaces, the `kubernetes` Service, nodes."""
+"""What a fresh EKS cluster already has: system namespaces, the `kubernetes` Service, the
+system nodes and the default add-ons' workloads (CoreDNS, VPC CNI, kube-proxy)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+ECR = "602401143452.dkr.ecr.us-east-1.amazonaws.com"
+SYSTEM_WORKLOADS = (
+    ("Deployment", "coredns", f"{ECR}/eks/coredns:v1.11.4-eksbuild.2"),
+    ("DaemonSet", "aws-node", f"{ECR}/amazon-k8s-cni:v1.19.2-eksbuild.1"),
+    ("DaemonSet", "kube-proxy", f"{ECR}/eks/kube-proxy:v1.33.0-minimal-eksbuild.2"),
+)
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -30,3 +38,32 @@ def bootstrap(server: ApiServer) -> None:
         manager="kube-apiserver",
     )
     server.nodes.add_system_nodes(server.system_nodes)
+    for kind, name, image in SYSTEM_WORKLOADS:
+        labels = {"k8s-app": name}
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": name, "image": image}],
+                    "priorityClassName": "system-node-critical",
+                    "tolerations": [{"operator": "Exists"}],
+                },
+            },
+        }
+        if kind == "Deployment":
+            spec["replicas"] = 2
+            spec["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
+            spec["template"]["spec"]["tolerations"] = [
+                {"key": "CriticalAddonsOnly", "operator": "Exists"}
+            ]
+        rt = server.api.resolve("apps/v1", kind)
+        server.api.create(
+            rt,
+            "kube-system",
+            {
+                "metadata": {"name": name, "labels": {"eks.amazonaws.com/component": name}},
+                "spec": spec,
+            },
+            manager="eks",
+        )

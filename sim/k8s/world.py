@@ -60,6 +60,10 @@ class KubeWorld:
             raise KeyError(f"no API server for cluster {name!r}: start_cluster it first")
         return server
 
+    def install(self, cluster_name: str, component: str) -> None:
+        """Install an operator or EKS add-on (by component or add-on name) on a cluster."""
+        self.api_server(cluster_name).install(component)
+
     def close(self) -> None:
         with self.lock:
             servers = list(self.servers.values())

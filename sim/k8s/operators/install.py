@@ -155,6 +155,19 @@ COMPONENTS: dict[str, Component] = {
 }
 
 
+# EKS add-on names (as CreateAddon takes them) -> the component that add-on installs
+ADDON_COMPONENTS = {
+    "amazon-sagemaker-hyperpod-training-operator": "hyperpod-training-operator",
+    "amazon-sagemaker-hyperpod-inference": "hyperpod-inference-operator",
+    "aws-fsx-csi-driver": "aws-fsx-csi-driver",
+    "aws-mountpoint-s3-csi-driver": "aws-mountpoint-s3-csi-driver",
+    "cert-manager": "cert-manager",
+    "amazon-cloudwatch-observability": "amazon-cloudwatch-observability",
+}
+# add-ons every EKS cluster already runs (bootstrap creates their workloads)
+BUILTIN_ADDONS = frozenset({"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"})
+
+
 def _ensure(server: ApiServer, obj: dict[str, Any]) -> None:
     try:
         server.apply(obj)
@@ -164,10 +177,14 @@ def _ensure(server: ApiServer, obj: dict[str, Any]) -> None:
 
 
 def install(server: ApiServer, component: str) -> None:
+    """Install a component by its name here or by its EKS add-on name."""
+    if component in BUILTIN_ADDONS:
+        return
     try:
-        spec = COMPONENTS[component]
+        spec = COMPONENTS[ADDON_COMPONENTS.get(component, component)]
     except KeyError:
-        raise ValueError(f"unknown component {component!r}: one of {sorted(COMPONENTS)}") from None
+        known = sorted(set(COMPONENTS) | set(ADDON_COMPONENTS) | BUILTIN_ADDONS)
+        raise ValueError(f"unknown component {component!r}: one of {known}") from None
     for crd in spec.crds:
         _ensure(server, ALL_CRDS[crd])
     for namespace, kind, name, image in spec.workloads:
