@@ -20,7 +20,7 @@ from shared.contracts.commands import Command, CreateCluster, DeleteCluster
 from shared.operations import create_operation
 from shared.stages import Done, RetryPolicy, Stage, StageContext, StageEngine, Workflow
 from sim.aws import SimulatedAws
-from sim.testing import aws_client
+from sim.testing import aws_client, inject_fault
 from tests.cluster_control_plane.conftest import REGION, Prereqs, cluster_command, unique
 from tests.integration.helpers import delivery, events_of, stage_rows
 
@@ -129,3 +129,48 @@ async def test_create_then_delete_through_the_stage_engine(
     # What the create did not make (the roles, the network) is still there.
     assert "cp-test-execution" in inventory["iam_roles"]
     assert given["network"]["vpc_id"] in inventory["vpcs"]
+
+
+async def test_capacity_failure_is_the_operations_error_with_the_next_step(
+    pool: asyncpg.Pool, sim: SimulatedAws, aws: AwsClients, prereqs: Prereqs
+) -> None:
+    name = unique("cp-nocap")
+    given = prereqs.outputs
+    zone = given["compute_subnet"]["availability_zone_id"]
+    create = Workflow(
+        kind=CreateCluster.kind(),
+        domain=CreateCluster.domain,
+        stages=(
+            _stand_in("network", given["network"]),
+            _stand_in("security_group", given["security_group"], ("network",)),
+            _stand_in("compute_subnet", given["compute_subnet"], ("network",)),
+            _stand_in("eks_role", given["eks_role"]),
+            _stand_in("execution_role", given["execution_role"]),
+            *control_plane.create_stages(EksClusters(aws), S3Buckets(aws)),
+            _stand_in("dependencies", given["dependencies"], ("eks_cluster", "access_entries")),
+            *hyperpod.create_stages(SageMakerClusters(aws)),
+        ),
+    )
+    payload = cluster_command(name)
+    op = await _operation(pool, CreateCluster.from_payload(payload), name)
+    with inject_fault(
+        sim, "insufficient_capacity", instance_type="ml.g5.8xlarge", availability_zone_id=zone
+    ):
+        assert await _engine(pool).run(create, op, payload, delivery()) == "failed"
+    row = (await stage_rows(pool, op))["hyperpod_cluster"]
+    assert row["status"] == "failed" and row["attempts"] == 1
+    error = row["error"]
+    assert error["code"] == "InsufficientInstanceCapacity"
+    assert f"capacity in the Availability Zone {zone}" in error["message"]
+    assert error["hint"].startswith("try another Availability Zone (ml.g5.8xlarge is offered in ")
+    assert _calls_named(sim, name) == 1
+    async with pool.acquire() as conn:
+        operation = await conn.fetchrow("SELECT status, error FROM operations WHERE id = $1", op)
+    assert operation["status"] == "failed"
+    assert operation["error"]["stage"] == "hyperpod_cluster"
+    assert operation["error"]["hint"] == error["hint"]
+
+
+def _calls_named(sim: SimulatedAws, name: str) -> int:
+    calls = sim.call_log("sagemaker", "CreateCluster")
+    return sum(1 for c in calls if c["params"].get("ClusterName") == name)
