@@ -103,7 +103,11 @@ class Api:
 
     @staticmethod
     def _manager_entry(
-        manager: str, operation: str, api_version: str, subresource: str | None
+        manager: str,
+        operation: str,
+        api_version: str,
+        subresource: str | None,
+        fields: Obj | None = None,
     ) -> Obj:
         entry = {
             "manager": manager,
@@ -111,17 +115,23 @@ class Api:
             "apiVersion": api_version,
             "time": now_iso(),
             "fieldsType": "FieldsV1",
-            "fieldsV1": {},
+            "fieldsV1": fields or {},
         }
         if subresource:
             entry["subresource"] = subresource
         return entry
 
     def _record_manager(
-        self, obj: Obj, manager: str | None, operation: str, rt: ResourceType, sub: str | None
+        self,
+        obj: Obj,
+        manager: str | None,
+        operation: str,
+        rt: ResourceType,
+        sub: str | None,
+        fields: Obj | None = None,
     ) -> None:
         manager = manager or "unknown"
-        fields = [
+        kept = [
             f
             for f in obj["metadata"].get("managedFields") or []
             if not (
@@ -130,8 +140,8 @@ class Api:
                 and f.get("subresource") == sub
             )
         ]
-        fields.append(self._manager_entry(manager, operation, rt.group_version, sub))
-        obj["metadata"]["managedFields"] = fields
+        kept.append(self._manager_entry(manager, operation, rt.group_version, sub, fields))
+        obj["metadata"]["managedFields"] = kept
 
     def _admit_and_validate(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> Obj:
         if not rt.builtin and rt.schema:
@@ -208,6 +218,7 @@ class Api:
         manager: str | None = None,
         internal: bool = False,
         operation: str = "Update",
+        fields: Obj | None = None,
     ) -> Obj:
         if "create" not in rt.verbs:
             raise ApiError(405, f"create is not supported on {rt.plural}")
@@ -255,7 +266,7 @@ class Api:
             obj.pop("status", None)
         self._check_namespace(rt, namespace, creating=True)
         obj = self._admit_and_validate(rt, obj, None, strict)
-        self._record_manager(obj, manager, operation, rt, None)
+        self._record_manager(obj, manager, operation, rt, None, fields)
         with self.store.lock:
             if self.store.get(rt.key, namespace, obj["metadata"]["name"]) is not None:
                 raise already_exists(rt.plural, rt.group, obj["metadata"]["name"])
@@ -279,6 +290,7 @@ class Api:
         manager: str | None = None,
         internal: bool = False,
         operation: str = "Update",
+        fields: Obj | None = None,
     ) -> Obj:
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise ApiError(400, "the body of the request must be an object")
@@ -326,7 +338,7 @@ class Api:
                 obj["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
             if _strip_volatile(obj) == _strip_volatile(current):
                 return self._finish(rt, current)
-            self._record_manager(obj, manager, operation, rt, subresource)
+            self._record_manager(obj, manager, operation, rt, subresource, fields)
             if rt.key == _CRD_KEY:
                 self._register_crd(obj, dry_run)
             if dry_run:
@@ -381,6 +393,7 @@ class Api:
                         manager=manager,
                         internal=internal,
                         operation="Apply",
+                        fields=patches.field_set(body),
                     )
         with self.store.lock:
             current = self.get_raw(rt, namespace, name)
@@ -392,6 +405,20 @@ class Api:
             patched = self._apply_patch_type(rt, content_type, base, body)
             if not isinstance(patched, dict):
                 raise ApiError(422, "the patch produced something other than an object")
+            applied_fields = None
+            if content_type == patches.APPLY_PATCH:
+                applied_fields = patches.field_set(body)
+                before = next(
+                    (
+                        f.get("fieldsV1") or {}
+                        for f in current["metadata"].get("managedFields") or []
+                        if f.get("manager") == manager
+                        and f.get("operation") == "Apply"
+                        and not f.get("subresource")
+                    ),
+                    {},
+                )
+                patches.prune_unapplied(patched, before, applied_fields)
             patched.setdefault("metadata", {})
             if content_type != patches.JSON_PATCH or "resourceVersion" not in patched["metadata"]:
                 patched["metadata"].setdefault(
@@ -409,6 +436,7 @@ class Api:
                 manager=manager,
                 internal=internal,
                 operation=operation,
+                fields=applied_fields,
             )
 
     def _apply_patch_type(self, rt: ResourceType, content_type: str, base: Obj, body: Any) -> Any:
@@ -427,9 +455,8 @@ class Api:
             return patches.strategic_merge(base, body)
         if content_type == patches.APPLY_PATCH:
             body = dict(body)
-            body.pop("status", None) if base.get(
-                "status"
-            ) is not None and rt.status_subresource else None
+            if rt.status_subresource:
+                body.pop("status", None)
             return (
                 patches.apply_patch_merge(base, body)
                 if rt.builtin

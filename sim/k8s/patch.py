@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonpatch
@@ -154,11 +155,70 @@ def _order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
 
 
 def apply_patch_merge(target: dict[str, Any], applied: dict[str, Any]) -> dict[str, Any]:
-    """Server-side apply, pragmatically: the applied configuration merges like a strategic patch.
-
-    Fields the applier stopped sending are not pruned (no per-field ownership is tracked
-    beyond the managedFields entry the caller records).
-    """
+    """Server-side apply: the applied configuration merges like a strategic patch; the caller
+    then prunes what the same manager applied before and dropped (see `prune_unapplied`).
+    Ownership conflicts between managers are not detected."""
     merged = strategic_merge(target, applied)
     assert isinstance(merged, dict)
     return merged
+
+
+def field_set(value: Any, field: str = "", root: bool = True) -> dict[str, Any]:
+    """The fieldsV1 set of an applied configuration: `f:<field>` for keys, `k:{...}` for list
+    items with a merge key; other lists are atomic (owned whole)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, sub in value.items():
+            if root and key in ("apiVersion", "kind", "status"):
+                continue
+            if root and key == "metadata" and isinstance(sub, dict):
+                meta = {
+                    k: v for k, v in sub.items() if k in ("labels", "annotations", "finalizers")
+                }
+                if meta:
+                    out["f:metadata"] = field_set(meta, "metadata", False)
+                continue
+            out[f"f:{key}"] = field_set(sub, key, False)
+        return out
+    if isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
+        key = _merge_key(field, value)
+        if key and all(key in i for i in value):
+            return {
+                "k:" + json.dumps({key: i[key]}, separators=(",", ":")): {
+                    ".": {},
+                    **field_set(i, field, False),
+                }
+                for i in value
+            }
+    return {}
+
+
+def prune_unapplied(obj: Any, before: dict[str, Any], now: dict[str, Any]) -> None:
+    """Remove from `obj` the fields a manager applied before and no longer applies."""
+    for fkey, sub_before in before.items():
+        if fkey == ".":
+            continue
+        if fkey.startswith("f:"):
+            name = fkey[2:]
+            if not isinstance(obj, dict) or name not in obj:
+                continue
+            if fkey not in now:
+                del obj[name]
+            elif sub_before:
+                prune_unapplied(obj[name], sub_before, now[fkey])
+        elif fkey.startswith("k:") and isinstance(obj, list):
+            ident = json.loads(fkey[2:])
+            idx = next(
+                (
+                    n
+                    for n, item in enumerate(obj)
+                    if isinstance(item, dict) and all(item.get(k) == v for k, v in ident.items())
+                ),
+                None,
+            )
+            if idx is None:
+                continue
+            if fkey not in now:
+                obj.pop(idx)
+            else:
+                prune_unapplied(obj[idx], sub_before, now[fkey])

@@ -275,14 +275,36 @@ def test_patch_types(api_client: client.ApiClient, apps: client.AppsV1Api) -> No
 
 def test_server_side_apply(api_client: client.ApiClient, core: client.CoreV1Api) -> None:
     configmaps = DynamicClient(api_client).resources.get(api_version="v1", kind="ConfigMap")
-    for data in ({"a": "1"}, {"b": "2"}):
+
+    def apply(manager: str, data: dict[str, str]) -> None:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data}
-        configmaps.server_side_apply(body=body, namespace="default", field_manager="hyperpilot")
+        configmaps.server_side_apply(body=body, namespace="default", field_manager=manager)
+
+    apply("hyperpilot", {"a": "1", "b": "2"})
+    apply("other", {"c": "3"})
+    assert core.read_namespaced_config_map("ssa", "default").data == {"a": "1", "b": "2", "c": "3"}
+    # a manager that stops applying a field it owned removes it; others' fields stay
+    apply("hyperpilot", {"b": "2"})
     cm = core.read_namespaced_config_map("ssa", "default")
-    assert cm.data == {"a": "1", "b": "2"}
-    assert any(
-        f.manager == "hyperpilot" and f.operation == "Apply" for f in cm.metadata.managed_fields
-    )
+    assert cm.data == {"b": "2", "c": "3"}
+    mine = next(f for f in cm.metadata.managed_fields if f.manager == "hyperpilot")
+    assert mine.operation == "Apply" and mine.fields_v1 == {"f:data": {"f:b": {}}}
+
+
+def test_server_side_apply_prunes_list_items_by_merge_key(
+    api_client: client.ApiClient, apps: client.AppsV1Api
+) -> None:
+    deployments = DynamicClient(api_client).resources.get(api_version="apps/v1", kind="Deployment")
+    body = deployment("ssa-dep", replicas=0)
+    body["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "A", "value": "1"},
+        {"name": "B", "value": "2"},
+    ]
+    deployments.server_side_apply(body=body, namespace="default", field_manager="hyperpilot")
+    body["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "B", "value": "2"}]
+    deployments.server_side_apply(body=body, namespace="default", field_manager="hyperpilot")
+    env = apps.read_namespaced_deployment("ssa-dep", "default").spec.template.spec.containers[0].env
+    assert [e.name for e in env] == ["B"]
 
 
 def test_api_throttling_fault_answers_429(cluster: ApiServer, core: client.CoreV1Api) -> None:

@@ -519,19 +519,51 @@ def test_suspend_deadline_and_printer_columns(
     assert table[1].split()[:3] == ["late", "False", "True"]
 
 
-def test_node_health_fault_restarts_job_elsewhere(trained: ApiServer, custom: client.CustomObjectsApi, core: client.CoreV1Api) -> None:
+def test_node_health_fault_restarts_job_elsewhere(
+    trained: ApiServer, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
     for done in ("llama", "hangs", "short", "pausable", "late"):
         try:
             custom.delete_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], done)
         except ApiException:
             pass
-    eventually(lambda: not [p for p in core.list_namespaced_pod("default", label_selector="HPJob").items if p.status.phase == "Running"])
-    custom.create_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], training_job("resilient", replicas=1, retries=2))
-    running = eventually(lambda: [p for p in core.list_namespaced_pod("default", label_selector="HPJob=resilient").items if p.status.phase == "Running"])
+    eventually(
+        lambda: (
+            not [
+                p
+                for p in core.list_namespaced_pod("default", label_selector="HPJob").items
+                if p.status.phase == "Running"
+            ]
+        )
+    )
+    custom.create_namespaced_custom_object(
+        *HPJ[:2], "default", HPJ[2], training_job("resilient", replicas=1, retries=2)
+    )
+    running = eventually(
+        lambda: [
+            p
+            for p in core.list_namespaced_pod("default", label_selector="HPJob=resilient").items
+            if p.status.phase == "Running"
+        ]
+    )
     bad_node = running[0].spec.node_name
     trained.faults.node_health(bad_node, "UnschedulablePendingReplacement")
-    job = eventually(lambda: (j := custom.get_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], "resilient")).get("status", {}).get("restartCount") == 1 and j)
+    job = eventually(
+        lambda: (
+            (j := custom.get_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], "resilient"))
+            .get("status", {})
+            .get("restartCount")
+            == 1
+            and j
+        )
+    )
     instance = core.read_node(bad_node).metadata.labels["sagemaker.amazonaws.com/instance-id"]
     assert job["status"]["latestFaultyPodInstanceList"]["faultyInstanceIdList"] == [instance]
-    moved = eventually(lambda: [p for p in core.list_namespaced_pod("default", label_selector="HPJob=resilient").items if p.status.phase == "Running"])
+    moved = eventually(
+        lambda: [
+            p
+            for p in core.list_namespaced_pod("default", label_selector="HPJob=resilient").items
+            if p.status.phase == "Running"
+        ]
+    )
     assert moved[0].spec.node_name != bad_node
