@@ -3,6 +3,7 @@ the inference operator, KubeRay, HyperPod Karpenter."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -523,10 +524,8 @@ def test_node_health_fault_restarts_job_elsewhere(
     trained: ApiServer, custom: client.CustomObjectsApi, core: client.CoreV1Api
 ) -> None:
     for done in ("llama", "hangs", "short", "pausable", "late"):
-        try:
+        with contextlib.suppress(ApiException):
             custom.delete_namespaced_custom_object(*HPJ[:2], "default", HPJ[2], done)
-        except ApiException:
-            pass
     eventually(
         lambda: (
             not [
