@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cluster_svc.domain.components.base import COMPONENT_LABEL, KubeObject
@@ -21,8 +23,8 @@ def storage(kube: FakeKube) -> Stage:
     return stage
 
 
-def contexts(fsx: dict[str, object] | None = None) -> Contexts:
-    outputs: dict[str, dict[str, object]] = {
+def contexts(fsx: dict[str, Any] | None = None) -> Contexts:
+    outputs: dict[str, dict[str, Any]] = {
         "eks_cluster": eks_outputs(),
         "bucket": {"bucket": "hp-llm-data"},
         "dependencies": {},

@@ -4,6 +4,7 @@ run that changes nothing, upgrades of exactly what changed, and the errors a use
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,8 @@ def bumped(name: str, version: str) -> list[Component]:
     return [dataclasses.replace(c, version=version) if c.name == name else c for c in COMPONENTS]
 
 
-async def converge(rec: Reconciler, addons: FakeAddons, passes: int = 6) -> dict[str, object]:
-    previous: dict[str, object] = {}
+async def converge(rec: Reconciler, addons: FakeAddons, passes: int = 6) -> dict[str, Any]:
+    previous: dict[str, Any] = {}
     for _ in range(passes):
         result = await rec.run_pass(TARGET, previous)
         previous = result.outputs()
@@ -131,8 +132,8 @@ async def test_addons_installed_by_someone_else_are_not_ours_to_delete() -> None
     kube, addons = FakeKube(), FakeAddons.offering(COMPONENTS)
     addons.preinstall("cert-manager", "v1.18.2-eksbuild.2", managed=False)
     outputs = await converge(Reconciler(COMPONENTS, kube, addons), addons)
-    assert "cert-manager" not in outputs["created"]  # type: ignore[operator]
-    assert outputs["components"]["cert-manager"]["status"] == "unchanged"  # type: ignore[index]
+    assert "cert-manager" not in outputs["created"]
+    assert outputs["components"]["cert-manager"]["status"] == "unchanged"
 
 
 async def test_a_failed_addon_stops_the_stage_with_the_next_step() -> None:
@@ -207,7 +208,7 @@ async def test_delete_removes_only_the_addons_this_control_plane_installed() -> 
     submitted = ctx.keep(await stage.run(ctx()))
     assert isinstance(submitted, Submitted)
     deleted = sorted(name for op, name, _ in addons.calls if op == "delete")
-    assert deleted == sorted(created["created"])  # type: ignore[arg-type]
+    assert deleted == sorted(created["created"])
     assert "amazon-cloudwatch-observability" not in deleted
     assert await stage.poll(ctx()) == Pending("0/4 add-ons removed")
     addons.settle()

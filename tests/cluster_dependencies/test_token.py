@@ -86,4 +86,4 @@ def test_api_client_carries_endpoint_ca_and_a_fresh_bearer_token(
     assert config.auth_settings()["BearerToken"]["value"] == "Bearer k8s-aws-v1.t1"
     now[0] += 11 * 60
     assert config.auth_settings()["BearerToken"]["value"] == "Bearer k8s-aws-v1.t2"
-    api.close()
+    api.close()  # type: ignore[no-untyped-call]

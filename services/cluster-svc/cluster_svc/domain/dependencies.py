@@ -380,20 +380,29 @@ def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
         target = Target(access.name, cmd.spec.kubernetes_version, str(ctx.operation_id))
         return Reconciler(components, kube_factory(access), addons), target
 
+    # What each pass of a running operation did, so a component installed during a poll is
+    # reported as installed (a Pending result persists no outputs). After a restart, the
+    # persisted outputs of the submit are the history instead.
+    passes: dict[uuid.UUID, dict[str, Any]] = {}
+
     async def run(ctx: StageContext) -> Done | Submitted:
         rec, target = reconciler(ctx)
         result = await rec.run_pass(target, ctx.own_outputs)
         if result.complete:
             return Done(result.outputs(), noop=not result.mutated)
+        passes[ctx.operation_id] = result.outputs()
         return Submitted(
             f"{target.cluster}/dependencies/{DEPENDENCY_SET_VERSION}", result.outputs()
         )
 
     async def poll(ctx: StageContext) -> Done | Pending:
         rec, target = reconciler(ctx)
-        result = await rec.run_pass(target, ctx.own_outputs)
+        history = passes.get(ctx.operation_id) or ctx.own_outputs
+        result = await rec.run_pass(target, history)
         if result.complete:
+            passes.pop(ctx.operation_id, None)
             return Done(result.outputs())
+        passes[ctx.operation_id] = result.outputs()
         return Pending(f"{result.ready}/{result.total} components ready")
 
     return [
