@@ -97,6 +97,7 @@ async def test_create_then_delete_through_the_stage_engine(
     inventory = sim.inventory()
     assert f"{name}-data" in inventory["s3_buckets"]
     assert fsx_row["external_id"] in inventory["fsx"]
+    assert name in inventory["eks_clusters"] and name in inventory["hyperpod_clusters"]
 
     resources = {stage: dict(row["outputs"] or {}) for stage, row in rows.items()}
     delete = Workflow(
@@ -122,6 +123,8 @@ async def test_create_then_delete_through_the_stage_engine(
     inventory = sim.inventory()
     assert f"{name}-data" not in inventory["s3_buckets"]
     assert fsx_row["external_id"] not in inventory["fsx"]
+    assert name not in inventory["eks_clusters"] and name not in inventory["hyperpod_clusters"]
+    assert not [e for e in inventory["eks_access_entries"] if e.startswith(f"{name}/")]
     with pytest.raises(aws_client(sim, "eks").exceptions.ResourceNotFoundException):
         aws_client(sim, "eks").describe_cluster(name=name)
     with pytest.raises(aws_client(sim, "sagemaker").exceptions.ResourceNotFound):
