@@ -45,7 +45,7 @@ spec:
   containers:
   - name: talker
     image: busybox:1.36
-    command: [sh, -c, "echo one; echo two; echo three; sleep 2; echo done"]
+    command: [sh, -c, "echo one; echo two; echo three; sleep 3; echo done"]
 """
 
 
@@ -120,17 +120,21 @@ def test_get_watch_streams_changes(kubectl: Kubectl, kubeconfig: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        time.sleep(1.0)
-        kubectl("patch", "configmap", "watched", "-p", '{"data":{"a":"2"}}')
-        kubectl("delete", "configmap", "watched")
-        lines: list[str] = []
+    lines: list[str] = []
+
+    def read_until(count: int) -> None:
         assert proc.stdout is not None
         deadline = time.monotonic() + 15
-        while len(lines) < 3 and time.monotonic() < deadline:
+        while len(lines) < count and time.monotonic() < deadline:
             line = proc.stdout.readline()
             if line and not line.startswith("EVENT"):
                 lines.append(" ".join(line.split()[:2]))
+
+    try:
+        read_until(1)  # the watch is established once the initial object is printed
+        kubectl("patch", "configmap", "watched", "-p", '{"data":{"a":"2"}}')
+        kubectl("delete", "configmap", "watched")
+        read_until(3)
     finally:
         proc.kill()
         proc.wait()
