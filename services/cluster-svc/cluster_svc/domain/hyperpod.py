@@ -17,7 +17,7 @@ from cluster_svc.domain import lifecycle
 from cluster_svc.domain.control_plane import elapsed_seconds, is_ours, recorded, resource_tags
 from shared.contracts.cluster import CapacityType, ClusterSpec, InstanceGroupSpec
 from shared.contracts.commands import CreateCluster
-from shared.errors import PermanentError
+from shared.errors import PermanentError, StageError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
 READY = frozenset({"InService", "Updating", "SystemUpdating"})
@@ -165,15 +165,21 @@ def failed_instance_types(message: str, spec: ClusterSpec) -> list[str]:
     return list(dict.fromkeys(g.instance_type for g in spec.instance_groups))
 
 
+async def _offered(sagemaker: SageMakerPort, instance_type: str) -> list[str]:
+    """Zones offering the type; none when they cannot be read (the failure still reports)."""
+    try:
+        return await sagemaker.offered_zone_ids(instance_type)
+    except StageError:
+        return []
+
+
 async def failure(
     sagemaker: SageMakerPort, cluster: HyperPodCluster, spec: ClusterSpec
 ) -> PermanentError:
     message = cluster.failure_message or "no FailureMessage was given"
     text = f"HyperPod cluster {cluster.name} failed: {message}"
     if "InsufficientInstanceCapacity" in message or "insufficient capacity" in message.lower():
-        offered = {
-            t: await sagemaker.offered_zone_ids(t) for t in failed_instance_types(message, spec)
-        }
+        offered = {t: await _offered(sagemaker, t) for t in failed_instance_types(message, spec)}
         return PermanentError("InsufficientInstanceCapacity", text, capacity_hint(message, offered))
     return PermanentError(
         "HyperPodClusterFailed",
