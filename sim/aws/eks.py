@@ -159,6 +159,33 @@ class Eks:
             and arn_or_name in (cluster.arn, cluster.name)
         )
 
+    def authentication_mode(self, arn: str) -> str | None:
+        cluster = self.clusters.get(arn.rsplit("/", 1)[-1])
+        return cluster.auth_mode if cluster is not None and cluster.arn == arn else None
+
+    def grant_node_role(self, arn: str, role_arn: str) -> None:
+        """The access entry HyperPod creates for its nodes' role (type HYPERPOD_LINUX)."""
+        cluster = self.clusters.get(arn.rsplit("/", 1)[-1])
+        if cluster is not None and role_arn not in cluster.access_entries:
+            entry = self._put_access_entry(
+                cluster,
+                {
+                    "principalArn": role_arn,
+                    "type": "HYPERPOD_LINUX",
+                    "username": "system:node:hyperpod-{{SessionName}}",
+                },
+            )
+            entry["_hyperpod"] = True
+
+    def revoke_node_role(self, arn: str, role_arn: str) -> None:
+        cluster = self.clusters.get(arn.rsplit("/", 1)[-1])
+        if cluster is None:
+            return
+        entry = cluster.access_entries.get(role_arn)
+        if entry is not None and entry.get("_hyperpod"):
+            del cluster.access_entries[role_arn]
+            cluster.access_policies.pop(role_arn, None)
+
     def _ca_pem(self) -> str:
         if self._ca is None:
             self._ca = trustme.CA()
@@ -825,7 +852,7 @@ class Eks:
         return cluster, entry
 
     def describe_access_entry(self, p: dict[str, Any]) -> dict[str, Any]:
-        return {"accessEntry": self._entry(p)[1]}
+        return {"accessEntry": _public(self._entry(p)[1])}
 
     def list_access_entries(self, p: dict[str, Any]) -> dict[str, Any]:
         cluster = self._get(p["clusterName"])
@@ -845,7 +872,7 @@ class Eks:
             if p.get(key) is not None:
                 entry[key] = p[key]
         entry["modifiedAt"] = self.ctx.now()
-        return {"accessEntry": entry}
+        return {"accessEntry": _public(entry)}
 
     def delete_access_entry(self, p: dict[str, Any]) -> dict[str, Any]:
         cluster, entry = self._entry(p)

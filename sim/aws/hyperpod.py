@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sim.aws import moto_state
 from sim.aws.account import TrainingPlan
@@ -105,6 +105,18 @@ class Cluster:
         return str(arn).rsplit("/", 1)[-1] if arn else None
 
 
+class EksLink(Protocol):
+    """What HyperPod needs from EKS: is the cluster there, and the access of its nodes."""
+
+    def is_active(self, arn_or_name: str) -> bool: ...
+
+    def authentication_mode(self, arn: str) -> str | None: ...
+
+    def grant_node_role(self, arn: str, role_arn: str) -> None: ...
+
+    def revoke_node_role(self, arn: str, role_arn: str) -> None: ...
+
+
 @dataclass
 class Placement:
     zone_name: str
@@ -116,10 +128,10 @@ class Placement:
 class HyperPod:
     """The HyperPod part of SageMaker's API."""
 
-    def __init__(self, ctx: SimContext, eks_cluster_active: Callable[[str], bool]) -> None:
+    def __init__(self, ctx: SimContext, eks: EksLink) -> None:
         self.ctx = ctx
         self.clusters: dict[str, Cluster] = {}
-        self._eks_cluster_active = eks_cluster_active
+        self._eks = eks
         ctx.eks_nodes = self.nodes_for_eks
         ctx.faults.register_action("node_failure", self._fail_nodes)
         ctx.faults.register_action("deep_health_check", self._fault_health_check)
@@ -484,9 +496,15 @@ class HyperPod:
                 raise AwsError(
                     "ValidationException", "VpcConfig is required for an EKS-orchestrated cluster."
                 )
-            if not self._eks_cluster_active(eks_arn):
+            if not self._eks.is_active(eks_arn):
                 raise AwsError(
                     "ValidationException", f"EKS cluster {eks_arn} does not exist or is not ACTIVE."
+                )
+            if self._eks.authentication_mode(eks_arn) not in ("API", "API_AND_CONFIG_MAP"):
+                raise AwsError(
+                    "ValidationException",
+                    f"The authentication mode of EKS cluster {eks_arn} must be API or "
+                    "API_AND_CONFIG_MAP for HyperPod to add access entries for its nodes.",
                 )
         auto_scaling = p.get("AutoScaling")
         if auto_scaling and auto_scaling.get("Mode") == "Enable":
@@ -528,11 +546,35 @@ class HyperPod:
             for index in range(group.target):
                 self._new_node(cluster, group, placements[group.name], index)
         self._changed(cluster)
+        self._grant_node_roles(cluster)
         self._event(cluster, "Cluster creation started.")
         self._cluster_later(
             cluster, self.ctx.profile.hyperpod_create, lambda: self._finish_create(cluster)
         )
         return {"ClusterArn": cluster.arn}
+
+    def _node_roles(self, cluster: Cluster) -> set[str]:
+        return {str(g.spec["ExecutionRole"]) for g in cluster.groups.values()}
+
+    def _grant_node_roles(self, cluster: Cluster) -> None:
+        """HyperPod gives its nodes' execution roles HYPERPOD_LINUX access entries on EKS."""
+        arn = (cluster.config.get("Orchestrator") or {}).get("Eks", {}).get("ClusterArn")
+        if arn:
+            for role in sorted(self._node_roles(cluster)):
+                self._eks.grant_node_role(arn, role)
+
+    def _revoke_node_roles(self, cluster: Cluster) -> None:
+        arn = (cluster.config.get("Orchestrator") or {}).get("Eks", {}).get("ClusterArn")
+        if not arn:
+            return
+        still_used = {
+            role
+            for other in self.clusters.values()
+            if other is not cluster and other.eks_name == cluster.eks_name
+            for role in self._node_roles(other)
+        }
+        for role in sorted(self._node_roles(cluster) - still_used):
+            self._eks.revoke_node_role(arn, role)
 
     def _auto_scaling(self, spec: dict[str, Any] | None) -> dict[str, Any] | None:
         if not spec:
@@ -819,6 +861,7 @@ class HyperPod:
             for node in [n for n in cluster.nodes.values() if n.group == name]:
                 self._set_status(cluster, node, "ShuttingDown")
         self._changed(cluster)
+        self._grant_node_roles(cluster)
         if self._continuous(cluster):
             self._update_continuously(cluster, added, to_delete)
             return {"ClusterArn": cluster.arn}
@@ -905,6 +948,7 @@ class HyperPod:
         def gone() -> None:
             self.clusters.pop(cluster.cluster_id, None)
             self._changed(cluster)
+            self._revoke_node_roles(cluster)
 
         self._cluster_later(cluster, self.ctx.profile.hyperpod_delete, gone)
         return {"ClusterArn": cluster.arn}

@@ -58,7 +58,7 @@ class SimulatedAws:
         self.region = region
         self.ctx = SimContext(profile, kube, region, account_id)
         self.eks = Eks(self.ctx)
-        self.hyperpod = HyperPod(self.ctx, self.eks.is_active)
+        self.hyperpod = HyperPod(self.ctx, self.eks)
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
         self.service_quotas = ServiceQuotas(self.ctx)
         handlers: dict[tuple[str, str], Handler] = {}

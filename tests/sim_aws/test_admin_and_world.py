@@ -178,7 +178,10 @@ def test_delete_leaves_nothing_behind() -> None:
         assert seen["elastic_ips"] == [allocation] and seen["iam_roles"] == ["r"]
         assert seen["s3_buckets"] == ["inventory-bucket"] and len(seen["oidc_providers"]) == 1
         assert seen["eks_clusters"] == ["inv"] and seen["eks_addons"] == ["inv/coredns"]
-        assert seen["eks_access_entries"] == ["inv/arn:aws:iam::555555555555:user/moto"]
+        assert seen["eks_access_entries"] == [
+            "inv/arn:aws:iam::555555555555:role/r",
+            "inv/arn:aws:iam::555555555555:user/moto",
+        ]
         assert seen["hyperpod_clusters"] == ["inv-hp"]
 
         sm.delete_cluster(ClusterName="inv-hp")
@@ -256,7 +259,12 @@ def test_world_with_kubernetes_serves_hyperpod_nodes_to_the_kubernetes_client(
         ]
         group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
         role = iam.create_role(RoleName="world-role", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        eks.create_cluster(name="world", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        eks.create_cluster(
+            name="world",
+            roleArn=role,
+            resourcesVpcConfig={"subnetIds": subnets},
+            accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
+        )
         cluster = wait_for(
             lambda: (c := eks.describe_cluster(name="world")["cluster"])["status"] == "ACTIVE" and c
         )

@@ -322,7 +322,12 @@ def test_kube_hooks_follow_the_cluster_and_its_hyperpod_nodes() -> None:
         ]
         group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
         role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        eks.create_cluster(name="k", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        eks.create_cluster(
+            name="k",
+            roleArn=role,
+            resourcesVpcConfig={"subnetIds": subnets},
+            accessConfig={"authenticationMode": "API"},
+        )
         assert kube.started == []
         cluster = wait_for(
             lambda: (c := eks.describe_cluster(name="k")["cluster"])["status"] == "ACTIVE" and c

@@ -15,7 +15,7 @@ from sim.aws import SimulatedAws
 from sim.aws.account import ReservedCapacity, cluster_instance_types
 from sim.profile import get_profile
 from sim.testing import AdminClient, aws_client, inject_fault, wait_for
-from tests.sim_aws.conftest import Network, create_hyperpod, group_spec, nodes
+from tests.sim_aws.conftest import Network, create_eks, create_hyperpod, group_spec, nodes
 
 INSTANCE_ID = re.compile(r"^i-[0-9a-f]{17}$")
 
@@ -811,5 +811,41 @@ def test_continuous_provisioning_stays_in_service_and_retries_capacity(
                 if n["InstanceStatus"]["Status"] == "Running"
             ].count("big")
             == 3
+        )
+    )
+
+
+def test_hyperpod_needs_api_access_and_grants_its_node_role(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    eks = aws_client(sim, "eks")
+    config_map_only = create_eks(sim, network, f"cm-{time.monotonic_ns() % 10**8}")
+    with pytest.raises(ClientError) as err:
+        create_hyperpod(sim, network, config_map_only, wait=False)
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert "authentication mode" in err.value.response["Error"]["Message"]
+    eks.delete_cluster(name=config_map_only["name"])
+
+    iam = aws_client(sim, "iam")
+    node_role = iam.create_role(
+        RoleName=f"nodes-{time.monotonic_ns() % 10**8}", AssumeRolePolicyDocument="{}"
+    )["Role"]["Arn"]
+    name = create_hyperpod(
+        sim,
+        network,
+        eks_cluster,
+        [group_spec(network, count=1, ExecutionRole=node_role)],
+        wait=False,
+    )
+    entry = eks.describe_access_entry(clusterName=eks_cluster["name"], principalArn=node_role)[
+        "accessEntry"
+    ]
+    assert entry["type"] == "HYPERPOD_LINUX"
+    assert entry["username"] == "system:node:hyperpod-{{SessionName}}"
+    aws_client(sim, "sagemaker").delete_cluster(ClusterName=name)
+    wait_for(
+        lambda: (
+            node_role
+            not in eks.list_access_entries(clusterName=eks_cluster["name"])["accessEntries"]
         )
     )
