@@ -196,3 +196,51 @@ async def test_throttling_is_temporary_and_aws_refusals_keep_their_code_and_mess
     assert (
         err.value.code == "InvalidVpcID.NotFound" and "vpc-0123456789abcdef0" in err.value.message
     )
+
+
+async def test_a_lost_answer_after_each_create_never_makes_a_second_resource(
+    sim: SimulatedAws, ec2: Ec2Network
+) -> None:
+    """Each create takes effect and its answer is lost (a 500 after the fact); the retried stage
+    finds what the first attempt made by its tags."""
+    before = my_inventory(sim)
+    name = unique()
+    command = create_command(name)
+    stage = by_name(network.create_stages(ec2))["network"]
+    lost = (  # in the order the stage makes them
+        "CreateVpc",
+        "CreateInternetGateway",
+        "CreateSubnet",
+        "CreateRouteTable",
+        "AllocateAddress",
+        "CreateNatGateway",
+    )
+    for operation in lost:
+        fault = inject_fault(sim, "server_error", service="ec2", operation=operation, phase="after")
+        with fault, pytest.raises(TemporaryError):
+            await stage.run(context("network", command))
+    outputs = await create(ec2, command)
+    vpc_id = outputs["network"]["vpc_id"]
+    applied = {
+        op: [c for c in sim.call_log("ec2", op) if c["applied"] and name in str(c["params"])]
+        for op in lost
+    }
+    assert {op: len(calls) for op, calls in applied.items()} == {
+        "CreateVpc": 1,
+        "CreateRouteTable": 2,
+        "CreateSubnet": 5,  # four support subnets and the compute subnet
+        "CreateInternetGateway": 1,
+        "AllocateAddress": 1,
+        "CreateNatGateway": 1,
+    }
+    assert (
+        len(
+            aws_client(sim, "ec2").describe_subnets(
+                Filters=[{"Name": "vpc-id", "Values": [vpc_id]}]
+            )["Subnets"]
+        )
+        == 5
+    )
+    for stage_to_delete in network.delete_stages(ec2):
+        await drive(stage_to_delete, delete_command(name, outputs))
+    assert my_inventory(sim) == before

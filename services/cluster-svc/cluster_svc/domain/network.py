@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cluster_svc.domain.subnets import (
+    CLUSTER_TAG,
     COMPUTE_TAG,
     COMPUTE_TAG_VALUE,
     CreateSubnet,
@@ -32,7 +33,6 @@ from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
 MANAGED_BY = {"managed-by": "hyperpilot"}
-CLUSTER_TAG = "hyperpilot:cluster"
 ROLE_TAG = "hyperpilot:role"
 ANYWHERE = "0.0.0.0/0"
 ALL_TRAFFIC = "-1"
@@ -105,7 +105,7 @@ class Ec2(Protocol):
     async def find_internet_gateway(self, tags: Mapping[str, str]) -> str | None: ...
     async def create_internet_gateway(self, tags: Mapping[str, str]) -> str: ...
     async def attach_internet_gateway(self, gateway_id: str, vpc_id: str) -> None: ...
-    async def delete_internet_gateway(self, gateway_id: str) -> bool: ...
+    async def delete_internet_gateway(self, gateway_id: str) -> bool: ...  # detaches it first
     async def find_route_table(self, vpc_id: str, tags: Mapping[str, str]) -> RouteTable | None: ...
     async def route_table(self, route_table_id: str) -> RouteTable | None: ...
     async def route_table_of_subnet(self, subnet_id: str) -> RouteTable | None: ...

@@ -16,6 +16,7 @@ from shared.errors import PermanentError
 COMPUTE_PREFIX = 20  # HyperPod nodes and their pods take many addresses: 4091 usable per /20
 SUPPORT_PREFIX = 24  # public and private subnets of the control plane and NAT gateway
 
+CLUSTER_TAG = "hyperpilot:cluster"
 COMPUTE_TAG = "hyperpilot:subnet"  # value "compute" marks a subnet any capacity path may use
 COMPUTE_TAG_VALUE = "compute"
 
@@ -109,7 +110,7 @@ def plan_compute_subnet(
         and s.prefix == COMPUTE_PREFIX
     ]
     if compatible:
-        mine = [s for s in compatible if cluster and s.tags.get("hyperpilot:cluster") == cluster]
+        mine = [s for s in compatible if cluster and s.tags.get(CLUSTER_TAG) == cluster]
         return UseSubnet(sorted(mine or compatible, key=lambda s: s.subnet_id)[0])
     cidr = free_block(vpc_cidrs, (s.cidr for s in subnets), COMPUTE_PREFIX)
     if cidr is None:
