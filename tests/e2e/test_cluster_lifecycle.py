@@ -74,12 +74,19 @@ def _kubectl(config: Path, *args: str) -> Any:
 
 
 def _spec(api: Any, name: str) -> dict[str, Any]:
-    zones = api.get("/api/v1/inspect/availability-zones").json()
+    import time
+
+    deadline = time.monotonic() + 30
+    while (answer := api.get("/api/v1/inspect/availability-zones")).status_code != 200:
+        # cluster-svc answers inspect queries once it has connected to NATS
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(0.1)
+    zones = answer.json()
     zone = zones[0]["zone_id"]
     offered = api.get(
         "/api/v1/inspect/instance-types", params={"availability_zone_id": zone}
     ).json()
-    types = [t["instance_type"] for t in offered if zone in t.get("zone_ids", [zone])]
+    types = [t["instance_type"] for t in offered if zone in t["availability_zone_ids"]]
     instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
     return {
         "name": name,
@@ -146,3 +153,124 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
         kind: sorted(set(after.get(kind, [])) - set(before.get(kind, []))) for kind in after
     }
     assert not any(leftovers.values()), leftovers
+
+
+def test_insufficient_capacity_fails_its_stage_and_a_retry_finishes_without_redoing_the_rest(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    from sim.testing import inject_fault
+
+    api = running_stack.client
+    name = unique("cap")
+    spec = _spec(api, name)
+    instance_type = spec["instance_groups"][0]["instance_type"]
+    with inject_fault(sim_aws, "insufficient_capacity", instance_type=instance_type, times=None):
+        op_id = api.post("/api/v1/clusters", spec).json()["operation_id"]
+        failed = api.wait(op_id, timeout=240)
+    assert failed["status"] == "failed"
+    error = failed["error"]
+    assert error["stage"] == "hyperpod_cluster"
+    assert error["code"] == "InsufficientInstanceCapacity" and "ml." in error["message"], error
+    assert error["hint"] and (
+        "zone" in error["hint"].lower() or "training plan" in error["hint"].lower()
+    ), error
+    stages = {s["name"]: s["status"] for s in failed["stages"]}
+    assert stages["hyperpod_cluster"] == "failed" and stages["eks_cluster"] == "succeeded"
+    assert error["failed_stages"] == ["hyperpod_cluster"]
+    assert stages["storage"] == "succeeded"  # independent of HyperPod, it went on
+    assert api.get(f"/api/v1/clusters/{name}").json()["status"] == "failed"
+
+    retried = api.post(f"/api/v1/operations/{op_id}/retry").json()
+    assert retried["retried_stages"] == ["hyperpod_cluster"]
+    done = api.wait(op_id, timeout=240)
+    assert done["status"] == "succeeded", json.dumps(done.get("error"), indent=1)
+    attempts = {s["name"]: s["attempts"] for s in done["stages"]}
+    assert attempts["hyperpod_cluster"] == 2
+    assert all(n == 1 for stage, n in attempts.items() if stage != "hyperpod_cluster"), attempts
+    eks_creates = [
+        c for c in sim_aws.call_log("eks", "CreateCluster") if c["params"].get("name") == name
+    ]
+    assert len(eks_creates) == 1
+    assert (
+        aws_client(sim_aws, "sagemaker").describe_cluster(ClusterName=name)["ClusterStatus"]
+        == "InService"
+    )
+    api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240)
+
+
+def test_decision_grade_validation_before_anything_is_created(running_stack: RunningStack) -> None:
+    api = running_stack.client
+    name = unique("bad")
+    spec = _spec(api, name)
+    spec["instance_groups"][0]["count"] = 10_000
+    refused = api.post("/api/v1/clusters", spec)
+    assert refused.status_code == 422
+    fields = {f["field"]: f for f in refused.json()["error"]["fields"]}
+    assert any(
+        f.startswith("instance_groups[0]") or f.startswith("instance_groups.0") for f in fields
+    ), fields
+    spec["instance_groups"][0]["count"] = 1
+    spec["availability_zone_id"] = "use1-az99"
+    refused = api.post("/api/v1/clusters", spec)
+    assert refused.status_code == 422, refused.text
+    assert api.get("/api/v1/clusters").json() == []
+    assert api.get("/api/v1/operations").json()["items"] == []
+
+
+def test_import_switch_and_forget_an_existing_cluster(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    api = running_stack.client
+    eks = aws_client(sim_aws, "eks")
+    iam = aws_client(sim_aws, "iam")
+    ec2 = aws_client(sim_aws, "ec2")
+    name = unique("outside")
+    role = iam.create_role(
+        RoleName=f"{name}-role",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "eks.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )["Role"]["Arn"]
+    vpc = ec2.create_vpc(CidrBlock="10.50.0.0/16")["Vpc"]["VpcId"]
+    zones = ec2.describe_availability_zones()["AvailabilityZones"]
+    subnets = [
+        ec2.create_subnet(
+            VpcId=vpc, CidrBlock=f"10.50.{i}.0/24", AvailabilityZone=zones[i]["ZoneName"]
+        )["Subnet"]["SubnetId"]
+        for i in range(2)
+    ]
+    eks.create_cluster(name=name, roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+    import time
+
+    deadline = time.monotonic() + 60
+    while eks.describe_cluster(name=name)["cluster"]["status"] != "ACTIVE":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    before = sim_aws.inventory()
+
+    op_id = api.post("/api/v1/clusters/import", {"eks_cluster_name": name}).json()["operation_id"]
+    assert api.wait(op_id)["status"] == "succeeded"
+    imported = api.get(f"/api/v1/clusters/{name}").json()
+    assert imported["status"] == "imported" and imported["managed"] is False
+    assert imported["endpoint"]
+
+    switched = api.http.put("/api/v1/clusters/active", json={"name": name})
+    assert switched.status_code == 200 and switched.json()["active"] is True
+    assert api.get("/api/v1/clusters/active").json()["name"] == name
+    missing = api.http.put("/api/v1/clusters/active", json={"name": "no-such-cluster"})
+    assert missing.status_code == 404
+
+    op_id = api.delete(f"/api/v1/clusters/{name}").json()["operation_id"]
+    assert api.wait(op_id)["status"] in ("succeeded", "noop")
+    assert api.get(f"/api/v1/clusters/{name}").status_code == 404
+    assert sim_aws.inventory() == before  # an imported cluster is forgotten, never touched
+    assert eks.describe_cluster(name=name)["cluster"]["status"] == "ACTIVE"

@@ -36,3 +36,10 @@ def test_unreachable_endpoint_is_temporary() -> None:
     err = stage_error(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
     assert isinstance(err, TemporaryError)
     assert err.code == "EndpointUnreachable"
+
+
+def test_missing_credentials_fail_at_once_with_the_fix() -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    err = stage_error(NoCredentialsError())
+    assert isinstance(err, PermanentError) and err.code == "NoCredentials" and err.hint

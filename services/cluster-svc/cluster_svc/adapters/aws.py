@@ -13,7 +13,13 @@ from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
 
 from shared.errors import PermanentError, StageError, TemporaryError
 
@@ -52,6 +58,12 @@ def stage_error(exc: Exception) -> StageError:
         if code in THROTTLING or code in TRANSIENT or status >= 500 or status == 429:
             return TemporaryError(code, message)
         return PermanentError(code, message)
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+        return PermanentError(
+            "NoCredentials",
+            "no AWS credentials were found for the control plane",
+            "give the service credentials (an instance profile, AWS_PROFILE or AWS_ACCESS_KEY_ID)",
+        )
     if isinstance(exc, EndpointConnectionError | BotoCoreError | ConnectionError):
         return TemporaryError("EndpointUnreachable", str(exc))
     return PermanentError(type(exc).__name__, str(exc))
