@@ -1,0 +1,263 @@
+"""The `hyperpilot` binary against the real stack in the simulated world: what a user sees."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import stat
+import time
+from typing import Any
+
+import yaml
+
+from sim.aws import SimulatedAws
+from sim.testing import inject_fault
+from tests.cli.conftest import TOKEN, Cli
+from tests.e2e.conftest import RunningStack, unique
+
+
+def _json(out: str) -> Any:
+    return json.loads(out)
+
+
+def test_storage_create_with_wait_prints_the_operation_as_json(cli: Cli, cli_in: Cli) -> None:
+    name = unique("cli-json")
+    done = cli.run("storage", "create", name, "--wait", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    op = _json(done.stdout)
+    assert op["status"] == "succeeded"
+    assert op["kind"] == "storage.create" and op["target_id"] == name
+    assert op["source"] == "cli"
+    assert {s["name"]: s["status"] for s in op["stages"]} == {
+        "bucket": "succeeded",
+        "public_access": "succeeded",
+        "encryption": "succeeded",
+    }
+    assert [e["type"] for e in op["events"]][-1] == "OperationSucceeded"
+    # Progress went to stderr, one line per change (not a terminal), stage by stage.
+    assert f"operation {op['id']}" in done.stderr
+    for stage in ("bucket", "public_access", "encryption"):
+        assert any(stage in line and "succeeded" in line for line in done.stderr.splitlines())
+
+    listed = cli_in.run("storage", "list", "-o", "json")
+    assert listed.returncode == 0
+    assert any(b["name"] == name and b["status"] == "available" for b in _json(listed.stdout))
+    described = cli_in.run("storage", "describe", name, "-o", "yaml")
+    assert described.returncode == 0
+    assert yaml.safe_load(described.stdout)["arn"] == f"arn:aws:s3:::{name}"
+    table = cli_in.run("storage", "list")
+    assert table.returncode == 0
+    assert "NAME" in table.stdout and name in table.stdout and "available" in table.stdout
+
+
+def test_a_mutation_without_wait_answers_the_operation_and_how_to_follow_it(cli_in: Cli) -> None:
+    name = unique("cli-nowait")
+    done = cli_in.run("storage", "create", name)
+    assert done.returncode == 0, done.stderr
+    assert "accepted: operation " in done.stdout
+    op_id = done.stdout.split("accepted: operation ")[1].split()[0]
+    assert f"hyperpilot operations wait {op_id}" in done.stdout
+    waited = cli_in.run("operations", "wait", op_id, "-o", "json")
+    assert waited.returncode == 0, waited.stderr
+    assert _json(waited.stdout)["status"] == "succeeded"
+    shown = cli_in.run("operations", "show", op_id)
+    assert shown.returncode == 0
+    assert "storage.create" in shown.stdout and "public_access" in shown.stdout
+    listed = cli_in.run("operations", "list", "--target", name, "-o", "json")
+    assert [o["id"] for o in _json(listed.stdout)] == [op_id]
+
+
+def test_validation_errors_exit_2_naming_the_field_and_the_fix(cli: Cli, cli_in: Cli) -> None:
+    bad_bucket = cli.run("storage", "create", "Bad_Name", "--wait")
+    assert bad_bucket.returncode == 2
+    assert "validation_error (HTTP 422)" in bad_bucket.stderr
+    assert "  name: bucket name" in bad_bucket.stderr
+    assert "hint: use 3-63 lowercase letters" in bad_bucket.stderr
+    assert bad_bucket.stdout == ""
+
+    bad_zone = cli.run(
+        "clusters",
+        "create",
+        "--name",
+        unique("cli-zone"),
+        "--zone",
+        "nowhere-1",
+        "-g",
+        "name=workers,type=ml.g5.8xlarge,count=1",
+    )
+    assert bad_zone.returncode == 2
+    assert "availability_zone_id:" in bad_zone.stderr
+    assert "hint:" in bad_zone.stderr
+
+    extra = cli_in.run(
+        "clusters",
+        "create",
+        "--name",
+        "c1",
+        "--zone",
+        "use1-az2",
+        "-g",
+        "name=w,type=ml.g5.8xlarge,count=1,color=red",
+    )
+    assert extra.returncode == 2
+    assert "instance_groups.0.color" in extra.stderr and "remove this field" in extra.stderr
+
+    malformed = cli_in.run("clusters", "create", "--name", "c1", "-g", "workers")
+    assert malformed.returncode == 2
+    assert "is not key=value" in malformed.stderr
+
+    missing = cli_in.run("storage", "describe", "no-such-bucket-here")
+    assert missing.returncode == 2
+    assert "not_found (HTTP 404)" in missing.stderr
+    assert "hint:" in missing.stderr
+
+    usage = cli_in.run("storage", "create")
+    assert usage.returncode == 2
+
+
+def test_a_failed_operation_exits_1_and_retry_wait_exits_0(
+    cli: Cli, cli_in: Cli, sim_aws: SimulatedAws
+) -> None:
+    name = unique("cli-retry")
+    with inject_fault(
+        sim_aws,
+        "error",
+        service="s3",
+        operation="PutBucketEncryption",
+        times=None,
+        code="AccessDenied",
+        status=403,
+    ):
+        failed = cli.run("storage", "create", name, "--wait")
+    assert failed.returncode == 1, failed.stderr
+    assert "failed" in failed.stdout and "AccessDenied" in failed.stdout
+    op_id = failed.stdout.split("operation ")[1].split()[0]
+    assert f"hyperpilot operations retry {op_id}" in failed.stdout
+    assert any("encryption" in line and "failed" in line for line in failed.stderr.splitlines())
+
+    shown = cli_in.run("operations", "show", op_id, "-o", "json")
+    assert _json(shown.stdout)["status"] == "failed"
+
+    retried = cli_in.run("operations", "retry", op_id, "--wait", "-o", "json")
+    assert retried.returncode == 0, retried.stderr
+    op = _json(retried.stdout)
+    assert op["status"] == "succeeded" and op["attempt"] == 2
+    assert {s["name"]: s["attempts"] for s in op["stages"]}["encryption"] == 2
+
+    again = cli_in.run("operations", "retry", op_id)
+    assert again.returncode == 2
+    assert "not_retryable (HTTP 409)" in again.stderr
+
+
+def test_events_list_tail_and_audit(cli: Cli, cli_in: Cli) -> None:
+    name = unique("cli-events")
+    created = cli_in.run("storage", "create", name, "-o", "json")
+    op_id = _json(created.stdout)["operation_id"]
+
+    tail = cli.run(
+        "events", "tail", "--operation", op_id, "--until-terminal", "-o", "json", timeout=30
+    )
+    assert tail.returncode == 0, tail.stderr
+    lines = [json.loads(line) for line in tail.stdout.splitlines()]
+    assert lines[0]["type"] == "OperationAccepted"
+    assert lines[-1]["type"] == "OperationSucceeded"
+    assert all(e["operation_id"] == op_id for e in lines)
+    seqs = [e["seq"] for e in lines]
+    assert seqs == sorted(seqs)
+
+    limited = cli_in.run("events", "tail", "--after", "0", "--limit", "3", "-o", "json")
+    assert limited.returncode == 0
+    assert len(limited.stdout.splitlines()) == 3
+
+    listed = cli_in.run("events", "list", "--operation", op_id)
+    assert listed.returncode == 0
+    assert "OperationSucceeded" in listed.stdout and "stage=bucket" in listed.stdout
+
+    audit = cli_in.run("events", "audit", "--operation", op_id, "-o", "json")
+    assert audit.returncode == 0
+    records = _json(audit.stdout)
+    assert records and {r["source"] for r in records} >= {"cli"}
+
+    plain = cli_in.run("events", "tail", "--operation", op_id, "--until-terminal")
+    assert plain.returncode == 0
+    assert "OperationSucceeded" in plain.stdout.splitlines()[-1]
+
+
+def test_ctrl_c_during_a_wait_leaves_the_operation_running_and_says_how_to_resume(
+    cli: Cli, cli_in: Cli, module_stack: RunningStack
+) -> None:
+    stack = module_stack.stack
+    stack.kill_service("cluster-svc")
+    try:
+        process = cli.start("storage", "create", unique("cli-sigint"), "--wait")
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        assert first.startswith("operation "), first
+        op_id = first.split()[1]
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=20)
+        assert process.returncode == 130
+        assert f"hyperpilot operations wait {op_id}" in rest
+        assert "keeps running" in rest
+        shown = cli_in.run("operations", "show", op_id, "-o", "json")
+        assert _json(shown.stdout)["status"] == "pending"
+    finally:
+        stack.start_service("cluster-svc")
+    resumed = cli_in.run("operations", "wait", op_id, "-o", "json", timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    assert _json(resumed.stdout)["status"] == "succeeded"
+
+
+def test_clusters_list_describe_use_as_far_as_the_api_answers(cli_in: Cli) -> None:
+    listed = cli_in.run("clusters", "list", "-o", "json")
+    assert listed.returncode == 0
+    assert isinstance(_json(listed.stdout), list)
+    assert cli_in.run("clusters", "list").returncode == 0
+
+    missing = cli_in.run("clusters", "describe", "no-such-cluster")
+    assert missing.returncode == 2
+    assert "not_found" in missing.stderr
+
+    no_active = cli_in.run("clusters", "describe")
+    assert no_active.returncode == 2
+    assert "no_active_cluster" in no_active.stderr
+
+    use = cli_in.run("clusters", "use", "no-such-cluster")
+    assert use.returncode == 2 and "not_found" in use.stderr
+
+    delete = cli_in.run("clusters", "delete", "no-such-cluster", "--yes")
+    assert delete.returncode == 2 and "not_found" in delete.stderr
+
+    unconfirmed = cli_in.run("clusters", "delete", "no-such-cluster")
+    assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
+
+
+def test_connection_and_authorization_errors(cli: Cli, cli_in: Cli) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = cli.run("--url", f"http://127.0.0.1:{port}", "storage", "list")
+    assert down.returncode == 4
+    assert "cannot reach the gateway" in down.stderr
+
+    denied = cli_in.run("storage", "list", HYPERPILOT_TOKEN="hp_not_a_token")
+    assert denied.returncode == 2
+    assert "HTTP 401" in denied.stderr and "HYPERPILOT_TOKEN" in denied.stderr
+
+
+def test_a_profile_supplies_url_and_token(cli_in: Cli) -> None:
+    added = cli_in.run("profile", "add", "local", "--url", cli_in.url, "--token", TOKEN)
+    assert added.returncode == 0, added.stderr
+    path = cli_in.config_home / "hyperpilot" / "config.yaml"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    no_env = {"HYPERPILOT_URL": "", "HYPERPILOT_TOKEN": ""}
+    listed = cli_in.run("storage", "list", "-o", "json", **no_env)
+    assert listed.returncode == 0, listed.stderr
+    shown = cli_in.run("profile", "show", "-o", "json", **no_env)
+    info = _json(shown.stdout)
+    assert info["profile"] == "local" and info["url"] == cli_in.url
+    assert TOKEN not in shown.stdout
+    profiles = cli_in.run("profile", "list")
+    assert "local" in profiles.stdout and TOKEN not in profiles.stdout
