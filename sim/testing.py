@@ -30,7 +30,7 @@ import pytest
 
 from sim.aws import SimulatedAws
 from sim.interfaces import KubeHooks
-from sim.profile import get_profile
+from sim.profile import TimeProfile, get_profile
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ def aws_client(target: SimulatedAws | str, service: str, **kwargs: Any) -> Any:
 
 
 def simulated_aws(
-    profile: str = "fast",
+    profile: TimeProfile | str = "fast",
     *,
     kube: KubeHooks | None = None,
     account_id: str = "123456789012",
@@ -74,7 +74,8 @@ def simulated_aws(
 
     @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
     def fixture() -> Iterator[SimulatedAws]:
-        sim = SimulatedAws(get_profile(profile), kube=kube, account_id=account_id).start()
+        timing = get_profile(profile) if isinstance(profile, str) else profile
+        sim = SimulatedAws(timing, kube=kube, account_id=account_id).start()
         saved = {key: os.environ.get(key) for key in aws_env(sim)}
         if set_env:
             os.environ.update(aws_env(sim))

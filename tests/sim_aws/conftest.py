@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from sim.aws import SimulatedAws
+from sim.profile import get_profile
 from sim.testing import aws_client, simulated_aws, wait_for
 
-PROFILE = "fast"
+# The fast profile with shorter cluster creations: transient states (a reboot, an add-on
+# update) keep windows wide enough to observe on a loaded machine.
+PROFILE = replace(get_profile("fast"), name="fast-tests", hyperpod_create=1.0, eks_create=1.0)
 
 sim = simulated_aws(profile=PROFILE, account_id="111111111111", set_env=False)
 
