@@ -3,15 +3,22 @@
 In a conftest.py:
 
     from sim.testing import simulated_aws
-    sim_aws = simulated_aws(profile="fast")          # session-scoped, started once
+    sim_aws = simulated_aws(profile="fast")    # a session-scoped fixture named sim_aws
+
+and in a test:
+
+    from sim.testing import aws_client, call_log, inject_fault, wait_for
 
     def test_x(sim_aws):
         eks = aws_client(sim_aws, "eks")
         with inject_fault(sim_aws, "throttle", service="eks", operation="CreateCluster"):
             ...
+        assert len(call_log(sim_aws, "eks", "CreateCluster")) == 1
 
-Every helper taking a `target` accepts a SimulatedAws (in-process) or an endpoint URL (another
-process: the admin API under /_sim/).
+`simulated_aws(set_env=True)` (the default) also points the process's boto3 at it through
+AWS_ENDPOINT_URL and test credentials while the fixture lives. Every helper taking a `target`
+accepts a SimulatedAws (in-process) or an endpoint URL (another process, through the admin API
+under /_sim/).
 """
 
 from __future__ import annotations
