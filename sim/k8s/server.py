@@ -31,6 +31,9 @@ from sim.profile import TimeProfile
 
 log = logging.getLogger(__name__)
 
+# The simulated world's conventional credentials (moto's): their tokens are verified.
+DEFAULT_CREDENTIALS = {"testing": "testing"}
+
 
 class ApiServer:
     """The API server of one simulated EKS cluster, with its simulated controllers and operators."""
@@ -46,6 +49,7 @@ class ApiServer:
         region: str = "us-east-1",
         system_nodes: int = 2,
         history: int = 5000,
+        credentials: dict[str, str] | None = None,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
@@ -62,6 +66,10 @@ class ApiServer:
         self.faults = Faults(self)
         self.bookmark_interval = 5.0
         self.requests = 0
+        # access key id -> secret: tokens signed with these keys are verified for this cluster
+        self.credentials: dict[str, str] = dict(
+            DEFAULT_CREDENTIALS if credentials is None else credentials
+        )
         self.stopping = False
         self.internal_errors: list[str] = []
         self.metrics: dict[tuple[str, str], float] = {}
@@ -162,7 +170,7 @@ class ApiServer:
         return f"https://oidc.eks.{self.region}.amazonaws.com/id/{digest}"
 
     def check_token(self, token: str) -> str | None:
-        return check_token(token, self.cluster)
+        return check_token(token, self.cluster, self.credentials)
 
     def token(self) -> str:
         return make_token(self.cluster, self.region)

@@ -20,12 +20,14 @@ class KubeWorld:
         kubernetes_version: str = "1.33.0",
         region: str = "us-east-1",
         system_nodes: int = 2,
+        credentials: dict[str, str] | None = None,
     ) -> None:
         self.profile = profile
         self.host = host
         self.kubernetes_version = kubernetes_version
         self.region = region
         self.system_nodes = system_nodes
+        self.credentials = credentials
         self.servers: dict[str, ApiServer] = {}
         self.lock = threading.Lock()
 
@@ -40,6 +42,7 @@ class KubeWorld:
                     kubernetes_version=self.kubernetes_version,
                     region=self.region,
                     system_nodes=self.system_nodes,
+                    credentials=self.credentials,
                 ).start()
                 self.servers[name] = server
         return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)
