@@ -119,6 +119,8 @@ def context(
     *,
     operation_id: uuid.UUID | None = None,
     stage: str = "stage",
+    external_id: str | None = None,
+    own: dict[str, Any] | None = None,
 ) -> StageContext:
     async def report(message: str) -> None:
         return None
@@ -128,8 +130,8 @@ def context(
         stage=stage,
         command=command,
         outputs=dict(outputs or {}),
-        external_id=None,
-        own_outputs={},
+        external_id=external_id,
+        own_outputs=dict(own or {}),
         _report=report,
     )
 

@@ -229,10 +229,9 @@ async def test_insufficient_capacity_fails_the_stage_with_aws_message_and_other_
     assert zone not in offered
     assert "training plan" in error.hint
 
-    # Retrying the operation removes the failed cluster first, then says when to retry.
-    with pytest.raises(PermanentError) as retried:
-        await stage.run(ctx)
-    assert retried.value.hint and "being deleted" in retried.value.hint
+    # Retrying the operation removes the failed cluster, waits for it to go, creates it again.
+    retried = await stage.run(ctx)
+    assert isinstance(retried, Submitted) and retried.outputs["replacing_failed_cluster"] is True
     assert _calls(sim, "sagemaker", "DeleteCluster", "ClusterName", name) == 1
 
 

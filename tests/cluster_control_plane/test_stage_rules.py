@@ -294,12 +294,19 @@ async def test_hyperpod_capacity_failure_points_to_other_zones_and_a_retry_delet
     sagemaker = FakeSageMaker(HyperPodCluster("llm", "arn", "Failed", message), OURS)
     stage = by_name(hyperpod.create_stages(sagemaker))["hyperpod_cluster"]
     with pytest.raises(PermanentError) as caught:
-        await stage.run(context(cluster_command("llm"), PREREQS))
+        await _poll(stage)(context(cluster_command("llm"), PREREQS, external_id="arn"))
     assert caught.value.code == "InsufficientInstanceCapacity"
     assert caught.value.hint is not None
     assert "ml.g5.8xlarge is offered in use1-az1, use1-az4" in caught.value.hint
-    assert "being deleted" in caught.value.hint
+    assert sagemaker.calls == []
+    # The retry deletes the failed cluster and waits for it before creating it again.
+    retried = await stage.run(context(cluster_command("llm"), PREREQS))
+    assert isinstance(retried, Submitted) and retried.external_id == "arn"
     assert sagemaker.calls == ["delete"]
+    waiting = await _poll(stage)(
+        context(cluster_command("llm"), PREREQS, external_id="arn", own=retried.outputs)
+    )
+    assert isinstance(waiting, Pending) and "deleted" in (waiting.progress or "")
 
 
 async def test_fsx_not_requested_is_a_noop_and_requested_is_created_in_the_compute_subnet() -> None:

@@ -192,6 +192,9 @@ async def failure(
 # ---- stages --------------------------------------------------------------------------------
 
 
+REPLACING = "replacing_failed_cluster"
+
+
 def _outputs(cluster: HyperPodCluster) -> dict[str, Any]:
     return {"cluster_arn": cluster.arn, "cluster_name": cluster.name, "created": True}
 
@@ -212,21 +215,12 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
                 "created by Hyperpilot for this cluster",
                 "choose another cluster name, or import the existing clusters instead",
             )
-        if current.status == "Failed":
-            error = await failure(sagemaker, current, spec)
-            await sagemaker.delete_cluster(current.name)
-            raise PermanentError(
-                error.code,
-                error.message,
-                (error.hint + "; " if error.hint else "")
-                + "the failed cluster is being deleted: retry the operation in a few minutes",
-            )
-        if current.status == "Deleting":
-            raise PermanentError(
-                "HyperPodClusterDeleting",
-                f"HyperPod cluster {current.name} is being deleted",
-                "retry the operation once it is gone (a few minutes)",
-            )
+        if current.status in ("Failed", "Deleting"):
+            # A retry after a failure: delete the failed cluster, then create it again once it
+            # is gone (the poll does that, so the stage never sleeps).
+            if current.status == "Failed":
+                await sagemaker.delete_cluster(current.name)
+            return Submitted(current.arn, {**_outputs(current), REPLACING: True})
         if current.status in READY:
             return Done(_outputs(current), noop=True)
         return Submitted(current.arn, _outputs(current))
@@ -234,16 +228,27 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
     async def hyperpod_cluster_poll(ctx: StageContext) -> Done | Pending:
         spec = CreateCluster.from_payload(ctx.command).spec
         current = await sagemaker.describe_cluster(spec.name)
+        replacing = bool(ctx.own_outputs.get(REPLACING))
         if current is None:
-            raise PermanentError(
-                "HyperPodClusterGone",
-                f"HyperPod cluster {spec.name} disappeared while it was being created",
-                "retry the operation to create it again",
+            if not replacing:
+                raise PermanentError(
+                    "HyperPodClusterGone",
+                    f"HyperPod cluster {spec.name} disappeared while it was being created",
+                    "retry the operation to create it again",
+                )
+            # The failed cluster is gone: create it again (describe-first, so a crash between
+            # this call and the next poll cannot create it twice).
+            await sagemaker.create_cluster(cluster_request(spec, ClusterRefs.from_context(ctx)))
+            return Pending("HyperPod cluster created again after the failed attempt")
+        if replacing and current.arn == ctx.external_id:
+            # Still the failed cluster (the new one has a new ARN): wait until it is gone.
+            return Pending(
+                f"waiting for the failed HyperPod cluster to be deleted ({current.status})"
             )
         if current.status == "Failed":
             raise await failure(sagemaker, current, spec)
         if current.status in READY:
-            return Done(_outputs(current))
+            return Done({**_outputs(current), **({REPLACING: False} if replacing else {})})
         return Pending(
             f"HyperPod cluster {current.status} ({elapsed_seconds(current.created_at)} s)"
         )
