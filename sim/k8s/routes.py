@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import yaml
 
-from sim.k8s import discovery, openapi
+from sim.k8s import admin, discovery, openapi
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
 from sim.k8s.registry import ResourceType
@@ -65,6 +65,9 @@ class Router:
 
     async def _handle(self, req: Request) -> Response | StreamResponse:
         self._authenticate(req)
+        if req.path.startswith("/_sim/"):
+            body = self._body(req) if req.body else {}
+            return _json(200, admin.handle(self.server, req.method, req.path.rstrip("/"), body))
         self.server.faults.before_request(req)
         if "protobuf" in req.headers.get("content-type", "") or "cbor" in req.headers.get(
             "content-type", ""

@@ -486,3 +486,57 @@ def test_model_download_job_finishes_with_progress_logs(
         .metadata.name
     )
     assert "download progress: 100%" in core.read_namespaced_pod_log(pod_name, "default")
+
+
+def test_admin_api_injects_faults_over_https(
+    cluster: ApiServer, core: client.CoreV1Api, tmp_path: Any
+) -> None:
+    import json
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text(cluster.ca_pem)
+    ctx = ssl.create_default_context(cafile=str(ca))
+
+    def post(path: str, body: dict[str, Any], token: str | None = None) -> dict[str, Any]:
+        request = urllib.request.Request(
+            cluster.endpoint + path,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {token or cluster.token()}",
+                "Content-Type": "application/json",
+            },
+        )
+        with urllib.request.urlopen(request, context=ctx) as resp:
+            result: dict[str, Any] = json.loads(resp.read())
+            return result
+
+    core.create_namespaced_pod("default", pod("remote", image="nginx:1.27"))
+    eventually(lambda: phase(core, "remote") == "Running")
+    assert (
+        post("/_sim/faults/crash-pod", {"namespace": "default", "name": "remote", "exit_code": 2})[
+            "status"
+        ]
+        == "Success"
+    )
+    eventually(
+        lambda: (
+            core.read_namespaced_pod("remote", "default").status.container_statuses[0].restart_count
+            == 1
+        )
+    )
+    try:
+        post("/_sim/faults/crash-pod", {"namespace": "default"})
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 400
+    else:
+        raise AssertionError("a bad admin request was accepted")
+    try:
+        post("/_sim/install", {"component": "keda"}, token="nope")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 401
+    else:
+        raise AssertionError("an unauthenticated admin request was accepted")
