@@ -32,9 +32,8 @@ def sim() -> Iterator[SimulatedAws]:
     world.close()
 
 
-@pytest.fixture
-def eks_cluster(sim: SimulatedAws) -> dict[str, Any]:
-    """A fresh ACTIVE EKS cluster (DescribeCluster's `cluster`), as the eks_cluster stage leaves it."""
+def make_eks_cluster(sim: SimulatedAws) -> dict[str, Any]:
+    """A new ACTIVE EKS cluster (DescribeCluster's `cluster`), as the eks_cluster stage leaves it."""
     ec2, iam, eks = aws_client(sim, "ec2"), aws_client(sim, "iam"), aws_client(sim, "eks")
     vpc = ec2.create_vpc(CidrBlock="10.60.0.0/16")["Vpc"]["VpcId"]
     subnets = [
@@ -51,3 +50,15 @@ def eks_cluster(sim: SimulatedAws) -> dict[str, Any]:
         timeout=15,
     )
     return cluster
+
+
+@pytest.fixture
+def eks_cluster(sim: SimulatedAws) -> dict[str, Any]:
+    """A cluster of the test's own."""
+    return make_eks_cluster(sim)
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(sim: SimulatedAws) -> dict[str, Any]:
+    """A cluster the tests of one module share."""
+    return make_eks_cluster(sim)

@@ -121,6 +121,58 @@ def kubectl(kubeconfig: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+POD = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+
+
+def samples() -> list[dict[str, Any]]:
+    """One minimal custom resource of each kind the installed CRDs serve."""
+
+    def cr(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+        name = f"sample-{kind.lower()}"
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "hyperpod"},
+            "spec": spec,
+        }
+
+    replica = {"replicas": 1, "restartPolicy": "OnFailure", "template": POD}
+    return [
+        cr("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {"Worker": replica}}),
+        cr("kubeflow.org/v2beta1", "MPIJob", {"mpiReplicaSpecs": {"Launcher": replica}}),
+        cr(
+            "sagemaker.amazonaws.com/v1",
+            "HyperPodPyTorchJob",
+            {
+                "nprocPerNode": "1",
+                "replicaSpecs": [{"name": "pods", "replicas": 1, "template": POD}],
+            },
+        ),
+        cr("ray.io/v1", "RayCluster", {"headGroupSpec": {"template": POD}}),
+        cr(
+            "ray.io/v1",
+            "RayJob",
+            {
+                "entrypoint": "python -c 'print(1)'",
+                "rayClusterSpec": {"headGroupSpec": {"template": POD}},
+            },
+        ),
+        cr(
+            "keda.sh/v1alpha1",
+            "ScaledObject",
+            {
+                "scaleTargetRef": {"name": "router"},
+                "triggers": [{"type": "cpu", "metadata": {"value": "50"}}],
+            },
+        ),
+    ]
+
+
+def addon_calls(sim: SimulatedAws, operation: str, cluster: str) -> list[dict[str, Any]]:
+    """The simulator's log of mutating add-on calls made on this cluster."""
+    return [c for c in sim.call_log("eks", operation) if c["params"].get("clusterName") == cluster]
+
+
 async def resource_versions(factory: EksKubeFactory, outputs: dict[str, Any]) -> dict[Any, str]:
     kube = factory(cluster_access(outputs))
     versions = {}
@@ -233,6 +285,10 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
         for m in apps.read_namespaced_deployment("keda-operator", "keda").metadata.managed_fields
     }
     assert "hyperpilot" in managers  # server-side apply with our field manager
+    kube = factory(cluster_access(given["eks_cluster"]))
+    for sample in samples():  # every installed CRD serves its kind at the declared version
+        made = await kube.apply(sample)
+        assert made["metadata"]["uid"] and made["kind"] == sample["kind"]
     pvc = core.read_namespaced_persistent_volume_claim("s3-claim", "default")
     assert pvc.status.phase == "Bound" and pvc.spec.volume_name == storage["pv_name"]
     pv = core.read_persistent_volume(storage["pv_name"])
@@ -241,7 +297,7 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
     assert pv.spec.mount_options == ["allow-delete", f"region {REGION}"]
 
     # a second operation changes nothing: no mutating AWS call, no object rewritten
-    creates = len(sim.call_log("eks", "CreateAddon"))
+    creates = len(addon_calls(sim, "CreateAddon", name))
     assert creates == len(ADDONS)
     before = await resource_versions(factory, given["eks_cluster"])
     storage_versions = (pvc.metadata.resource_version, pv.metadata.resource_version)
@@ -253,8 +309,8 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
         "unchanged"
     }
     assert again["storage"]["status"] == "noop"
-    assert len(sim.call_log("eks", "CreateAddon")) == creates
-    assert sim.call_log("eks", "UpdateAddon") == []
+    assert len(addon_calls(sim, "CreateAddon", name)) == creates
+    assert addon_calls(sim, "UpdateAddon", name) == []
     assert await resource_versions(factory, given["eks_cluster"]) == before
     assert (
         core.read_namespaced_persistent_volume_claim(

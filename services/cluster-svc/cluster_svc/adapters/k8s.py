@@ -51,15 +51,9 @@ def eks_token(session: boto3.session.Session, cluster_name: str, region: str) ->
             "no AWS credentials to sign an EKS token with",
             "configure credentials (environment, profile or instance role) for cluster-svc",
         )
-    botocore_session = session._session
     sts = session.client("sts", region_name=region)
     signer = RequestSigner(
-        sts.meta.service_model.service_id,
-        region,
-        "sts",
-        "v4",
-        credentials,
-        botocore_session.get_component("event_emitter"),
+        sts.meta.service_model.service_id, region, "sts", "v4", credentials, sts.meta.events
     )
     request = {
         "method": "GET",

@@ -398,7 +398,11 @@ def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
     async def poll(ctx: StageContext) -> Done | Pending:
         rec, target = reconciler(ctx)
         history = passes.get(ctx.operation_id) or ctx.own_outputs
-        result = await rec.run_pass(target, history)
+        try:
+            result = await rec.run_pass(target, history)
+        except PermanentError:
+            passes.pop(ctx.operation_id, None)
+            raise
         if result.complete:
             passes.pop(ctx.operation_id, None)
             return Done(result.outputs())

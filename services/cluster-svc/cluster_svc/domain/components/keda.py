@@ -75,6 +75,7 @@ SCALED_OBJECT_CRD = crd(
             )
         ),
     ),
+    versions=("v1alpha1",),
     short_names=("so",),
     columns=(
         ("ScaleTargetKind", "string", ".status.scaleTargetKind"),
