@@ -192,7 +192,7 @@ class OperationView:
             stage.status = "noop" if payload.get("noop") else "succeeded"
             stage.finished = at
             if payload.get("noop"):
-                stage.message = "already in place"
+                stage.message = "nothing to do"
             return stage.status
         elif kind == "StageFailed":
             stage.status, stage.finished = "failed", at

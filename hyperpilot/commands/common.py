@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,17 +153,12 @@ def wait_for(api: Client, operation_id: str, output: Format) -> None:
             if error.get("hint"):
                 out.print(f"  hint: {error['hint']}")
             out.print(f"  retry the failed stages: hyperpilot operations retry {operation_id}")
-        if final.get("result"):
-            out.print(f"  result: {emit_inline(final['result'])}")
+        out.print(f"  details: hyperpilot operations show {operation_id} -o yaml")
     else:
         emit(final, output)
     code = exit_code(status)
     if code:
         raise typer.Exit(code)
-
-
-def emit_inline(value: Any) -> str:
-    return json.dumps(value, separators=(", ", ": "), default=str)
 
 
 def accepted(api: Client, answer: dict[str, Any], output: Format, wait: bool) -> None:

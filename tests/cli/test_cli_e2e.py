@@ -261,3 +261,77 @@ def test_a_profile_supplies_url_and_token(cli_in: Cli) -> None:
     assert TOKEN not in shown.stdout
     profiles = cli_in.run("profile", "list")
     assert "local" in profiles.stdout and TOKEN not in profiles.stdout
+
+
+def _cluster_args(cli_in: Cli, name: str) -> list[str]:
+    """Flags for a cluster in a zone that offers the instance type (asked of the CLI itself)."""
+    zones = _json(cli_in.run("inspect", "availability-zones", "-o", "json").stdout)
+    zone = zones[0]["zone_id"]
+    offered = _json(cli_in.run("inspect", "instance-types", "--zone", zone, "-o", "json").stdout)
+    types = [t["instance_type"] for t in offered if zone in t["availability_zone_ids"]]
+    instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
+    return ["--name", name, "--zone", zone, "-g", f"name=gpu,type={instance_type},count=2"]
+
+
+def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
+    cli: Cli, cli_in: Cli
+) -> None:
+    name = unique("cli-hp")
+    created = cli.run(
+        "clusters", "create", *_cluster_args(cli_in, name), "--wait", "-o", "json", timeout=240
+    )
+    assert created.returncode == 0, created.stderr[-3000:]
+    op = _json(created.stdout)
+    assert op["status"] == "succeeded" and op["kind"] == "cluster.create"
+    stages = {s["name"]: s["status"] for s in op["stages"]}
+    assert {"preflight", "network", "eks_cluster", "hyperpod_cluster", "storage"} <= set(stages)
+    assert all(status in ("succeeded", "noop") for status in stages.values()), stages
+    # The progress display named every stage as it went.
+    for stage in ("eks_cluster", "hyperpod_cluster"):
+        assert any(stage in line and "running" in line for line in created.stderr.splitlines())
+
+    described = _json(cli_in.run("clusters", "describe", name, "-o", "json").stdout)
+    assert described["status"] == "active"
+    assert described["instance_groups"][0]["count"] == 2
+    used = cli_in.run("clusters", "use", name)
+    assert used.returncode == 0 and f"active cluster: {name}" in used.stdout
+    listed = cli_in.run("clusters", "list")
+    assert any(line.startswith("*") and name in line for line in listed.stdout.splitlines())
+    active = cli_in.run("clusters", "describe")
+    assert active.returncode == 0 and name in active.stdout and "gpu" in active.stdout
+
+    duplicate = cli_in.run("clusters", "create", *_cluster_args(cli_in, name))
+    assert duplicate.returncode == 2
+    assert "  name: " in duplicate.stderr and "hint:" in duplicate.stderr
+
+    deleted = cli_in.run("clusters", "delete", name, "--yes", "--wait", "-o", "json")
+    assert deleted.returncode == 0, deleted.stderr[-3000:]
+    assert _json(deleted.stdout)["status"] == "succeeded"
+    gone = cli_in.run("clusters", "describe", name)
+    assert gone.returncode == 2 and "not_found" in gone.stderr
+
+
+def test_a_cluster_in_a_zone_without_the_instance_type_is_refused_with_the_field(
+    cli_in: Cli,
+) -> None:
+    zones = _json(cli_in.run("inspect", "availability-zones", "-o", "json").stdout)
+    offered = _json(cli_in.run("inspect", "instance-types", "-o", "json").stdout)
+    for zone in (z["zone_id"] for z in zones):
+        missing = [t["instance_type"] for t in offered if zone not in t["availability_zone_ids"]]
+        if missing:
+            break
+    else:
+        return
+    refused = cli_in.run(
+        "clusters",
+        "create",
+        "--name",
+        unique("cli-nozone"),
+        "--zone",
+        zone,
+        "-g",
+        f"name=gpu,type={missing[0]},count=1",
+    )
+    assert refused.returncode == 2, refused.stdout
+    assert "validation_error (HTTP 422)" in refused.stderr
+    assert "instance_groups" in refused.stderr and "hint:" in refused.stderr
