@@ -18,7 +18,13 @@ import orjson
 
 from shared.contracts.commands import Command
 from shared.contracts.envelope import Envelope, utcnow
-from shared.contracts.events import Event, OperationAccepted, OperationRetried
+from shared.contracts.events import (
+    CancelRequested,
+    Event,
+    OperationAccepted,
+    OperationCancelled,
+    OperationRetried,
+)
 from shared.contracts.subjects import event_subject
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
@@ -191,9 +197,10 @@ async def retry_operation(
         op = await conn.fetchrow("SELECT * FROM operations WHERE id = $1 FOR UPDATE", operation_id)
         if op is None:
             raise OperationNotFound(str(operation_id))
-        if op["status"] != "failed":
+        if op["status"] not in ("failed", "cancelled"):
             raise NotRetryable(
-                f"operation {operation_id} is {op['status']}; only a failed operation can be retried"
+                f"operation {operation_id} is {op['status']}; only a failed or cancelled operation"
+                " can be retried"
             )
         stages = await conn.fetch(
             "UPDATE stages SET status = 'pending', error = NULL, external_id = NULL,"
@@ -204,7 +211,7 @@ async def retry_operation(
         attempt = op["attempt"] + 1
         await conn.execute(
             "UPDATE operations SET status = 'pending', attempt = $2, error = NULL,"
-            " finished_at = NULL, updated_at = now() WHERE id = $1",
+            " cancel_requested_at = NULL, finished_at = NULL, updated_at = now() WHERE id = $1",
             operation_id,
             attempt,
         )
@@ -223,6 +230,51 @@ async def retry_operation(
             source=source,
         )
     return names
+
+
+async def request_cancel(
+    conn: asyncpg.Connection, operation_id: uuid.UUID, *, principal: str, source: str
+) -> str:
+    """Ask an operation to stop; returns its status afterwards.
+
+    A pending operation (not yet picked up) is cancelled at once. A running one is stopped by
+    the stage engine at its next step: no new stage starts and polls end; cloud work already
+    submitted is not rolled back (delete the resource to remove it).
+    """
+    async with conn.transaction():
+        op = await conn.fetchrow("SELECT * FROM operations WHERE id = $1 FOR UPDATE", operation_id)
+        if op is None:
+            raise OperationNotFound(str(operation_id))
+        if op["status"] in TERMINAL:
+            raise NotRetryable(f"operation {operation_id} is already {op['status']}")
+        await conn.execute(
+            "UPDATE operations SET cancel_requested_at = now(), updated_at = now() WHERE id = $1",
+            operation_id,
+        )
+        await append_event(
+            conn,
+            operation_id=operation_id,
+            domain=op["domain"],
+            event=CancelRequested(kind=op["kind"]),
+            principal=principal,
+            source=source,
+        )
+        if op["status"] == "pending":
+            await conn.execute(
+                "UPDATE operations SET status = 'cancelled', finished_at = now(), updated_at = now()"
+                " WHERE id = $1",
+                operation_id,
+            )
+            await append_event(
+                conn,
+                operation_id=operation_id,
+                domain=op["domain"],
+                event=OperationCancelled(kind=op["kind"], stages=[]),
+                principal=principal,
+                source=source,
+            )
+            return "cancelled"
+    return "cancelling"
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -274,6 +326,7 @@ def operation_summary(op: asyncpg.Record) -> dict[str, Any]:
         "principal": op["principal"],
         "source": op["source"],
         "status": op["status"],
+        "cancel_requested": op["cancel_requested_at"] is not None,
         "attempt": op["attempt"],
         "error": op["error"],
         "result": op["result"],

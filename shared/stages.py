@@ -23,6 +23,7 @@ import asyncpg
 
 from shared.contracts.events import (
     Event,
+    OperationCancelled,
     OperationFailed,
     OperationNoop,
     OperationStarted,
@@ -92,7 +93,7 @@ class Stage:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # succeeded | failed | noop
+    status: str  # succeeded | noop | failed | cancelled
     command: dict[str, Any]
     outputs: dict[str, dict[str, Any]]
     error: dict[str, Any] | None
@@ -249,6 +250,10 @@ async def mark_handled(conn: asyncpg.Connection, delivery: Delivery) -> None:
     )
 
 
+class _Cancelled(Exception):
+    """The operation was asked to stop: the stage ends as cancelled."""
+
+
 class _Run:
     """One pass of the engine over one operation."""
 
@@ -287,8 +292,13 @@ class _Run:
         running: dict[asyncio.Task[None], str] = {}
         try:
             while True:
-                for name in self.workflow.topological_order():
-                    if name in running.values() or self.status[name] in (*FINISHED, "failed"):
+                starting = not await self._cancel_requested()
+                for name in self.workflow.topological_order() if starting else ():
+                    if name in running.values() or self.status[name] in (
+                        *FINISHED,
+                        "failed",
+                        "cancelled",
+                    ):
                         continue
                     needs = self.by_name[name].needs
                     if all(self.status[n] in FINISHED for n in needs):
@@ -308,8 +318,20 @@ class _Run:
                     await task
         return await self._finish()
 
+    async def _cancel_requested(self) -> bool:
+        async with self.engine.pool.acquire() as conn:
+            requested = await conn.fetchval(
+                "SELECT cancel_requested_at IS NOT NULL FROM operations WHERE id = $1",
+                self.operation_id,
+            )
+        return bool(requested)
+
     async def _finish(self) -> str:
         failed = [n for n in self.workflow.topological_order() if self.status[n] == "failed"]
+        cancelled = [n for n in self.workflow.topological_order() if self.status[n] == "cancelled"]
+        unfinished = [n for n in self.status if self.status[n] not in FINISHED]
+        if not failed and unfinished and await self._cancel_requested():
+            return await self._end_cancelled(cancelled)
         blocked = [
             n
             for n in self.workflow.topological_order()
@@ -361,6 +383,25 @@ class _Run:
         log.info("operation finished", operation_id=str(self.operation_id), status=status)
         return status
 
+    async def _end_cancelled(self, stopped: list[str]) -> str:
+        outcome = Outcome(
+            status="cancelled", command=self.command, outputs=self.outputs, error=None
+        )
+        async with self.engine.pool.acquire() as conn, conn.transaction():
+            if self.workflow.on_finish is not None:
+                for event in await self.workflow.on_finish(conn, self.operation_id, outcome):
+                    await self._event(conn, event)
+            await conn.execute(
+                "UPDATE operations SET status = 'cancelled', result = $2, updated_at = now(),"
+                " finished_at = now() WHERE id = $1",
+                self.operation_id,
+                {name: out for name, out in self.outputs.items() if out},
+            )
+            await self._event(conn, OperationCancelled(kind=self.workflow.kind, stages=stopped))
+            await mark_handled(conn, self.delivery)
+        log.info("operation cancelled", operation_id=str(self.operation_id), stopped=stopped)
+        return "cancelled"
+
     async def _event(self, conn: asyncpg.Connection, event: Event) -> None:
         await append_event(
             conn,
@@ -408,6 +449,8 @@ class _Run:
                 return
             delay = self.engine.poll_initial
             while True:
+                if await self._cancel_requested():
+                    raise _Cancelled
                 polled = await self._call(stage, stage.poll)
                 if isinstance(polled, Done):
                     await self._succeed(stage.name, polled)
@@ -416,6 +459,20 @@ class _Run:
                     await self._progress(stage.name, polled.progress)
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, self.engine.poll_max)
+        except _Cancelled:
+            self.status[stage.name] = "cancelled"
+            await self._update(
+                stage.name,
+                "status = 'cancelled', finished_at = now()",
+                StageFailed(
+                    stage=stage.name,
+                    error={
+                        "code": "Cancelled",
+                        "message": "the operation was cancelled while this stage waited",
+                        "hint": "work already submitted to AWS goes on; delete the resource to remove it",
+                    },
+                ),
+            )
         except PermanentError as exc:
             self.status[stage.name] = "failed"
             self.errors[stage.name] = exc.to_json()

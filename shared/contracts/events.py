@@ -45,6 +45,17 @@ class OperationFailed(Event):
     error: dict[str, Any]
 
 
+class OperationCancelled(Event):
+    what = "operation_cancelled"
+    kind: str
+    stages: list[str]  # the stages that were stopped
+
+
+class CancelRequested(Event):
+    what = "cancel_requested"
+    kind: str
+
+
 class OperationRetried(Event):
     what = "operation_retried"
     kind: str
@@ -115,6 +126,8 @@ EVENTS: dict[str, type[Event]] = {
         OperationNoop,
         OperationFailed,
         OperationRetried,
+        OperationCancelled,
+        CancelRequested,
         StageStarted,
         StageSubmitted,
         StageProgress,

@@ -274,3 +274,35 @@ def test_import_switch_and_forget_an_existing_cluster(
     assert api.get(f"/api/v1/clusters/{name}").status_code == 404
     assert sim_aws.inventory() == before  # an imported cluster is forgotten, never touched
     assert eks.describe_cluster(name=name)["cluster"]["status"] == "ACTIVE"
+
+
+def test_cancel_stops_a_cluster_creation_and_delete_cleans_up_what_it_made(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    import time
+
+    api = running_stack.client
+    before = sim_aws.inventory()
+    name = unique("cancel")
+    op_id = api.post("/api/v1/clusters", _spec(api, name)).json()["operation_id"]
+    deadline = time.monotonic() + 60
+    while not any(
+        e["type"] == "StageSubmitted" and e["payload"]["stage"] == "eks_cluster"
+        for e in api.get("/api/v1/events", params={"operation_id": op_id}).json()
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    cancelled = api.post(f"/api/v1/operations/{op_id}/cancel")
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelling"
+    op = api.wait(op_id)
+    assert op["status"] == "cancelled"
+    stages = {s["name"]: s["status"] for s in op["stages"]}
+    assert stages["hyperpod_cluster"] == "pending"  # never started
+    assert api.post(f"/api/v1/operations/{op_id}/cancel").status_code == 409
+    op_id = api.delete(f"/api/v1/clusters/{name}").json()["operation_id"]
+    assert api.wait(op_id, timeout=240)["status"] == "succeeded"
+    after = sim_aws.inventory()
+    leftovers = {
+        kind: sorted(set(after.get(kind, [])) - set(before.get(kind, []))) for kind in after
+    }
+    assert not any(leftovers.values()), leftovers

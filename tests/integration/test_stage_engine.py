@@ -243,3 +243,55 @@ async def test_concurrent_event_writers_keep_sequence_equal_to_commit_order(
         ]
         assert len(seqs) == 60
         assert seqs == sorted(seqs)
+
+
+async def test_a_cancelled_operation_stops_polling_starts_nothing_new_and_can_be_retried(
+    pool: asyncpg.Pool,
+) -> None:
+    from shared.operations import request_cancel
+
+    polling = asyncio.Event()
+    calls: Counter[str] = Counter()
+
+    async def create(ctx: StageContext) -> Submitted:
+        calls["create"] += 1
+        return Submitted("arn:eks/x")
+
+    async def wait(ctx: StageContext) -> Done | Pending:
+        polling.set()
+        return Done() if calls["create"] > 1 else Pending("CREATING")
+
+    async def after(ctx: StageContext) -> Done:
+        calls["after"] += 1
+        return Done()
+
+    wf = Workflow(
+        kind="storage.create",
+        domain="storage",
+        stages=(Stage("eks", "EKS", create, wait), Stage("after", "After", after, needs=("eks",))),
+    )
+    op = await new_operation(pool)
+    engine = StageEngine(pool, poll_initial=0.02, poll_max=0.02)
+    running = asyncio.create_task(engine.run(wf, op, {}, delivery()))
+    await asyncio.wait_for(polling.wait(), 5)
+    async with pool.acquire() as conn:
+        assert await request_cancel(conn, op, principal="tester", source="rest") == "cancelling"
+    assert await asyncio.wait_for(running, 5) == "cancelled"
+    rows = await stage_rows(pool, op)
+    assert rows["eks"]["status"] == "cancelled" and rows["after"]["status"] == "pending"
+    assert calls["after"] == 0
+    assert [e["type"] for e in await events_of(pool, op)][-1] == "OperationCancelled"
+
+    async with pool.acquire() as conn:
+        assert await retry_operation(conn, op, principal="tester", source="rest") == ["eks"]
+    assert await _engine(pool).run(wf, op, {}, delivery()) == "succeeded"
+    assert calls == Counter({"create": 2, "after": 1})
+
+
+async def test_a_pending_operation_is_cancelled_at_once(pool: asyncpg.Pool) -> None:
+    from shared.operations import request_cancel
+
+    op = await new_operation(pool)
+    async with pool.acquire() as conn:
+        assert await request_cancel(conn, op, principal="tester", source="rest") == "cancelled"
+        assert await conn.fetchval("SELECT status FROM operations WHERE id = $1", op) == "cancelled"

@@ -37,7 +37,7 @@ async def created(
         " endpoint = $5, ca_data = $6, oidc_issuer = $7, resources = $8, updated_at = now()"
         " WHERE name = $1",
         name,
-        "active" if outcome.status != "failed" else "failed",
+        "active" if outcome.status in ("succeeded", "noop") else outcome.status,
         eks.get("cluster_arn"),
         hyperpod.get("cluster_arn"),
         eks.get("endpoint"),
@@ -54,7 +54,7 @@ async def created(
             for c, v in components.items()
         ],
     )
-    if outcome.status == "failed":
+    if outcome.status not in ("succeeded", "noop"):
         return []
     await conn.executemany(
         "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
@@ -90,7 +90,7 @@ async def deleted(
     conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
 ) -> list[Event]:
     name = DeleteCluster.from_payload(outcome.command).name
-    if outcome.status == "failed":
+    if outcome.status not in ("succeeded", "noop"):
         await set_status(conn, name, "delete_failed")
         return []
     await conn.execute("DELETE FROM clusters WHERE name = $1", name)
@@ -107,7 +107,7 @@ async def imported(
     conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
 ) -> list[Event]:
     name = ImportCluster.from_payload(outcome.command).spec.eks_cluster_name
-    if outcome.status == "failed":
+    if outcome.status not in ("succeeded", "noop"):
         # Nothing was imported: forget the reservation so the name can be used again.
         await conn.execute("DELETE FROM clusters WHERE name = $1 AND status = 'importing'", name)
         return []

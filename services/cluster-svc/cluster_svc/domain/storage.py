@@ -107,8 +107,8 @@ async def _finish_create(
     conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
 ) -> list[Event]:
     name, region = outcome.command["name"], outcome.command["region"]
-    if outcome.status == "failed":
-        await _set_status(conn, name, "failed")
+    if outcome.status not in ("succeeded", "noop"):
+        await _set_status(conn, name, outcome.status)
         return []
     arn = bucket_arn(name)
     await conn.execute(
@@ -123,8 +123,8 @@ async def _finish_delete(
     conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
 ) -> list[Event]:
     name, region = outcome.command["name"], outcome.command["region"]
-    if outcome.status == "failed":
-        await _set_status(conn, name, "failed")
+    if outcome.status not in ("succeeded", "noop"):
+        await _set_status(conn, name, outcome.status)
         return []
     await conn.execute("DELETE FROM storage_buckets WHERE name = $1", name)
     return [BucketDeleted(name=name, region=region)]

@@ -47,6 +47,7 @@ class OperationRead(BaseModel):
     principal: str
     source: str
     status: str
+    cancel_requested: bool = False
     attempt: int
     error: dict[str, Any] | None
     result: dict[str, Any] | None

@@ -19,6 +19,7 @@ from shared.operations import (
     OperationNotFound,
     load_operation,
     operation_summary,
+    request_cancel,
     retry_operation,
 )
 
@@ -116,6 +117,38 @@ async def retry(
             "operation_id": str(operation_id),
             "status_url": f"/api/v1/operations/{operation_id}",
             "retried_stages": stages,
+        },
+        status_code=202,
+    )
+
+
+@router.post(
+    "/{operation_id}/cancel",
+    status_code=202,
+    summary="Stop an operation: no new stage starts and waiting stages end as cancelled",
+    description=(
+        "A pending operation is cancelled at once. A running one stops at its next step; cloud"
+        " work already submitted is not rolled back (delete the resource to remove it). A"
+        " cancelled operation can be retried."
+    ),
+)
+async def cancel(
+    operation_id: uuid.UUID, pool: Pool, principal: Operator, source: Source
+) -> JSONResponse:
+    async with pool.acquire() as conn:
+        try:
+            status = await request_cancel(
+                conn, operation_id, principal=principal.name, source=source
+            )
+        except OperationNotFound:
+            raise _not_found(operation_id) from None
+        except NotRetryable as exc:
+            raise ApiError(409, "already_finished", str(exc), hint="nothing to cancel") from exc
+    return JSONResponse(
+        {
+            "operation_id": str(operation_id),
+            "status_url": f"/api/v1/operations/{operation_id}",
+            "status": status,
         },
         status_code=202,
     )
