@@ -23,7 +23,12 @@ from sim.k8s.registry import Registry, ResourceType
 from sim.k8s.selectors import parse_field_selector, parse_label_selector, selector_string
 from sim.k8s.store import Obj, Store, clone
 from sim.k8s.timeutil import now_iso
-from sim.k8s.validation import BuiltinValidator, prune_and_default, validate_object
+from sim.k8s.validation import (
+    BuiltinValidator,
+    prune_and_default,
+    reject_unknown_fields,
+    validate_object,
+)
 
 Admission = Callable[[ResourceType, Obj, Obj | None], None]
 
@@ -145,6 +150,8 @@ class Api:
 
     def _admit_and_validate(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> Obj:
         if not rt.builtin and rt.schema:
+            if strict:
+                reject_unknown_fields(rt, obj)
             obj = prune_and_default(rt.schema, obj)
         apply_defaults(rt.key, obj, old, self.ips)
         for plugin in self.admission:

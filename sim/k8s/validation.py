@@ -226,17 +226,22 @@ def validate_object(
         causes += builtin.errors(obj, strict=False)
     elif rt.schema:
         causes += structural_errors(rt.schema, obj, "")
-        if strict:
-            unknown_paths = unknown_fields(rt.schema, obj, "")
-            if unknown_paths:
-                raise ApiError(
-                    400,
-                    "strict decoding error: "
-                    + ", ".join(f'unknown field "{u}"' for u in unknown_paths),
-                )
     causes += semantic_checks(rt, obj)
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
+
+
+def reject_unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """fieldValidation=Strict for a custom resource: unknown fields are a 400, not pruned."""
+    if rt.schema is None:
+        return
+    unknown_paths = unknown_fields(rt.schema, obj, "")
+    if unknown_paths:
+        raise ApiError(
+            400,
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            "strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown_paths),
+        )
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -216,3 +216,40 @@ def test_server_side_apply_with_kubectl(kubectl: Kubectl, tmp_path: Path) -> Non
         kubectl("get", "cm", "ssa", "-o", "json", "--show-managed-fields").stdout
     )["metadata"]["managedFields"]
     assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in managers)
+
+
+def test_unknown_fields_are_rejected_under_kubectl_strict_validation(
+    kubectl: Kubectl, cluster: ApiServer
+) -> None:
+    typo = (
+        DEPLOYMENT.split("---")[0]
+        .replace("name: web,", "name: typo,")
+        .replace(
+            "        image: nginx:1.27",
+            "        image: nginx:1.27\n        imagePullPolicyy: Always",
+        )
+    )
+    result = kubectl("apply", "-f", "-", stdin=typo, check=False)
+    assert (
+        result.returncode != 0
+        and "strict decoding error" in result.stderr
+        and "imagePullPolicyy" in result.stderr
+    )
+    cluster.install("keda")
+    scaled = """
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: so, namespace: default}
+spec:
+  scaleTargetRef: {name: web}
+  triggers: [{type: cpu, metadata: {value: "50"}}]
+  maxReplicas: 3
+"""
+    result = kubectl("apply", "-f", "-", stdin=scaled, check=False)
+    assert result.returncode != 0 and 'unknown field "spec.maxReplicas"' in result.stderr
+    assert (
+        kubectl(
+            "apply", "-f", "-", stdin=scaled.replace("maxReplicas", "maxReplicaCount")
+        ).returncode
+        == 0
+    )
