@@ -216,3 +216,25 @@ async def test_delete_removes_only_the_addons_this_control_plane_installed() -> 
     assert set(addons.addons) == {"amazon-cloudwatch-observability"}
     again = await stage.run(Contexts("delete_dependencies", command, {})())
     assert isinstance(again, Done) and again.noop
+
+
+async def test_a_run_repeated_after_a_lost_submit_repeats_no_mutation() -> None:
+    """A crash between the calls and the persisted Submitted: the redelivered run finds the
+    add-ons creating and the manifests in place, and makes no call a second time."""
+    kube, addons = FakeKube(), FakeAddons.offering(COMPONENTS)
+    stage = next(
+        s for s in create_stages(FakeKubeFactory(kube), addons) if s.name == "dependencies"
+    )
+    first = await stage.run(
+        Contexts("dependencies", create_command(), {"eks_cluster": eks_outputs()})()
+    )
+    assert isinstance(first, Submitted)
+    calls, mutations = list(addons.calls), list(kube.mutations)
+
+    replay = await stage.run(
+        Contexts("dependencies", create_command(), {"eks_cluster": eks_outputs()})()
+    )
+    assert isinstance(replay, Submitted)
+    assert addons.calls == calls and kube.mutations == mutations
+    statuses = {n: c["status"] for n, c in replay.outputs["components"].items()}
+    assert statuses["cert-manager"] == "pending"  # CREATING: waited for, not created again

@@ -3,8 +3,9 @@
 Endpoint and CA come from DescribeCluster; the bearer token is what `aws eks get-token` makes:
 `k8s-aws-v1.` + base64url(a presigned STS GetCallerIdentity URL that signs the header
 `x-k8s-aws-id: <cluster>`). EKS accepts such a token for 15 minutes, so it is renewed well
-before that. Objects are applied with server-side apply (field manager "hyperpilot"), so a
-re-apply of the same object changes nothing and another manager's fields are left alone.
+before that. Objects are applied with server-side apply (field manager "hyperpilot"): a
+re-apply of the same object changes nothing, fields other managers own and we do not declare
+are left alone, and a field we declare is taken over (the declared state is authoritative).
 
 The official client is synchronous; each call runs in a thread so the event loop stays free.
 """
