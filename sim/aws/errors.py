@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 
 import botocore.session
 from botocore.exceptions import UnknownServiceError
-from botocore.model import ServiceModel
+from botocore.model import NoShapeFoundError, ServiceModel
 
 _SESSION = botocore.session.get_session()
 
@@ -51,7 +51,7 @@ class AwsError(Exception):
                 status = shape.metadata.get("error", {}).get("httpStatusCode")
                 if status:
                     return int(status)
-            except (UnknownServiceError, Exception):
+            except (UnknownServiceError, NoShapeFoundError):
                 pass
         return _DEFAULT_STATUS.get(self.code, 400)
 
