@@ -326,12 +326,12 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
         domain="cluster",
         stages=(*upstream({"delete_hyperpod": {}}), *delete_stages(factory, addons)),
     )
-    delete_command = {
-        **DeleteCluster(name=name, region=REGION).model_dump(mode="json"),
-        "resources": resources,
-    }
-    third = await start(pool, DeleteCluster(name=name, region=REGION), name)
-    assert await engine.run(delete_flow, third, delete_command, delivery()) == "succeeded"
+    delete = DeleteCluster(name=name, region=REGION, resources=resources)
+    third = await start(pool, delete, name)
+    assert (
+        await engine.run(delete_flow, third, delete.model_dump(mode="json"), delivery())
+        == "succeeded"
+    )
     assert eks.list_addons(clusterName=name)["addons"] == []
     assert [
         c.metadata.name for c in core.list_namespaced_persistent_volume_claim("default").items
