@@ -1,5 +1,10 @@
-"""Contracts: the envelope, commands, events and subjects every service shares."""
+"""Contracts: the envelope, commands, events and subjects every service shares.
 
+Importing the package imports every contract module, so each command and event is registered
+by name (COMMANDS, EVENTS) before any is read back from storage or the bus.
+"""
+
+from shared.contracts import cluster, features, instance_groups, nodes, plan  # noqa: F401
 from shared.contracts.commands import COMMANDS, Command
 from shared.contracts.envelope import Envelope
 from shared.contracts.events import EVENTS, Event

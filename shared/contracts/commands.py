@@ -12,10 +12,21 @@ from shared.contracts.cluster import ClusterSpec, ImportSpec
 from shared.contracts.spec import Spec
 from shared.contracts.subjects import command_subject
 
+COMMANDS: dict[str, type[Command]] = {}
+
 
 class Command(Spec):
+    """Every concrete command registers itself by name (how a stored command is read back)."""
+
     domain: ClassVar[str]
     verb: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "verb" in cls.__dict__:
+            if cls.__name__ in COMMANDS:
+                raise TypeError(f"two commands are named {cls.__name__}")
+            COMMANDS[cls.__name__] = cls
 
     @classmethod
     def subject(cls) -> str:
@@ -68,15 +79,3 @@ class ImportCluster(Command):
 
     spec: ImportSpec
     region: str
-
-
-COMMANDS: dict[str, type[Command]] = {
-    model.__name__: model
-    for model in (
-        CreateStorageBucket,
-        DeleteStorageBucket,
-        CreateCluster,
-        DeleteCluster,
-        ImportCluster,
-    )
-}

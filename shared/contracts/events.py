@@ -6,11 +6,22 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+EVENTS: dict[str, type[Event]] = {}
+
 
 class Event(BaseModel):
+    """Every concrete event registers itself by name."""
+
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     what: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "what" in cls.__dict__:
+            if cls.__name__ in EVENTS:
+                raise TypeError(f"two events are named {cls.__name__}")
+            EVENTS[cls.__name__] = cls
 
 
 class OperationAccepted(Event):
@@ -117,29 +128,6 @@ class BucketDeleted(Event):
     region: str
 
 
-EVENTS: dict[str, type[Event]] = {
-    model.__name__: model
-    for model in (
-        OperationAccepted,
-        OperationStarted,
-        OperationSucceeded,
-        OperationNoop,
-        OperationFailed,
-        OperationRetried,
-        OperationCancelled,
-        CancelRequested,
-        StageStarted,
-        StageSubmitted,
-        StageProgress,
-        StageSucceeded,
-        StageFailed,
-        StageRetrying,
-        BucketCreated,
-        BucketDeleted,
-    )
-}
-
-
 class ActiveClusterChanged(Event):
     what = "active_cluster_changed"
     name: str
@@ -163,11 +151,3 @@ class ClusterImported(Event):
     name: str
     eks_cluster_arn: str
     hyperpod_cluster_arn: str | None
-
-
-EVENTS.update(
-    {
-        model.__name__: model
-        for model in (ActiveClusterChanged, ClusterCreated, ClusterDeleted, ClusterImported)
-    }
-)

@@ -24,3 +24,12 @@ def domain_commands(domain: str) -> str:
 def query_subject(domain: str, name: str) -> str:
     """Reads answered by a domain service over request/reply (not durable: a read is retried)."""
     return f"qry.{domain}.{name}"
+
+
+# The service that owns each command domain answers that domain's queries.
+_OWNER = {"storage": "cluster"}
+
+
+def owning_service(domain: str) -> str:
+    """cluster-svc owns `cluster` and `storage`; every other domain owns itself."""
+    return _OWNER.get(domain, domain)

@@ -9,13 +9,15 @@ from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
 from cluster_svc.adapters.s3 import S3Buckets
 from cluster_svc.domain.cluster_workflow import (
+    ClusterPorts,
     create_cluster_workflow,
     delete_cluster_workflow,
     import_cluster_workflow,
 )
 from cluster_svc.domain.storage import create_bucket_workflow, delete_bucket_workflow
 from cluster_svc.handlers import build_handlers
-from cluster_svc.queries import QueryResponder
+from cluster_svc.planning import Planner, plan_route
+from cluster_svc.queries import QueryResponder, Route
 from shared.consumer import Handler
 from shared.contracts.commands import (
     CreateCluster,
@@ -51,11 +53,24 @@ def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
     )
 
 
+def planners(ports: ClusterPorts) -> dict[str, Planner]:
+    """Dry runs, per command type."""
+    return {}
+
+
+def read_routes(ports: ClusterPorts) -> dict[str, Route]:
+    """Live reads beyond inspection (nodes, features...), by subject."""
+    return {}
+
+
 async def answer_queries(runtime: ServiceRuntime) -> None:
-    """Inspect reads over request/reply, for as long as the service runs."""
+    """Inspect reads, further live reads and dry runs over request/reply."""
     await runtime.bus.wait_ready()
     assert runtime.bus.nc is not None
-    responder = QueryResponder(runtime.bus.nc, Inspector(aws_clients(runtime)))
+    aws = aws_clients(runtime)
+    ports = build_ports(aws)
+    extra = {**read_routes(ports), **plan_route(planners(ports))}
+    responder = QueryResponder(runtime.bus.nc, Inspector(aws), extra)
     await responder.start()
     try:
         await asyncio.Event().wait()

@@ -84,10 +84,16 @@ def _required(request: dict[str, Any], key: str, pattern: str, example: str) -> 
     return value
 
 
-class QueryResponder:
-    """Answers the inspect queries with one inspector (its region is the one served)."""
+Route = Callable[[dict[str, Any]], Awaitable[Any]]
 
-    def __init__(self, nc: NATS, inspector: Inspecting) -> None:
+
+class QueryResponder:
+    """Answers the inspect queries with one inspector (its region is the one served), and any
+    further read routes the service adds (`extra`: subject -> route)."""
+
+    def __init__(
+        self, nc: NATS, inspector: Inspecting, extra: dict[str, Route] | None = None
+    ) -> None:
         self.nc = nc
         self.inspector = inspector
         self._subscriptions: list[Subscription] = []
@@ -99,10 +105,11 @@ class QueryResponder:
             TRAINING_PLANS: self._training_plans,
             CLUSTERS: self._clusters,
             CHECK_CREATE: self._check_create,
+            **(extra or {}),
         }
 
     async def start(self) -> None:
-        for subject in SUBJECTS:
+        for subject in self._routes:
             self._subscriptions.append(
                 await self.nc.subscribe(subject, queue=QUEUE_GROUP, cb=self._on_message)
             )
@@ -135,7 +142,7 @@ class QueryResponder:
         route = self._routes.get(subject)
         if route is None:
             return _error(
-                "unknown_query", f"no query {subject}", "use one of " + ", ".join(SUBJECTS)
+                "unknown_query", f"no query {subject}", "use one of " + ", ".join(self._routes)
             )
         try:
             request = orjson.loads(data) if data else {}

@@ -12,7 +12,10 @@ from fastapi.responses import JSONResponse
 
 from gateway.auth import Principal
 from gateway.errors import ApiError
+from gateway.queries import query
+from shared.bus import Bus
 from shared.contracts.commands import Command
+from shared.contracts.subjects import owning_service
 from shared.operations import IdempotencyConflict, create_operation
 
 _KEY = re.compile(r"^[A-Za-z0-9._:\-]{1,200}$")
@@ -81,3 +84,15 @@ async def accept(
         status_code=202,
         headers={"Location": f"/api/v1/operations/{operation_id}"},
     )
+
+
+async def dry_run(bus: Bus, command: Command) -> JSONResponse:
+    """The plan of a mutation, computed by its domain service from actual state; nothing is
+    stored or changed."""
+    plan = await query(
+        bus,
+        owning_service(command.domain),
+        "plan",
+        {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
+    )
+    return JSONResponse({"dry_run": True, "plan": plan}, status_code=200)

@@ -1,0 +1,41 @@
+"""A plan: what a mutation would do, computed from actual state, without doing it.
+
+Every mutation accepts `dry_run=true` and answers with its plan; the same computation decides
+the real operation, so "requested equals actual" is a plan with `noop` and no calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class FieldChange(BaseModel):
+    actual: Any = None
+    requested: Any = None
+
+
+class PlannedCall(BaseModel):
+    service: str  # e.g. sagemaker, eks, iam
+    operation: str  # botocore operation name, e.g. UpdateCluster
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlannedObject(BaseModel):
+    action: Literal["apply", "delete", "patch"]
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+    body: dict[str, Any] | None = None
+
+
+class Plan(BaseModel):
+    command: str  # the command type, e.g. UpdateInstanceGroup
+    target: str  # e.g. llm-training/instance-groups/gpu
+    noop: bool  # requested already equals actual: no call would be made
+    diff: dict[str, FieldChange] = Field(default_factory=dict)  # only what would change
+    calls: list[PlannedCall] = Field(default_factory=list)
+    objects: list[PlannedObject] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
