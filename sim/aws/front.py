@@ -8,6 +8,7 @@ botocore's model, call the simulation (or moto), and log the call if it mutates.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -86,10 +87,8 @@ class FrontApp:
         if error is not None:
             return self._error(req, error, start_response, simulated)
         if simulated:
-            try:
+            with contextlib.suppress(ForwardToMoto):
                 return self._simulate(req, start_response)
-            except ForwardToMoto:
-                simulated = False
         return self._forward(req, environ, body, start_response)
 
     def _simulate(self, req: AwsRequest, start_response: StartResponse) -> Iterable[bytes]:

@@ -166,3 +166,18 @@ def test_sagemaker_tags_and_cluster_listing(
     assert err.value.response["Error"]["Code"] == "ValidationException"
     for name in names:
         sm.delete_cluster(ClusterName=name)
+
+
+def test_tags_of_resources_moto_owns_are_left_to_moto(sim: SimulatedAws, network: Network) -> None:
+    sm = aws_client(sim, "sagemaker")
+    model = sm.create_model(
+        ModelName=unique("model"),
+        ExecutionRoleArn=network.role_arn,
+        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"},
+    )["ModelArn"]
+    sm.add_tags(ResourceArn=model, Tags=[{"Key": "owner", "Value": "moto"}])
+    assert sm.list_tags(ResourceArn=model)["Tags"] == [{"Key": "owner", "Value": "moto"}]
+    tagged = [
+        c for c in sim.call_log("sagemaker", "AddTags") if c["params"]["ResourceArn"] == model
+    ]
+    assert [(c["simulated"], c["status"]) for c in tagged] == [(False, 200)]
