@@ -540,3 +540,20 @@ def test_admin_api_injects_faults_over_https(
         assert exc.code == 401
     else:
         raise AssertionError("an unauthenticated admin request was accepted")
+
+
+def test_readiness_probe_delays_ready_by_the_scaled_initial_delay(core: client.CoreV1Api) -> None:
+    probed = pod("probed", image="vllm/vllm-openai:v0.9.0")
+    probed["spec"]["containers"][0]["readinessProbe"] = {
+        "httpGet": {"path": "/health", "port": 8000},
+        "initialDelaySeconds": 150,
+        "periodSeconds": 10,
+    }
+    core.create_namespaced_pod("default", probed)
+    eventually(lambda: phase(core, "probed") == "Running")
+    assert not core.read_namespaced_pod("probed", "default").status.container_statuses[0].ready
+    # 160 s of probing under the fast profile (x0.01) is 1.6 s
+    eventually(
+        lambda: core.read_namespaced_pod("probed", "default").status.container_statuses[0].ready,
+        timeout=10,
+    )

@@ -15,6 +15,7 @@ from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.programs import Program, program_for
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
+from sim.profile import REAL
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -203,9 +204,10 @@ class Kubelet(Controller):
             self.event(pod, "Created", f"Created container: {c['name']}")
             self.event(pod, "Started", f"Started container {c['name']}")
         status = clone(pod["status"])
+        delays = {c["name"]: self._readiness_delay(c) for c in pod["spec"].get("containers") or []}
         for cs in status["containerStatuses"]:
             cs.update(
-                ready=True,
+                ready=delays.get(cs["name"], 0.0) <= 0,
                 started=True,
                 state={"running": {"startedAt": now_iso()}},
                 containerID=_container_id(pod, cs["name"], 0),
@@ -215,8 +217,42 @@ class Kubelet(Controller):
         self._ready_conditions(status)
         pod["status"] = status
         self.update_status("pods", pod)
+        loop = asyncio.get_running_loop()
         for c in pod["spec"].get("containers") or []:
             self._launch(pod, c)
+            if delays[c["name"]] > 0:
+                loop.call_later(
+                    delays[c["name"]],
+                    self._become_ready,
+                    pod["metadata"]["namespace"],
+                    pod["metadata"]["name"],
+                    uid,
+                    c["name"],
+                )
+
+    def _readiness_delay(self, container: Obj) -> float:
+        """A readiness probe passes after its initialDelaySeconds (plus one period), scaled by the
+        time profile: a vLLM server probed after 120 s is ready in 1.2 s under `fast`."""
+        probe = container.get("readinessProbe") or container.get("startupProbe")
+        if not isinstance(probe, dict):
+            return 0.0
+        seconds = float(probe.get("initialDelaySeconds", 0)) + float(probe.get("periodSeconds", 10))
+        return seconds * self.profile.container_start / REAL.container_start
+
+    def _become_ready(self, ns: str, name: str, uid: str, cname: str) -> None:
+        current = self.store.get("pods", ns, name)
+        if (
+            current is None
+            or current["metadata"]["uid"] != uid
+            or current["metadata"].get("deletionTimestamp")
+        ):
+            return
+        pod = clone(current)
+        for cs in pod["status"].get("containerStatuses") or []:
+            if cs["name"] == cname and "running" in (cs.get("state") or {}):
+                cs["ready"] = True
+        self._ready_conditions(pod["status"])
+        self.update_status("pods", pod)
 
     def _launch(self, pod: Obj, container: Obj) -> None:
         program = program_for(pod, container, self.profile)
@@ -364,11 +400,12 @@ class Kubelet(Controller):
         container = next((c for c in pod["spec"]["containers"] if c["name"] == cname), None)
         if container is None:
             return
+        delay = self._readiness_delay(container)
         for cs in pod["status"].get("containerStatuses") or []:
             if cs["name"] == cname:
                 cs["restartCount"] = cs.get("restartCount", 0) + 1
                 cs.update(
-                    ready=True,
+                    ready=delay <= 0,
                     started=True,
                     state={"running": {"startedAt": now_iso()}},
                     containerID=_container_id(pod, cname, cs["restartCount"]),
@@ -378,6 +415,8 @@ class Kubelet(Controller):
         self.server.logs.restart(ns, name, cname)
         self.event(pod, "Started", f"Started container {cname}")
         self._launch(pod, container)
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, self._become_ready, ns, name, uid, cname)
 
     # -- faults ------------------------------------------------------------------------
 
