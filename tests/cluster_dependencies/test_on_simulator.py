@@ -239,7 +239,8 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
     api, kubeconfig = kube_api(eks_cluster, tmp_path)
     core: Any = k8s.CoreV1Api(api)
     apps: Any = k8s.AppsV1Api(api)
-    namespaces = {n.metadata.name for n in core.list_namespace().items}
+    namespaces = {n["metadata"]["name"] for n in kubectl(kubeconfig, "get", "namespaces")["items"]}
+    assert namespaces == {n.metadata.name for n in core.list_namespace().items}
     assert {
         "aws-hyperpod",
         "hyperpod",

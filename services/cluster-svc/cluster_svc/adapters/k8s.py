@@ -159,17 +159,21 @@ class KubeClient:
 
     def _client(self) -> DynamicClient:
         with self._lock:
-            if self._dynamic is None:
+            if self._dynamic is None:  # discovery: several requests, done once per cluster
                 self._dynamic = DynamicClient(  # type: ignore[no-untyped-call]
                     self.api, cache_file=str(self._cache_file)
                 )
             return self._dynamic
 
     def _resource(self, api_version: str, kind: str) -> Any:
-        try:
-            return self._client().resources.get(api_version=api_version, kind=kind)
-        except ResourceNotFoundError:
-            return None
+        """The API resource serving this kind, or None. Discovery fills a shared cache lazily,
+        so lookups are serialized; the calls made on the resource run in parallel."""
+        client = self._client()
+        with self._lock:
+            try:
+                return client.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                return None
 
     async def _run(self, what: str, fn: Callable[[], T]) -> T:
         try:
