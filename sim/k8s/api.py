@@ -19,7 +19,7 @@ import yaml
 from sim.k8s import patch as patches
 from sim.k8s.defaults import IpAllocator, apply_defaults
 from sim.k8s.errors import ApiError, already_exists, conflict, not_found
-from sim.k8s.registry import Registry, ResourceType
+from sim.k8s.registry import REVIEWS, Registry, ResourceType
 from sim.k8s.selectors import parse_field_selector, parse_label_selector, selector_string
 from sim.k8s.store import Obj, Store, clone
 from sim.k8s.timeutil import now_iso
@@ -63,6 +63,34 @@ def set_path(obj: Obj, path: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
+
+
+ADMIN_USER = {
+    "username": "kubernetes-admin",
+    "uid": "aws-iam-authenticator:000000000000:AROAEXAMPLESIMADMIN",
+    "groups": ["system:masters", "system:authenticated"],
+}
+
+
+def review(rt: ResourceType, body: Obj) -> Obj:
+    """Every authenticated caller is a cluster admin here (no RBAC): reviews say so."""
+    out = clone(body)
+    out["apiVersion"], out["kind"] = rt.group_version, rt.kind
+    out.setdefault("metadata", {})["creationTimestamp"] = now_iso()
+    if rt.kind == "SelfSubjectAccessReview":
+        out["status"] = {
+            "allowed": True,
+            "reason": "the simulated cluster has no RBAC: every caller is admin",
+        }
+    elif rt.kind == "SelfSubjectRulesReview":
+        out["status"] = {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+        }
+    else:
+        out["status"] = {"userInfo": dict(ADMIN_USER)}
+    return out
 
 
 class Api:
@@ -231,6 +259,8 @@ class Api:
             raise ApiError(405, f"create is not supported on {rt.plural}")
         if not isinstance(body, dict):
             raise ApiError(400, "the body of the request must be an object")
+        if rt.key in REVIEWS:
+            return review(rt, body)
         obj = clone(body)
         kind = obj.get("kind")
         if kind and kind != rt.kind:

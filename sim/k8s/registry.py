@@ -124,7 +124,41 @@ BUILTINS: tuple[ResourceType, ...] = (
         (),
     ),
     _rt("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False, (), ()),
+    _rt(
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        (),
+        (),
+        ("create",),
+    ),
+    _rt(
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        False,
+        (),
+        (),
+        ("create",),
+    ),
+    _rt(
+        "authentication.k8s.io/v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        False,
+        (),
+        (),
+        ("create",),
+    ),
 )
+
+# Resources that answer a create without storing anything (reviews of the caller's access).
+REVIEWS = {
+    "selfsubjectaccessreviews.authorization.k8s.io",
+    "selfsubjectrulesreviews.authorization.k8s.io",
+    "selfsubjectreviews.authentication.k8s.io",
+}
 
 # Which version a group prefers when it serves several (autoscaling serves v2 and v1).
 PREFERRED = {"autoscaling": "v2"}

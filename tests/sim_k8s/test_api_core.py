@@ -386,3 +386,17 @@ def test_namespace_deletion_removes_contents(core: client.CoreV1Api) -> None:
 
     eventually(gone)
     assert not core.list_namespaced_config_map("doomed").items
+
+
+def test_access_reviews_answer_without_storing(api_client: client.ApiClient) -> None:
+    authz = client.AuthorizationV1Api(api_client)
+    review = authz.create_self_subject_access_review(
+        {
+            "spec": {
+                "resourceAttributes": {"verb": "create", "resource": "pods", "namespace": "default"}
+            }
+        }
+    )
+    assert review.status.allowed is True
+    who = client.AuthenticationV1Api(api_client).create_self_subject_review({})
+    assert "system:masters" in who.status.user_info.groups
