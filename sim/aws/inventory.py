@@ -1,7 +1,8 @@
 """What exists in the simulated account, by kind: the proof that a delete left nothing behind.
 
 The account's defaults (the default VPC with its subnets, gateway, route table and security
-group; AWS-managed IAM policies) are not listed: they exist in every fresh account.
+group; AWS-managed IAM policies) are not listed: they exist in every fresh account. Secrets
+scheduled for deletion are not listed either: they are on their way out.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from moto.cloudformation.models import cloudformation_backends
 from moto.fsx.models import fsx_backends
 from moto.s3.models import s3_backends
+from moto.secretsmanager.models import secretsmanager_backends
 from moto.ssm.models import ssm_backends
 
 from sim.aws import moto_state
@@ -54,6 +56,7 @@ def moto_inventory(account_id: str, region: str) -> dict[str, list[str]]:
             i.id for i in ec2.all_instances() if i.state not in ("terminated", "shutting-down")
         ),
         "iam_roles": sorted(r.name for r in iam.roles.values()),
+        "iam_users": sorted(iam.users),
         "iam_policies": sorted(
             p.arn for p in iam.managed_policies.values() if ":aws:policy/" not in p.arn
         ),
@@ -67,5 +70,10 @@ def moto_inventory(account_id: str, region: str) -> dict[str, list[str]]:
             if s.status != "DELETE_COMPLETE"
         ),
         "ssm_parameters": sorted(ssm_backends[account_id][region]._parameters),
+        "secrets": sorted(
+            secret.name
+            for secret in dict.values(secretsmanager_backends[account_id][region].secrets)
+            if not secret.is_deleted()
+        ),
     }
     return result

@@ -141,6 +141,8 @@ def test_delete_leaves_nothing_behind() -> None:
         group = ec2.create_security_group(GroupName="g", Description="g", VpcId=vpc)["GroupId"]
         role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]
         s3.create_bucket(Bucket="inventory-bucket")
+        secrets = aws_client(sim, "secretsmanager")
+        secrets.create_secret(Name="hf-token", SecretString="x")
         eks.create_cluster(
             name="inv",
             roleArn=role["Arn"],
@@ -183,6 +185,7 @@ def test_delete_leaves_nothing_behind() -> None:
             "inv/arn:aws:iam::555555555555:user/moto",
         ]
         assert seen["hyperpod_clusters"] == ["inv-hp"]
+        assert seen["secrets"] == ["hf-token"]
 
         sm.delete_cluster(ClusterName="inv-hp")
         eks.delete_cluster(name="inv")
@@ -191,6 +194,7 @@ def test_delete_leaves_nothing_behind() -> None:
         )
         iam.delete_open_id_connect_provider(OpenIDConnectProviderArn=seen["oidc_providers"][0])
         s3.delete_bucket(Bucket="inventory-bucket")
+        secrets.delete_secret(SecretId="hf-token")
         iam.delete_role(RoleName="r")
         ec2.delete_nat_gateway(NatGatewayId=nat)
         ec2.release_address(AllocationId=allocation)

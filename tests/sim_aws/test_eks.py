@@ -406,3 +406,22 @@ def test_cluster_fails_when_its_api_server_cannot_start() -> None:
         )
         assert cluster["status"] == "FAILED"
         assert "no port left" in cluster["health"]["issues"][0]["message"]
+
+
+def test_real_profile_takes_minutes() -> None:
+    profile = get_profile("real")
+    assert profile.eks_create >= 480
+    with SimulatedAws(profile, account_id="888888888888") as sim:
+        ec2, iam, eks = aws_client(sim, "ec2"), aws_client(sim, "iam"), aws_client(sim, "eks")
+        vpc = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
+        subnets = [
+            ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZoneId=zone)["Subnet"][
+                "SubnetId"
+            ]
+            for cidr, zone in (("10.8.0.0/20", "use1-az1"), ("10.8.16.0/20", "use1-az2"))
+        ]
+        role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        eks.create_cluster(name="slow", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        time.sleep(1.0)
+        assert eks.describe_cluster(name="slow")["cluster"]["status"] == "CREATING"
+        assert sim.ctx.scheduler.pending() == 1
