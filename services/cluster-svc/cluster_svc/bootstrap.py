@@ -8,16 +8,16 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
 from cluster_svc.adapters.s3 import S3Buckets
+from cluster_svc.areas import build_areas
 from cluster_svc.domain.cluster_workflow import (
-    ClusterPorts,
     create_cluster_workflow,
     delete_cluster_workflow,
     import_cluster_workflow,
 )
 from cluster_svc.domain.storage import create_bucket_workflow, delete_bucket_workflow
 from cluster_svc.handlers import build_handlers
-from cluster_svc.planning import Planner, plan_route
-from cluster_svc.queries import QueryResponder, Route
+from cluster_svc.planning import plan_route
+from cluster_svc.queries import QueryResponder
 from shared.consumer import Handler
 from shared.contracts.commands import (
     CreateCluster,
@@ -41,26 +41,16 @@ def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
     aws = aws_clients(runtime)
     ports = build_ports(aws)
     buckets = S3Buckets(aws)
-    return build_handlers(
-        runtime.engine,
-        {
-            CreateStorageBucket.__name__: create_bucket_workflow(buckets),
-            DeleteStorageBucket.__name__: delete_bucket_workflow(buckets),
-            CreateCluster.__name__: create_cluster_workflow(ports),
-            DeleteCluster.__name__: delete_cluster_workflow(ports),
-            ImportCluster.__name__: import_cluster_workflow(ports),
-        },
-    )
-
-
-def planners(ports: ClusterPorts) -> dict[str, Planner]:
-    """Dry runs, per command type."""
-    return {}
-
-
-def read_routes(ports: ClusterPorts) -> dict[str, Route]:
-    """Live reads beyond inspection (nodes, features...), by subject."""
-    return {}
+    workflows = {
+        CreateStorageBucket.__name__: create_bucket_workflow(buckets),
+        DeleteStorageBucket.__name__: delete_bucket_workflow(buckets),
+        CreateCluster.__name__: create_cluster_workflow(ports),
+        DeleteCluster.__name__: delete_cluster_workflow(ports),
+        ImportCluster.__name__: import_cluster_workflow(ports),
+    }
+    for area in build_areas(aws, ports):
+        workflows.update(area.workflows)
+    return build_handlers(runtime.engine, workflows)
 
 
 async def answer_queries(runtime: ServiceRuntime) -> None:
@@ -68,9 +58,10 @@ async def answer_queries(runtime: ServiceRuntime) -> None:
     await runtime.bus.wait_ready()
     assert runtime.bus.nc is not None
     aws = aws_clients(runtime)
-    ports = build_ports(aws)
-    extra = {**read_routes(ports), **plan_route(planners(ports))}
-    responder = QueryResponder(runtime.bus.nc, Inspector(aws), extra)
+    areas = build_areas(aws, build_ports(aws))
+    planners = {k: v for area in areas for k, v in area.planners.items()}
+    reads = {k: v for area in areas for k, v in area.read_routes.items()}
+    responder = QueryResponder(runtime.bus.nc, Inspector(aws), {**reads, **plan_route(planners)})
     await responder.start()
     try:
         await asyncio.Event().wait()

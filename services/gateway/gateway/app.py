@@ -18,7 +18,7 @@ from gateway.limits import BodySizeLimit
 from gateway.metrics import RequestMetrics
 from gateway.oidc import OidcVerifier
 from gateway.ratelimit import MutationRateLimiter
-from gateway.routes import clusters, events, health, inspect, operations, storage, tokens
+from gateway.routes import routers
 from gateway.stream import EventBroadcaster
 from shared.bus import Bus
 from shared.config import Settings, get_settings
@@ -119,8 +119,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "Last-Event-ID",
             ],
         )
-    for module in (health, operations, events, storage, clusters, inspect, tokens):
-        app.include_router(module.router)
+    for router in routers():
+        app.include_router(router)
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
