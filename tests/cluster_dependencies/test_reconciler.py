@@ -238,3 +238,29 @@ async def test_a_run_repeated_after_a_lost_submit_repeats_no_mutation() -> None:
     assert addons.calls == calls and kube.mutations == mutations
     statuses = {n: c["status"] for n, c in replay.outputs["components"].items()}
     assert statuses["cert-manager"] == "pending"  # CREATING: waited for, not created again
+
+
+async def test_a_crd_the_addon_installed_is_left_alone_and_a_degraded_addon_does_not_block() -> (
+    None
+):
+    kube, addons = FakeKube(), FakeAddons.offering(COMPONENTS)
+    crd_component = next(c for c in COMPONENTS if c.name == "hyperpod-pytorchjob-crd")
+    theirs = {
+        **crd_component.manifests[0],
+        "status": {"conditions": [{"type": "Established", "status": "True"}]},
+    }
+    kube.put(theirs)  # as the training-operator add-on installs it: without our labels
+    outputs = await converge(Reconciler(COMPONENTS, kube, addons), addons)
+    assert outputs["components"]["hyperpod-pytorchjob-crd"]["status"] == "unchanged"
+    crd_key = (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "",
+        "hyperpodpytorchjobs.sagemaker.amazonaws.com",
+    )
+    assert ("apply", crd_key) not in kube.mutations
+
+    addons.addons["amazon-cloudwatch-observability"]["status"] = "DEGRADED"
+    again = await Reconciler(COMPONENTS, kube, addons).run_pass(TARGET, {})
+    assert again.complete and not again.mutated
+    assert again.components["amazon-cloudwatch-observability"]["status"] == "degraded"

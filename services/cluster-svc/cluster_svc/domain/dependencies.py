@@ -361,9 +361,9 @@ def _settled(previous: str | None, seen: Observed, action: Action) -> str:
         return previous
     if action == "wait":
         return "pending"
-    if seen.state in ("external", "degraded"):
-        return seen.state
-    return "unchanged"
+    if seen.state == "degraded":
+        return "degraded"  # installed, but EKS reports health issues (often: no nodes yet)
+    return "unchanged"  # includes components another tool installed: left as they are
 
 
 # ---- stages ---------------------------------------------------------------------------------
