@@ -102,3 +102,35 @@ def module_stack(
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{time.time_ns() % 10**12}"
+
+
+def cluster_spec(api: Client, name: str, count: int = 2) -> dict[str, Any]:
+    """A decision-grade spec for `name`: the first zone and an instance type offered there."""
+    deadline = time.monotonic() + 30
+    while (answer := api.get("/api/v1/inspect/availability-zones")).status_code != 200:
+        # cluster-svc answers inspect queries once it has connected to NATS
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(0.1)
+    zone = answer.json()[0]["zone_id"]
+    offered = api.get(
+        "/api/v1/inspect/instance-types", params={"availability_zone_id": zone}
+    ).json()
+    types = [t["instance_type"] for t in offered if zone in t["availability_zone_ids"]]
+    instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
+    return {
+        "name": name,
+        "availability_zone_id": zone,
+        "instance_groups": [{"name": "gpu", "instance_type": instance_type, "count": count}],
+    }
+
+
+@pytest.fixture(scope="module")
+def created_cluster(module_stack: RunningStack) -> Iterator[tuple[RunningStack, str]]:
+    """A cluster built through REST once per module (deleted afterwards): (stack, cluster name)."""
+    api = module_stack.client
+    name = unique("mod")
+    op = api.post("/api/v1/clusters", cluster_spec(api, name)).json()["operation_id"]
+    done = api.wait(op, timeout=240)
+    assert done["status"] == "succeeded", done.get("error")
+    yield module_stack, name
+    api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240)

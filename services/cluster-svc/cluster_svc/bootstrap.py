@@ -69,4 +69,11 @@ async def answer_queries(runtime: ServiceRuntime) -> None:
         await responder.stop()
 
 
-COMPANIONS = (answer_queries,)
+async def area_companions(runtime: ServiceRuntime) -> None:
+    """Run every area's companions for as long as the service runs."""
+    aws = aws_clients(runtime)
+    companions = [c for area in build_areas(aws, build_ports(aws)) for c in area.companions]
+    await asyncio.gather(*(companion(runtime) for companion in companions))
+
+
+COMPANIONS = (answer_queries, area_companions)

@@ -16,6 +16,7 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.planning import Planner
 from cluster_svc.queries import Route
+from shared.service import Companion
 from shared.stages import Workflow
 
 
@@ -24,6 +25,8 @@ class Area:
     workflows: dict[str, Workflow] = field(default_factory=dict)  # command type -> workflow
     planners: dict[str, Planner] = field(default_factory=dict)  # command type -> dry run
     read_routes: dict[str, Route] = field(default_factory=dict)  # query subject -> route
+    # Long-running tasks of the area (e.g. a node-health watcher), started with the service.
+    companions: tuple[Companion, ...] = ()
 
 
 AreaFactory = Callable[[AwsClients, ClusterPorts], Area]
