@@ -117,8 +117,11 @@ class Scheduler(Controller):
                     alloc = node["status"].get("allocatable") or {}
                     load = used.get(node["metadata"]["name"], defaultdict(float))
                     gpus = parse(alloc.get("nvidia.com/gpu", 0)) or 1
-                    score = load["nvidia.com/gpu"] / gpus + load["cpu"] / max(
-                        parse(alloc.get("cpu", 1)), 1
+                    # least allocated first (GPUs, CPU, then pod count), as the default scorer
+                    score = (
+                        load["nvidia.com/gpu"] / gpus
+                        + load["cpu"] / max(parse(alloc.get("cpu", 1)), 1)
+                        + load["pods"] / max(parse(alloc.get("pods", 110)), 1)
                     )
                     fits.append((score, node["metadata"]["name"]))
         if fits:
