@@ -282,6 +282,13 @@ def test_inference_endpoint_deploys_workers_and_service(
         == "ml.g5.xlarge"
     )
     assert "Uvicorn running" in core.read_namespaced_pod_log(worker.metadata.name, "default")
+    # the scale subresource of a custom resource, through the paths its CRD declares
+    group = ("inference.sagemaker.aws.amazon.com", "v1", "default", "inferenceendpointconfigs", "qwen")
+    scale = custom.get_namespaced_custom_object_scale(*group)
+    assert scale["spec"]["replicas"] == 1 and scale["status"]["selector"]
+    custom.patch_namespaced_custom_object_scale(*group, {"spec": {"replicas": 2}})
+    assert custom.get_namespaced_custom_object(*group)["spec"]["replicas"] == 2
+    eventually(lambda: len(core.list_namespaced_pod("default", label_selector="app=qwen").items) == 2)
 
 
 def test_kuberay_job_and_karpenter(trained: ApiServer, custom: client.CustomObjectsApi) -> None:
