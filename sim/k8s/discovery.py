@@ -14,6 +14,7 @@ _SUB_VERBS = {
     "binding": ["create"],
     "eviction": ["create"],
     "finalize": ["update"],
+    "proxy": ["create", "delete", "get", "patch", "update"],
 }
 
 

@@ -63,8 +63,16 @@ _ALL = ("all",)
 
 BUILTINS: tuple[ResourceType, ...] = (
     _rt("v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize")),
-    _rt("v1", "Pod", "pods", True, ("po",), ("status", "log", "binding", "eviction"), cats=_ALL),
-    _rt("v1", "Service", "services", True, ("svc",), cats=_ALL),
+    _rt(
+        "v1",
+        "Pod",
+        "pods",
+        True,
+        ("po",),
+        ("status", "log", "binding", "eviction", "proxy"),
+        cats=_ALL,
+    ),
+    _rt("v1", "Service", "services", True, ("svc",), ("status", "proxy"), cats=_ALL),
     _rt("v1", "Endpoints", "endpoints", True, ("ep",), ()),
     _rt("v1", "ConfigMap", "configmaps", True, ("cm",), ()),
     _rt("v1", "Secret", "secrets", True, (), ()),

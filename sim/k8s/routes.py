@@ -14,6 +14,7 @@ import yaml
 from sim.k8s import admin, discovery, openapi
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
+from sim.k8s.proxy import proxy
 from sim.k8s.registry import ResourceType
 from sim.k8s.selectors import parse_field_selector, parse_label_selector
 from sim.k8s.store import Watcher, WatchEvent
@@ -129,6 +130,14 @@ class Router:
             if candidate is not None and candidate.namespaced:
                 namespace, rest = rest[1], rest[2:]
         rt = registry.lookup(group, version, rest[0]) if rest else None
+        if (
+            rt is not None
+            and not group
+            and len(rest) >= 3
+            and rest[2] == "proxy"
+            and rt.plural in ("services", "pods")
+        ):
+            return proxy(self.server, req, rt.plural, namespace, rest[1], "/".join(rest[3:]))
         if rt is None or len(rest) > 3:
             raise ApiError(404, "the server could not find the requested resource")
         name = rest[1] if len(rest) >= 2 else None

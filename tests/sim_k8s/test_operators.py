@@ -66,6 +66,38 @@ def training_job(
     }
 
 
+def call(
+    server: ApiServer, method: str, path: str, body: dict[str, Any] | None = None
+) -> tuple[int, Any]:
+    """A raw HTTPS request to the API server, as an HTTP client of the service proxy makes it."""
+    import json
+    import ssl
+    import tempfile
+    import urllib.error
+    import urllib.request
+
+    with tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False) as ca:
+        ca.write(server.ca_pem)
+    request = urllib.request.Request(
+        server.endpoint + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Authorization": f"Bearer {server.token()}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(
+            request, context=ssl.create_default_context(cafile=ca.name)
+        ) as resp:
+            raw = resp.read()
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        raw, status = exc.read(), exc.code
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw.decode()
+
+
 def conditions(job: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {
         c["type"]: (c["status"], c.get("reason", ""))
@@ -282,13 +314,43 @@ def test_inference_endpoint_deploys_workers_and_service(
         == "ml.g5.xlarge"
     )
     assert "Uvicorn running" in core.read_namespaced_pod_log(worker.metadata.name, "default")
+    # the model answers through the API server's service proxy, and logs the request
+    status, reply = call(
+        trained,
+        "POST",
+        "/api/v1/namespaces/default/services/qwen-routing-service:8000/proxy/v1/chat/completions",
+        {"model": "qwen3-8b", "messages": [{"role": "user", "content": "hello there"}]},
+    )
+    assert status == 200 and "hello there" in reply["choices"][0]["message"]["content"]
+    assert (
+        call(
+            trained,
+            "GET",
+            "/api/v1/namespaces/default/services/qwen-routing-service:8000/proxy/health",
+        )[0]
+        == 200
+    )
+    assert '"POST /v1/chat/completions HTTP/1.1" 200' in core.read_namespaced_pod_log(
+        worker.metadata.name, "default"
+    )
+    assert (
+        call(trained, "GET", "/api/v1/namespaces/default/services/nothing/proxy/health")[0] == 404
+    )
     # the scale subresource of a custom resource, through the paths its CRD declares
-    group = ("inference.sagemaker.aws.amazon.com", "v1", "default", "inferenceendpointconfigs", "qwen")
+    group = (
+        "inference.sagemaker.aws.amazon.com",
+        "v1",
+        "default",
+        "inferenceendpointconfigs",
+        "qwen",
+    )
     scale = custom.get_namespaced_custom_object_scale(*group)
     assert scale["spec"]["replicas"] == 1 and scale["status"]["selector"]
     custom.patch_namespaced_custom_object_scale(*group, {"spec": {"replicas": 2}})
     assert custom.get_namespaced_custom_object(*group)["spec"]["replicas"] == 2
-    eventually(lambda: len(core.list_namespaced_pod("default", label_selector="app=qwen").items) == 2)
+    eventually(
+        lambda: len(core.list_namespaced_pod("default", label_selector="app=qwen").items) == 2
+    )
 
 
 def test_kuberay_job_and_karpenter(trained: ApiServer, custom: client.CustomObjectsApi) -> None:

@@ -1,0 +1,148 @@
+"""The API server's service and pod proxy (`.../services/<name>[:port]/proxy/<path>`), answered
+by the simulated containers: model servers speak the OpenAI-compatible API vLLM and SGLang
+serve (health, models, completions, chat completions) and SageMaker's `/invocations`; other
+containers answer `/` and health paths. Each request is logged by the container it reached."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from sim.k8s.controllers.programs import SERVING
+from sim.k8s.controllers.workloads import pod_ready
+from sim.k8s.errors import ApiError, not_found
+from sim.k8s.http import Request, Response
+from sim.k8s.store import Obj
+
+if TYPE_CHECKING:
+    from sim.k8s.server import ApiServer
+
+
+def _model_name(container: Obj) -> str:
+    args = list(container.get("command") or []) + list(container.get("args") or [])
+    for flag in ("--served-model-name", "--model", "--model-path"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            return str(args[args.index(flag) + 1])
+        for arg in args:
+            if str(arg).startswith(flag + "="):
+                return str(arg).split("=", 1)[1]
+    for env in container.get("env") or []:
+        if env.get("name") in ("MODEL_ID", "SM_MODEL_ID", "MODEL_NAME", "HF_MODEL_ID") and env.get(
+            "value"
+        ):
+            return str(env["value"])
+    return str(container.get("image", "model")).rsplit("/", 1)[-1]
+
+
+def _pods_of_service(server: ApiServer, namespace: str, name: str) -> list[Obj]:
+    svc = server.store.get("services", namespace, name)
+    if svc is None:
+        raise not_found("services", "", name)
+    selector = (svc.get("spec") or {}).get("selector") or {}
+    pods = [
+        p
+        for p in server.store.items("pods", namespace)
+        if selector
+        and all((p["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+    ]
+    ready = [p for p in pods if pod_ready(p)]
+    if not ready:
+        raise ApiError(
+            503, f'no endpoints available for service "{name}"', reason="ServiceUnavailable"
+        )
+    return ready
+
+
+def proxy(
+    server: ApiServer, req: Request, kind: str, namespace: str, target: str, path: str
+) -> Response:
+    name = target.split(":")[-2] if target.count(":") >= 2 else target.split(":")[0]
+    if kind == "services":
+        pods = _pods_of_service(server, namespace, name)
+        pod = pods[server.requests % len(pods)]
+    else:
+        found = server.store.get("pods", namespace, name)
+        if found is None:
+            raise not_found("pods", "", name)
+        if not pod_ready(found):
+            raise ApiError(503, f'pod "{name}" is not ready', reason="ServiceUnavailable")
+        pod = found
+    container = pod["spec"]["containers"][0]
+    status, body = _answer(container, req.method, "/" + path.lstrip("/"), req.body)
+    line = f'INFO:     {req.headers.get("x-forwarded-for", "10.0.0.1")}:0 - "{req.method} /{path.lstrip("/")} HTTP/1.1" {status}'
+    server.logs.write(
+        pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line
+    )
+    if isinstance(body, (dict, list)):
+        return Response(status, orjson.dumps(body))
+    return Response(status, str(body).encode(), content_type="text/plain")
+
+
+def _answer(container: Obj, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+    serving = bool(
+        SERVING.search(
+            f"{container.get('image', '')} {' '.join(map(str, container.get('args') or []))}"
+        )
+    )
+    if path in ("/health", "/healthz", "/ready", "/ping", "/readyz", "/livez"):
+        return 200, "OK"
+    if not serving:
+        return (200, "ok") if path == "/" and method == "GET" else (404, "404 page not found")
+    model = _model_name(container)
+    if method == "GET" and path == "/v1/models":
+        return 200, {
+            "object": "list",
+            "data": [{"id": model, "object": "model", "owned_by": "sim"}],
+        }
+    if method == "POST" and path in (
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/invocations",
+        "/generate",
+    ):
+        try:
+            request = orjson.loads(raw or b"{}")
+        except orjson.JSONDecodeError:
+            return 400, {
+                "error": {"message": "request body is not JSON", "type": "BadRequestError"}
+            }
+        messages = request.get("messages") or []
+        prompt = (
+            str(messages[-1].get("content", ""))
+            if messages
+            else str(request.get("prompt") or request.get("inputs") or "")
+        )
+        text = f"[sim] {model} answers: {prompt[:200]}"
+        usage = {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": len(text.split()),
+            "total_tokens": len(prompt.split()) + len(text.split()),
+        }
+        created = int(time.time())
+        if path == "/v1/chat/completions":
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            return 200, {
+                "id": "chatcmpl-sim",
+                "object": "chat.completion",
+                "created": created,
+                "model": request.get("model", model),
+                "choices": [choice],
+                "usage": usage,
+            }
+        if path == "/v1/completions":
+            return 200, {
+                "id": "cmpl-sim",
+                "object": "text_completion",
+                "created": created,
+                "model": request.get("model", model),
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                "usage": usage,
+            }
+        return 200, {"generated_text": text}
+    return 404, {"error": {"message": f"no route {method} {path}", "type": "NotFoundError"}}
