@@ -48,6 +48,7 @@ class Column:
     header: str
     key: str | Callable[[dict[str, Any]], Any]
     style: str | None = None
+    wrap: bool = False
 
     def value(self, row: dict[str, Any]) -> Any:
         if callable(self.key):
@@ -105,7 +106,12 @@ def table(
 ) -> Table:
     out = Table(title=title, show_edge=False, header_style="bold", box=None, pad_edge=False)
     for column in columns:
-        out.add_column(column.header, style=column.style, overflow="fold")
+        out.add_column(
+            column.header,
+            style=column.style,
+            no_wrap=not column.wrap,
+            overflow="fold" if column.wrap else "ellipsis",
+        )
     for row in rows:
         values: list[Text | str] = []
         for column in columns:
@@ -122,7 +128,7 @@ def auto_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
         for key in row:
             if key not in keys:
                 keys.append(key)
-    return [Column(key.upper().replace("_", " "), key) for key in keys]
+    return [Column(key.upper().replace("_", " "), key, wrap=True) for key in keys]
 
 
 def details(obj: dict[str, Any], keys: Sequence[str] | None = None) -> Table:
@@ -136,6 +142,23 @@ def details(obj: dict[str, Any], keys: Sequence[str] | None = None) -> Table:
         value = obj[key]
         out.add_row(key, status_text(value) if key == "status" else cell(value))
     return out
+
+
+def compact(value: Any, limit: int = 100) -> str:
+    """The identifiers in a nested result, as 'key=value' pairs: scalars and lists of scalars
+    at the top level; long strings (certificates) and nested objects are left to -o yaml."""
+    if not isinstance(value, dict):
+        return cell(value)
+    pairs: list[str] = []
+    for key, item in value.items():
+        if isinstance(item, list) and all(isinstance(i, str | int | float) for i in item):
+            item = ",".join(str(i) for i in item)
+        if isinstance(item, bool) or item is None or isinstance(item, dict | list):
+            continue
+        text = str(item)
+        if text and len(text) <= limit:
+            pairs.append(f"{key}={text}")
+    return "  ".join(pairs) or "-"
 
 
 def to_json(data: Any) -> str:

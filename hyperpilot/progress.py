@@ -208,6 +208,17 @@ class OperationView:
         end = self.finished or now or datetime.now(UTC)
         return (end - self.created).total_seconds()
 
+    @staticmethod
+    def _message(stage: StageView) -> Text:
+        """A running or failed stage shows its latest news; a finished one what it did."""
+        if stage.status == "succeeded":
+            return Text(stage.title or stage.message, style="dim")
+        if stage.status == "noop":
+            return Text("nothing to do", style="dim")
+        if stage.status == "failed":
+            return Text(stage.message or stage.title, style="red")
+        return Text(stage.message) if stage.message else Text(stage.title, style="dim")
+
     def render(self) -> RenderableType:
         now = datetime.now(UTC)
         header = Text.assemble(
@@ -228,7 +239,7 @@ class OperationView:
                 state = Spinner("dots", text=Text("running", style="cyan"), style="cyan")
             else:
                 state = Text(stage.status, style=STATUS_STYLES.get(stage.status, "dim"))
-            message = Text(stage.message) if stage.message else Text(stage.title or "", style="dim")
+            message = self._message(stage)
             grid.add_row(stage.name, state, duration(stage.elapsed(now)), message)
         parts: list[RenderableType] = [header, grid]
         if self.status == "failed" and self.error:
@@ -287,7 +298,6 @@ class Follower:
         self._loop()
         last: dict[str, Any] = self.client.get(self.path)
         self.view.load(last)
-        self._line(f"{self.view.status} in {duration(self.view.elapsed())}")
         return last
 
     def _line(self, text: str) -> None:

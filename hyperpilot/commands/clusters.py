@@ -26,7 +26,7 @@ from hyperpilot.commands.common import (
     fmt,
 )
 from hyperpilot.commands.complete import cluster_names
-from hyperpilot.output import Column, details, emit, table
+from hyperpilot.output import Column, compact, details, emit, table
 
 app = Area("clusters", "Clusters: create, import, list, describe, use (make active), delete.")
 
@@ -40,7 +40,6 @@ LIST_COLUMNS = [
     Column("MANAGED", "managed"),
     Column("ZONE", "spec.availability_zone_id"),
     Column("GROUPS", lambda r: len((r.get("spec") or {}).get("instance_groups") or []) or None),
-    Column("OPERATION", "operation_id"),
     Column("CREATED", "created_at"),
 ]
 GROUP_COLUMNS = [
@@ -53,7 +52,7 @@ COMPONENT_COLUMNS = [
     Column("COMPONENT", "name"),
     Column("VERSION", "version"),
     Column("STATUS", "status"),
-    Column("MESSAGE", "message"),
+    Column("MESSAGE", "message", wrap=True),
 ]
 
 Name = Annotated[
@@ -161,8 +160,14 @@ def render_cluster(c: dict[str, Any]) -> Any:
         parts += [Text(""), table(groups, GROUP_COLUMNS)]
     if c.get("components"):
         parts += [Text(""), table(c["components"], COMPONENT_COLUMNS)]
-    if c.get("resources"):
-        parts += [Text(""), Text("resources", style="bold"), details(c["resources"])]
+    resources = {k: compact(v) for k, v in (c.get("resources") or {}).items()}
+    resources = {k: v for k, v in resources.items() if v != "-"}
+    if resources:
+        parts += [
+            Text(""),
+            Text("resources (all of it: -o yaml)", style="bold"),
+            details(resources),
+        ]
     return Group(*parts)
 
 

@@ -44,7 +44,7 @@ EVENT_COLUMNS = [
     Column("TYPE", "type"),
     Column("OPERATION", lambda e: (e.get("operation_id") or "-")[:8]),
     Column("BY", "principal"),
-    Column("DETAILS", summary),
+    Column("DETAILS", summary, wrap=True),
 ]
 
 
@@ -195,7 +195,7 @@ AUDIT_COLUMNS = [
     Column("SOURCE", "source"),
     Column("TYPE", "type"),
     Column("OPERATION", lambda e: (e.get("operation_id") or "-")[:8]),
-    Column("DETAILS", summary),
+    Column("DETAILS", summary, wrap=True),
 ]
 
 

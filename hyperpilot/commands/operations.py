@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -46,6 +47,18 @@ class Status(StrEnum):
     NOOP = "noop"
 
 
+def age(value: Any) -> str:
+    """How long ago, kubectl style: 45s, 12m, 3h, 2d."""
+    start = parse_time(value)
+    if start is None:
+        return "-"
+    seconds = max((datetime.now(UTC) - start).total_seconds(), 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
 def _took(row: dict[str, Any]) -> str:
     start, end = parse_time(row.get("created_at")), parse_time(row.get("finished_at"))
     if start is None or end is None:
@@ -56,10 +69,10 @@ def _took(row: dict[str, Any]) -> str:
 LIST_COLUMNS = [
     Column("ID", "id"),
     Column("KIND", "kind"),
-    Column("TARGET", lambda r: f"{r.get('target_type')}/{r.get('target_id')}"),
+    Column("TARGET", lambda r: f"{r.get('target_type')}/{r.get('target_id')}", wrap=True),
     Column("STATUS", "status"),
     Column("BY", lambda r: f"{r.get('principal')} ({r.get('source')})"),
-    Column("CREATED", "created_at"),
+    Column("AGE", lambda r: age(r.get("created_at"))),
     Column("TOOK", _took),
 ]
 STAGE_COLUMNS = [
@@ -67,7 +80,11 @@ STAGE_COLUMNS = [
     Column("STATUS", "status"),
     Column("ATTEMPTS", "attempts"),
     Column("EXTERNAL ID", "external_id"),
-    Column("MESSAGE", lambda s: (s.get("error") or {}).get("message") or s.get("progress")),
+    Column(
+        "MESSAGE",
+        lambda s: (s.get("error") or {}).get("message") or s.get("progress"),
+        wrap=True,
+    ),
 ]
 
 

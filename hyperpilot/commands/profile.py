@@ -69,7 +69,7 @@ def list_(output: Output = None) -> None:
     columns = [
         Column("", lambda r: "*" if r["current"] else ""),
         Column("NAME", "name"),
-        Column("URL", "url"),
+        Column("URL", "url", wrap=True),
         Column("TOKEN", "token"),
     ]
     emit(rows, fmt(output), lambda r: table(r, columns) if r else "(no profiles)")
