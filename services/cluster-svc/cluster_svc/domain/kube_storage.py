@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cluster_svc.domain.components.base import (
+    KubeApi,
     KubeFactory,
     KubeObject,
     cluster_access,
@@ -140,7 +141,9 @@ def _claim_conflict(wanted: KubeObject, current: KubeObject) -> PermanentError |
 
 
 def storage_stage(kube_factory: KubeFactory) -> Stage:
-    async def current(ctx: StageContext) -> tuple[Any, list[KubeObject], list[KubeObject | None]]:
+    async def current(
+        ctx: StageContext,
+    ) -> tuple[KubeApi, list[KubeObject], list[KubeObject | None]]:
         kube = kube_factory(cluster_access(ctx.outputs["eks_cluster"]))
         wanted = wanted_volumes(ctx)
         found = [await kube.get(*object_ref(obj)) for obj in wanted]
@@ -189,7 +192,8 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
         result = outputs(wanted, found)
         if not any(o is None for o in found) and not unbound(found):
             return Done(result, noop=not applied)
-        return Submitted(f"{kube_ref(ctx)}/{NAMESPACE}/{S3_CLAIM}", result)
+        cluster = ctx.outputs["eks_cluster"]["cluster_name"]
+        return Submitted(f"{cluster}/{NAMESPACE}/{S3_CLAIM}", result)
 
     async def poll(ctx: StageContext) -> Done | Pending:
         _, wanted, found = await current(ctx)
@@ -212,10 +216,6 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
         poll,
         needs=("dependencies", "bucket"),
     )
-
-
-def kube_ref(ctx: StageContext) -> str:
-    return str(ctx.outputs["eks_cluster"]["cluster_name"])
 
 
 def _ref(obj: KubeObject) -> dict[str, Any]:
