@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 
-from sim.k8s import admin, discovery, openapi
+from sim.k8s import admin, discovery, events_v1, openapi
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
 from sim.k8s.proxy import proxy
@@ -151,7 +151,74 @@ class Router:
             if name is not None:
                 req.query["fieldSelector"] = f"metadata.name={name}"
                 name = None
+        if rt.group == "events.k8s.io":
+            return await self._events_v1(req, rt, namespace, name)
         return await self._resource(req, rt, namespace, name, sub)
+
+    async def _events_v1(
+        self, req: Request, rt: ResourceType, namespace: str, name: str | None
+    ) -> Response | StreamResponse:
+        """events.k8s.io/v1: the core Events, converted both ways."""
+        core = self.api.registry.lookup("", "v1", "events")
+        assert core is not None
+        api, q = self.api, req.query
+        dry_run = q.get("dryRun") == "All"
+        manager = q.get("fieldManager") or req.headers.get("user-agent", "unknown").split("/")[0]
+        if name is None and req.method == "GET":
+            if _truthy(q.get("watch")):
+                return await self._watch(req, core, namespace, view=(rt, events_v1.to_v1))
+            listed = api.list_objects(
+                core,
+                namespace or None,
+                q.get("labelSelector"),
+                q.get("fieldSelector"),
+                int(q["limit"]) if q.get("limit") else None,
+                q.get("continue") or None,
+            )
+            items = [events_v1.to_v1(i) for i in listed["items"]]
+            if self._wants_table(req):
+                table = to_table(rt, items, q.get("includeObject", "Metadata"))
+                table["metadata"] = listed["metadata"]
+                return _json(200, table)
+            return _json(
+                200,
+                {
+                    "kind": "EventList",
+                    "apiVersion": rt.group_version,
+                    "metadata": listed["metadata"],
+                    "items": items,
+                },
+            )
+        if name is None and req.method == "POST":
+            made = api.create(
+                core,
+                namespace,
+                events_v1.to_core(self._body(req)),
+                dry_run=dry_run,
+                manager=manager,
+            )
+            return _json(201, events_v1.to_v1(made))
+        if name is None:
+            raise ApiError(405, f"method {req.method} not allowed")
+        if req.method == "GET":
+            return _json(200, events_v1.to_v1(api.get(core, namespace, name)))
+        if req.method == "DELETE":
+            return _json(200, api.delete(core, namespace, name, dry_run=dry_run))
+        if req.method in ("PUT", "PATCH"):
+            if req.method == "PUT":
+                desired = self._body(req)
+            else:
+                current = events_v1.to_v1(api.get(core, namespace, name))
+                ctype = req.headers.get("content-type", "application/merge-patch+json").split(";")[
+                    0
+                ]
+                body = orjson.loads(req.body or b"{}")
+                desired = api._apply_patch_type(core, ctype, current, body)
+            updated = api.update(
+                core, namespace, name, events_v1.to_core(desired), dry_run=dry_run, manager=manager
+            )
+            return _json(200, events_v1.to_v1(updated))
+        raise ApiError(405, f"method {req.method} not allowed")
 
     # ---- verbs -------------------------------------------------------------------------
 
@@ -296,9 +363,15 @@ class Router:
     # ---- watch ---------------------------------------------------------------------------
 
     async def _watch(
-        self, req: Request, rt: ResourceType, namespace: str
+        self,
+        req: Request,
+        rt: ResourceType,
+        namespace: str,
+        view: tuple[ResourceType, Callable[[Obj], Obj]] | None = None,
     ) -> Response | StreamResponse:
+        """Stream changes of `rt`; with `view`, shown as another resource (converted objects)."""
         q = req.query
+        shown, convert = view if view is not None else (rt, None)
         labels = parse_label_selector(q.get("labelSelector"))
         fields = parse_field_selector(q.get("fieldSelector"))
         bookmarks = _truthy(q.get("allowWatchBookmarks"))
@@ -315,7 +388,7 @@ class Router:
         except ValueError as exc:
             raise ApiError(400, f"invalid resource version {rv!r}") from exc
         store = self.api.store
-        gv = rt.group_version
+        gv = shown.group_version
         try:
             first = store.subscribe(rt.key, watcher, since, initial)
         except ApiError as exc:
@@ -337,9 +410,12 @@ class Router:
 
         def encode(event_type: str, event: WatchEvent | None, obj: Obj) -> bytes:
             nonlocal headers_sent
+            if convert is not None:
+                obj = convert(obj)
+                event = None
             if table:
                 doc = to_table(
-                    rt, [obj], q.get("includeObject", "Metadata"), headers=not headers_sent
+                    shown, [obj], q.get("includeObject", "Metadata"), headers=not headers_sent
                 )
                 headers_sent = True
                 return orjson.dumps({"type": event_type, "object": doc}) + b"\n"
@@ -371,7 +447,7 @@ class Router:
                 orjson.dumps(
                     {
                         "type": "BOOKMARK",
-                        "object": {"kind": rt.kind, "apiVersion": gv, "metadata": meta},
+                        "object": {"kind": shown.kind, "apiVersion": gv, "metadata": meta},
                     }
                 )
                 + b"\n"

@@ -557,3 +557,30 @@ def test_readiness_probe_delays_ready_by_the_scaled_initial_delay(core: client.C
         lambda: core.read_namespaced_pod("probed", "default").status.container_statuses[0].ready,
         timeout=10,
     )
+
+
+def test_events_are_served_by_both_event_apis(
+    api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    events = client.EventsV1Api(api_client)
+    listed = events.list_namespaced_event("default").items
+    assert listed and all(e.event_time and e.regarding.kind for e in listed)
+    assert {e.reason for e in listed} >= {"Scheduled", "Started"}
+    made = events.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "custom.event"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "hyperpilot.dev/workload-svc",
+            "reportingInstance": "workload-svc-0",
+            "action": "Checked",
+            "reason": "Checked",
+            "note": "checked by the product",
+            "type": "Normal",
+            "regarding": {"kind": "Pod", "name": "remote", "namespace": "default"},
+        },
+    )
+    assert made.note == "checked by the product"
+    as_core = core.read_namespaced_event("custom.event", "default")
+    assert as_core.message == "checked by the product" and as_core.involved_object.name == "remote"
+    assert as_core.reporting_component == "hyperpilot.dev/workload-svc"
