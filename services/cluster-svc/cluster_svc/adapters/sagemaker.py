@@ -7,6 +7,7 @@ from typing import Any
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.hyperpod import HyperPodCluster
+from cluster_svc.domain.instance_groups import DescribedCluster
 from shared.errors import PermanentError
 
 NOT_FOUND = "ResourceNotFound"
@@ -59,6 +60,40 @@ class SageMakerClusters:
                 return  # gone, or already being deleted
             raise
 
+    async def describe_cluster_groups(self, name: str) -> DescribedCluster | None:
+        """DescribeCluster with every instance group's full described configuration."""
+        try:
+            answer = await self.aws.call("sagemaker", "describe_cluster", ClusterName=name)
+        except PermanentError as exc:
+            if exc.code == NOT_FOUND:
+                return None
+            raise
+        orchestrator = answer.get("Orchestrator") or {}
+        return DescribedCluster(
+            name=answer["ClusterName"],
+            arn=answer["ClusterArn"],
+            status=answer["ClusterStatus"],
+            failure_message=answer.get("FailureMessage") or None,
+            vpc_config=_json(answer.get("VpcConfig") or {}),
+            eks_cluster_arn=(orchestrator.get("Eks") or {}).get("ClusterArn"),
+            groups={g["InstanceGroupName"]: _json(g) for g in answer.get("InstanceGroups") or []},
+        )
+
+    async def update_cluster(self, request: dict[str, Any]) -> str:
+        """UpdateCluster with exactly the request given (the caller computed the diff)."""
+        try:
+            answer = await self.aws.call("sagemaker", "update_cluster", **request)
+        except PermanentError as exc:
+            raise PermanentError(exc.code, exc.message, _update_hint(exc.code)) from exc
+        return str(answer["ClusterArn"])
+
+    async def update_cluster_software(self, request: dict[str, Any]) -> str:
+        try:
+            answer = await self.aws.call("sagemaker", "update_cluster_software", **request)
+        except PermanentError as exc:
+            raise PermanentError(exc.code, exc.message, _update_hint(exc.code)) from exc
+        return str(answer["ClusterArn"])
+
     async def offered_zone_ids(self, instance_type: str) -> list[str]:
         """Zone ids where EC2 offers the instance type behind a HyperPod `ml.*` type."""
         ec2_type = instance_type.removeprefix("ml.")
@@ -85,4 +120,30 @@ def _create_hint(code: str) -> str | None:
         return "fix the request as the message says (subnets, security group, roles, training plan)"
     if code == "ResourceInUse":
         return "a HyperPod cluster with this name exists: choose another name"
+    return None
+
+
+def _json(value: Any) -> Any:
+    """A described structure with its timestamps as ISO strings (stage outputs are JSON)."""
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _update_hint(code: str) -> str | None:
+    if code == "ConflictException":
+        return "another change of the cluster is in progress: retry once it is InService"
+    if code == "ResourceLimitExceeded":
+        return (
+            "request a higher '<instance type> for cluster usage' quota in Service Quotas "
+            "(SageMaker), or ask for fewer instances"
+        )
+    if code == "ValidationException":
+        return "fix the request as the message says (the dry run shows the exact request)"
+    if code == NOT_FOUND:
+        return "the HyperPod cluster no longer exists; check it with GET /api/v1/clusters"
     return None
