@@ -248,6 +248,19 @@ def test_node_faults_and_replacement(
         ).items
     }
     assert names == {"hyperpod-i-00000000000000009", "hyperpod-i-00000000000000008"}
+    # a reboot: the instance goes Pending and comes back; its node stays, NotReady meanwhile
+    cluster.sync_nodes([gpu_node(9, group="ft"), gpu_node(8, group="ft", status="Pending")])
+    rebooting = core.read_node("hyperpod-i-00000000000000008")
+    ready = next(c for c in rebooting.status.conditions if c.type == "Ready")
+    assert ready.status == "Unknown"
+    assert (
+        rebooting.metadata.labels["sagemaker.amazonaws.com/node-health-status"]
+        == "UnschedulablePendingReboot"
+    )
+    cluster.sync_nodes([gpu_node(9, group="ft"), gpu_node(8, group="ft")])
+    back = core.read_node("hyperpod-i-00000000000000008")
+    assert next(c for c in back.status.conditions if c.type == "Ready").status == "True"
+    assert not any(t.key.startswith("node.kubernetes.io/") for t in back.spec.taints or [])
 
 
 def test_pod_crash_restarts_and_logs(cluster: ApiServer, core: client.CoreV1Api) -> None:
@@ -275,7 +288,7 @@ def test_pod_crash_restarts_and_logs(cluster: ApiServer, core: client.CoreV1Api)
 
 
 def test_slow_image_pull_and_csi_volumes(cluster: ApiServer, core: client.CoreV1Api) -> None:
-    cluster.faults.slow_image_pull("huge/*", 1.5)
+    cluster.faults.slow_image_pull("huge/*", 3.0)
     core.create_namespaced_pod("default", pod("slow", image="huge/model:1"))
     eventually(lambda: core.read_namespaced_pod("slow", "default").status.container_statuses)
     assert (
@@ -284,7 +297,7 @@ def test_slow_image_pull_and_csi_volumes(cluster: ApiServer, core: client.CoreV1
         .state.waiting.reason
         == "ContainerCreating"
     )
-    eventually(lambda: phase(core, "slow") == "Running", timeout=10)
+    eventually(lambda: phase(core, "slow") == "Running", timeout=15)
     # a static S3 volume binds, but pods mount it only once the Mountpoint CSI driver is installed
     core.create_persistent_volume(
         {

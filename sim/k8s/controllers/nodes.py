@@ -170,7 +170,12 @@ class NodeController(Controller):
             self.create("nodes", node)
 
     def sync_hyperpod(self, nodes: list[SimNode]) -> None:
-        wanted = {f"hyperpod-{n.instance_id}": n for n in nodes if n.status != "Pending"}
+        # a Pending instance has no node yet, unless it already joined (a reboot): then NotReady
+        wanted = {
+            f"hyperpod-{n.instance_id}": n
+            for n in nodes
+            if n.status != "Pending" or self.store.get("nodes", "", f"hyperpod-{n.instance_id}")
+        }
         for node in self.store.items("nodes"):
             labels = node["metadata"].get("labels") or {}
             if (
@@ -191,6 +196,7 @@ class NodeController(Controller):
             "SystemUpdating": "Unschedulable",
             "Failure": "UnschedulablePendingReplacement",
             "ShuttingDown": "Unschedulable",
+            "Pending": "UnschedulablePendingReboot",
         }.get(sim.status, "Unschedulable")
         labels = {
             f"{HP}/compute-type": "hyperpod",
@@ -205,7 +211,7 @@ class NodeController(Controller):
         taints: list[Obj] = [dict(t) for t in sim.taints]
         if health != "Schedulable":
             taints.append(dict(HEALTH_TAINT))
-        ready = sim.status not in ("Failure", "ShuttingDown")
+        ready = sim.status not in ("Failure", "ShuttingDown", "Pending")
         existing = self.store.get("nodes", "", name)
         if existing is None:
             node = self.node_object(
