@@ -1,0 +1,1 @@
+"""The MCP service: agent tools that call the gateway's REST API, and nothing else."""

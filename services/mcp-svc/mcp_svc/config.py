@@ -1,0 +1,23 @@
+"""Settings of the MCP service, read from the environment (and `.env`)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class McpSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MCP_", env_file=".env", extra="ignore")
+
+    gateway_url: str = Field(
+        "http://127.0.0.1:3099", description="Base URL of the gateway's REST API"
+    )
+    gateway_token: SecretStr | None = Field(
+        None, description="Bearer token the gateway issued to the MCP service (viewer or operator)"
+    )
+    allow_write: bool = Field(
+        False, description="Allow the mutating tools; off means they refuse and nothing is sent"
+    )
+    request_timeout_seconds: float = Field(
+        30.0, gt=0, description="Timeout of one REST call (a long poll adds its wait to it)"
+    )

@@ -1,0 +1,147 @@
+"""The MCP server with Hyperpilot's tool rules: read-only unless writes are allowed, REST-shaped
+errors, and a human summary beside every structured result.
+
+Tools are registered with `HyperpilotServer.read_tool` / `write_tool` so the catalog knows which
+ones mutate, which REST route each wraps and which tool decides its completion; the reference in
+`docs/mcp-tools.md` is generated from that catalog.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
+
+from mcp_svc.client import Gateway
+from mcp_svc.errors import ToolFailure, WritesDisabled, from_validation
+from mcp_svc.results import COMPLETION, STATUS_TOOL
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    name: str
+    area: str
+    rest: str
+    mutating: bool
+    status_tool: str | None
+    destructive: bool = False
+
+
+class HyperpilotServer(MCPServer):
+    def __init__(self, *, allow_write: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.allow_write = allow_write
+        self.catalog: dict[str, ToolInfo] = {}
+        self.gateway: Gateway | None = None
+
+    def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
+        """Register a read-only tool; its docstring is its description."""
+        return self._register(area=area, rest=rest, mutating=False, status_tool=None)
+
+    def write_tool(
+        self,
+        *,
+        area: str,
+        rest: str,
+        status_tool: str = STATUS_TOOL,
+        destructive: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a mutating tool: listed always, refused unless writes are allowed."""
+        return self._register(
+            area=area, rest=rest, mutating=True, status_tool=status_tool, destructive=destructive
+        )
+
+    def _register(
+        self,
+        *,
+        area: str,
+        rest: str,
+        mutating: bool,
+        status_tool: str | None,
+        destructive: bool = False,
+    ) -> Callable[[F], F]:
+        def decorate(fn: F) -> F:
+            name = fn.__name__
+            description = paragraphs(inspect.getdoc(fn) or name)
+            if mutating and status_tool == STATUS_TOOL:
+                description = f"{description}\n\n{COMPLETION}"
+            elif mutating:
+                description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
+            self.catalog[name] = ToolInfo(name, area, rest, mutating, status_tool, destructive)
+            self.add_tool(
+                fn,
+                name=name,
+                description=description,
+                annotations=ToolAnnotations(
+                    read_only_hint=not mutating,
+                    destructive_hint=destructive if mutating else None,
+                    idempotent_hint=True,
+                    open_world_hint=mutating,
+                ),
+                meta={
+                    "hyperpilot/mutating": mutating,
+                    "hyperpilot/status_tool": status_tool,
+                    "hyperpilot/rest": rest,
+                },
+            )
+            return fn
+
+        return decorate
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        info = self.catalog.get(name)
+        if info is not None and info.mutating and not self.allow_write:
+            # Refused before the arguments are even read: a read-only server sends nothing.
+            return failure(WritesDisabled(name))
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ToolFailure):
+                return failure(cause)
+            if isinstance(cause, ValidationError):
+                return failure(from_validation(cause))
+            raise
+        return with_summary(result)
+
+
+def paragraphs(text: str) -> str:
+    """A docstring as prose: wrapped lines joined, blank lines kept as paragraph breaks."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+
+
+def failure(exc: ToolFailure) -> CallToolResult:
+    """A tool error: the REST error body as structured content, its rendering as text."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=str(exc))],
+        structured_content=exc.body(),
+        is_error=True,
+    )
+
+
+def with_summary(
+    result: CallToolResult | InputRequiredResult,
+) -> CallToolResult | InputRequiredResult:
+    """Text for clients that show text: the summary line, then the structured result as JSON."""
+    if not isinstance(result, CallToolResult) or not isinstance(result.structured_content, dict):
+        return result
+    summary = result.structured_content.get("summary")
+    if not isinstance(summary, str):
+        return result
+    data = json.dumps(result.structured_content, indent=1, ensure_ascii=False)
+    result.content = [TextContent(type="text", text=summary), TextContent(type="text", text=data)]
+    return result

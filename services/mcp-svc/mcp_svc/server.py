@@ -1,0 +1,46 @@
+"""Composition root: the MCP server with every area's tools, bound to one gateway client."""
+
+from __future__ import annotations
+
+from mcp_svc.client import Gateway
+from mcp_svc.config import McpSettings
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.tools import AREAS
+
+VERSION = "1.0.0"
+
+INSTRUCTIONS = """\
+Hyperpilot runs GPU clusters on Amazon EKS + SageMaker HyperPod. These tools call its REST API
+with this server's token; the API validates every request the same way for every face.
+
+Rules:
+1. Inspect before creating: list_clusters, list_availability_zones, list_instance_types
+   (and get_instance_type_quota) before offering choices.
+2. Ask the user only decision-grade questions: Availability Zone, instance type, count, capacity
+   type (on-demand, spot, training plan). Never ask about CIDRs, subnets, route tables or
+   security groups: the control plane settles them.
+3. Every mutating tool returns an operation_id and names its status tool. Poll
+   get_operation(operation_id, wait_seconds=60) until `terminal` is true, and report the
+   terminal status, not the submission. The status tool waits: no sleep is needed.
+4. Repeating a mutating call with the same arguments returns the same operation; it never
+   repeats the change.
+5. A failed operation names its failed stage and the reason; fix the cause, then
+   retry_operation re-runs only the failed stages.
+"""
+
+
+def build_server(settings: McpSettings, gateway: Gateway | None = None) -> HyperpilotServer:
+    if gateway is None:
+        token = settings.gateway_token.get_secret_value() if settings.gateway_token else None
+        gateway = Gateway(settings.gateway_url, token, timeout=settings.request_timeout_seconds)
+    server = HyperpilotServer(
+        allow_write=settings.allow_write,
+        name="hyperpilot",
+        title="Hyperpilot",
+        instructions=INSTRUCTIONS,
+        version=VERSION,
+    )
+    for _area, register in AREAS:
+        register(server, gateway)
+    server.gateway = gateway
+    return server

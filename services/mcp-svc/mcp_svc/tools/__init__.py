@@ -1,0 +1,19 @@
+"""One module per area, each with `register(server, gateway)` adding its tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.tools import clusters, events, inspect, operations, storage
+
+Register = Callable[[HyperpilotServer, Gateway], None]
+
+AREAS: tuple[tuple[str, Register], ...] = (
+    ("clusters", clusters.register),
+    ("inspect", inspect.register),
+    ("storage", storage.register),
+    ("operations", operations.register),
+    ("events", events.register),
+)

@@ -1,0 +1,288 @@
+"""Cluster lifecycle: list, describe, create, import, select the active one, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.errors import GatewayError
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.tools.common import Region, RequestId, body_of, count, submit
+from shared.contracts.cluster import (
+    ClusterName,
+    InstanceGroupSpec,
+    NetworkSpec,
+    NodeRecovery,
+    StorageSpec,
+    ZoneId,
+)
+
+ExistingCluster = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        description="Name of a cluster known to Hyperpilot (see list_clusters)",
+    ),
+]
+
+
+class ClusterRead(Passthrough):
+    name: str
+    region: str
+    status: str = Field(description="pending, creating, active, failed, deleting, imported, ...")
+    managed: bool = Field(description="True when Hyperpilot created it (delete removes it)")
+    active: bool = Field(description="The cluster commands without a cluster name use")
+    eks_cluster_arn: str | None = None
+    hyperpod_cluster_arn: str | None = None
+    endpoint: str | None = None
+    operation_id: str | None = Field(None, description="The operation that created or imported it")
+    spec: dict[str, Any] | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class InstanceGroupRead(Passthrough):
+    name: str
+    instance_type: str
+    count: int
+    status: str | None = None
+
+
+class ComponentRead(Passthrough):
+    name: str
+    version: str | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+class ClusterDescribed(ClusterRead):
+    resources: dict[str, Any] | None = Field(None, description="What each create stage made")
+    instance_groups: list[InstanceGroupRead] = []
+    components: list[ComponentRead] = Field([], description="Installed dependencies")
+
+
+class ClusterList(ToolResult):
+    clusters: list[ClusterRead]
+    active: str | None = Field(description="Name of the active cluster, if any")
+
+
+class ClusterDescription(ToolResult):
+    cluster: ClusterDescribed
+
+
+class ActiveCluster(ToolResult):
+    cluster: ClusterRead | None = Field(description="The active cluster; null when none is")
+
+
+class ActiveClusterSet(ToolResult):
+    name: str
+    operation_id: None = Field(None, description="Switching is immediate: no operation")
+    status_tool: Literal["get_active_cluster"] = "get_active_cluster"
+    cluster: ClusterRead
+
+
+def _one_line(c: ClusterRead) -> str:
+    return f"{c.name} ({c.status}{', active' if c.active else ''})"
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="clusters", rest="GET /api/v1/clusters")
+    async def list_clusters() -> ClusterList:
+        """List the clusters Hyperpilot knows (created or imported) with their status; the
+        active one is marked. Call this first, before creating anything."""
+        rows = await gateway.get("/api/v1/clusters")
+        clusters = [ClusterRead.model_validate(r) for r in rows]
+        active = next((c.name for c in clusters if c.active), None)
+        if clusters:
+            summary = f"{count(len(clusters), 'cluster')}: " + ", ".join(map(_one_line, clusters))
+        else:
+            summary = "No clusters yet."
+        return ClusterList(summary=summary, clusters=clusters, active=active)
+
+    @server.read_tool(area="clusters", rest="GET /api/v1/clusters/{name}")
+    async def get_cluster(name: ExistingCluster) -> ClusterDescription:
+        """Describe a cluster: status, region, ARNs, the resources each create stage made, its
+        instance groups and installed components."""
+        row = await gateway.get(f"/api/v1/clusters/{name}")
+        cluster = ClusterDescribed.model_validate(row)
+        groups = ", ".join(
+            f"{g.name}: {g.count} x {g.instance_type} ({g.status})" for g in cluster.instance_groups
+        )
+        ready = sum(
+            1 for c in cluster.components if c.status in ("installed", "upgraded", "unchanged")
+        )
+        summary = (
+            f"Cluster {cluster.name} is {cluster.status} in {cluster.region}"
+            f"{' (active)' if cluster.active else ''}; "
+            f"{count(len(cluster.instance_groups), 'instance group')}{': ' + groups if groups else ''}; "
+            f"{ready}/{len(cluster.components)} components installed."
+        )
+        return ClusterDescription(summary=summary, cluster=cluster)
+
+    @server.read_tool(area="clusters", rest="GET /api/v1/clusters/active")
+    async def get_active_cluster() -> ActiveCluster:
+        """The active cluster: the one commands without a cluster name act on (null if none)."""
+        try:
+            row = await gateway.get("/api/v1/clusters/active")
+        except GatewayError as exc:
+            if exc.error.get("code") == "no_active_cluster":
+                return ActiveCluster(
+                    summary="No cluster is active; select one with set_active_cluster.",
+                    cluster=None,
+                )
+            raise
+        cluster = ClusterRead.model_validate(row)
+        return ActiveCluster(
+            summary=f"The active cluster is {cluster.name} ({cluster.status}).", cluster=cluster
+        )
+
+    @server.write_tool(area="clusters", rest="POST /api/v1/clusters")
+    async def create_cluster(
+        name: Annotated[ClusterName, Field(description="Name of the new EKS + HyperPod cluster")],
+        availability_zone_id: Annotated[
+            ZoneId,
+            Field(
+                description=(
+                    "Zone id of the compute nodes (a user decision: where the capacity is);"
+                    " pick from list_availability_zones / list_instance_types"
+                )
+            ),
+        ],
+        instance_groups: Annotated[
+            list[InstanceGroupSpec],
+            Field(
+                min_length=1,
+                max_length=20,
+                description=(
+                    "Instance groups: name, instance_type (ml.*, offered in the zone), count;"
+                    " capacity_type (on-demand, spot, training-plan) is fixed for the group's life"
+                ),
+            ),
+        ],
+        kubernetes_version: Annotated[
+            Literal["1.30", "1.31", "1.32", "1.33"], Field(description="EKS Kubernetes version")
+        ] = "1.32",
+        node_recovery: Annotated[
+            NodeRecovery,
+            Field(description="Automatic: HyperPod reboots or replaces faulty nodes"),
+        ] = NodeRecovery.AUTOMATIC,
+        network: Annotated[
+            NetworkSpec | None,
+            Field(description="Leave unset: the control plane creates the VPC and subnets"),
+        ] = None,
+        storage: Annotated[
+            StorageSpec | None,
+            Field(description="Shared S3 bucket (created if unset) and optional FSx for Lustre"),
+        ] = None,
+        tags: Annotated[
+            dict[str, str] | None, Field(max_length=40, description="AWS tags of every resource")
+        ] = None,
+        region: Region = None,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Create an EKS + HyperPod cluster as one operation: network, security group, /20
+        compute subnet, IAM roles, S3 bucket, EKS control plane, OIDC provider, access entries,
+        dependencies, HyperPod cluster and storage, each a stage that records its own status.
+        Inspect first (list_clusters, list_availability_zones, list_instance_types) and ask the
+        user only for decisions: zone, instance type, count, capacity type. The live account is
+        checked (offerings, quotas, plans) before anything is created; a problem comes back as a
+        validation error naming the field."""
+        arguments = {
+            "name": name,
+            "availability_zone_id": availability_zone_id,
+            "instance_groups": instance_groups,
+            "kubernetes_version": kubernetes_version,
+            "node_recovery": node_recovery,
+            "network": network,
+            "storage": storage,
+            "tags": tags,
+            "region": region,
+            "request_id": request_id,
+        }
+        return await submit(
+            gateway,
+            tool="create_cluster",
+            arguments=arguments,
+            method="POST",
+            path="/api/v1/clusters",
+            body=body_of(arguments),
+            what=f"cluster {name}",
+        )
+
+    @server.write_tool(area="clusters", rest="POST /api/v1/clusters/import")
+    async def import_cluster(
+        eks_cluster_name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=100,
+                pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]*$",
+                description="An existing EKS cluster (see list_account_clusters, importable ones)",
+            ),
+        ],
+        hyperpod_cluster_name: Annotated[
+            ClusterName | None,
+            Field(description="The HyperPod cluster it orchestrates, if any"),
+        ] = None,
+        region: Region = None,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Import an existing EKS (and HyperPod) cluster so Hyperpilot can operate it. Deleting
+        an imported cluster later only forgets it; nothing in AWS is removed."""
+        arguments = {
+            "eks_cluster_name": eks_cluster_name,
+            "hyperpod_cluster_name": hyperpod_cluster_name,
+            "region": region,
+            "request_id": request_id,
+        }
+        return await submit(
+            gateway,
+            tool="import_cluster",
+            arguments=arguments,
+            method="POST",
+            path="/api/v1/clusters/import",
+            body=body_of(arguments),
+            what=f"import of {eks_cluster_name}",
+        )
+
+    @server.write_tool(
+        area="clusters", rest="PUT /api/v1/clusters/active", status_tool="get_active_cluster"
+    )
+    async def set_active_cluster(name: ExistingCluster) -> ActiveClusterSet:
+        """Select the active cluster (an active or imported one): the cluster that commands
+        without a cluster name act on. Takes effect at once; no operation is started."""
+        row = await gateway.mutate(
+            "PUT",
+            "/api/v1/clusters/active",
+            tool="set_active_cluster",
+            arguments={"name": name},
+            body={"name": name},
+        )
+        cluster = ClusterRead.model_validate(row)
+        return ActiveClusterSet(
+            summary=f"{cluster.name} is now the active cluster; confirm with get_active_cluster.",
+            name=cluster.name,
+            cluster=cluster,
+        )
+
+    @server.write_tool(area="clusters", rest="DELETE /api/v1/clusters/{name}", destructive=True)
+    async def delete_cluster(
+        name: ExistingCluster, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Delete what Hyperpilot created for a cluster, in reverse dependency order (HyperPod,
+        add-ons, EKS, subnets, security group, network, roles, bucket). An imported cluster is
+        only forgotten. Needs an admin token; always confirm with the user first."""
+        return await submit(
+            gateway,
+            tool="delete_cluster",
+            arguments={"name": name, "request_id": request_id},
+            method="DELETE",
+            path=f"/api/v1/clusters/{name}",
+            body=None,
+            what=f"deletion of cluster {name}",
+        )

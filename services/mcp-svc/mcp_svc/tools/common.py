@@ -1,0 +1,61 @@
+"""Parameter types shared by the tool modules."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic_core import to_jsonable_python
+
+from mcp_svc.client import Gateway, idempotency_key
+from mcp_svc.results import OperationStarted, started
+
+Region = Annotated[
+    str | None,
+    Field(
+        pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
+        description="AWS region code, e.g. us-east-1; the control plane's region if omitted",
+    ),
+]
+RequestId = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description=(
+            "Leave unset. A repeated call with the same arguments returns the operation the first"
+            " call started, so a retry never repeats the change. Set a new value only to repeat"
+            " a change on purpose after the first one finished (e.g. recreate what was deleted)."
+        ),
+    ),
+]
+
+
+async def submit(
+    gateway: Gateway,
+    *,
+    tool: str,
+    arguments: dict[str, Any],
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    what: str,
+) -> OperationStarted:
+    """Send a mutation keyed by the call and describe the operation it started."""
+    canonical = to_jsonable_python(arguments)
+    accepted = await gateway.mutate(method, path, tool=tool, arguments=canonical, body=body)
+    return started(tool, accepted, idempotency_key(tool, canonical), what)
+
+
+def body_of(
+    arguments: dict[str, Any], *, exclude: tuple[str, ...] = ("request_id",)
+) -> dict[str, Any]:
+    """The REST body: the arguments as JSON, without unset ones and MCP-only ones."""
+    data: dict[str, Any] = to_jsonable_python(
+        {k: v for k, v in arguments.items() if v is not None and k not in exclude}
+    )
+    return data
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

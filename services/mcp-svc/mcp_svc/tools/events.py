@@ -1,0 +1,88 @@
+"""The event log and the audit log: what happened, in commit order, and who did it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.tools.common import count
+
+After = Annotated[
+    int, Field(ge=0, description="Return entries with seq greater than this (0: from the start)")
+]
+Limit = Annotated[int, Field(ge=1, le=1000, description="At most this many entries")]
+OperationFilter = Annotated[
+    str | None,
+    Field(pattern=r"^[0-9a-fA-F-]{36}$", description="Only entries of this operation id (a UUID)"),
+]
+
+
+class Event(Passthrough):
+    seq: int = Field(description="Position in the log; pass the last one as `after` to page")
+    type: str
+    subject: str | None = None
+    operation_id: str | None = None
+    principal: str | None = None
+    occurred_at: str | None = None
+    payload: dict[str, Any] = {}
+
+
+class AuditEntry(Event):
+    source: str | None = Field(None, description="The face it came through: ui, rest, mcp, cli")
+    recorded_at: str | None = None
+
+
+class EventPage(ToolResult):
+    events: list[Event]
+    next_after: int = Field(description="Pass as `after` to read the next page")
+
+
+class AuditPage(ToolResult):
+    entries: list[AuditEntry]
+    next_after: int = Field(description="Pass as `after` to read the next page")
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="events", rest="GET /api/v1/events")
+    async def list_events(
+        after: After = 0, limit: Limit = 100, operation_id: OperationFilter = None
+    ) -> EventPage:
+        """Page through the event log (stage started/succeeded/failed, progress, retries,
+        clusters created, ...), in commit order, optionally for one operation."""
+        rows = await gateway.get(
+            "/api/v1/events", {"after": after, "limit": limit, "operation_id": operation_id}
+        )
+        events = [Event.model_validate(r) for r in rows]
+        last = events[-1].seq if events else after
+        types = ", ".join(e.type for e in events[-5:])
+        summary = f"{count(len(events), 'event')} after seq {after}" + (
+            f"; the latest: {types}." if events else "."
+        )
+        return EventPage(summary=summary, events=events, next_after=last)
+
+    @server.read_tool(area="events", rest="GET /api/v1/audit")
+    async def list_audit_log(
+        after: After = 0,
+        limit: Limit = 100,
+        principal: Annotated[
+            str | None, Field(max_length=200, description="Only entries of this token holder")
+        ] = None,
+        operation_id: OperationFilter = None,
+    ) -> AuditPage:
+        """Page through the audit log: every event with the principal and the face (ui, rest,
+        mcp, cli) it came through. Needs an operator token."""
+        rows = await gateway.get(
+            "/api/v1/audit",
+            {"after": after, "limit": limit, "principal": principal, "operation_id": operation_id},
+        )
+        entries = [AuditEntry.model_validate(r) for r in rows]
+        last = entries[-1].seq if entries else after
+        return AuditPage(
+            summary=f"{len(entries)} audit log entries after seq {after}.",
+            entries=entries,
+            next_after=last,
+        )

@@ -1,0 +1,153 @@
+"""Inspect before create: zones, instance types per zone, quotas, training plans, clusters."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.tools.common import Region, count
+from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
+
+
+class Zone(Passthrough):
+    zone_name: str = Field(description="Account-specific name, e.g. us-east-1a")
+    zone_id: str = Field(description="Physical zone id, the same in every account, e.g. use1-az2")
+    state: str | None = None
+
+
+class InstanceTypeOffer(Passthrough):
+    instance_type: str = Field(description="HyperPod instance type, e.g. ml.p5.48xlarge")
+    ec2_instance_type: str | None = None
+    availability_zone_ids: list[str] = Field(description="Zone ids that offer it")
+
+
+class Quota(Passthrough):
+    instance_type: str
+    quota_name: str | None = None
+    quota_code: str | None = None
+    value: float = Field(description="Instances of this type the account may run in clusters")
+    in_use: int = Field(0, description="Instances of this type in clusters now")
+    available: int = Field(0, description="value - in_use")
+    adjustable: bool | None = None
+
+
+class TrainingPlan(Passthrough):
+    training_plan_arn: str | None = None
+    status: str | None = None
+
+
+class AccountCluster(Passthrough):
+    kind: str = Field(description="eks or hyperpod")
+    name: str
+    arn: str | None = None
+    status: str | None = None
+    managed: bool = Field(description="Made by this control plane (tagged managed-by=hyperpilot)")
+    importable: bool = Field(description="Not managed here: import_cluster can adopt it")
+
+
+class ZoneList(ToolResult):
+    region: str | None
+    zones: list[Zone]
+
+
+class InstanceTypeList(ToolResult):
+    availability_zone_id: str | None
+    instance_types: list[InstanceTypeOffer]
+
+
+class QuotaResult(ToolResult):
+    quota: Quota
+
+
+class TrainingPlanList(ToolResult):
+    training_plans: list[TrainingPlan]
+
+
+class AccountClusterList(ToolResult):
+    clusters: list[AccountCluster]
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="inspect", rest="GET /api/v1/inspect/availability-zones")
+    async def list_availability_zones(region: Region = None) -> ZoneList:
+        """List the region's Availability Zones with their zone ids (the ids are what cluster
+        specs take). Offer these to the user as the choice of where capacity lives."""
+        rows = await gateway.get("/api/v1/inspect/availability-zones", {"region": region})
+        zones = [Zone.model_validate(r) for r in rows]
+        summary = f"{count(len(zones), 'zone')}: " + ", ".join(
+            f"{z.zone_id} ({z.zone_name})" for z in zones
+        )
+        return ZoneList(summary=summary, region=region, zones=zones)
+
+    @server.read_tool(area="inspect", rest="GET /api/v1/inspect/instance-types")
+    async def list_instance_types(
+        availability_zone_id: Annotated[
+            str | None,
+            Field(
+                pattern=ZONE_ID_PATTERN,
+                description="Only types offered in this zone id (e.g. use1-az2); all zones if omitted",
+            ),
+        ] = None,
+        region: Region = None,
+    ) -> InstanceTypeList:
+        """List HyperPod instance types offered in the region, or in one zone, each with every
+        zone id that offers it. Offer only these to the user."""
+        rows = await gateway.get(
+            "/api/v1/inspect/instance-types",
+            {"availability_zone_id": availability_zone_id, "region": region},
+        )
+        offers = [InstanceTypeOffer.model_validate(r) for r in rows]
+        where = f" in {availability_zone_id}" if availability_zone_id else ""
+        shown = ", ".join(o.instance_type for o in offers[:12])
+        more = f" and {len(offers) - 12} more" if len(offers) > 12 else ""
+        summary = f"{count(len(offers), 'instance type')} offered{where}: {shown}{more}."
+        return InstanceTypeList(
+            summary=summary, availability_zone_id=availability_zone_id, instance_types=offers
+        )
+
+    @server.read_tool(area="inspect", rest="GET /api/v1/inspect/quotas")
+    async def get_instance_type_quota(
+        instance_type: Annotated[
+            str,
+            Field(
+                pattern=ML_INSTANCE_PATTERN,
+                description="HyperPod instance type, e.g. ml.g5.8xlarge",
+            ),
+        ],
+        region: Region = None,
+    ) -> QuotaResult:
+        """The account's cluster-usage quota of an instance type, how many are in use and how
+        many are still available. Check it before asking for a count."""
+        row = await gateway.get(
+            "/api/v1/inspect/quotas", {"instance_type": instance_type, "region": region}
+        )
+        quota = Quota.model_validate(row)
+        summary = (
+            f"{instance_type}: quota {quota.value:g}, in use {quota.in_use},"
+            f" available {quota.available}."
+        )
+        return QuotaResult(summary=summary, quota=quota)
+
+    @server.read_tool(area="inspect", rest="GET /api/v1/inspect/training-plans")
+    async def list_training_plans(region: Region = None) -> TrainingPlanList:
+        """List SageMaker training plans with their reserved capacity (instance type, count,
+        zone): the capacity behind capacity_type training-plan."""
+        rows = await gateway.get("/api/v1/inspect/training-plans", {"region": region})
+        plans = [TrainingPlan.model_validate(r) for r in rows]
+        return TrainingPlanList(
+            summary=f"{count(len(plans), 'training plan')}.", training_plans=plans
+        )
+
+    @server.read_tool(area="inspect", rest="GET /api/v1/inspect/clusters")
+    async def list_account_clusters(region: Region = None) -> AccountClusterList:
+        """List the EKS and HyperPod clusters in the AWS account: managed ones (made here) and
+        importable ones (made elsewhere; import_cluster adopts them)."""
+        rows = await gateway.get("/api/v1/inspect/clusters", {"region": region})
+        clusters = [AccountCluster.model_validate(r) for r in rows]
+        importable = sum(1 for c in clusters if c.importable)
+        summary = f"{count(len(clusters), 'cluster')} in the account, {importable} importable."
+        return AccountClusterList(summary=summary, clusters=clusters)

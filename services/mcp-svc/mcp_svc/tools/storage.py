@@ -1,0 +1,93 @@
+"""Storage buckets: the shared S3 buckets for lifecycle scripts, data and models."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.tools.common import Region, RequestId, body_of, count, submit
+
+BucketName = Annotated[
+    str,
+    Field(
+        min_length=3,
+        max_length=63,
+        description="S3 bucket name: 3-63 lowercase letters, digits and hyphens",
+    ),
+]
+
+
+class Bucket(Passthrough):
+    name: str
+    region: str
+    status: str = Field(description="pending, creating, active, failed, deleting, ...")
+    arn: str | None = None
+    operation_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class BucketList(ToolResult):
+    buckets: list[Bucket]
+
+
+class BucketDescription(ToolResult):
+    bucket: Bucket
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets")
+    async def list_storage_buckets() -> BucketList:
+        """List the S3 buckets managed by Hyperpilot with their status."""
+        rows = await gateway.get("/api/v1/storage/buckets")
+        buckets = [Bucket.model_validate(r) for r in rows]
+        summary = f"{count(len(buckets), 'bucket')}" + (
+            ": " + ", ".join(f"{b.name} ({b.status})" for b in buckets) if buckets else "."
+        )
+        return BucketList(summary=summary, buckets=buckets)
+
+    @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets/{name}")
+    async def get_storage_bucket(name: BucketName) -> BucketDescription:
+        """Describe a managed S3 bucket: region, status, ARN, the operation that made it."""
+        bucket = Bucket.model_validate(await gateway.get(f"/api/v1/storage/buckets/{name}"))
+        return BucketDescription(
+            summary=f"Bucket {bucket.name} is {bucket.status} in {bucket.region}.", bucket=bucket
+        )
+
+    @server.write_tool(area="storage", rest="POST /api/v1/storage/buckets")
+    async def create_storage_bucket(
+        name: BucketName, region: Region = None, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Create an S3 bucket (encrypted, public access blocked) for data and models."""
+        arguments = {"name": name, "region": region, "request_id": request_id}
+        return await submit(
+            gateway,
+            tool="create_storage_bucket",
+            arguments=arguments,
+            method="POST",
+            path="/api/v1/storage/buckets",
+            body=body_of(arguments),
+            what=f"bucket {name}",
+        )
+
+    @server.write_tool(
+        area="storage", rest="DELETE /api/v1/storage/buckets/{name}", destructive=True
+    )
+    async def delete_storage_bucket(
+        name: BucketName, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Empty and delete a managed S3 bucket. Needs an admin token; confirm with the user
+        first: the data in it is gone."""
+        return await submit(
+            gateway,
+            tool="delete_storage_bucket",
+            arguments={"name": name, "request_id": request_id},
+            method="DELETE",
+            path=f"/api/v1/storage/buckets/{name}",
+            body=None,
+            what=f"deletion of bucket {name}",
+        )
