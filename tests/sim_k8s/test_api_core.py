@@ -400,3 +400,28 @@ def test_access_reviews_answer_without_storing(api_client: client.ApiClient) -> 
     assert review.status.allowed is True
     who = client.AuthenticationV1Api(api_client).create_self_subject_review({})
     assert "system:masters" in who.status.user_info.groups
+
+
+def test_delete_collection_and_foreground_cascade(
+    core: client.CoreV1Api, apps: client.AppsV1Api
+) -> None:
+    core.create_namespace({"metadata": {"name": "bulk"}})
+    for n in range(4):
+        core.create_namespaced_config_map(
+            "bulk", {"metadata": {"name": f"b{n}", "labels": {"drop": str(n % 2 == 0).lower()}}}
+        )
+    core.delete_collection_namespaced_config_map("bulk", label_selector="drop=true")
+    left = {
+        c.metadata.name
+        for c in core.list_namespaced_config_map("bulk", label_selector="drop").items
+    }
+    assert left == {"b1", "b3"}
+    apps.create_namespaced_deployment("bulk", deployment("fg", replicas=1))
+    eventually(lambda: apps.list_namespaced_replica_set("bulk").items)
+    apps.delete_namespaced_deployment("fg", "bulk", propagation_policy="Foreground")
+    eventually(
+        lambda: (
+            not apps.list_namespaced_replica_set("bulk").items
+            and not apps.list_namespaced_deployment("bulk").items
+        )
+    )
