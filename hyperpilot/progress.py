@@ -81,12 +81,10 @@ def duration(seconds: float | None) -> str:
 
 
 def _error_text(error: Any) -> str:
+    """The error's message (its hint is printed once, under the table, by the command)."""
     if not isinstance(error, dict):
         return str(error or "")
-    text = str(error.get("message") or error.get("code") or "")
-    if error.get("hint"):
-        text += f" (hint: {error['hint']})"
-    return text
+    return str(error.get("message") or error.get("code") or "")
 
 
 @dataclass
@@ -132,8 +130,10 @@ class OperationView:
             view.title = stage.get("title") or view.title
             view.status = stage.get("status") or view.status
             view.attempts = int(stage.get("attempts") or view.attempts)
-            view.started = parse_time(stage.get("started_at")) or view.started
-            view.finished = parse_time(stage.get("finished_at"))
+            # The server keeps a stage's first start; an event seen here dates this attempt.
+            view.started = view.started or parse_time(stage.get("started_at"))
+            done = view.status not in ("pending", "running")
+            view.finished = parse_time(stage.get("finished_at")) if done else None
             if stage.get("error") and view.status == "failed":
                 view.message = _error_text(stage["error"])
             elif stage.get("progress"):
@@ -241,10 +241,7 @@ class OperationView:
                 state = Text(stage.status, style=STATUS_STYLES.get(stage.status, "dim"))
             message = self._message(stage)
             grid.add_row(stage.name, state, duration(stage.elapsed(now)), message)
-        parts: list[RenderableType] = [header, grid]
-        if self.status == "failed" and self.error:
-            parts.append(Text(f"error: {_error_text(self.error)}", style="red"))
-        return Group(*parts)
+        return Group(header, grid)
 
 
 class Follower:
@@ -276,41 +273,40 @@ class Follower:
     def run(self) -> dict[str, Any]:
         """Block until the operation is terminal; return its final state (stages, events)."""
         op = self.client.get(self.path)
-        self.view = OperationView({k: v for k, v in op.items() if k != "stages"})
-        if self.live:
-            self.view.load(op)
-            self.last_seq = max((e["seq"] for e in op.get("events") or []), default=0)
-            with Live(
-                get_renderable=self.view.render,
-                console=self.console,
-                refresh_per_second=8,
-                transient=False,
-            ) as live:
-                self._loop()
-                final: dict[str, Any] = self.client.get(self.path)
-                self.view.load(final)
-                live.refresh()
-            return final
-        self._line(f"operation {self.view.id}  {self.view.kind}  {self.view.target}")
+        self.view = OperationView(op)
+        if not self.live:
+            self._line(f"operation {self.view.id}  {self.view.kind}  {self.view.target}")
         for event in op.get("events") or []:
-            self._handle(event)
+            self._handle(event, replay=True)
         self.view.load(op)
-        self._loop()
-        last: dict[str, Any] = self.client.get(self.path)
-        self.view.load(last)
-        return last
+        if not self.live:
+            self._loop()
+            last: dict[str, Any] = self.client.get(self.path)
+            self.view.load(last)
+            return last
+        with Live(
+            get_renderable=self.view.render,
+            console=self.console,
+            refresh_per_second=8,
+            transient=False,
+        ) as live:
+            self._loop()
+            final: dict[str, Any] = self.client.get(self.path)
+            self.view.load(final)
+            live.refresh()
+        return final
 
     def _line(self, text: str) -> None:
         self.console.print(Text(text), soft_wrap=True)
 
-    def _handle(self, event: dict[str, Any]) -> None:
+    def _handle(self, event: dict[str, Any], *, replay: bool = False) -> None:
         assert self.view is not None
         seq = int(event.get("seq", 0))
         if seq and seq <= self.last_seq:
             return
         self.last_seq = max(self.last_seq, seq)
         line = self.view.apply(event)
-        if event.get("type") in RELOAD_EVENTS:
+        if event.get("type") in RELOAD_EVENTS and not replay:
             self.view.load(self.client.get(self.path, events="false"))
         if line is not None and not self.live:
             at = parse_time(event.get("occurred_at"))

@@ -118,6 +118,27 @@ class Stack:
         self.processes[name] = process
         return process
 
+    def start_replica(
+        self, name: str, index: int, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """One more process of service `name`, tracked as `<name>-<index>`.
+
+        Replicas of a domain service share its durable consumer; a gateway replica needs its
+        own `GATEWAY_PORT` in `env`.
+        """
+        module = dict(self.services)[name]
+        replica = f"{name}-{index}"
+        log = open(self.state_dir / f"{replica}.log", "ab")  # noqa: SIM115 - owned by the process
+        process = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**self.env(), **(env or {})},
+            start_new_session=True,
+        )
+        self.processes[replica] = process
+        return process
+
     def start_services(self) -> None:
         for name, _ in self.services:
             self.start_service(name)

@@ -149,7 +149,8 @@ def wait_for(api: Client, operation_id: str, output: Format) -> None:
         out.print(f"operation {operation_id} {status} in {took}")
         if final.get("error"):
             error = final["error"]
-            out.print(f"  error: {error.get('code', '')}: {error.get('message', '')}")
+            kind, message = str(error.get("code") or ""), str(error.get("message") or "")
+            out.print(f"  error: {message if kind in message else f'{kind}: {message}'}")
             if error.get("hint"):
                 out.print(f"  hint: {error['hint']}")
             out.print(f"  retry the failed stages: hyperpilot operations retry {operation_id}")

@@ -21,7 +21,7 @@ from hyperpilot.commands.common import (
     wait_for,
 )
 from hyperpilot.commands.complete import operation_ids
-from hyperpilot.output import Column, Format, details, emit, table
+from hyperpilot.output import Column, Format, compact, details, emit, table
 from hyperpilot.progress import duration, parse_time
 
 app = Area("operations", "Operations: list, show, wait for and retry them.")
@@ -89,9 +89,9 @@ STAGE_COLUMNS = [
 
 
 def render_operation(op: dict[str, Any]) -> Any:
-    summary = details(
-        op,
-        [
+    fields = {
+        key: op.get(key)
+        for key in (
             "id",
             "kind",
             "target_type",
@@ -102,13 +102,20 @@ def render_operation(op: dict[str, Any]) -> Any:
             "source",
             "created_at",
             "finished_at",
-            "error",
-            "result",
-        ],
-    )
-    parts: list[Any] = [summary]
+        )
+    }
+    error = op.get("error")
+    if isinstance(error, dict):
+        fields["error"] = f"{error.get('code', '')}: {error.get('message', '')}"
+        if error.get("hint"):
+            fields["hint"] = error["hint"]
+    parts: list[Any] = [details(fields)]
     if op.get("stages"):
         parts += [Text(""), table(op["stages"], STAGE_COLUMNS)]
+    result = op.get("result")
+    if isinstance(result, dict) and result:
+        shown = {k: compact(v) for k, v in result.items()}
+        parts += [Text(""), Text("result (all of it: -o yaml)", style="bold"), details(shown)]
     return Group(*parts)
 
 
