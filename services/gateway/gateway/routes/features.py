@@ -114,15 +114,19 @@ async def update_features(
         cluster=name, region=row["region"], target=target_of(row), changes=changes
     )
     bus = request.app.state.bus
+    plan: dict[str, Any] | None = None
     try:
         if dry_run_:
             return await dry_run(bus, command)
-        plan = await query(
-            bus,
-            "cluster",
-            "plan",
-            {"type": UpdateFeatures.__name__, "payload": command.model_dump(mode="json")},
-        )
+        if bus.connected:
+            # The diff from actual state; with NATS down the change is still accepted and
+            # cluster-svc computes the same diff when the command arrives.
+            plan = await query(
+                bus,
+                "cluster",
+                "plan",
+                {"type": UpdateFeatures.__name__, "payload": command.model_dump(mode="json")},
+            )
     except ApiError as exc:
         raise _rule(exc) from exc
     accepted = await accept(
@@ -136,7 +140,7 @@ async def update_features(
         idempotency_key=idempotency_key,
     )
     body_out = orjson.loads(accepted.body)
-    body_out["diff"] = plan.get("diff", {})
-    body_out["noop"] = plan.get("noop", False)
+    body_out["diff"] = plan.get("diff", {}) if plan is not None else None
+    body_out["noop"] = plan.get("noop", False) if plan is not None else None
     body_out["plan"] = plan
     return JSONResponse(body_out, status_code=202, headers={"Location": body_out["status_url"]})
