@@ -1,0 +1,137 @@
+"""`python -m mcp_svc.reference > docs/mcp-tools.md`: the tool reference, generated from the server.
+
+Every tool with its parameters (type, required or default, description), whether it is read-only
+or mutating, the REST route it wraps and the tool that decides its completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcp_types import Tool
+
+from mcp_svc.config import McpSettings
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.server import build_server
+
+
+def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        target = defs.get(name, {})
+        if "enum" in target:
+            return " \\| ".join(json.dumps(v) for v in target["enum"])
+        return name
+    if "anyOf" in schema:
+        arms = [_type(arm, defs) for arm in schema["anyOf"]]
+        return " \\| ".join(arm for arm in arms if arm != "null") + (
+            " \\| null" if "null" in arms else ""
+        )
+    if "enum" in schema:
+        return " \\| ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"array of {_type(schema.get('items', {}), defs)}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"object of {_type(schema['additionalProperties'], defs)}"
+    return str(kind)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _parameters(tool: Tool) -> list[str]:
+    schema = tool.input_schema
+    properties: dict[str, Any] = schema.get("properties", {})
+    if not properties:
+        return ["No parameters."]
+    required = set(schema.get("required", []))
+    defs = schema.get("$defs", {})
+    lines = ["| parameter | type | required / default | description |", "|---|---|---|---|"]
+    for name, prop in properties.items():
+        if name in required:
+            need = "required"
+        else:
+            need = f"default `{json.dumps(prop.get('default'))}`"
+        description = prop.get("description") or defs.get(
+            str(prop.get("$ref", "")).rsplit("/", 1)[-1], {}
+        ).get("description", "")
+        lines.append(f"| `{name}` | {_type(prop, defs)} | {need} | {_cell(description)} |")
+    return lines
+
+
+async def render(server: HyperpilotServer) -> str:
+    tools = {t.name: t for t in await server.list_tools()}
+    infos = list(server.catalog.values())
+    reads = sum(1 for i in infos if not i.mutating)
+    out = [
+        "# MCP tool reference",
+        "",
+        "Generated from the server by `python -m mcp_svc.reference > docs/mcp-tools.md`; a test",
+        "checks this file matches. Do not edit by hand.",
+        "",
+        f"{len(infos)} tools: {reads} read-only, {len(infos) - reads} mutating. Every tool calls the",
+        "gateway's REST API with the MCP service's token (header `X-Hyperpilot-Source: mcp`).",
+        "",
+        "- **Writes off by default.** Mutating tools are always listed, so an agent sees what",
+        "  exists, but unless the server runs with `--allow-write` (or `MCP_ALLOW_WRITE=true`)",
+        "  they refuse with the error `writes_disabled` and send nothing. Read-only tools always",
+        "  work.",
+        "- **Completion.** A mutating tool's result carries `operation_id` and",
+        '  `status_tool: "get_operation"`; `get_operation(operation_id, wait_seconds<=60)`',
+        "  long-polls until the operation is terminal (`succeeded`, `failed`, `cancelled`, `noop`).",
+        "  `set_active_cluster` is immediate and names `get_active_cluster`.",
+        "- **Safe to retry.** A mutating call sends `Idempotency-Key: mcp:<tool>:<sha256>` of the",
+        "  tool name and its canonical arguments (defaults filled in): the same call returns the",
+        "  same operation (`created: false`) and changes nothing again. `request_id` exists only to",
+        "  repeat a change on purpose.",
+        "- **Errors** are tool errors carrying the REST error body",
+        '  `{"error": {code, message, hint, fields: [{field, rule, message, hint}]}}` as',
+        "  structured content, rendered as text with the REST message first. Arguments rejected",
+        "  by the tool schema (the same pydantic models as the REST bodies) get the same wording.",
+        "- **Results** are typed (each tool's output schema) with a `summary` line, which is also",
+        "  the first text block.",
+        "",
+        "## Index",
+        "",
+        "| tool | area | kind | status tool | REST |",
+        "|---|---|---|---|---|",
+    ]
+    for info in infos:
+        kind = (
+            "mutating" + (", destructive" if info.destructive else "")
+            if info.mutating
+            else "read-only"
+        )
+        out.append(
+            f"| [`{info.name}`](#{info.name}) | {info.area} | {kind} |"
+            f" {f'`{info.status_tool}`' if info.status_tool else '-'} | `{_cell(info.rest)}` |"
+        )
+    area = None
+    for info in infos:
+        if info.area != area:
+            area = info.area
+            out += ["", f"## {area.capitalize()}"]
+        tool = tools[info.name]
+        out += ["", f"### {info.name}", ""]
+        out.append(
+            f"**{'Mutating' if info.mutating else 'Read-only'}**"
+            + (f" · status tool `{info.status_tool}`" if info.status_tool else "")
+            + f" · REST `{info.rest}`"
+        )
+        out += ["", tool.description or "", "", *_parameters(tool)]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    server = build_server(McpSettings(allow_write=False, gateway_token=None))
+    print(asyncio.run(render(server)), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The MCP service as an agent uses it: a real MCP client over streamable HTTP (and stdio) to
+`python -m mcp_svc` as a process, in front of the real gateway and services, against the
+simulated AWS."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from sim.aws import SimulatedAws
+from tests.e2e.conftest import RunningStack, unique
+from tests.mcp.conftest import MCP_TOKEN_NAME, McpProcess, mcp_env
+
+CREATE_STAGES = {
+    "preflight",
+    "network",
+    "security_group",
+    "compute_subnet",
+    "eks_role",
+    "execution_role",
+    "bucket",
+    "eks_cluster",
+    "oidc_provider",
+    "access_entries",
+    "dependencies",
+    "hyperpod_cluster",
+    "storage",
+    "fsx",
+}
+
+
+async def ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+    assert not result.is_error, f"{tool} failed: {text}"
+    data = result.structured_content
+    assert isinstance(data, dict)
+    assert text == data["summary"]  # the human line comes first
+    return data
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} was expected to fail"
+    data = result.structured_content
+    assert isinstance(data, dict) and "error" in data, data
+    error: dict[str, Any] = data["error"]
+    assert error["message"] in result.content[0].text  # type: ignore[union-attr]
+    return error
+
+
+async def until_terminal(client: Client, operation_id: str, timeout: float = 240) -> dict[str, Any]:
+    """Poll the status tool the way the playbooks do: no sleep, the tool waits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        op = await ok(client, "get_operation", {"operation_id": operation_id, "wait_seconds": 60})
+        if op["terminal"]:
+            return op
+        assert op["next_step"].startswith("get_operation(")
+        assert time.monotonic() < deadline, op["summary"]
+
+
+async def zones_when_ready(client: Client) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 30
+    while True:
+        result = await client.call_tool("list_availability_zones", {})
+        if not result.is_error:
+            zones: list[dict[str, Any]] = result.structured_content["zones"]  # type: ignore[index]
+            return zones
+        # cluster-svc answers inspect queries once it has connected to NATS
+        assert time.monotonic() < deadline, result.content
+        time.sleep(0.2)
+
+
+async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completion(
+    mcp_server: McpProcess, module_stack: RunningStack
+) -> None:
+    """The create-cluster skill's tool sequence: inspect, decide, create, poll to terminal."""
+    name = unique("mcp")
+    async with Client(mcp_server.url) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "Completion: poll get_operation" in (tools["create_cluster"].description or "")
+
+        listed = await ok(client, "list_clusters", {})
+        assert name not in {c["name"] for c in listed["clusters"]}
+        zones = await zones_when_ready(client)
+        zone = zones[0]["zone_id"]
+        offered = await ok(client, "list_instance_types", {"availability_zone_id": zone})
+        types = [t["instance_type"] for t in offered["instance_types"]]
+        assert types and all(zone in t["availability_zone_ids"] for t in offered["instance_types"])
+        instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
+
+        started = await ok(
+            client,
+            "create_cluster",
+            {
+                "name": name,
+                "availability_zone_id": zone,
+                "instance_groups": [{"name": "gpu", "instance_type": instance_type, "count": 2}],
+            },
+        )
+        assert started["status_tool"] == "get_operation" and started["created"] is True
+        assert started["operation_id"] in started["summary"]
+
+        op = await until_terminal(client, started["operation_id"])
+        assert op["status"] == "succeeded", op["summary"]
+        assert {s["name"] for s in op["stages"]} == CREATE_STAGES
+        assert all(s["status"] in ("succeeded", "noop") for s in op["stages"])
+
+        described = await ok(client, "get_cluster", {"name": name})
+        assert described["cluster"]["status"] == "active"
+        assert described["cluster"]["instance_groups"][0]["count"] == 2
+
+        # The agent's token is an operator's: deleting needs an admin, and the REST answer says so.
+        denied = await refused(client, "delete_cluster", {"name": name})
+        assert denied["code"] == "forbidden"
+
+    # The gateway recorded who asked and through which face.
+    rest = module_stack.client.get(f"/api/v1/operations/{started['operation_id']}").json()
+    assert rest["source"] == "mcp" and rest["principal"] == MCP_TOKEN_NAME
+    deleted = module_stack.client.wait(
+        module_stack.client.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240
+    )
+    assert deleted["status"] == "succeeded", deleted.get("error")
+
+
+async def test_the_same_mutating_call_twice_is_one_mutation(
+    mcp_server: McpProcess, sim_aws: SimulatedAws
+) -> None:
+    name = unique("mcp-idem")
+    async with Client(mcp_server.url) as client:
+        first = await ok(client, "create_storage_bucket", {"name": name})
+        second = await ok(client, "create_storage_bucket", {"name": name})
+        assert second["operation_id"] == first["operation_id"]
+        assert second["idempotency_key"] == first["idempotency_key"]
+        assert first["created"] is True and second["created"] is False
+        op = await until_terminal(client, first["operation_id"], timeout=60)
+        assert op["status"] == "succeeded", op["summary"]
+        # A retry after completion still maps to the same operation and changes nothing.
+        third = await ok(client, "create_storage_bucket", {"name": name, "region": None})
+        assert third["operation_id"] == first["operation_id"]
+
+    creates = [
+        c for c in sim_aws.call_log("s3", "CreateBucket") if c["params"].get("Bucket") == name
+    ]
+    assert len(creates) == 1
+
+
+async def test_a_bad_argument_returns_the_rest_validation_message(
+    mcp_server: McpProcess, module_stack: RunningStack
+) -> None:
+    api = module_stack.client
+    async with Client(mcp_server.url) as client:
+        zone = (await zones_when_ready(client))[0]["zone_id"]
+        bad_type = {
+            "name": unique("mcp-bad"),
+            "availability_zone_id": zone,
+            "instance_groups": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1}],
+        }
+        unknown_zone = {
+            **bad_type,
+            "availability_zone_id": "use1-az9",
+            "instance_groups": [{"name": "gpu", "instance_type": "ml.g5.8xlarge", "count": 1}],
+        }
+        # Rejected by the schema (the same model as the REST body) and by the live account check.
+        for arguments in (bad_type, unknown_zone):
+            rest = api.post("/api/v1/clusters", arguments)
+            assert rest.status_code == 422, rest.text
+            expected = rest.json()["error"]
+            error = await refused(client, "create_cluster", arguments)
+            assert error["code"] == "validation_error"
+            assert error["message"] == expected["message"]
+            assert [(f["field"], f["rule"]) for f in error["fields"]] == [
+                (f["field"], f["rule"]) for f in expected["fields"]
+            ]
+
+        listed = await ok(client, "list_clusters", {})
+        assert bad_type["name"] not in {c["name"] for c in listed["clusters"]}
+
+
+async def test_with_writes_off_every_mutating_tool_refuses_and_reads_work_over_stdio(
+    module_stack: RunningStack, mcp_token: str
+) -> None:
+    """The default server (no --allow-write) over stdio: mutating tools are listed but refuse."""
+    api = module_stack.client
+    before = api.get("/api/v1/operations", params={"limit": 500}).json()["items"]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_svc"], env=mcp_env(module_stack, mcp_token)
+    )
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        mutating = [t for t in tools if t.annotations and t.annotations.read_only_hint is False]
+        reads = [t for t in tools if t.annotations and t.annotations.read_only_hint is True]
+        assert len(mutating) >= 8 and len(reads) >= 14
+        for tool in mutating:
+            # Even well-formed arguments are refused before anything is sent.
+            error = await refused(client, tool.name, {"name": "anything"})
+            assert error["code"] == "writes_disabled", (tool.name, error)
+            assert "--allow-write" in error["hint"] and "MCP_ALLOW_WRITE=true" in error["hint"]
+
+        listed = await ok(client, "list_clusters", {})
+        assert isinstance(listed["clusters"], list)
+        await ok(client, "list_storage_buckets", {})
+        await ok(client, "list_operations", {"limit": 5})
+        page = await ok(client, "list_events", {"limit": 5})
+        assert len(page["events"]) <= 5
+    after = api.get("/api/v1/operations", params={"limit": 500}).json()["items"]
+    assert len(after) == len(before)
+    print(json.dumps([t.name for t in mutating]))
