@@ -4,6 +4,7 @@ simulated AWS."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -73,7 +74,7 @@ async def zones_when_ready(client: Client) -> list[dict[str, Any]]:
             return zones
         # cluster-svc answers inspect queries once it has connected to NATS
         assert time.monotonic() < deadline, result.content
-        time.sleep(0.2)
+        await asyncio.sleep(0.2)
 
 
 async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completion(

@@ -19,7 +19,7 @@ from mcp_svc.server import build_server
 
 def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
     if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
         target = defs.get(name, {})
         if "enum" in target:
             return " \\| ".join(json.dumps(v) for v in target["enum"])
@@ -46,18 +46,22 @@ def _cell(text: str) -> str:
 
 
 def _parameters(tool: Tool) -> list[str]:
-    schema = tool.input_schema
+    return _fields(tool.input_schema, tool.input_schema.get("$defs", {}), "parameter")
+
+
+def _fields(schema: dict[str, Any], defs: dict[str, Any], noun: str) -> list[str]:
     properties: dict[str, Any] = schema.get("properties", {})
     if not properties:
-        return ["No parameters."]
+        return [f"No {noun}s."]
     required = set(schema.get("required", []))
-    defs = schema.get("$defs", {})
-    lines = ["| parameter | type | required / default | description |", "|---|---|---|---|"]
+    lines = [f"| {noun} | type | required / default | description |", "|---|---|---|---|"]
     for name, prop in properties.items():
         if name in required:
             need = "required"
+        elif "default" in prop:
+            need = f"default `{json.dumps(prop['default'])}`"
         else:
-            need = f"default `{json.dumps(prop.get('default'))}`"
+            need = "optional (empty)"
         description = prop.get("description") or defs.get(
             str(prop.get("$ref", "")).rsplit("/", 1)[-1], {}
         ).get("description", "")
@@ -125,6 +129,19 @@ async def render(server: HyperpilotServer) -> str:
             + f" · REST `{info.rest}`"
         )
         out += ["", tool.description or "", "", *_parameters(tool)]
+    defs: dict[str, Any] = {}
+    for tool in tools.values():
+        defs.update(tool.input_schema.get("$defs", {}))
+    objects = {name: d for name, d in sorted(defs.items()) if d.get("properties")}
+    if objects:
+        out += [
+            "",
+            "## Parameter types",
+            "",
+            "The nested objects tools take: the same models (and rules) as the REST bodies.",
+        ]
+        for name, schema in objects.items():
+            out += ["", f"### {name}", "", *_fields(schema, defs, "field")]
     return "\n".join(out) + "\n"
 
 
