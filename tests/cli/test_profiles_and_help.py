@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,17 @@ def test_the_stack_commands_are_still_there(
     assert down.exit_code == 0 and "not running" in down.stdout
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.stdout.startswith("hyperpilot ")
+
+
+def test_the_cli_is_only_a_rest_client() -> None:
+    """Loading every command pulls in no cloud client, database or bus module."""
+    probe = (
+        "import sys, hyperpilot.cli, hyperpilot.__main__\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('boto3', 'botocore', 'kubernetes', 'asyncpg', 'nats')"
+        " or m in ('shared.db', 'shared.bus', 'shared.outbox', 'shared.consumer'))\n"
+        "print(','.join(bad))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
