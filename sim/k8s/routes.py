@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import yaml
 
 from sim.k8s import admin, discovery, events_v1, openapi
+from sim.k8s.api import load_yaml_or_json
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
 from sim.k8s.proxy import proxy
@@ -335,7 +335,7 @@ class Router:
             body = orjson.loads(req.body or b"{}")
         except orjson.JSONDecodeError:
             try:
-                body = yaml.safe_load(req.body.decode())
+                body = load_yaml_or_json(req.body)
             except Exception as exc:
                 raise ApiError(400, f"the body of the request could not be decoded: {exc}") from exc
         if not isinstance(body, dict):
