@@ -78,7 +78,7 @@ def _hyperpod_arn(api: Client, name: str) -> str:
 def _wait_healthy(api: Client, name: str, count: int, timeout: float = 30) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while True:
-        nodes = _nodes(api, name)["nodes"]
+        nodes: list[dict[str, Any]] = _nodes(api, name)["nodes"]
         if len(nodes) == count and all(n["health"] == "healthy" for n in nodes):
             return nodes
         assert time.monotonic() < deadline, f"nodes not all healthy: {nodes}"

@@ -100,7 +100,8 @@ async def test_rebooting_thirty_nodes_is_two_batches_with_per_node_results(
         await asyncio.sleep(0.1)
     assert isinstance(polled, Done)
     assert {r["status"] for r in polled.outputs["results"].values()} == {"rebooted"}
-    assert not (await verify.run(context(command, outputs={"reboot_nodes": polled.outputs}))).noop
+    verified = await verify.run(context(command, outputs={"reboot_nodes": polled.outputs}))
+    assert isinstance(verified, Done) and not verified.noop
 
 
 async def test_node_recovery_round_trip_and_a_missing_cluster(

@@ -85,7 +85,8 @@ async def test_deleting_nodes_already_shutting_down_is_a_noop_without_calls() ->
     done = await act.run(context(command))
     assert isinstance(done, Done) and done.noop and port.calls == []
     assert done.outputs["results"][nid(0)]["status"] == "skipped"
-    assert (await verify.run(context(command, outputs={"delete_nodes": done.outputs}))).noop
+    verified = await verify.run(context(command, outputs={"delete_nodes": done.outputs}))
+    assert isinstance(verified, Done) and verified.noop
 
 
 async def test_unknown_nodes_fail_before_any_call() -> None:
