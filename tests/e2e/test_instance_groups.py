@@ -144,6 +144,17 @@ def test_add_scale_update_software_and_delete_a_group(
 
     listed = {g["name"]: g for g in api.get(f"/api/v1/clusters/{name}/instance-groups").json()}
     assert listed["extra"]["status"] == "InService" and listed["extra"]["count"] == 1
+    no_plan = api.post(
+        f"/api/v1/clusters/{name}/instance-groups",
+        {
+            **group,
+            "name": "planned",
+            "capacity_type": "training-plan",
+            "training_plan_arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/none",
+        },
+    )
+    assert no_plan.status_code == 422, no_plan.text
+    assert no_plan.json()["error"]["fields"][0]["rule"] == "training_plan_exists"
     taken = api.post(f"/api/v1/clusters/{name}/instance-groups", {**group, "count": 3})
     assert taken.status_code == 422
     assert taken.json()["error"]["fields"][0]["rule"] == "instance_group_name_available"
@@ -154,6 +165,8 @@ def test_add_scale_update_software_and_delete_a_group(
     assert scaled.json()["diff"] == {"count": {"actual": 1, "requested": 2}}
     op = api.wait(scaled.json()["operation_id"], timeout=90)
     assert op["status"] == "succeeded", op.get("error")
+    updated = [e for e in op["events"] if e["type"] == "InstanceGroupUpdated"]
+    assert [e["payload"]["changes"] for e in updated] == [{"count": {"actual": 1, "requested": 2}}]
     [request] = _updates(sim_aws, name)[before + 1 :]
     [entry] = request["InstanceGroups"]
     assert entry["InstanceGroupName"] == "extra" and entry["InstanceCount"] == 2
@@ -183,6 +196,15 @@ def test_add_scale_update_software_and_delete_a_group(
     assert listed["extra"]["count"] == 2
 
     # Software update with a rolling deployment config.
+    software_plan = api.post(
+        f"/api/v1/clusters/{name}/software-update",
+        {"instance_groups": ["extra"]},
+        params={"dry_run": "true"},
+    )
+    assert software_plan.status_code == 200, software_plan.text
+    assert [c["operation"] for c in software_plan.json()["plan"]["calls"]] == [
+        "UpdateClusterSoftware"
+    ]
     rolled = api.post(
         f"/api/v1/clusters/{name}/software-update",
         {
@@ -205,6 +227,15 @@ def test_add_scale_update_software_and_delete_a_group(
     }
 
     # Delete (admin): only InstanceGroupsToDelete is sent.
+    delete_plan = api.delete(
+        f"/api/v1/clusters/{name}/instance-groups/extra", params={"dry_run": "true"}
+    )
+    assert delete_plan.status_code == 200, delete_plan.text
+    assert delete_plan.json()["plan"]["calls"][0]["params"] == {
+        "ClusterName": name,
+        "InstanceGroupsToDelete": ["extra"],
+    }
+    assert "extra" in _groups(sim_aws, name)
     deleted = api.delete(f"/api/v1/clusters/{name}/instance-groups/extra")
     assert deleted.status_code == 202, deleted.text
     op = api.wait(deleted.json()["operation_id"], timeout=90)
