@@ -134,6 +134,50 @@ def check_name(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     return []
 
 
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_KEY_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+MAX_ANNOTATIONS = 256 * 1024
+
+
+def check_metadata(obj: dict[str, Any]) -> list[Cause]:
+    """Label syntax and the annotation size limit (what big client-side applies run into)."""
+    meta = obj.get("metadata") or {}
+    causes: list[Cause] = []
+    for key, value in (meta.get("labels") or {}).items():
+        prefix, _, name = str(key).rpartition("/")
+        if (
+            len(name) > 63
+            or not _LABEL_KEY_NAME.match(name)
+            or (prefix and not _DNS_SUBDOMAIN.match(prefix))
+        ):
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.'",
+                    "field": "metadata.labels",
+                }
+            )
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {value!r}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.' (at most 63)",
+                    "field": "metadata.labels",
+                }
+            )
+    annotations = meta.get("annotations") or {}
+    size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
+    if size > MAX_ANNOTATIONS:
+        causes.append(
+            {
+                "reason": "FieldValueTooLong",
+                "message": f"Too long: must have at most {MAX_ANNOTATIONS} bytes",
+                "field": "metadata.annotations",
+            }
+        )
+    return causes
+
+
 def semantic_checks(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     """The few cross-field rules of the real API server that schemas cannot express."""
     causes: list[Cause] = []
@@ -226,6 +270,7 @@ def validate_object(
         causes += builtin.errors(obj, strict=False)
     elif rt.schema:
         causes += structural_errors(rt.schema, obj, "")
+    causes += check_metadata(obj)
     causes += semantic_checks(rt, obj)
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)

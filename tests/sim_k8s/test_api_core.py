@@ -425,3 +425,17 @@ def test_delete_collection_and_foreground_cascade(
             and not apps.list_namespaced_deployment("bulk").items
         )
     )
+
+
+def test_label_syntax_and_annotation_size_are_validated(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": "badlabel", "labels": {"app": "has spaces"}}}
+        )
+    assert err.value.status == 422
+    huge = {"kubectl.kubernetes.io/last-applied-configuration": "x" * (300 * 1024)}
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": "huge", "annotations": huge}}
+        )
+    assert err.value.status == 422 and "metadata.annotations" in _status(err.value)["message"]
