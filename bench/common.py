@@ -77,3 +77,97 @@ def simulated_stack(extra_env: dict[str, str] | None = None) -> Iterator[Any]:
     finally:
         stack.stop()
         sim.stop()
+
+
+def stage_seconds(start: str | None, end: str | None) -> float:
+    """Seconds between two ISO timestamps of the operation store."""
+    from datetime import datetime
+
+    if not start or not end:
+        return 0.0
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def rss_mb(pid: int) -> float:
+    """VmRSS of a process in MB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size in MB: shared pages split between the processes sharing them."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of `pid` (e.g. PostgreSQL's backends under its postmaster)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            child = int(entry.name)
+            found.extend([child, *children(child)])
+    return found
+
+
+def postgres_pids(stack: Any) -> list[int]:
+    """The postmaster of the stack's private PostgreSQL and its backends."""
+    if stack.postgres is None:
+        return []
+    pidfile = Path(stack.postgres.data_dir) / "postmaster.pid"
+    try:
+        postmaster = int(pidfile.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return []
+    return [postmaster, *children(postmaster)]
+
+
+@contextlib.contextmanager
+def embedded_stack(
+    services: tuple[tuple[str, str], ...] | None = None,
+    *,
+    with_sim: bool = True,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Any]:
+    """The stack exactly as `make up` runs it (the simulated world in its own process), or the
+    gateway alone with no AWS endpoint behind it (`with_sim=False`)."""
+    from hyperpilot.infra import free_port
+    from hyperpilot.stack import SERVICES, Stack
+
+    state = Path(tempfile.mkdtemp(prefix="hp-bench-"))
+    stack = Stack(
+        state_dir=state,
+        gateway_port=free_port(),
+        aws_endpoint_url=None if with_sim else "http://127.0.0.1:9",
+        admin_token=TOKEN,
+        services=services or SERVICES,
+        extra_env={
+            "LOG_LEVEL": "WARNING",
+            # One principal drives the whole load: lift its mutation rate limit.
+            "MUTATIONS_PER_MINUTE": "100000000",
+            "MUTATION_BURST": "100000",
+            **(extra_env or {}),
+        },
+    )
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
