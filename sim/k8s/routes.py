@@ -325,8 +325,10 @@ class Router:
                 preconditions=opts.get("preconditions"),
                 dry_run=dry_run or "All" in (opts.get("dryRun") or []),
             )
+            # as the real server: 202 only for a pending delete that asked for cascading explicitly
             pending = api.store.get(rt.key, namespace if rt.namespaced else "", name) is not None
-            return _json(202 if pending and not dry_run else 200, result)
+            cascading = opts.get("orphanDependents") is False
+            return _json(202 if pending and cascading and not dry_run else 200, result)
         raise ApiError(405, f"method {method} not allowed")
 
     @staticmethod
