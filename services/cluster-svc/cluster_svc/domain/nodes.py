@@ -45,7 +45,16 @@ from shared.contracts.nodes import (
 )
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
 from shared.errors import PermanentError, TemporaryError
-from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
+from shared.stages import (
+    Done,
+    FinalHook,
+    Outcome,
+    Pending,
+    Stage,
+    StageContext,
+    Submitted,
+    Workflow,
+)
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
@@ -722,7 +731,7 @@ def _batch_hint(action: str, code: str | None) -> str:
     return "wait for the node's current operation to end, then delete it again"
 
 
-def _finish_with_results(action: str, stage_name: str) -> Any:
+def _finish_with_results(action: str, stage_name: str) -> FinalHook:
     async def finish(
         conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
     ) -> list[Event]:
@@ -969,7 +978,6 @@ __all__ = [
     "ActionDecision",
     "BatchResult",
     "ClusterRecovery",
-    "DeleteNodes",
     "KubeNode",
     "NodeInstance",
     "NodeRecord",
