@@ -292,7 +292,42 @@ def test_autoscaling_round_trips_with_node_class_and_pool(
     assert sagemaker.describe_cluster(ClusterName=name)["AutoScaling"]["Mode"] == "Disable"
     assert _kubectl_items(kubeconfig, "hyperpodnodeclasses") == []
     assert _kubectl_items(kubeconfig, "nodepools") == []
+    assert _role(sim_aws, role_name) is None
 
     _apply(stack, name, {"autoscaling": {"enabled": True}})
     present()
     assert _features(stack, name)["autoscaling"]["cluster_role_made_by_hyperpilot"] is True
+
+
+def test_disabling_everything_in_one_patch_leaves_no_feature_resource(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws, kubeconfig: Path
+) -> None:
+    stack, name = created_cluster
+    accepted = _apply(
+        stack,
+        name,
+        {
+            "inference_operator": False,
+            "tiered_checkpointing": {"enabled": False},
+            "autoscaling": {"enabled": False},
+        },
+    )
+    assert set(accepted["diff"]) == {
+        "inference_operator",
+        "tiered_checkpointing.enabled",
+        "autoscaling.enabled",
+    }
+    stages = {s["name"]: s["status"] for s in accepted["final"]["stages"]}
+    assert stages == {
+        "training_operator": "noop",
+        "inference_operator": "succeeded",
+        "tiered_checkpointing": "succeeded",
+        "autoscaling": "succeeded",
+    }
+    assert _role(sim_aws, f"hyperpilot-{name}-ckpt") is None
+    assert _role(sim_aws, f"hyperpilot-{name}-autoscaler") is None
+    assert CHECKPOINT_SA not in _names(kubeconfig, "serviceaccounts", "-n", "default")
+    state = _features(stack, name)
+    assert [state[f]["enabled"] for f in ("inference_operator", "autoscaling")] == [False, False]
+    assert state["tiered_checkpointing"]["enabled"] is False
+    assert state["training_operator"]["enabled"] is True

@@ -306,12 +306,24 @@ async def test_autoscaling_round_trip() -> None:
     assert {"HyperpodNodeClass", "NodePool"} <= kinds
     world.calls.clear()
     await converge(port, {"autoscaling": {"enabled": False}}, "autoscaling")
-    assert world.calls == ["delete NodePool", "delete HyperpodNodeClass", "UpdateCluster"]
+    assert world.calls == [
+        "delete NodePool",
+        "delete HyperpodNodeClass",
+        "UpdateCluster",
+        "DeleteRolePolicy",
+        "DeleteRole",
+    ]
     assert world.hyperpod.autoscaling_mode == "Disable"
-    assert "hyperpilot-llm-autoscaler" in world.roles  # the cluster still names its role
+    assert "hyperpilot-llm-autoscaler" not in world.roles
     world.calls.clear()
     await converge(port, {"autoscaling": {"enabled": True}}, "autoscaling")
-    assert world.calls == ["UpdateCluster", "apply HyperpodNodeClass", "apply NodePool"]
+    assert world.calls == [
+        "CreateRole",
+        "PutRolePolicy",
+        "UpdateCluster",
+        "apply HyperpodNodeClass",
+        "apply NodePool",
+    ]
 
 
 def test_autoscaling_waits_until_karpenter_is_served() -> None:

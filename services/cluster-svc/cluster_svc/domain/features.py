@@ -15,7 +15,8 @@ the cluster report now (`Actual`) and what the caller asked (`FeaturesChange`):
 - managed autoscaling: the cluster role (trusted by hyperpod.sagemaker.amazonaws.com),
   `AutoScaling{Mode: Enable, AutoScalerType: Karpenter}` with continuous provisioning, then a
   HyperpodNodeClass over the cluster's instance groups and a NodePool; disabling removes the two
-  objects and sets Mode Disable (the cluster role stays: the cluster still names it).
+  objects, sets Mode Disable, then removes the cluster role Hyperpilot made (HyperPod assumes it
+  only for autoscaling; enabling again makes it again).
 
 Steps are data: AWS calls, objects to apply or remove, and waits. A stage runs the steps in
 order up to the first wait, then reads actual state again and decides again, so a redelivered
@@ -717,7 +718,9 @@ def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]
                 steps.append(Remove(ref))
         if on:
             steps += update_cluster_steps(hyperpod, {"AutoScaling": {"Mode": "Disable"}})
-        return steps
+        elif hyperpod.status != IN_SERVICE and actual.roles.get(names.autoscaler_role):
+            steps += settle_steps(hyperpod)  # the role goes once HyperPod no longer uses it
+        return steps + remove_role_steps(actual, names.autoscaler_role)
     if hyperpod.node_recovery not in (None, "Automatic"):
         raise _invalid(
             "autoscaling.enabled",
