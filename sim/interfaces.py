@@ -46,3 +46,8 @@ class KubeHooks(Protocol):
     def sync_nodes(self, cluster_name: str, nodes: list[SimNode]) -> None:
         """Make the cluster's Node objects match the HyperPod nodes attached to it."""
         ...
+
+    def install(self, cluster_name: str, component: str) -> None:
+        """An EKS add-on became ACTIVE: put what it installs (CRDs, CSI drivers, workloads) into
+        the cluster. Raises ValueError for an add-on the emulator does not know."""
+        ...

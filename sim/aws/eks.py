@@ -14,6 +14,7 @@ through the API is CONFIG_MAP, as AWS documents.
 from __future__ import annotations
 
 import base64
+import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -682,6 +683,10 @@ class Eks:
 
         def ready() -> None:
             if cluster.addons.get(name) is addon and addon["status"] == "CREATING":
+                if self.ctx.kube is not None and cluster.kube_started:
+                    # What the add-on installs appears in the cluster as it does on EKS.
+                    with contextlib.suppress(ValueError):
+                        self.ctx.kube.install(cluster.name, name)
                 addon["status"] = "ACTIVE"
 
         self._later(self.ctx.profile.eks_addon_install, ready)

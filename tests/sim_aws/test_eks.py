@@ -292,6 +292,7 @@ class RecordingKube:
         self.started: list[str] = []
         self.stopped: list[str] = []
         self.synced: list[tuple[str, list[SimNode]]] = []
+        self.installed: list[tuple[str, str]] = []
 
     def start_cluster(self, name: str) -> ClusterEndpoint:
         self.started.append(name)
@@ -306,6 +307,9 @@ class RecordingKube:
 
     def sync_nodes(self, cluster_name: str, nodes: list[SimNode]) -> None:
         self.synced.append((cluster_name, list(nodes)))
+
+    def install(self, cluster_name: str, component: str) -> None:
+        self.installed.append((cluster_name, component))
 
 
 def test_kube_hooks_follow_the_cluster_and_its_hyperpod_nodes() -> None:
@@ -340,6 +344,18 @@ def test_kube_hooks_follow_the_cluster_and_its_hyperpod_nodes() -> None:
             .startswith("-----BEGIN CERTIFICATE-----\nfake")
         )
         assert cluster["identity"]["oidc"]["issuer"] == "https://127.0.0.1:6443/oidc/k"
+
+        # An add-on becoming ACTIVE installs what it brings into the cluster.
+        eks.create_addon(clusterName="k", addonName="aws-mountpoint-s3-csi-driver")
+        wait_for(
+            lambda: (
+                eks.describe_addon(clusterName="k", addonName="aws-mountpoint-s3-csi-driver")[
+                    "addon"
+                ]["status"]
+                == "ACTIVE"
+            )
+        )
+        assert ("k", "aws-mountpoint-s3-csi-driver") in kube.installed
 
         sm.create_cluster(
             ClusterName="hp",
