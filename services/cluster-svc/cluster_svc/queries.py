@@ -113,6 +113,8 @@ class QueryResponder:
             self._subscriptions.append(
                 await self.nc.subscribe(subject, queue=QUEUE_GROUP, cb=self._on_message)
             )
+        # Answering starts once the server has the subscriptions, not when they are sent.
+        await self.nc.flush()
 
     async def stop(self) -> None:
         """Stop taking requests, then let the ones in flight answer."""
