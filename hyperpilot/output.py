@@ -67,6 +67,8 @@ def cell(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, str):
         return short_time(value)
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value)
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"), default=str)
     return str(value)

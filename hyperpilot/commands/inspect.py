@@ -8,7 +8,7 @@ import typer
 from rich.console import Group
 
 from hyperpilot.commands.common import Area, Output, Region, client, examples, fmt
-from hyperpilot.output import auto_columns, emit, table
+from hyperpilot.output import Column, auto_columns, emit, table
 
 app = Area(
     "inspect",
@@ -85,8 +85,24 @@ def training_plans(region: Region = None, output: Output = None) -> None:
         _show(api.get(f"{BASE}/training-plans", region=region), output)
 
 
+CLUSTER_COLUMNS = [
+    Column("KIND", "kind"),
+    Column("NAME", "name"),
+    Column("STATUS", "status"),
+    Column("VERSION", "kubernetes_version"),
+    Column("LINKED TO", lambda r: r.get("hyperpod_cluster_names") or r.get("eks_cluster_name")),
+    Column("MANAGED", "managed"),
+    Column("IMPORTABLE", "importable"),
+    Column("CREATED", "created_at"),
+]
+
+
 @app.command(epilog=examples("hyperpilot inspect clusters --region us-east-1"))
 def clusters(region: Region = None, output: Output = None) -> None:
     """EKS and HyperPod clusters in the account: managed here, and importable ones."""
     with client() as api:
-        _show(api.get(f"{BASE}/clusters", region=region), output)
+        rows = api.get(f"{BASE}/clusters", region=region)
+    if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
+        emit(rows, fmt(output), lambda r: table(r, CLUSTER_COLUMNS) if r else "(no clusters)")
+    else:
+        _show(rows, output)

@@ -26,6 +26,7 @@ def test_cells_are_short_and_readable() -> None:
     assert cell(True) == "yes" and cell(False) == "no"
     assert cell(3) == "3"
     assert cell({"a": 1, "b": [1, 2]}) == '{"a":1,"b":[1,2]}'
+    assert cell(["use1-az1", "use1-az2"]) == "use1-az1, use1-az2"
     assert short_time("2026-11-29T17:20:01.123456+00:00") == "2026-11-29 17:20:01Z"
     assert short_time("not a time") == "not a time"
 
