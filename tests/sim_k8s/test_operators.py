@@ -635,3 +635,15 @@ def test_node_health_fault_restarts_job_elsewhere(
         ]
     )
     assert moved[0].spec.node_name != bad_node
+
+
+def test_eks_addon_names_install_their_components(
+    world: Any, trained: ApiServer, api_client: client.ApiClient
+) -> None:
+    world.install(trained.cluster, "amazon-sagemaker-hyperpod-training-operator")
+    world.install(trained.cluster, "aws-ebs-csi-driver")
+    world.install(trained.cluster, "coredns")  # already part of every cluster
+    drivers = {d.metadata.name for d in client.StorageV1Api(api_client).list_csi_driver().items}
+    assert "ebs.csi.aws.com" in drivers
+    with pytest.raises(ValueError):
+        world.install(trained.cluster, "no-such-addon")

@@ -116,6 +116,47 @@ COMPONENTS: dict[str, Component] = {
             ),
         )
     ),
+    "metrics-server": Component(
+        workloads=(
+            (
+                "kube-system",
+                "Deployment",
+                "metrics-server",
+                "registry.k8s.io/metrics-server/metrics-server:v0.7.2",
+            ),
+        )
+    ),
+    "aws-ebs-csi-driver": Component(
+        workloads=(
+            (
+                "kube-system",
+                "Deployment",
+                "ebs-csi-controller",
+                f"{ECR}/ebs-csi-driver/aws-ebs-csi-driver:v1.41.0",
+            ),
+        ),
+        csi_driver="ebs.csi.aws.com",
+    ),
+    "hyperpod-task-governance": Component(
+        workloads=(
+            (
+                "kueue-system",
+                "Deployment",
+                "kueue-controller-manager",
+                "registry.k8s.io/kueue/kueue:v0.12.3",
+            ),
+        )
+    ),
+    "hyperpod-observability": Component(
+        workloads=(
+            (
+                "hyperpod-observability",
+                "Deployment",
+                "hyperpod-observability-collector",
+                f"{ECR}/sagemaker/hyperpod-observability:v1.0",
+            ),
+        )
+    ),
     # the HyperPod dependency Helm chart's default-enabled components
     "hyperpod-dependencies": Component(
         workloads=(
@@ -163,6 +204,10 @@ ADDON_COMPONENTS = {
     "aws-mountpoint-s3-csi-driver": "aws-mountpoint-s3-csi-driver",
     "cert-manager": "cert-manager",
     "amazon-cloudwatch-observability": "amazon-cloudwatch-observability",
+    "metrics-server": "metrics-server",
+    "aws-ebs-csi-driver": "aws-ebs-csi-driver",
+    "amazon-sagemaker-hyperpod-taskgovernance": "hyperpod-task-governance",
+    "amazon-sagemaker-hyperpod-observability": "hyperpod-observability",
 }
 # add-ons every EKS cluster already runs (bootstrap creates their workloads)
 BUILTIN_ADDONS = frozenset({"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"})
