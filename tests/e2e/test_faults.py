@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -99,7 +100,8 @@ def test_mutations_are_accepted_while_nats_is_down_and_complete_when_it_returns(
 def test_postgres_down_is_a_clear_503_and_work_resumes_when_it_returns(
     tmp_path: Path, sim_aws: SimulatedAws
 ) -> None:
-    pg = start_postgres(tmp_path / "pg")
+    # PostgreSQL runs as its own user, which pytest's private temp directories keep out.
+    pg = start_postgres(Path(tempfile.mkdtemp(prefix="hp-pgdown-")) / "pg")
     dsn = pg.dsn()
     asyncio.run(migrate(dsn))
     try:
