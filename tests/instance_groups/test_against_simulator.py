@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.ec2 import Ec2Network
+from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.sagemaker import SageMakerClusters
 from cluster_svc.domain import instance_groups as ig
 from shared.contracts.instance_groups import (
@@ -141,7 +143,7 @@ async def test_describe_reads_every_member_back_as_a_valid_entry(
 async def test_scale_sends_one_group_and_keeps_every_member(
     sim: SimulatedAws, api: SageMakerClusters, hyperpod: str
 ) -> None:
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
     before = _updates(sim, hyperpod)
     done = await drive(stage, _update(hyperpod, "gpu", count=2), timeout=20)
     assert not done.noop and done.outputs["target_count"] == 2
@@ -158,7 +160,7 @@ async def test_scale_sends_one_group_and_keeps_every_member(
 async def test_unchanged_values_make_no_call(
     sim: SimulatedAws, api: SageMakerClusters, hyperpod: str
 ) -> None:
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
     before = len(_updates(sim, hyperpod))
     done = await drive(stage, _update(hyperpod, "cpu", count=1, capacity_type="on-demand"))
     assert done.noop

@@ -22,7 +22,7 @@ from shared.errors import PermanentError, TemporaryError
 from shared.stages import Done
 from tests.cluster_network.fakes import FakeEc2
 from tests.cluster_network.helpers import by_name, drive
-from tests.instance_groups.fakes import FakeHyperPod, cluster, details
+from tests.instance_groups.fakes import PLAN, FakeHyperPod, cluster, details
 
 
 class FakeReads:
@@ -30,8 +30,17 @@ class FakeReads:
 
     region = "us-east-1"
 
-    def __init__(self, offered: Sequence[str] = ("use1-az2", "use1-az4", "use1-az6")) -> None:
+    def __init__(
+        self,
+        offered: Sequence[str] = ("use1-az2", "use1-az4", "use1-az6"),
+        quotas: dict[str, dict[str, Any]] | None = None,
+        usage: dict[str, int] | None = None,
+        plans: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.offered = list(offered)
+        self.quotas = quotas or {}
+        self.usage = usage or {}
+        self.plans = plans or {}
 
     async def availability_zones(self) -> list[dict[str, Any]]:
         return [{"zone_id": z, "zone_name": z} for z in ("use1-az2", "use1-az4", "use1-az6")]
@@ -40,13 +49,13 @@ class FakeReads:
         return {t: self.offered for t in instance_types}
 
     async def cluster_quotas(self, instance_types: Sequence[str]) -> dict[str, dict[str, Any]]:
-        return {}
+        return {t: q for t, q in self.quotas.items() if t in instance_types}
 
     async def cluster_usage(self) -> dict[str, int]:
-        return {}
+        return dict(self.usage)
 
     async def training_plan(self, arn: str) -> dict[str, Any] | None:
-        return None
+        return self.plans.get(arn)
 
     async def cluster_name_holders(self, name: str) -> list[str]:
         return []
@@ -67,14 +76,14 @@ def _update(**fields: Any) -> dict[str, Any]:
 
 async def test_an_update_with_the_actual_values_makes_no_call() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     done = await drive(stage, _update(count=2, labels={"team": "nlp"}, capacity_type="spot"))
     assert done.noop and api.updates == []
 
 
 async def test_a_scale_makes_one_update_and_waits_for_the_count() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     done = await drive(stage, _update(count=4))
     assert not done.noop
     assert len(api.updates) == 1
@@ -84,7 +93,7 @@ async def test_a_scale_makes_one_update_and_waits_for_the_count() -> None:
 
 async def test_a_capacity_type_change_fails_before_any_call() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     with pytest.raises(PermanentError) as refused:
         await drive(stage, _update(capacity_type="on-demand"))
     assert refused.value.code == "InstanceGroupChangeRefused"
@@ -94,7 +103,7 @@ async def test_a_capacity_type_change_fails_before_any_call() -> None:
 
 async def test_a_busy_cluster_is_waited_for() -> None:
     api = FakeHyperPod(cluster(details(), status="Updating"))
-    stage = by_name(ig.update_stages(api))["update_group"]
+    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     with pytest.raises(TemporaryError):
         await drive(stage, _update(count=3))
     assert api.updates == []
@@ -191,3 +200,54 @@ async def test_an_add_where_the_type_is_not_offered_fails_before_anything_is_mad
         await _run_add(ec2, api, command, FakeReads(offered=["use1-az2"]))
     assert "instance_type" in refused.value.message and "use1-az2" in (refused.value.hint or "")
     assert api.updates == [] and ec2.calls["create_subnet"] == 0
+
+
+async def _placed(ec2: FakeEc2, group: dict[str, Any]) -> FakeHyperPod:
+    vpc = await ec2.create_vpc("10.1.0.0/16", {})
+    home = ec2.add_subnet(vpc.vpc_id, "10.1.16.0/20", "use1-az2", {})
+    return FakeHyperPod(
+        ig.DescribedCluster(
+            name="hp-one",
+            arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
+            status="InService",
+            vpc_config={"SecurityGroupIds": ["sg-1"], "Subnets": [home.subnet_id]},
+            groups={"gpu": group},
+        )
+    )
+
+
+async def test_a_scale_beyond_the_quota_is_refused_before_the_call() -> None:
+    ec2 = FakeEc2()
+    api = await _placed(ec2, details())
+    reads = FakeReads(
+        quotas={"ml.g5.8xlarge": {"value": 3, "quota_name": "ml.g5.8xlarge for cluster usage"}},
+        usage={"ml.g5.8xlarge": 2},
+    )
+    stage = by_name(ig.update_stages(api, ec2, reads))["update_group"]
+    with pytest.raises(PermanentError) as refused:
+        await drive(stage, _update(count=4))
+    assert "from 2 to 4 adds 2" in refused.value.message
+    assert "Service Quotas" in (refused.value.hint or "")
+    assert api.updates == []
+    assert not (await drive(stage, _update(count=3))).noop  # fits: 2 + 1 <= 3
+    assert len(api.updates) == 1
+
+
+async def test_a_training_plan_group_scales_within_the_plan() -> None:
+    ec2 = FakeEc2()
+    on_plan = details(TrainingPlanArn=PLAN)
+    del on_plan["CapacityRequirements"]
+    api = await _placed(ec2, on_plan)
+    plan = {
+        "name": "plan-a",
+        "status": "Active",
+        "available_instance_count": 1,
+        "reserved_capacity": [
+            {"instance_type": "ml.g5.8xlarge", "count": 4, "availability_zone_id": "use1-az2"}
+        ],
+    }
+    stage = by_name(ig.update_stages(api, ec2, FakeReads(plans={PLAN: plan})))["update_group"]
+    with pytest.raises(PermanentError) as refused:
+        await drive(stage, _update(count=4))
+    assert "1 ml.g5.8xlarge available" in refused.value.message
+    assert api.updates == []

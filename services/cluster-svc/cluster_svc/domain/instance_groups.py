@@ -29,7 +29,7 @@ import asyncpg
 from cluster_svc.domain import hyperpod, inspection, lifecycle, network
 from cluster_svc.domain.inspection import Problem
 from cluster_svc.domain.subnets import CreateSubnet, plan_compute_subnet
-from shared.contracts.cluster import CapacityType, ClusterSpec, InterfaceType
+from shared.contracts.cluster import CapacityType, ClusterSpec, InstanceGroupSpec, InterfaceType
 from shared.contracts.events import Event
 from shared.contracts.instance_groups import (
     IMMUTABLE_FIELDS,
@@ -621,6 +621,59 @@ async def account_problems(
     return [_strip_group_prefix(p) for p in problems]
 
 
+async def group_zone(
+    ec2: network.Ec2, cluster: DescribedCluster, details: dict[str, Any]
+) -> str | None:
+    """The zone of a group's nodes: its override subnets', else the cluster's subnets'."""
+    override = (details.get("OverrideVpcConfig") or {}).get("Subnets")
+    for subnet_id in override or cluster.vpc_config.get("Subnets") or []:
+        subnet = await ec2.subnet(subnet_id)
+        if subnet is not None:
+            return str(subnet.zone_id)
+    return None
+
+
+async def scale_problems(
+    reads: inspection.InspectionReads,
+    ec2: network.Ec2,
+    cluster: DescribedCluster,
+    group: str,
+    diff: dict[str, FieldChange],
+) -> list[Problem]:
+    """A scale-up must fit the account's cluster-usage quota, or the group's training plan."""
+    if "count" not in diff:
+        return []
+    before, after = int(diff["count"].actual or 0), int(diff["count"].requested)
+    if after <= before:
+        return []
+    details = cluster.groups[group]
+    zone = await group_zone(ec2, cluster, details)
+    if zone is None:
+        return []
+    actual = actual_view(details)
+    more = InstanceGroupSpec.model_construct(
+        name=group,
+        instance_type=actual["instance_type"],
+        count=after - before,
+        capacity_type=CapacityType(actual["capacity_type"]),
+        training_plan_arn=actual["training_plan_arn"],
+        availability_zone_id=zone,
+    )
+    shape = ClusterSpec.model_construct(
+        name=cluster.name, availability_zone_id=zone, instance_groups=[more]
+    )
+    problems: list[Problem] = []
+    demand = inspection.quota_demand(shape)
+    if demand:
+        quotas = await reads.cluster_quotas(sorted(demand))
+        problems += inspection.quota_problems(shape, quotas, await reads.cluster_usage())
+    if more.capacity_type == CapacityType.TRAINING_PLAN and more.training_plan_arn:
+        plan = await reads.training_plan(more.training_plan_arn)
+        problems += inspection.plan_problems(shape, {more.training_plan_arn: plan})
+    prefix = f"scaling group {group} from {before} to {after} adds {after - before}: "
+    return [Problem("count", p.rule, prefix + p.message, p.hint) for p in problems]
+
+
 async def home_zone(
     ec2: network.Ec2, command: AddInstanceGroup, cluster: DescribedCluster
 ) -> str | None:
@@ -710,7 +763,9 @@ def _diff_json(diff: dict[str, FieldChange]) -> dict[str, Any]:
     return {k: v.model_dump(mode="json") for k, v in diff.items()}
 
 
-def update_stages(api: InstanceGroupApi) -> list[Stage]:
+def update_stages(
+    api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
+) -> list[Stage]:
     async def update_group(ctx: StageContext) -> Done | Submitted:
         command = UpdateInstanceGroup.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
@@ -719,6 +774,9 @@ def update_stages(api: InstanceGroupApi) -> list[Stage]:
             raise decision.error("InstanceGroupChangeRefused")
         if decision.noop:
             return Done({"diff": {}}, noop=True)
+        problems = await scale_problems(reads, ec2, cluster, command.group, decision.diff)
+        if problems:
+            raise Decision(problems=problems).error("InstanceGroupChangeRefused")
         _ready(cluster)
         request = decision.calls[0].params
         arn = await api.update_cluster(request)
@@ -941,7 +999,12 @@ def deciders(
         command = UpdateInstanceGroup.from_payload(payload)
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_update(cluster, command.group, command.change.changed())
-        return decision, f"{command.cluster}/instance-groups/{command.group}"
+        target = f"{command.cluster}/instance-groups/{command.group}"
+        if decision.calls:
+            problems = await scale_problems(reads, ec2, cluster, command.group, decision.diff)
+            if problems:
+                return Decision(problems=problems, diff=decision.diff), target
+        return decision, target
 
     async def delete(payload: dict[str, Any]) -> tuple[Decision, str]:
         command = DeleteInstanceGroup.from_payload(payload)
@@ -1150,7 +1213,7 @@ def workflows(
         UpdateInstanceGroup.__name__: Workflow(
             kind=UpdateInstanceGroup.kind(),
             domain=UpdateInstanceGroup.domain,
-            stages=tuple(update_stages(api)),
+            stages=tuple(update_stages(api, ec2, reads)),
             on_start=updating,
             on_finish=updated,
         ),
