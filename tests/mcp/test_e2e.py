@@ -8,8 +8,10 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 from sim.aws import SimulatedAws
@@ -77,26 +79,36 @@ async def zones_when_ready(client: Client) -> list[dict[str, Any]]:
         await asyncio.sleep(0.2)
 
 
-async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completion(
+class Recorder:
+    """An MCP client that remembers the tools it called, in order."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.calls: list[str] = []
+
+    async def ok(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(tool)
+        return await ok(self.client, tool, arguments)
+
+
+@pytest.fixture(scope="module")
+async def playbook_cluster(
     mcp_server: McpProcess, module_stack: RunningStack
-) -> None:
-    """The create-cluster skill's tool sequence: inspect, decide, create, poll to terminal."""
+) -> AsyncIterator[dict[str, Any]]:
+    """The create-cluster skill's tool sequence, through a real MCP client over streamable HTTP:
+    inspect, decide, create, poll to terminal. Deleted afterwards by the admin through REST."""
     name = unique("mcp")
     async with Client(mcp_server.url) as client:
+        agent = Recorder(client)
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert "Completion: poll get_operation" in (tools["create_cluster"].description or "")
-
-        listed = await ok(client, "list_clusters", {})
-        assert name not in {c["name"] for c in listed["clusters"]}
+        listed = await agent.ok("list_clusters", {})
+        agent.calls.append("list_availability_zones")
         zones = await zones_when_ready(client)
         zone = zones[0]["zone_id"]
-        offered = await ok(client, "list_instance_types", {"availability_zone_id": zone})
+        offered = await agent.ok("list_instance_types", {"availability_zone_id": zone})
         types = [t["instance_type"] for t in offered["instance_types"]]
-        assert types and all(zone in t["availability_zone_ids"] for t in offered["instance_types"])
         instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
-
-        started = await ok(
-            client,
+        started = await agent.ok(
             "create_cluster",
             {
                 "name": name,
@@ -104,29 +116,110 @@ async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completi
                 "instance_groups": [{"name": "gpu", "instance_type": instance_type, "count": 2}],
             },
         )
-        assert started["status_tool"] == "get_operation" and started["created"] is True
-        assert started["operation_id"] in started["summary"]
-
-        op = await until_terminal(client, started["operation_id"])
-        assert op["status"] == "succeeded", op["summary"]
-        assert {s["name"] for s in op["stages"]} == CREATE_STAGES
-        assert all(s["status"] in ("succeeded", "noop") for s in op["stages"])
-
-        described = await ok(client, "get_cluster", {"name": name})
-        assert described["cluster"]["status"] == "active"
-        assert described["cluster"]["instance_groups"][0]["count"] == 2
-
-        # The agent's token is an operator's: deleting needs an admin, and the REST answer says so.
+        polls = 0
+        while True:
+            op = await agent.ok(
+                "get_operation", {"operation_id": started["operation_id"], "wait_seconds": 60}
+            )
+            polls += 1
+            if op["terminal"]:
+                break
+            assert op["next_step"].startswith("get_operation(")
+            assert polls < 10, op["summary"]
+        described = await agent.ok("get_cluster", {"name": name})
         denied = await refused(client, "delete_cluster", {"name": name})
-        assert denied["code"] == "forbidden"
+    yield {
+        "name": name,
+        "zone": zone,
+        "types": types,
+        "offered": offered,
+        "listed": listed,
+        "tools": tools,
+        "started": started,
+        "operation": op,
+        "described": described,
+        "denied": denied,
+        "calls": agent.calls,
+    }
+    api = module_stack.client
+    deleted = api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240)
+    assert deleted["status"] == "succeeded", deleted.get("error")
 
+
+async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completion(
+    playbook_cluster: dict[str, Any], module_stack: RunningStack
+) -> None:
+    run = playbook_cluster
+    assert "Completion: poll get_operation" in (run["tools"]["create_cluster"].description or "")
+    # Inspect before creating: the playbook's order.
+    calls = [c for i, c in enumerate(run["calls"]) if i == 0 or c != run["calls"][i - 1]]
+    assert calls == [
+        "list_clusters",
+        "list_availability_zones",
+        "list_instance_types",
+        "create_cluster",
+        "get_operation",
+        "get_cluster",
+    ]
+    assert run["name"] not in {c["name"] for c in run["listed"]["clusters"]}
+    assert all(run["zone"] in t["availability_zone_ids"] for t in run["offered"]["instance_types"])
+
+    started = run["started"]
+    assert started["status_tool"] == "get_operation" and started["created"] is True
+    assert started["operation_id"] in started["summary"]
+    op = run["operation"]
+    assert op["status"] == "succeeded", op["summary"]
+    assert {s["name"] for s in op["stages"]} == CREATE_STAGES
+    assert all(s["status"] in ("succeeded", "noop") for s in op["stages"])
+
+    described = run["described"]["cluster"]
+    assert described["status"] == "active"
+    assert described["instance_groups"][0]["count"] == 2
+
+    # The agent's token is an operator's: deleting needs an admin, and the REST answer says so.
+    assert run["denied"]["code"] == "forbidden"
     # The gateway recorded who asked and through which face.
     rest = module_stack.client.get(f"/api/v1/operations/{started['operation_id']}").json()
     assert rest["source"] == "mcp" and rest["principal"] == MCP_TOKEN_NAME
-    deleted = module_stack.client.wait(
-        module_stack.client.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240
-    )
-    assert deleted["status"] == "succeeded", deleted.get("error")
+
+
+async def test_add_instance_group_and_enable_features_playbooks(
+    playbook_cluster: dict[str, Any], mcp_server: McpProcess
+) -> None:
+    name = playbook_cluster["name"]
+    instance_type = playbook_cluster["types"][0]
+    async with Client(mcp_server.url) as client:
+        groups = await ok(client, "list_instance_groups", {"cluster": name})
+        assert [g["name"] for g in groups["instance_groups"]] == ["gpu"]
+        quota = await ok(client, "get_instance_type_quota", {"instance_type": instance_type})
+        assert quota["quota"]["available"] >= 1
+
+        add = {"cluster": name, "name": "extra", "instance_type": instance_type, "count": 1}
+        preview = await ok(client, "add_instance_group", {**add, "dry_run": True})
+        assert preview["dry_run"] is True and preview["operation_id"] is None
+        started = await ok(client, "add_instance_group", add)
+        op = await until_terminal(client, started["operation_id"], timeout=120)
+        assert op["status"] == "succeeded", op["summary"]
+        groups = await ok(client, "list_instance_groups", {"cluster": name})
+        assert {g["name"] for g in groups["instance_groups"]} == {"gpu", "extra"}
+
+        before = await ok(client, "get_features", {"cluster": name})
+        change = {"cluster": name, "training_operator": True}
+        first = await ok(client, "update_features", change)
+        again = await ok(client, "update_features", change)
+        assert again["operation_id"] == first["operation_id"] and again["created"] is False
+        op = await until_terminal(client, first["operation_id"], timeout=120)
+        assert op["status"] in ("succeeded", "noop"), op["summary"]
+        after = await ok(client, "get_features", {"cluster": name})
+        assert after["training_operator"]["enabled"] is True
+        assert "training_operator on" in after["summary"], (before["summary"], after["summary"])
+
+        nodes = await ok(client, "list_nodes", {"cluster": name})
+        assert nodes["nodes"] and all(n["node_id"].startswith("i-") for n in nodes["nodes"])
+        one = await ok(
+            client, "get_node", {"cluster": name, "node_id": nodes["nodes"][0]["node_id"]}
+        )
+        assert one["node"]["node_id"] == nodes["nodes"][0]["node_id"]
 
 
 async def test_the_same_mutating_call_twice_is_one_mutation(

@@ -81,6 +81,12 @@ class Gateway:
         headers = {"Idempotency-Key": idempotency_key(tool, arguments)}
         return await self._request(method, path, json_body=body, headers=headers)
 
+    async def preview(
+        self, method: str, path: str, *, body: Mapping[str, Any] | None = None
+    ) -> Any:
+        """The same request with `?dry_run=true`: the gateway answers the plan, stores nothing."""
+        return await self._request(method, path, params={"dry_run": "true"}, json_body=body)
+
     async def _request(
         self,
         method: str,

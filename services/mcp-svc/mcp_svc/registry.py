@@ -35,6 +35,7 @@ class ToolInfo:
     mutating: bool
     status_tool: str | None
     destructive: bool = False
+    previewable: bool = False
 
 
 class HyperpilotServer(MCPServer):
@@ -77,7 +78,10 @@ class HyperpilotServer(MCPServer):
                 description = f"{description}\n\n{COMPLETION}"
             elif mutating:
                 description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
-            self.catalog[name] = ToolInfo(name, area, rest, mutating, status_tool, destructive)
+            previewable = "dry_run" in inspect.signature(fn).parameters
+            self.catalog[name] = ToolInfo(
+                name, area, rest, mutating, status_tool, destructive, previewable
+            )
             self.add_tool(
                 fn,
                 name=name,
@@ -102,8 +106,14 @@ class HyperpilotServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         info = self.catalog.get(name)
-        if info is not None and info.mutating and not self.allow_write:
-            # Refused before the arguments are even read: a read-only server sends nothing.
+        if (
+            info is not None
+            and info.mutating
+            and not self.allow_write
+            and not (info.previewable and arguments.get("dry_run") is True)
+        ):
+            # Refused before the arguments are even read: a read-only server sends nothing
+            # (a dry run, which changes nothing, is the one exception).
             return failure(WritesDisabled(name))
         try:
             result = await super().call_tool(name, arguments, context)

@@ -28,18 +28,29 @@ class Passthrough(BaseModel):
 
 
 class OperationStarted(ToolResult):
-    """A mutation the gateway accepted as an operation; the status tool decides completion."""
+    """A mutation the gateway accepted as an operation; the status tool decides completion.
 
-    operation_id: str = Field(description="The operation to poll")
+    A dry run (`dry_run: true`) starts nothing: `operation_id` is null and `plan` holds the calls
+    and the diff the change would make, computed from actual state.
+    """
+
+    operation_id: str | None = Field(description="The operation to poll (null for a dry run)")
     status_tool: Literal["get_operation"] = Field(
         STATUS_TOOL, description="The tool that decides completion"
     )
-    status_url: str = Field(description="The REST resource of the operation")
+    status_url: str | None = Field(None, description="The REST resource of the operation")
     created: bool = Field(
-        description="False when an identical earlier call already created this operation"
+        False, description="False when an identical earlier call already created this operation"
     )
-    idempotency_key: str = Field(description="The key derived from this call")
+    idempotency_key: str | None = Field(None, description="The key derived from this call")
     next_step: str = Field(description="What to call next")
+    dry_run: bool = Field(False, description="True when only the plan was computed")
+    noop: bool | None = Field(
+        None, description="True when actual state already matches: the operation changes nothing"
+    )
+    diff: Any = Field(None, description="Requested against actual state, per field")
+    notes: list[str] | None = None
+    plan: dict[str, Any] | None = Field(None, description="A dry run's plan")
 
 
 def started(tool: str, accepted: dict[str, Any], key: str, what: str) -> OperationStarted:
@@ -50,14 +61,36 @@ def started(tool: str, accepted: dict[str, Any], key: str, what: str) -> Operati
         if created
         else " (the same operation as an identical earlier call; nothing new was started)"
     )
+    noop = accepted.get("noop")
+    nothing = " Actual state already matches: it changes nothing." if noop else ""
     next_step = (
         f"get_operation(operation_id='{operation_id}', wait_seconds=60) until status is terminal"
     )
+    notes = accepted.get("notes")
     return OperationStarted(
-        summary=f"{tool}: {what} accepted as operation {operation_id}{again}. Poll {next_step}.",
+        summary=f"{tool}: {what} accepted as operation {operation_id}{again}.{nothing}"
+        f" Poll {next_step}.",
         operation_id=operation_id,
         status_url=str(accepted.get("status_url", f"/api/v1/operations/{operation_id}")),
         created=created,
         idempotency_key=key,
         next_step=next_step,
+        noop=noop if isinstance(noop, bool) else None,
+        diff=accepted.get("diff"),
+        notes=[str(n) for n in notes] if isinstance(notes, list) else None,
+    )
+
+
+def planned(tool: str, answer: dict[str, Any], what: str) -> OperationStarted:
+    plan = answer.get("plan") if isinstance(answer.get("plan"), dict) else answer
+    noop = plan.get("noop") if isinstance(plan, dict) else None
+    verdict = "nothing to change" if noop else "it would change what the plan lists"
+    return OperationStarted(
+        summary=f"{tool} (dry run): {what}: {verdict}. Nothing was changed.",
+        operation_id=None,
+        next_step=f"call {tool} again without dry_run to make the change",
+        dry_run=True,
+        noop=noop if isinstance(noop, bool) else None,
+        diff=plan.get("diff") if isinstance(plan, dict) else None,
+        plan=plan if isinstance(plan, dict) else None,
     )

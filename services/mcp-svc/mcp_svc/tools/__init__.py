@@ -6,13 +6,25 @@ from collections.abc import Callable
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.tools import clusters, events, inspect, operations, storage
+from mcp_svc.tools import (
+    clusters,
+    events,
+    features,
+    inspect,
+    instance_groups,
+    nodes,
+    operations,
+    storage,
+)
 
 Register = Callable[[HyperpilotServer, Gateway], None]
 
 AREAS: tuple[tuple[str, Register], ...] = (
     ("clusters", clusters.register),
     ("inspect", inspect.register),
+    ("instance groups", instance_groups.register),
+    ("features", features.register),
+    ("nodes", nodes.register),
     ("storage", storage.register),
     ("operations", operations.register),
     ("events", events.register),

@@ -8,13 +8,40 @@ from pydantic import Field
 from pydantic_core import to_jsonable_python
 
 from mcp_svc.client import Gateway, idempotency_key
-from mcp_svc.results import OperationStarted, started
+from mcp_svc.results import OperationStarted, planned, started
 
 Region = Annotated[
     str | None,
     Field(
         pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
         description="AWS region code, e.g. us-east-1; the control plane's region if omitted",
+    ),
+]
+DryRun = Annotated[
+    bool,
+    Field(
+        description=(
+            "Only compute the plan (the calls and the diff against actual state); change"
+            " nothing. Allowed even when the server runs read-only."
+        )
+    ),
+]
+ClusterRef = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        description="Name of a cluster known to Hyperpilot (see list_clusters)",
+    ),
+]
+GroupName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        description="Name of an instance group of the cluster (see list_instance_groups)",
     ),
 ]
 RequestId = Annotated[
@@ -40,15 +67,20 @@ async def submit(
     path: str,
     body: dict[str, Any] | None,
     what: str,
+    dry_run: bool = False,
 ) -> OperationStarted:
-    """Send a mutation keyed by the call and describe the operation it started."""
+    """Send a mutation keyed by the call and describe the operation it started; a dry run asks
+    for the plan only (nothing is stored or changed)."""
+    if dry_run:
+        answer = await gateway.preview(method, path, body=body)
+        return planned(tool, answer, what)
     canonical = to_jsonable_python(arguments)
     accepted = await gateway.mutate(method, path, tool=tool, arguments=canonical, body=body)
     return started(tool, accepted, idempotency_key(tool, canonical), what)
 
 
 def body_of(
-    arguments: dict[str, Any], *, exclude: tuple[str, ...] = ("request_id",)
+    arguments: dict[str, Any], *, exclude: tuple[str, ...] = ("request_id", "dry_run", "cluster")
 ) -> dict[str, Any]:
     """The REST body: the arguments as JSON, without unset ones and MCP-only ones."""
     data: dict[str, Any] = to_jsonable_python(

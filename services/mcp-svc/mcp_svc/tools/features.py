@@ -1,0 +1,83 @@
+"""Managed features of a cluster: training operator, inference operator, tiered checkpointing,
+managed autoscaling. Read live; change by explicit diff."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, ToolResult
+from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, body_of, submit
+from shared.contracts.features import AutoscalingChange, TieredCheckpointingChange
+
+FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
+
+
+class Features(ToolResult):
+    cluster: str
+    training_operator: dict[str, Any] | None = None
+    inference_operator: dict[str, Any] | None = None
+    tiered_checkpointing: dict[str, Any] | None = None
+    autoscaling: dict[str, Any] | None = None
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="features", rest="GET /api/v1/clusters/{name}/features")
+    async def get_features(cluster: ClusterRef) -> Features:
+        """The actual state of each managed feature, read live from AWS and the cluster:
+        training operator, inference operator, tiered checkpointing (with its identity chain)
+        and managed autoscaling. Read it before changing any."""
+        raw = await gateway.get(f"/api/v1/clusters/{cluster}/features")
+        states = {
+            name: ("on" if (raw.get(name) or {}).get("enabled") else "off") for name in FEATURES
+        }
+        summary = f"{cluster}: " + ", ".join(f"{n} {s}" for n, s in states.items()) + "."
+        return Features(
+            summary=summary, **{**{k: raw.get(k) for k in FEATURES}, "cluster": cluster}
+        )
+
+    @server.write_tool(area="features", rest="PATCH /api/v1/clusters/{name}/features")
+    async def update_features(
+        cluster: ClusterRef,
+        training_operator: Annotated[
+            bool | None,
+            Field(description="HyperPod training operator EKS add-on (cert-manager comes first)"),
+        ] = None,
+        inference_operator: Annotated[
+            bool | None,
+            Field(description="HyperPod inference operator (cert-manager comes first)"),
+        ] = None,
+        tiered_checkpointing: Annotated[
+            TieredCheckpointingChange | None,
+            Field(description="Managed tiered checkpointing: enabled and/or memory_percentage"),
+        ] = None,
+        autoscaling: Annotated[
+            AutoscalingChange | None,
+            Field(description="HyperPod managed autoscaling (Karpenter) of the instance groups"),
+        ] = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Enable or disable managed features: send only what changes (unset means unchanged).
+        Each is dependency-aware; what already matches actual state is left alone."""
+        arguments = {
+            "cluster": cluster,
+            "training_operator": training_operator,
+            "inference_operator": inference_operator,
+            "tiered_checkpointing": tiered_checkpointing,
+            "autoscaling": autoscaling,
+            "request_id": request_id,
+        }
+        return await submit(
+            gateway,
+            tool="update_features",
+            arguments=arguments,
+            method="PATCH",
+            path=f"/api/v1/clusters/{cluster}/features",
+            body=body_of(arguments),
+            what=f"feature change on {cluster}",
+            dry_run=dry_run,
+        )
