@@ -36,7 +36,10 @@ def console(file: TextIO | None = None) -> Console:
     width = None
     if not target.isatty():
         width = int(os.environ.get("COLUMNS", "0") or 0) or 160
-    return Console(file=target, width=width, highlight=False, soft_wrap=False)
+    # Text from the server (messages, names) is printed as is: no markup, no emoji codes.
+    return Console(
+        file=target, width=width, highlight=False, soft_wrap=False, markup=False, emoji=False
+    )
 
 
 def err_console() -> Console:

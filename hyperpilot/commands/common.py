@@ -122,6 +122,7 @@ def confirm(question: str, yes: bool) -> None:
     if not sys.stdin.isatty():
         raise CliError(f"{question} Refusing without a terminal; pass --yes to confirm")
     if not typer.confirm(question, default=False, err=True):
+        sys.stderr.write("not confirmed; nothing was sent\n")
         raise typer.Exit(EXIT_USAGE)
 
 

@@ -52,6 +52,14 @@ def test_a_table_has_the_chosen_columns(capsys: pytest.CaptureFixture[str]) -> N
     assert out[2].split() == ["b2", "failed", "-"]
 
 
+def test_server_text_is_printed_as_is(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"field": "instance_groups[0].count", "message": "use [bold]16[/bold] :warning:"}]
+    emit(rows, Format.TABLE)
+    out = capsys.readouterr().out
+    assert "instance_groups[0].count" in out
+    assert "use [bold]16[/bold] :warning:" in out
+
+
 def test_an_unknown_shape_still_renders(capsys: pytest.CaptureFixture[str]) -> None:
     emit([{"zone_id": "use1-az1", "zone_name": "us-east-1a"}], Format.TABLE)
     out = capsys.readouterr().out
