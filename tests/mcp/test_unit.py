@@ -123,6 +123,9 @@ class FakeGateway:
         self.requests.append(request)
         if request.method == "GET":
             return httpx.Response(200, json=[])
+        if request.url.params.get("dry_run") == "true":
+            plan = {"noop": False, "diff": {"node_ids": ["i-0123456789abcdef0"]}, "calls": []}
+            return httpx.Response(200, json={"dry_run": True, "plan": plan})
         key = request.headers.get("Idempotency-Key", "")
         created = key not in self.operations
         self.operations.setdefault(key, OPERATION)
@@ -153,6 +156,21 @@ async def test_writes_off_refuses_before_sending_anything(fake: FakeGateway) -> 
         assert result.structured_content["error"]["code"] == "writes_disabled"  # type: ignore[index]
         assert (await client.call_tool("list_storage_buckets", {})).is_error is False
     assert [r.method for r in fake.requests] == ["GET"]
+
+
+async def test_a_dry_run_works_read_only_and_starts_nothing(fake: FakeGateway) -> None:
+    arguments = {"cluster": "c1", "node_ids": ["i-0123456789abcdef0"]}
+    async with Client(server_with(fake, allow_write=False)) as client:
+        preview = await client.call_tool("reboot_nodes", {**arguments, "dry_run": True})
+        real = await client.call_tool("reboot_nodes", arguments)
+    assert not preview.is_error and real.is_error
+    plan = preview.structured_content
+    assert plan is not None and plan["dry_run"] is True and plan["operation_id"] is None
+    assert plan["diff"] == {"node_ids": ["i-0123456789abcdef0"]}
+    (sent,) = fake.requests
+    assert sent.url.path == "/api/v1/clusters/c1/nodes/reboot"
+    assert sent.url.params["dry_run"] == "true" and "Idempotency-Key" not in sent.headers
+    assert json.loads(sent.content) == {"node_ids": ["i-0123456789abcdef0"]}
 
 
 async def test_a_mutation_carries_the_derived_key_the_token_and_the_source(
