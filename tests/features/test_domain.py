@@ -246,7 +246,7 @@ def test_tiered_rules_need_actual_state() -> None:
         "tiered_checkpointing",
     )
     assert steps == []
-    with pytest.raises(PermanentError, match="OIDC provider"):
+    with pytest.raises(PermanentError, match=r"tiered_checkpointing\.enabled: IAM has no OIDC"):
         feature_steps(
             names(),
             World(provider=None).actual(),

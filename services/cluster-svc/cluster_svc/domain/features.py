@@ -546,8 +546,8 @@ def remove_role_steps(actual: Actual, role: str) -> list[Step]:
 
 def _hyperpod(names: Names, actual: Actual, feature: str) -> HyperPodActual:
     if actual.hyperpod is None:
-        raise PermanentError(
-            "NoHyperPodCluster",
+        raise _invalid(
+            f"{feature}.enabled",
             f"{feature} is a HyperPod feature and cluster {names.cluster} has no HyperPod cluster",
             "create the cluster with instance groups, or import it with hyperpod_cluster_name",
         )
@@ -614,8 +614,8 @@ def inference_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
             if current is None:
                 continue
             if not is_managed(current, INFERENCE_COMPONENT):
-                raise PermanentError(
-                    "InstalledByAnotherTool",
+                raise _invalid(
+                    "inference_operator",
                     f"the inference operator's {kind} {wanted['metadata']['name']} was installed"
                     " by another tool",
                     "remove it with the tool that installed it (helm uninstall, say)",
@@ -655,21 +655,21 @@ def tiered_steps(
         steps += remove_role_steps(actual, names.checkpoint_role)
         return steps
     if names.oidc_url is None:
-        raise PermanentError(
-            "NoOidcIssuer",
+        raise _invalid(
+            "tiered_checkpointing.enabled",
             f"EKS cluster {names.eks_cluster} reports no OIDC issuer",
             "tiered checkpointing's service account assumes its role through the cluster's"
             " OIDC provider; enable the issuer on the EKS cluster, then retry",
         )
     if names.bucket is None:
-        raise PermanentError(
-            "NoBucket",
+        raise _invalid(
+            "tiered_checkpointing.enabled",
             f"cluster {names.cluster} has no S3 bucket known to Hyperpilot",
             "checkpoints persist to the cluster's bucket; use a cluster Hyperpilot created",
         )
     if actual.oidc_provider_arn is None:
-        raise PermanentError(
-            "NoOidcProvider",
+        raise _invalid(
+            "tiered_checkpointing.enabled",
             f"IAM has no OIDC provider for {names.oidc_url}",
             "register the cluster's issuer with IAM (`eksctl utils associate-iam-oidc-provider`)"
             ", then retry",

@@ -64,8 +64,15 @@ def target_of(row: asyncpg.Record) -> FeatureTarget:
     )
 
 
+# Refusals that depend on the cluster's current state rather than on the request: 409.
+CONFLICTS = frozenset({"RoleNameTaken", "AddonFailed", "ClusterNotInService"})
+
+
 def _rule(exc: ApiError) -> ApiError:
-    """A change refused by a rule that needs actual state: 422 with the field and the fix."""
+    """A change refused by a rule that needs actual state: 422 with the field and the fix
+    (the message starts with the field); a cluster in a state that refuses it: 409."""
+    if exc.code in CONFLICTS:
+        return ApiError(409, exc.code, exc.message, hint=exc.hint)
     if exc.code != "InvalidFeatureChange":
         return exc
     field, _, message = exc.message.partition(": ")
