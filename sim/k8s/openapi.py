@@ -1,13 +1,18 @@
-"""A minimal OpenAPI v3 index and per-group-version documents.
+"""OpenAPI v3: the index and one document per group version.
 
 kubectl reads them to learn that the server validates fields itself (the `fieldValidation`
-parameter of PATCH), so it does not download schemas for client-side validation.
+parameter of PATCH) and, for `kubectl explain` and apply's patch metadata, the schemas: the
+real ones of built-in kinds (from kubernetes-validate) and each CRD's openAPIV3Schema.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
 from typing import Any
+
+from kubernetes_validate import utils as kv_utils
 
 from sim.k8s.registry import Registry, ResourceType
 
@@ -15,6 +20,51 @@ _PARAMS = [
     {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
     for name in ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 ]
+
+
+_LOCK = threading.Lock()
+
+
+def _openapi_schema(node: Any) -> Any:
+    """JSON-schema draft 2020 (as kubernetes-validate ships it) to OpenAPI 3 schema objects."""
+    if isinstance(node, list):
+        return [_openapi_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$schema", "$id"):
+            continue
+        if key == "$ref" and isinstance(value, str):
+            out[key] = value.replace("#/$defs/", "#/components/schemas/")
+        elif key == "type" and isinstance(value, list):
+            kinds = [v for v in value if v != "null"]
+            if kinds:
+                out["type"] = kinds[0]
+            if "null" in value:
+                out["nullable"] = True
+        else:
+            out[key] = _openapi_schema(value)
+    return out
+
+
+@functools.cache
+def builtin_schemas(kubernetes_version: str) -> dict[str, Any]:
+    with _LOCK:
+        versions = [
+            v
+            for v in kv_utils.all_versions()
+            if kv_utils.major_minor(v) <= kv_utils.major_minor(kubernetes_version)
+        ]
+        defs = kv_utils.schema_contents(
+            f"kubernetes-json-schema/v{versions[-1]}-local/_definitions.json", kubernetes_version
+        )
+    converted: dict[str, Any] = _openapi_schema(defs["$defs"])
+    return converted
+
+
+def _crd_schema_name(rt: ResourceType) -> str:
+    return ".".join(reversed(rt.group.split("."))) + f".{rt.version}.{rt.kind}"
 
 
 def _prefix(group: str, version: str) -> str:
@@ -54,7 +104,9 @@ def _operations(rt: ResourceType) -> dict[str, Any]:
     return {"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}
 
 
-def document(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
+def document(
+    registry: Registry, group: str, version: str, kubernetes_version: str = "1.33.0"
+) -> dict[str, Any] | None:
     types = registry.in_group_version(group, version)
     if not types:
         return None
@@ -72,9 +124,18 @@ def document(registry: Registry, group: str, version: str) -> dict[str, Any] | N
             "operationId": f"create{rt.kind}",
         }
         paths[scope] = {"post": collection_op}
+    schemas: dict[str, Any] = {}
+    if any(rt.builtin for rt in types):
+        schemas.update(builtin_schemas(kubernetes_version))
+    for rt in types:
+        if not rt.builtin and rt.schema:
+            gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+            schemas[_crd_schema_name(rt)] = dict(
+                rt.schema, **{"x-kubernetes-group-version-kind": [gvk]}
+            )
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }

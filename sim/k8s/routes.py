@@ -97,7 +97,9 @@ class Router:
                 if parts[2] == "api"
                 else (parts[3], parts[4] if len(parts) > 4 else "")
             )
-            doc = openapi.document(self.api.registry, group, version)
+            doc = openapi.document(
+                self.api.registry, group, version, self.server.kubernetes_version
+            )
             if doc is None:
                 raise ApiError(404, "the server could not find the requested resource")
             return _json(200, doc)

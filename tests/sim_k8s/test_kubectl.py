@@ -253,3 +253,11 @@ spec:
         ).returncode
         == 0
     )
+
+
+def test_explain_reads_the_openapi_schemas(kubectl: Kubectl, cluster: ApiServer) -> None:
+    out = kubectl("explain", "deployment.spec.strategy").stdout
+    assert "rollingUpdate" in out and "RollingUpdateDeployment" in out
+    cluster.install("hyperpod-training-operator")
+    out = kubectl("explain", "hyperpodpytorchjobs.spec.runPolicy").stdout
+    assert "jobMaxRetryCount" in out and "logMonitoringConfiguration" in out
