@@ -92,6 +92,9 @@ class FakeHyperPod:
         )
         return self.cluster.arn
 
+    async def efa_supported(self, instance_type: str) -> bool | None:
+        return not instance_type.startswith("ml.c5.")
+
     async def update_cluster_software(self, request: dict[str, Any]) -> str:
         self.software.append(copy.deepcopy(request))
         return self.cluster.arn

@@ -219,3 +219,8 @@ async def test_software_update_then_delete_a_group(
     with pytest.raises(PermanentError) as last:
         await drive(delete, {**command, "group": "gpu"})
     assert "only instance group" in last.value.message
+
+
+async def test_efa_support_is_read_from_ec2(api: SageMakerClusters) -> None:
+    assert await api.efa_supported("ml.p5.48xlarge") is True
+    assert await api.efa_supported("ml.c5.xlarge") is False

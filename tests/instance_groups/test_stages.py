@@ -251,3 +251,17 @@ async def test_a_training_plan_group_scales_within_the_plan() -> None:
         await drive(stage, _update(count=4))
     assert "1 ml.g5.8xlarge available" in refused.value.message
     assert api.updates == []
+
+
+async def test_efa_only_needs_an_instance_type_with_efa() -> None:
+    ec2 = FakeEc2()
+    command, api = await _add_command(ec2, "use1-az2")
+    command["group"]["interface_type"] = "efa-only"
+    with pytest.raises(PermanentError) as refused:
+        await _run_add(ec2, api, command, FakeReads())
+    assert "interface_type" in refused.value.message and "efa" in (refused.value.hint or "")
+    assert api.updates == []
+    command["group"]["instance_type"] = "ml.g5.8xlarge"
+    await _run_add(ec2, api, command, FakeReads())
+    [request] = api.updates
+    assert request["InstanceGroups"][0]["NetworkInterface"] == {"InterfaceType": "efa-only"}

@@ -94,6 +94,22 @@ class SageMakerClusters:
             raise PermanentError(exc.code, exc.message, _update_hint(exc.code)) from exc
         return str(answer["ClusterArn"])
 
+    async def efa_supported(self, instance_type: str) -> bool | None:
+        """Whether EC2 gives the instance type behind a HyperPod `ml.*` type EFA (None: the
+        type is unknown to EC2 here)."""
+        try:
+            answer = await self.aws.call(
+                "ec2", "describe_instance_types", InstanceTypes=[instance_type.removeprefix("ml.")]
+            )
+        except PermanentError as exc:
+            if exc.code in ("InvalidInstanceType", "InvalidParameterValue"):
+                return None
+            raise
+        types = answer.get("InstanceTypes") or []
+        if not types:
+            return None
+        return bool((types[0].get("NetworkInfo") or {}).get("EfaSupported"))
+
     async def offered_zone_ids(self, instance_type: str) -> list[str]:
         """Zone ids where EC2 offers the instance type behind a HyperPod `ml.*` type."""
         ec2_type = instance_type.removeprefix("ml.")

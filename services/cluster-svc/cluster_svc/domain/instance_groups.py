@@ -55,7 +55,7 @@ RULE_FIXED = "fixed_for_group_life"
 RULE_EBS_GROWS = "ebs_volume_grows_only"
 RULE_MIN_COUNT = "min_count_at_most_count"
 RULE_LAST_GROUP = "last_instance_group"
-RULE_REFERENCES = "cluster_references"
+RULE_EFA_SUPPORTED = "efa_supported"
 
 BUSY = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"})
 
@@ -81,6 +81,7 @@ class InstanceGroupApi(Protocol):
     async def describe_cluster_groups(self, name: str) -> DescribedCluster | None: ...
     async def update_cluster(self, request: dict[str, Any]) -> str: ...
     async def update_cluster_software(self, request: dict[str, Any]) -> str: ...
+    async def efa_supported(self, instance_type: str) -> bool | None: ...
 
 
 # The members of ClusterInstanceGroupSpecification that DescribeCluster reports under the same
@@ -511,6 +512,20 @@ def add_problems(cluster: DescribedCluster, group: NewInstanceGroup) -> list[Pro
     return []
 
 
+def efa_problems(group: NewInstanceGroup, supported: bool | None) -> list[Problem]:
+    """EFA-only interfaces need an instance type with EFA."""
+    if group.interface_type != InterfaceType.EFA_ONLY or supported is not False:
+        return []
+    return [
+        Problem(
+            "interface_type",
+            RULE_EFA_SUPPORTED,
+            f"{group.instance_type} has no EFA, so it cannot run with interface_type efa-only",
+            "use interface_type efa, or an instance type with EFA (such as ml.p5.48xlarge)",
+        )
+    ]
+
+
 def same_group(details: dict[str, Any], group: NewInstanceGroup) -> bool:
     """Whether a described group already is the requested one (a replayed add)."""
     actual = actual_view(details)
@@ -685,6 +700,27 @@ async def home_zone(
         return command.cluster_zone_id
     _, zones = await cluster_zones(ec2, cluster)
     return next(iter(zones)) if len(zones) == 1 else None
+
+
+async def new_group_problems(
+    api: InstanceGroupApi,
+    ec2: network.Ec2,
+    reads: inspection.InspectionReads,
+    command: AddInstanceGroup,
+    cluster: DescribedCluster,
+) -> list[Problem]:
+    """Every reason the group cannot be added now: the cluster's rules first, then the
+    account's (offerings, quotas, training plans) and the instance type's EFA."""
+    problems = add_problems(cluster, command.group)
+    if problems:
+        return problems
+    zone = await home_zone(ec2, command, cluster)
+    problems = await account_problems(reads, command.group, zone)
+    if command.group.interface_type == InterfaceType.EFA_ONLY:
+        problems += efa_problems(
+            command.group, await api.efa_supported(command.group.instance_type)
+        )
+    return problems
 
 
 # ---- waiting -------------------------------------------------------------------------------
@@ -869,10 +905,7 @@ def add_stages(
         existing = cluster.groups.get(command.group.name)
         if existing is not None and same_group(existing, command.group):
             return Done(noop=True)
-        problems = add_problems(cluster, command.group)
-        if not problems:
-            zone = await home_zone(ec2, command, cluster)
-            problems = await account_problems(reads, command.group, zone)
+        problems = await new_group_problems(api, ec2, reads, command, cluster)
         if problems:
             raise Decision(problems=problems).error("InstanceGroupRefused")
         return Done(noop=True)  # only read
@@ -986,10 +1019,7 @@ def deciders(
         target = f"{command.cluster}/instance-groups/{command.group.name}"
         existing = cluster.groups.get(command.group.name)
         if existing is None or not same_group(existing, command.group):
-            problems = add_problems(cluster, command.group)
-            if not problems:
-                zone = await home_zone(ec2, command, cluster)
-                problems = await account_problems(reads, command.group, zone)
+            problems = await new_group_problems(api, ec2, reads, command, cluster)
             if problems:
                 return Decision(problems=problems), target
         placement = await plan_placement(ec2, command, cluster)
