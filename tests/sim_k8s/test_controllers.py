@@ -597,3 +597,41 @@ def test_events_are_served_by_both_event_apis(
     as_core = core.read_namespaced_event("custom.event", "default")
     assert as_core.message == "checked by the product" and as_core.involved_object.name == "remote"
     assert as_core.reporting_component == "hyperpilot.dev/workload-svc"
+
+
+def test_hpa_keeps_its_target_within_bounds(
+    api_client: client.ApiClient, apps: client.AppsV1Api
+) -> None:
+    apps.create_namespaced_deployment("default", deployment("scaled", replicas=1))
+    hpas = client.AutoscalingV2Api(api_client)
+    hpas.create_namespaced_horizontal_pod_autoscaler(
+        "default",
+        {
+            "metadata": {"name": "scaled"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "scaled"},
+                "minReplicas": 2,
+                "maxReplicas": 4,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 60},
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    eventually(lambda: apps.read_namespaced_deployment("scaled", "default").spec.replicas == 2)
+    hpa = eventually(
+        lambda: (
+            (
+                h := hpas.read_namespaced_horizontal_pod_autoscaler("scaled", "default")
+            ).status.conditions
+            and h
+        )
+    )
+    reasons = {c.type: c.reason for c in hpa.status.conditions}
+    assert reasons["ScalingActive"] == "FailedGetResourceMetric"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sim.k8s.controllers.autoscaling import HorizontalPodAutoscalerController
 from sim.k8s.controllers.base import Controller
 from sim.k8s.controllers.jobs import JobController
 from sim.k8s.controllers.kubelet import Kubelet
@@ -38,6 +39,7 @@ def build(server: ApiServer) -> list[Controller]:
         JobController(server),
         ServiceController(server),
         VolumeController(server),
+        HorizontalPodAutoscalerController(server),
     ]
     controllers += all_operators(server)
     return controllers
