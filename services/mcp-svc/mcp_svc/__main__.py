@@ -2,7 +2,8 @@
 
     python -m mcp_svc [--transport stdio|streamable-http] [--host H] [--port 8765] [--allow-write]
 
-Environment: MCP_GATEWAY_URL, MCP_GATEWAY_TOKEN, MCP_ALLOW_WRITE (default false).
+Environment: MCP_GATEWAY_URL, MCP_GATEWAY_TOKEN, MCP_ALLOW_WRITE (default false), and
+MCP_TRANSPORT / MCP_HOST / MCP_PORT as defaults of the flags.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from mcp_svc.server import build_server
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m mcp_svc", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--transport", choices=("stdio", "streamable-http"), default="stdio", help="default: stdio"
+        "--transport",
+        choices=("stdio", "streamable-http"),
+        help="default: MCP_TRANSPORT, else stdio",
     )
     parser.add_argument(
         "--host",
-        default="127.0.0.1",
-        help="streamable-http: address to listen on (0.0.0.0 in containers)",
+        help="streamable-http: address (default MCP_HOST, else 127.0.0.1; 0.0.0.0 in containers)",
     )
     parser.add_argument(
-        "--port", type=int, default=8765, help="streamable-http: port (default 8765)"
+        "--port", type=int, help="streamable-http: port (default MCP_PORT, else 8765)"
     )
     parser.add_argument(
         "--allow-write",
@@ -41,14 +43,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def serve(args: argparse.Namespace) -> None:
     settings = McpSettings()
+    flags = {"transport": args.transport, "host": args.host, "port": args.port}
     if args.allow_write:
-        settings = settings.model_copy(update={"allow_write": True})
+        flags["allow_write"] = True
+    settings = settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
     server = build_server(settings)
     try:
-        if args.transport == "stdio":
+        if settings.transport == "stdio":
             await server.run_stdio_async()
         else:
-            await server.run_streamable_http_async(host=args.host, port=args.port)
+            await server.run_streamable_http_async(host=settings.host, port=settings.port)
     finally:
         if server.gateway is not None:
             await server.gateway.aclose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -18,6 +20,11 @@ class McpSettings(BaseSettings):
     allow_write: bool = Field(
         False, description="Allow the mutating tools; off means they refuse and nothing is sent"
     )
+    transport: Literal["stdio", "streamable-http"] = Field(
+        "stdio", description="stdio, or streamable-http (path /mcp)"
+    )
+    host: str = Field("127.0.0.1", description="streamable-http: address (0.0.0.0 in containers)")
+    port: int = Field(8765, ge=1, le=65535, description="streamable-http: port")
     request_timeout_seconds: float = Field(
         30.0, gt=0, description="Timeout of one REST call (a long poll adds its wait to it)"
     )
