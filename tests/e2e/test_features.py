@@ -269,6 +269,16 @@ def test_autoscaling_round_trips_with_node_class_and_pool(
     sim_aws.ctx.kube.install(name, "karpenter")
     sagemaker = aws_client(sim_aws, "sagemaker")
     role_name = f"hyperpilot-{name}-autoscaler"
+    # a group at zero instances: autoscaling is what scales it up from zero
+    gpu = sagemaker.describe_cluster(ClusterName=name)["InstanceGroups"][0]
+    spare = {
+        "InstanceGroupName": "spare",
+        "InstanceType": gpu["InstanceType"],
+        "InstanceCount": 0,
+        "ExecutionRole": gpu["ExecutionRole"],
+        "LifeCycleConfig": gpu["LifeCycleConfig"],
+    }
+    sagemaker.update_cluster(ClusterName=name, InstanceGroups=[spare])
 
     def present() -> None:
         described = sagemaker.describe_cluster(ClusterName=name)
@@ -279,11 +289,11 @@ def test_autoscaling_round_trips_with_node_class_and_pool(
         principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
         assert principal == {"Service": ["hyperpod.sagemaker.amazonaws.com"]}
         [node_class] = _kubectl_items(kubeconfig, "hyperpodnodeclasses")
-        assert node_class["spec"]["instanceGroups"] == ["gpu"]
+        assert node_class["spec"]["instanceGroups"] == ["gpu", "spare"]
         [pool] = _kubectl_items(kubeconfig, "nodepools")
         assert pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "hyperpilot"
 
-    enabled = _apply(stack, name, {"autoscaling": {"enabled": True}})
+    enabled = _apply(stack, name, {"autoscaling": {"enabled": True}})  # waits for InService
     assert enabled["diff"] == {"autoscaling.enabled": {"actual": False, "requested": True}}
     assert any("scope" in n for n in enabled["plan"]["notes"])
     present()
