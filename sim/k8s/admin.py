@@ -6,6 +6,7 @@ POST /_sim/faults/crash-pod       {namespace, name, exit_code?, container?}
 POST /_sim/faults/node-not-ready  {node}        POST /_sim/faults/node-ready {node}
 POST /_sim/faults/node-health     {node, status, reason?}
 POST /_sim/faults/slow-image-pull {image, seconds}
+POST /_sim/faults/image-pull-failure {image, message?}   POST /_sim/faults/clear-image-pull-failure {image}
 POST /_sim/install                {component}
 POST /_sim/metrics                {namespace, scaledObject, value}
 GET  /_sim/state
@@ -62,6 +63,12 @@ def handle(server: ApiServer, method: str, path: str, body: dict[str, Any]) -> d
         ),
         "/_sim/faults/slow-image-pull": lambda: faults.slow_image_pull(
             str(_field(body, "image")), float(_field(body, "seconds"))
+        ),
+        "/_sim/faults/image-pull-failure": lambda: faults.image_pull_failure(
+            str(_field(body, "image")), str(body.get("message", "not found"))
+        ),
+        "/_sim/faults/clear-image-pull-failure": lambda: faults.clear_image_pull_failure(
+            str(_field(body, "image"))
         ),
         "/_sim/install": lambda: server.install(str(_field(body, "component"))),
         "/_sim/metrics": lambda: server.set_metric(

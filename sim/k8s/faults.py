@@ -1,4 +1,5 @@
-"""Fault injection: API throttling, pod crashes, NotReady nodes, slow image pulls."""
+"""Fault injection: API throttling, pod crashes, NotReady nodes, node health faults, slow and
+failing image pulls."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Faults:
     server: ApiServer
     throttles: list[Throttle] = field(default_factory=list)
     slow_pulls: dict[str, float] = field(default_factory=dict)
+    failed_pulls: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     throttled: int = 0
 
@@ -71,6 +73,21 @@ class Faults:
         """Pulling images matching the glob takes `seconds` longer."""
         with self.lock:
             self.slow_pulls[image_pattern] = seconds
+
+    def image_pull_failure(self, image_pattern: str, message: str = "not found") -> None:
+        """Pulling images matching the glob fails (ErrImagePull, then ImagePullBackOff)."""
+        with self.lock:
+            self.failed_pulls[image_pattern] = message
+
+    def clear_image_pull_failure(self, image_pattern: str) -> None:
+        with self.lock:
+            self.failed_pulls.pop(image_pattern, None)
+
+    def pull_failure(self, image: str) -> str | None:
+        with self.lock:
+            return next(
+                (m for pat, m in self.failed_pulls.items() if fnmatch.fnmatch(image, pat)), None
+            )
 
     def extra_pull_time(self, image: str) -> float:
         with self.lock:

@@ -635,3 +635,25 @@ def test_hpa_keeps_its_target_within_bounds(
     )
     reasons = {c.type: c.reason for c in hpa.status.conditions}
     assert reasons["ScalingActive"] == "FailedGetResourceMetric"
+
+
+def test_failing_image_pull_backs_off_then_recovers(
+    cluster: ApiServer, core: client.CoreV1Api
+) -> None:
+    cluster.faults.image_pull_failure("private.example/*", "pull access denied")
+    core.create_namespaced_pod("default", pod("unpullable", image="private.example/model:1"))
+
+    def waiting_reason() -> str:
+        statuses = core.read_namespaced_pod("unpullable", "default").status.container_statuses or []
+        return (
+            str(statuses[0].state.waiting.reason) if statuses and statuses[0].state.waiting else ""
+        )
+
+    eventually(lambda: waiting_reason() == "ImagePullBackOff")
+    events = core.list_namespaced_event(
+        "default", field_selector="involvedObject.name=unpullable"
+    ).items
+    assert any(e.reason == "Failed" and "pull access denied" in e.message for e in events)
+    assert phase(core, "unpullable") == "Pending"
+    cluster.faults.clear_image_pull_failure("private.example/*")
+    eventually(lambda: phase(core, "unpullable") == "Running")

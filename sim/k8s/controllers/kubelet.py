@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 TERMINAL = ("Succeeded", "Failed")
 
 
+PULLING = ("ContainerCreating", "ErrImagePull", "ImagePullBackOff")
+
+
 def _waiting_creating(pod: Obj) -> bool:
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return bool(statuses) and all(
-        (s.get("state") or {}).get("waiting", {}).get("reason") == "ContainerCreating"
-        for s in statuses
+        (s.get("state") or {}).get("waiting", {}).get("reason") in PULLING for s in statuses
     )
 
 
@@ -43,6 +45,7 @@ class Kubelet(Controller):
         super().__init__(server)
         self.tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.pull_started: dict[str, float] = {}
+        self.pull_retry_at: dict[str, float] = {}
         self._pod_ips = itertools.islice(ipaddress.ip_network("10.2.0.0/16").hosts(), 10, None)
         self.mount_warned: set[str] = set()
 
@@ -77,6 +80,7 @@ class Kubelet(Controller):
         for key in [k for k in self.tasks if k[0] == uid]:
             self.tasks.pop(key).cancel()
         self.pull_started.pop(uid, None)
+        self.pull_retry_at.pop(uid, None)
         self.server.logs.forget_pod(
             event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]
         )
@@ -193,6 +197,8 @@ class Kubelet(Controller):
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             loop.call_later(remaining, self.poke, "pods", ns, name)
             return
+        if self._pull_failed(pod):
+            return
         problem = self._mount_problem(pod)
         if problem:
             if uid not in self.mount_warned:
@@ -229,6 +235,41 @@ class Kubelet(Controller):
                     uid,
                     c["name"],
                 )
+
+    def _pull_failed(self, pod: Obj) -> bool:
+        """Report failing pulls (ErrImagePull, then ImagePullBackOff) and retry after a back-off."""
+        failures = {
+            c["name"]: (c.get("image", ""), msg)
+            for c in pod["spec"].get("containers") or []
+            if (msg := self.server.faults.pull_failure(c.get("image", ""))) is not None
+        }
+        if not failures:
+            return False
+        loop = asyncio.get_running_loop()
+        uid = pod["metadata"]["uid"]
+        if loop.time() < self.pull_retry_at.get(uid, 0.0):
+            return True  # backing off: the scheduled retry pokes the pod
+        backoff = self.profile.image_pull * 5
+        self.pull_retry_at[uid] = loop.time() + backoff
+        status = clone(pod["status"])
+        for cs in status["containerStatuses"]:
+            if cs["name"] not in failures:
+                continue
+            image, msg = failures[cs["name"]]
+            before = (cs.get("state") or {}).get("waiting", {}).get("reason")
+            reason = "ImagePullBackOff" if before == "ErrImagePull" else "ErrImagePull"
+            text = f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": {msg}'
+            if reason == "ImagePullBackOff":
+                text = f'Back-off pulling image "{image}": ErrImagePull: {text}'
+            cs["state"] = {"waiting": {"reason": reason, "message": text}}
+            self.event(pod, "Failed" if reason == "ErrImagePull" else "BackOff", text, "Warning")
+        pod["status"] = status
+        self.update_status("pods", pod)
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        asyncio.get_running_loop().call_later(
+            self.profile.image_pull * 5, self.poke, "pods", ns, name
+        )
+        return True
 
     def _readiness_delay(self, container: Obj) -> float:
         """A readiness probe passes after its initialDelaySeconds (plus one period), scaled by the
