@@ -28,7 +28,7 @@ from shared.bus import Bus
 from shared.contracts.envelope import Envelope
 from shared.contracts.events import OperationFailed
 from shared.contracts.subjects import COMMANDS_STREAM
-from shared.db import CONNECTION_ERRORS, connect
+from shared.db import CONNECTION_ERRORS
 from shared.errors import PermanentError
 from shared.logging import get_logger
 from shared.operations import TERMINAL, append_event
@@ -72,6 +72,10 @@ class CommandConsumer:
         self.settings = settings
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        # Connections that hold the operation locks: pooled, because opening one per command
+        # cost more than the rest of the pipeline. Releasing a connection to the pool resets
+        # its session (asyncpg runs pg_advisory_unlock_all()), which frees the lock.
+        self._lock_pool: asyncpg.Pool | None = None
         self.handled = 0
 
     async def ensure_consumer(self) -> None:
@@ -129,6 +133,18 @@ class CommandConsumer:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
+        if self._lock_pool is not None:
+            with contextlib.suppress(Exception):
+                await self._lock_pool.close()
+
+    async def _locks(self) -> asyncpg.Pool:
+        if self._lock_pool is None:
+            pool = await asyncpg.create_pool(
+                self.dsn, min_size=0, max_size=self.settings.concurrency
+            )
+            assert pool is not None
+            self._lock_pool = pool
+        return self._lock_pool
 
     async def _handle(self, msg: Msg) -> None:
         delivered = msg.metadata.num_delivered
@@ -170,7 +186,8 @@ class CommandConsumer:
             if seen:
                 await msg.ack()
                 return
-            lock_conn = await connect(self.dsn)
+            locks = await self._locks()
+            lock_conn = await locks.acquire()
             key = operation_lock_key(envelope.correlation_id)
             if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
                 # Another replica is working this operation: look again later.
@@ -208,9 +225,9 @@ class CommandConsumer:
                 heartbeat.cancel()
                 with contextlib.suppress(BaseException):
                     await heartbeat
-            if lock_conn is not None:
+            if lock_conn is not None and self._lock_pool is not None:
                 with contextlib.suppress(Exception):
-                    await lock_conn.close()
+                    await self._lock_pool.release(lock_conn)
 
     async def _keep_alive(self, msg: Msg) -> None:
         while True:
