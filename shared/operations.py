@@ -30,6 +30,19 @@ from shared.contracts.subjects import event_subject
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
 _EVENT_ORDER_LOCK = 0x4576_656E_7473  # "Events": serialises event inserts so seq = commit order
 
+# One round trip per event (each statement is a round trip, and an operation appends many):
+# take the ordering lock, insert the event after it (the INSERT reads from the lock's CTE),
+# queue it for `evt.>` and notify the relay and the live stream (delivered at commit).
+_APPEND_EVENT = (
+    "WITH ordered AS (SELECT pg_advisory_xact_lock($1)),"
+    " event AS (INSERT INTO events"
+    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
+    " SELECT $2::uuid, $3::uuid, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb"
+    " FROM ordered RETURNING seq),"
+    " queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($5, $2, $9))"
+    " SELECT seq, pg_notify('outbox', ''), pg_notify('events', seq::text) FROM event"
+)
+
 
 class IdempotencyConflict(Exception):
     """The same Idempotency-Key was used with a different request."""
@@ -60,13 +73,14 @@ def request_hash(kind: str, target_id: str, request: dict[str, Any]) -> str:
 
 async def enqueue(conn: asyncpg.Connection, subject: str, envelope: Envelope) -> None:
     """Queue a message for the bus in the caller's transaction."""
+    # One round trip: the row and the relay's wake-up (delivered at commit).
     await conn.execute(
-        "INSERT INTO outbox (subject, message_id, body) VALUES ($1, $2, $3)",
+        "WITH queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($1, $2, $3))"
+        " SELECT pg_notify('outbox', '')",
         subject,
         envelope.message_id,
         envelope.to_bytes(),
     )
-    await conn.execute("NOTIFY outbox")
 
 
 async def append_event(
@@ -87,10 +101,9 @@ async def append_event(
         payload=event.model_dump(mode="json"),
     )
     subject = event_subject(domain, event.what)
-    await conn.execute("SELECT pg_advisory_xact_lock($1)", _EVENT_ORDER_LOCK)
     seq: int = await conn.fetchval(
-        "INSERT INTO events (event_id, operation_id, type, subject, principal, occurred_at, payload)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+        _APPEND_EVENT,
+        _EVENT_ORDER_LOCK,
         envelope.message_id,
         operation_id,
         envelope.type,
@@ -98,9 +111,8 @@ async def append_event(
         principal,
         envelope.occurred_at,
         envelope.payload,
+        envelope.to_bytes(),
     )
-    await enqueue(conn, subject, envelope)
-    await conn.execute("SELECT pg_notify('events', $1)", str(seq))
     return seq
 
 
