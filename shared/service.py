@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import signal
 from collections.abc import Callable, Coroutine
@@ -20,6 +21,10 @@ from shared.outbox import OutboxRelay
 from shared.stages import RetryPolicy, StageEngine
 
 log = get_logger("shared.service")
+
+# Threads for blocking SDK calls: boto3 keeps 10 connections per client, so 10 calls in flight
+# reuse them all (more would open and discard a connection each).
+IO_THREADS = 10
 
 
 @dataclass
@@ -68,6 +73,13 @@ async def serve(
 ) -> None:
     """Run a domain service until SIGINT/SIGTERM."""
     configure_logging(settings.log_level, settings.log_format)
+    # Adapters run blocking SDK calls in the default executor; its stock size (cores + 4, so 6
+    # on two cores) capped the calls in flight well below the commands the consumer runs.
+    asyncio.get_running_loop().set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(
+            max_workers=IO_THREADS, thread_name_prefix=f"{name}-io"
+        )
+    )
     pool = await _pool_with_retry(settings.database_url)
     bus = Bus(settings.nats_url, name=name)
     bus.start()
