@@ -1,0 +1,113 @@
+"""The playbooks and agent configurations agree with the server they drive."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcp_svc.config import McpSettings
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.server import build_server
+
+ROOT = Path(__file__).resolve().parents[2]
+SKILLS = ROOT / "skills"
+PLAYBOOKS = sorted(SKILLS.glob("*/SKILL.md"))
+RULES = ("terminal state", "decision-grade", "nspect before")
+
+
+@pytest.fixture(scope="module")
+def server() -> HyperpilotServer:
+    return build_server(McpSettings(allow_write=False, gateway_token=None))
+
+
+def front_matter(path: Path) -> tuple[dict[str, Any], str]:
+    text = path.read_text()
+    match = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.S)
+    assert match, f"{path} has no front matter"
+    meta: dict[str, Any] = yaml.safe_load(match.group(1))
+    return meta, match.group(2)
+
+
+def test_the_expected_playbooks_exist() -> None:
+    assert {p.parent.name for p in PLAYBOOKS} == {
+        "create-cluster",
+        "add-instance-group",
+        "enable-managed-features",
+        "diagnose-node-health",
+        "diagnose-cluster-creation",
+    }
+
+
+@pytest.mark.parametrize("path", PLAYBOOKS, ids=lambda p: p.parent.name)
+def test_a_playbook_is_versioned_names_real_tools_and_keeps_the_rules(
+    path: Path, server: HyperpilotServer
+) -> None:
+    meta, body = front_matter(path)
+    assert meta["name"] == path.parent.name
+    assert re.match(r"^\d+\.\d+\.\d+$", str(meta["version"]))
+    assert len(meta["description"]) > 40
+    catalog = server.catalog
+    assert set(meta["tools"]) <= set(catalog), set(meta["tools"]) - set(catalog)
+    mutating = {t for t in meta["tools"] if catalog[t].mutating}
+    assert set(meta["mutating_tools"]) == mutating
+    for tool in meta["tools"]:
+        assert tool in body, f"{tool} is listed but never used in the steps"
+    for rule in RULES:
+        assert rule in body, f"{path.parent.name} does not state the rule {rule!r}"
+    assert "get_operation(operation_id" in body
+
+
+def test_the_create_playbook_inspects_before_it_creates() -> None:
+    _, body = front_matter(SKILLS / "create-cluster" / "SKILL.md")
+    steps = body[body.index("## Steps") :]
+    first = {
+        t: steps.index(t)
+        for t in (
+            "list_clusters",
+            "list_availability_zones",
+            "list_instance_types",
+            "create_cluster(",
+        )
+    }
+    assert first["list_clusters"] < first["list_availability_zones"] < first["list_instance_types"]
+    assert first["list_instance_types"] < first["create_cluster("]
+
+
+@pytest.mark.parametrize("name", ["diagnose-node-health", "diagnose-cluster-creation"])
+def test_diagnostics_investigate_read_only_and_suggest_changes(name: str) -> None:
+    _, body = front_matter(SKILLS / name / "SKILL.md")
+    assert "read-only" in body and "suggestion" in body
+    if name == "diagnose-node-health":
+        assert "investigate -> reboot -> replace" in body
+
+
+def test_the_kiro_agent_auto_approves_exactly_the_read_only_tools(server: HyperpilotServer) -> None:
+    agent = json.loads((SKILLS / "agents" / "hypd-inst-agent.json").read_text())
+    assert agent["name"] == "hypd-inst-agent"
+    entry = agent["mcpServers"]["hyperpilot"]
+    assert entry["command"] == "python" and entry["args"] == ["-m", "mcp_svc"]
+    assert set(entry["env"]) == {"MCP_GATEWAY_URL", "MCP_GATEWAY_TOKEN", "MCP_ALLOW_WRITE"}
+    reads = {f"@hyperpilot/{i.name}" for i in server.catalog.values() if not i.mutating}
+    assert set(agent["allowedTools"]) == reads
+    assert "@hyperpilot" in agent["tools"]
+    assert "skill://skills/*/SKILL.md" in agent["resources"]
+    prompt = agent["prompt"].removeprefix("file://./")
+    assert (SKILLS / "agents" / prompt).is_file()
+
+
+def test_the_generic_config_runs_the_same_server_read_only() -> None:
+    config = json.loads((SKILLS / "agents" / ".mcp.json").read_text())
+    entry = config["mcpServers"]["hyperpilot"]
+    assert entry["args"] == ["-m", "mcp_svc"] and entry["env"]["MCP_ALLOW_WRITE"] == "false"
+
+
+def test_the_index_lists_every_playbook_with_its_version() -> None:
+    index = (SKILLS / "README.md").read_text()
+    for path in PLAYBOOKS:
+        meta, _ = front_matter(path)
+        assert f"[{meta['name']}]({path.parent.name}/SKILL.md) | {meta['version']} |" in index
