@@ -9,7 +9,7 @@ import platform
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,12 @@ def median(values: list[float]) -> float:
 
 
 @contextlib.contextmanager
-def simulated_stack(extra_env: dict[str, str] | None = None) -> Iterator[Any]:
-    """PostgreSQL, NATS, the simulated AWS + Kubernetes and the services, as for `make up`."""
+def simulated_stack(
+    extra_env: dict[str, str] | None = None, instrument: Callable[[Any], None] | None = None
+) -> Iterator[Any]:
+    """PostgreSQL, NATS, the simulated AWS + Kubernetes and the services, as for `make up`.
+
+    `instrument` gets the simulated AWS before it starts serving (to observe it in-process)."""
     from hyperpilot.infra import free_port
     from hyperpilot.stack import Stack
     from sim.aws import SimulatedAws
@@ -62,7 +66,10 @@ def simulated_stack(extra_env: dict[str, str] | None = None) -> Iterator[Any]:
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     profile = get_profile("fast")
-    sim = SimulatedAws(profile, kube=KubeWorld(profile)).start()
+    sim = SimulatedAws(profile, kube=KubeWorld(profile))
+    if instrument is not None:
+        instrument(sim)
+    sim.start()
     state = Path(tempfile.mkdtemp(prefix="hp-bench-"))
     stack = Stack(
         state_dir=state,

@@ -1,0 +1,360 @@
+"""docs/performance.md from bench/results/*.json: one row per figure, with its floor and ratio.
+
+.venv/bin/python -m bench.report
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
+
+
+@dataclass(frozen=True)
+class Row:
+    item: str
+    what: str
+    ours: str
+    floor: str
+    ratio: str
+    goal: str
+    met: str
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
+
+
+def _ratio(ours: float, floor: float) -> str:
+    if not floor or math.isnan(ours) or math.isnan(floor):
+        return "-"
+    return f"{ours / floor:.2f}x"
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def _missing(item: str, what: str, name: str) -> Row:
+    return Row(item, what, f"no result (bench/results/{name}.json)", "-", "-", "-", "-")
+
+
+def rows() -> list[Row]:
+    out: list[Row] = []
+    accept = _load("accept")
+    if accept is None:
+        out.append(_missing("1", "accept latency", "accept"))
+    else:
+        s = accept["summary"]
+        ratio = s["p50_ms_at_200"] / s["floor_p50_ms_at_200"]
+        out += [
+            Row(
+                "1",
+                "accept POST -> 202, p50 at 50 req/s",
+                _ms(s["p50_ms_at_50"]),
+                _ms(s["floor_p50_ms_at_50"]),
+                _ratio(s["p50_ms_at_50"], s["floor_p50_ms_at_50"]),
+                "ratio <= 1.5",
+                _met(s["p50_ms_at_50"] / s["floor_p50_ms_at_50"] <= 1.5),
+            ),
+            Row(
+                "1",
+                "accept POST -> 202, p50 at 200 req/s",
+                _ms(s["p50_ms_at_200"]),
+                _ms(s["floor_p50_ms_at_200"]),
+                _ratio(s["p50_ms_at_200"], s["floor_p50_ms_at_200"]),
+                "ratio <= 1.5",
+                _met(ratio <= 1.5),
+            ),
+            Row(
+                "1",
+                "accept POST -> 202, p99 at 200 req/s",
+                _ms(s["p99_ms_at_200"]),
+                _ms(s["floor_p99_ms_at_200"]),
+                _ratio(s["p99_ms_at_200"], s["floor_p99_ms_at_200"]),
+                "p99 <= 20 ms",
+                _met(s["p99_ms_at_200"] <= 20),
+            ),
+            Row(
+                "1",
+                "highest sustained accept rate (2 cores)",
+                f"{s['highest_sustained_rate']:.0f} req/s",
+                f"{s['floor_highest_sustained_rate']:.0f} req/s",
+                _ratio(s["floor_highest_sustained_rate"], s["highest_sustained_rate"])
+                if s["highest_sustained_rate"]
+                else "-",
+                "-",
+                "-",
+            ),
+        ]
+    pipeline = _load("pipeline")
+    if pipeline is None:
+        out.append(_missing("2", "pipeline overhead", "pipeline"))
+    else:
+        s = pipeline["summary"]
+        ours = pipeline["ours"]
+        out += [
+            Row(
+                "2",
+                "202 -> OperationStarted on the live stream, p50",
+                _ms(s["accepted_to_started_p50_ms"]),
+                _ms(s["floor_p50_ms"]),
+                _ratio(s["accepted_to_started_p50_ms"], s["floor_p50_ms"]),
+                "ratio <= 2; p50 <= 10 ms",
+                _met(
+                    s["accepted_to_started_p50_ms"] / s["floor_p50_ms"] <= 2
+                    and s["accepted_to_started_p50_ms"] <= 10
+                ),
+            ),
+            Row(
+                "2",
+                "202 -> OperationStarted on the live stream, p99",
+                _ms(s["accepted_to_started_p99_ms"]),
+                _ms(s["floor_p99_ms"]),
+                _ratio(s["accepted_to_started_p99_ms"], s["floor_p99_ms"]),
+                "-",
+                "-",
+            ),
+            Row(
+                "2",
+                "click (POST sent) -> first progress event, p50 / p99",
+                f"{_ms(s['click_to_started_p50_ms'])} / {_ms(ours['click_to_started_ms']['p99'])}",
+                "-",
+                "-",
+                "-",
+                "-",
+            ),
+            Row(
+                "2",
+                "202 -> terminal event delivered (bucket create), p50 / p99",
+                f"{_ms(s['accepted_to_terminal_p50_ms'])} / "
+                f"{_ms(ours['accepted_to_terminal_ms']['p99'])}",
+                f"S3 stages {_ms(s['s3_p50_ms'])}",
+                "-",
+                "-",
+                "-",
+            ),
+            Row(
+                "2",
+                "of which ours (total minus S3 stage time), p50 / p99",
+                f"{_ms(s['ours_excluding_s3_p50_ms'])} / {_ms(s['ours_excluding_s3_p99_ms'])}",
+                _ms(s["floor_p50_ms"]),
+                _ratio(s["ours_excluding_s3_p50_ms"], s["floor_p50_ms"]),
+                "-",
+                "-",
+            ),
+        ]
+    throughput = _load("throughput")
+    if throughput is None:
+        out.append(_missing("3", "throughput", "throughput"))
+    else:
+        s = throughput["summary"]
+        for n, key in ((1, "ops_per_second_1"), (2, "ops_per_second_2")):
+            out.append(
+                Row(
+                    "3",
+                    f"bucket creates completed end to end, {n} replica{'s' if n > 1 else ''}"
+                    " per service",
+                    f"{s[key]:.1f} ops/s",
+                    f"{s['floor_ops_per_second']:.1f} ops/s (S3 calls alone)",
+                    f"{s[key] / s['floor_ops_per_second']:.2f} of floor",
+                    "-",
+                    "-",
+                )
+            )
+    fanout = _load("fanout")
+    if fanout is None:
+        out.append(_missing("4", "fan-out", "fanout"))
+    else:
+        s = fanout["summary"]
+        n = fanout["ours"]["subscribers"]
+        out += [
+            Row(
+                "4",
+                f"live stream, {n} subscribers: delivery p99 ({s['delivered']} delivered)",
+                _ms(s["p99_ms"]),
+                _ms(s["floor_p99_ms"]),
+                _ratio(s["p99_ms"], s["floor_p99_ms"]),
+                "p99 <= 100 ms",
+                _met(s["p99_ms"] <= 100),
+            ),
+            Row(
+                "4",
+                f"live stream, {n} subscribers: delivery p50",
+                _ms(s["p50_ms"]),
+                _ms(s["floor_p50_ms"]),
+                _ratio(s["p50_ms"], s["floor_p50_ms"]),
+                "-",
+                "-",
+            ),
+        ]
+    out.append(
+        Row(
+            "5",
+            "log streaming, lines/s to a WebSocket client vs `kubectl logs -f`",
+            "not built yet (the log-streaming WebSocket route comes with a later issue)",
+            "-",
+            "-",
+            "-",
+            "-",
+        )
+    )
+    workflow = _load("workflow")
+    if workflow is None:
+        out.append(_missing("6", "workflow critical path", "workflow"))
+    else:
+        m = workflow["median"]
+        out += [
+            Row(
+                "6",
+                "cluster creation (fast profile) vs its critical path",
+                f"{m['total_seconds']:.2f} s",
+                f"{m['critical_path_seconds']:.2f} s",
+                f"{m['ratio_to_critical_path']:.3f}x",
+                "<= 1.1x",
+                _met(m["ratio_to_critical_path"] <= 1.1),
+            ),
+            Row(
+                "6",
+                "cluster creation vs the same stages one after another",
+                f"{m['total_seconds']:.2f} s",
+                f"{m['sequential_seconds']:.2f} s",
+                _ratio(m["total_seconds"], m["sequential_seconds"]),
+                "-",
+                "-",
+            ),
+        ]
+    lag = _load("status_lag")
+    if lag is None:
+        out.append(_missing("7", "status lag", "status_lag"))
+    else:
+        s = lag["summary"]
+        w = lag["waits"]
+        for stage, label in (
+            ("eks_cluster", "EKS ACTIVE"),
+            ("hyperpod_cluster", "HyperPod InService"),
+        ):
+            out.append(
+                Row(
+                    "7",
+                    f"status lag, {label} -> our event (fast profile); describes/min",
+                    f"{_ms(w[stage]['lag_ms'])}; {w[stage]['calls_per_minute']:.0f}/min",
+                    f"{_ms(s['floor_ms'])} (one describe)",
+                    _ratio(w[stage]["lag_ms"], s["floor_ms"]),
+                    "-",
+                    "-",
+                )
+            )
+        model = w["hyperpod_cluster"]["real_profile_model"]
+        out.append(
+            Row(
+                "7",
+                "status lag, real profile (same backoff, modelled): lag; describes/min",
+                f"<= 15 s ({model['lag_seconds']:.1f} s at 15 min); "
+                f"{model['calls_per_minute']:.1f}/min",
+                "-",
+                "-",
+                "-",
+                "-",
+            )
+        )
+    memory = _load("memory")
+    if memory is None:
+        out.append(_missing("8", "memory", "memory"))
+    else:
+        s = memory["summary"]
+        for service in ("gateway", "cluster-svc"):
+            out.append(
+                Row(
+                    "8",
+                    f"RSS {service}: idle / peak under load",
+                    f"{s[f'{service}_idle_mb']:.0f} / {s[f'{service}_peak_mb']:.0f} MB",
+                    f"{s['floor_idle_mb']:.0f} MB (bare FastAPI+asyncpg, idle)",
+                    _ratio(s[f"{service}_idle_mb"], s["floor_idle_mb"]),
+                    "<= 100 MB idle",
+                    _met(s[f"{service}_idle_mb"] <= 100),
+                )
+            )
+        idle = memory["idle"]
+        parts = ", ".join(f"{name} {v['rss_mb']:.0f}" for name, v in sorted(idle.items()))
+        out.append(
+            Row(
+                "8",
+                f"whole embedded stack idle, RSS (PSS) in MB: {parts}",
+                f"{s['whole_stack_idle_rss_mb']:.0f} MB ({s['whole_stack_idle_pss_mb']:.0f} MB)",
+                "-",
+                "-",
+                "-",
+                "-",
+            )
+        )
+    return out
+
+
+def k8s_rows() -> list[str]:
+    k8s = _load("k8s_api")
+    if k8s is None:
+        return []
+    get, watch = k8s["get"], k8s["watch"]
+    return [
+        "",
+        "The Kubernetes API emulator (`bench/k8s_api.py`, not one of the issue's items): "
+        f"{get['gets_per_second']:.0f} GETs/s (p50 {get['latency_ms_p50']} ms, p99 "
+        f"{get['latency_ms_p99']} ms, {get['connections']} connections); {watch['watches']} "
+        f"watches got {watch['events_delivered']}/{watch['events_expected']} events in "
+        f"{watch['fanout_seconds']} s.",
+    ]
+
+
+def write(elapsed_seconds: float | None = None, extra: str = "") -> Path:
+    lines = [
+        "# Performance",
+        "",
+        "Written by `make bench` (`python -m bench`) from `bench/results/*.json`; each figure is",
+        "measured in the same run as its floor, on the same machine, so read the ratios: the",
+        "machine is shared (2 cores) and absolute figures move with its load.",
+        "",
+        "| # | what | ours | floor | ratio | goal | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows():
+        lines.append(
+            f"| {r.item} | {r.what} | {r.ours} | {r.floor} | {r.ratio} | {r.goal} | {r.met} |"
+        )
+    lines += k8s_rows()
+    recorded = sorted(
+        {
+            (data.get("recorded_at") or "?")
+            for name in ("accept", "pipeline", "fanout", "status_lag", "workflow", "memory")
+            if (data := _load(name)) is not None
+        }
+    )
+    machine = (_load("pipeline") or _load("accept") or {}).get("machine", {})
+    lines += [
+        "",
+        f"Recorded {recorded[0] if recorded else '?'} to {recorded[-1] if recorded else '?'} on "
+        f"{machine.get('cpus', '?')} cores, Python {machine.get('python', '?')}"
+        + (f"; `make bench` took {elapsed_seconds:.0f} s." if elapsed_seconds else "."),
+    ]
+    if extra:
+        lines += ["", extra.rstrip()]
+    DOC.write_text("\n".join(lines) + "\n")
+    return DOC
+
+
+if __name__ == "__main__":
+    print(write())
