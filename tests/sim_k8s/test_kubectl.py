@@ -261,3 +261,33 @@ def test_explain_reads_the_openapi_schemas(kubectl: Kubectl, cluster: ApiServer)
     cluster.install("hyperpod-training-operator")
     out = kubectl("explain", "hyperpodpytorchjobs.spec.runPolicy").stdout
     assert "jobMaxRetryCount" in out and "logMonitoringConfiguration" in out
+
+
+def test_drain_evicts_pods_to_other_nodes(kubectl: Kubectl) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=DEPLOYMENT.split("---")[0]
+        .replace("name: web,", "name: drained,")
+        .replace("app: web", "app: drained"),
+    )
+    kubectl("wait", "--for=condition=Available", "deployment/drained", "--timeout=30s")
+    nodes = json.loads(
+        kubectl("get", "nodes", "-l", "eks.amazonaws.com/nodegroup=system", "-o", "json").stdout
+    )["items"]
+    target = nodes[0]["metadata"]["name"]
+    out = kubectl("drain", target, "--ignore-daemonsets", "--timeout=30s").stdout
+    assert "drained" in out
+    try:
+
+        def moved() -> bool:
+            pods = json.loads(kubectl("get", "pods", "-l", "app=drained", "-o", "json").stdout)[
+                "items"
+            ]
+            running = [p for p in pods if p["status"]["phase"] == "Running"]
+            return len(running) == 2 and all(p["spec"].get("nodeName") != target for p in running)
+
+        eventually(moved)
+    finally:
+        kubectl("uncordon", target)
