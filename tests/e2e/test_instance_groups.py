@@ -83,6 +83,10 @@ def test_unchanged_values_make_no_call_and_fixed_fields_are_refused(
     assert missing.status_code == 422
     assert missing.json()["error"]["fields"][0]["rule"] == "instance_group_exists"
 
+    token = api.post("/api/v1/tokens", {"name": f"op-{name}", "role": "operator"}).json()["token"]
+    operator = Client(stack.stack.url, token)
+    assert operator.delete(f"/api/v1/clusters/{name}/instance-groups/gpu").status_code == 403
+
     planned = _patch(
         api, f"/api/v1/clusters/{name}/instance-groups/gpu", {"count": 3}, dry_run="true"
     )

@@ -461,8 +461,9 @@ def add_entry(
         raise PermanentError(
             "ClusterReferencesMissing",
             f"cannot tell the {', '.join(missing)} of HyperPod cluster {cluster.name}",
-            "pass lifecycle_script_uri in the group, or add the first group of this cluster "
-            "with the AWS CLI",
+            "pass lifecycle_script_uri (an s3:// prefix with the lifecycle scripts) in the "
+            "group; a cluster without any group has no execution role to lend: add its first "
+            "group with the SageMaker UpdateCluster API",
         )
     subnet = placement.subnet_id or f"<new /20 {placement.create_cidr} in {placement.zone_id}>"
     refs = hyperpod.ClusterRefs(
