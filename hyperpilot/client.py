@@ -227,14 +227,17 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params)
 
-    def post(self, path: str, body: Any = None) -> Any:
-        return self.request("POST", path, json=body)
+    def post(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self.request("POST", path, json=body, params=params)
 
-    def put(self, path: str, body: Any = None) -> Any:
-        return self.request("PUT", path, json=body)
+    def put(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self.request("PUT", path, json=body, params=params)
 
-    def delete(self, path: str) -> Any:
-        return self.request("DELETE", path)
+    def patch(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self.request("PATCH", path, json=body, params=params)
+
+    def delete(self, path: str, **params: Any) -> Any:
+        return self.request("DELETE", path, params=params)
 
     @contextmanager
     def stream(

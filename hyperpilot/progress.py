@@ -43,7 +43,8 @@ TERMINAL_EVENTS = {
     "OperationNoop": "noop",
     "OperationCancelled": "cancelled",
 }
-RELOAD_EVENTS = frozenset({"OperationStarted", "OperationRetried"})
+# Events after which the operation's stages are read again (new attempt, new stages).
+RELOAD_EVENTS = frozenset({"OperationStarted", "OperationRetried", "CancelRequested"})
 
 
 def exit_code(status: str) -> int:
@@ -306,7 +307,13 @@ class Follower:
             return
         self.last_seq = max(self.last_seq, seq)
         line = self.view.apply(event)
-        if event.get("type") in RELOAD_EVENTS and not replay:
+        kind = str(event.get("type", ""))
+        reload = kind in RELOAD_EVENTS or (
+            kind.startswith("Operation")
+            and kind not in TERMINAL_EVENTS
+            and kind != "OperationAccepted"
+        )
+        if reload and not replay:
             self.view.load(self.client.get(self.path, events="false"))
         if line is not None and not self.live:
             at = parse_time(event.get("occurred_at"))

@@ -1,16 +1,29 @@
 """The command areas of `hyperpilot`, one module each; each is a typer app added by name.
 
-A new area (instance groups, nodes, features, jobs, endpoints) is one module here that defines
+A new area (jobs, endpoints) is one module here that defines
 `app = Area(...)` and one entry in AREAS.
 """
 
 from __future__ import annotations
 
-from hyperpilot.commands import clusters, events, inspect, operations, profile, storage
+from hyperpilot.commands import (
+    clusters,
+    events,
+    features,
+    inspect,
+    instance_groups,
+    nodes,
+    operations,
+    profile,
+    storage,
+)
 from hyperpilot.commands.common import Area
 
 AREAS: tuple[Area, ...] = (
     clusters.app,
+    instance_groups.app,
+    nodes.app,
+    features.app,
     storage.app,
     operations.app,
     events.app,

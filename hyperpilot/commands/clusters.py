@@ -15,6 +15,7 @@ from rich.text import Text
 from hyperpilot.client import UsageError
 from hyperpilot.commands.common import (
     Area,
+    DryRun,
     Output,
     Region,
     Wait,
@@ -24,11 +25,15 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    mutate,
 )
 from hyperpilot.commands.complete import cluster_names
 from hyperpilot.output import Column, compact, details, emit, table
 
-app = Area("clusters", "Clusters: create, import, list, describe, use (make active), delete.")
+app = Area(
+    "clusters",
+    "Clusters: create, import, list, describe, use (make active), update software, delete.",
+)
 
 BASE = "/api/v1/clusters"
 
@@ -339,3 +344,56 @@ def delete(name: Name, yes: Yes = False, wait: Wait = False, output: Output = No
     confirm(f"Delete cluster {name} and the AWS resources Hyperpilot created for it?", yes)
     with client() as api:
         accepted(api, api.delete(f"{BASE}/{name}"), fmt(output), wait)
+
+
+@app.command(
+    "update-software",
+    epilog=examples(
+        "hyperpilot clusters update-software llm-training --wait",
+        "hyperpilot clusters update-software llm-training --group workers --batch-percent 25 "
+        "--wait-interval 300 --dry-run",
+    ),
+)
+def update_software(
+    name: Name,
+    group: Annotated[
+        list[str] | None,
+        typer.Option("--group", help="Instance group to update (repeatable; all if omitted)"),
+    ] = None,
+    image_id: Annotated[
+        str | None, typer.Option(help="AMI (ami-...), or latest; the latest release if omitted")
+    ] = None,
+    batch_count: Annotated[int | None, typer.Option(help="Nodes per batch (default 1)")] = None,
+    batch_percent: Annotated[
+        int | None, typer.Option(help="Share of a group's capacity per batch, 1-100")
+    ] = None,
+    wait_interval: Annotated[
+        int | None, typer.Option(help="Seconds to pause between batches")
+    ] = None,
+    rollback_alarm: Annotated[
+        list[str] | None,
+        typer.Option("--rollback-alarm", help="CloudWatch alarm that rolls back (repeatable)"),
+    ] = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Update the nodes' software (UpdateClusterSoftware) with a rolling deployment."""
+    if batch_count is not None and batch_percent is not None:
+        raise UsageError("--batch-count and --batch-percent exclude each other")
+    body: dict[str, Any] = {}
+    if group:
+        body["instance_groups"] = group
+    if image_id is not None:
+        body["image_id"] = image_id
+    if batch_count is not None:
+        body["batch_size"] = {"type": "count", "value": batch_count}
+    if batch_percent is not None:
+        body["batch_size"] = {"type": "percentage", "value": batch_percent}
+    if wait_interval is not None:
+        body["wait_interval_seconds"] = wait_interval
+    if rollback_alarm:
+        body["rollback_alarms"] = rollback_alarm
+    with client() as api:
+        path = f"{BASE}/{name}/software-update"
+        mutate(api, "POST", path, body, output=fmt(output), wait=wait, dry_run=dry_run)

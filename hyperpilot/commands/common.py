@@ -12,7 +12,8 @@ import typer
 
 from hyperpilot import config as configuration
 from hyperpilot.client import EXIT_INTERRUPTED, EXIT_USAGE, Client, CliError
-from hyperpilot.output import Format, console, default_format, emit, err_console
+from hyperpilot.commands.complete import cluster_names
+from hyperpilot.output import Format, cell, console, default_format, emit, err_console, to_yaml
 from hyperpilot.progress import Follower, duration, exit_code
 
 P = ParamSpec("P")
@@ -107,6 +108,20 @@ Wait = Annotated[
     ),
 ]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")]
+DryRun = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the plan computed from actual state; change nothing"),
+]
+Cluster = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        "-c",
+        help="Cluster name (the active cluster if omitted)",
+        autocompletion=cluster_names,
+        show_default=False,
+    ),
+]
 Region = Annotated[
     str | None, typer.Option(help="AWS region (the control plane's region if omitted)")
 ]
@@ -166,13 +181,66 @@ def wait_for(api: Client, operation_id: str, output: Format) -> None:
 def accepted(api: Client, answer: dict[str, Any], output: Format, wait: bool) -> None:
     """After a 202: follow the operation (--wait), or say how to follow it."""
     operation_id = str(answer["operation_id"])
-    if wait:
-        wait_for(api, operation_id, output)
-        return
     if output is Format.TABLE:
         out = console()
-        note = "" if answer.get("created", True) else " (the same request was already accepted)"
-        out.print(f"accepted: operation {operation_id}{note}")
-        out.print(f"  follow it: hyperpilot operations wait {operation_id}")
-    else:
+        if not wait:
+            note = "" if answer.get("created", True) else " (the same request was already accepted)"
+            out.print(f"accepted: operation {operation_id}{note}")
+        if answer.get("noop"):
+            out.print("  nothing to change: the actual state already matches")
+        for line in diff_lines(answer.get("diff")):
+            out.print(f"  change {line}")
+        if not wait:
+            out.print(f"  follow it: hyperpilot operations wait {operation_id}")
+    elif not wait:
         emit(answer, output)
+    if wait:
+        wait_for(api, operation_id, output)
+
+
+def diff_lines(diff: Any) -> list[str]:
+    """'field: actual -> requested' for each change the gateway computed."""
+    if not isinstance(diff, dict):
+        return []
+    lines = []
+    for field, change in diff.items():
+        if isinstance(change, dict) and ("actual" in change or "requested" in change):
+            lines.append(
+                f"{field}: {cell(change.get('actual'))} -> {cell(change.get('requested'))}"
+            )
+        else:
+            lines.append(f"{field}: {cell(change)}")
+    return lines
+
+
+def mutate(
+    api: Client,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    output: Format,
+    wait: bool,
+    dry_run: bool = False,
+) -> None:
+    """Send a mutation; with --dry-run print the plan the gateway answers (nothing changes)."""
+    params = {"dry_run": "true"} if dry_run else None
+    answer = api.request(method, path, params=params, json=body)
+    if dry_run:
+        plan = answer.get("plan", answer) if isinstance(answer, dict) else answer
+        if output is Format.TABLE:
+            out = console()
+            out.print("dry run: nothing was changed; the plan from actual state:")
+            sys.stdout.write(to_yaml(plan))
+            sys.stdout.flush()
+        else:
+            emit(answer, output)
+        return
+    accepted(api, answer, output, wait)
+
+
+def active_cluster(api: Client, cluster: str | None) -> str:
+    """The --cluster given, or the active cluster."""
+    if cluster:
+        return cluster
+    return str(api.get("/api/v1/clusters/active")["name"])

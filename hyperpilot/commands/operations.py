@@ -24,7 +24,7 @@ from hyperpilot.commands.complete import operation_ids
 from hyperpilot.output import Column, Format, compact, details, emit, table
 from hyperpilot.progress import duration, parse_time
 
-app = Area("operations", "Operations: list, show, wait for and retry them.")
+app = Area("operations", "Operations: list, show, wait for, retry and cancel them.")
 
 BASE = "/api/v1/operations"
 
@@ -201,4 +201,23 @@ def retry(operation_id: OperationId, wait: Wait = False, output: Output = None) 
         if not wait and output is Format.TABLE:
             stages = ", ".join(answer.get("retried_stages", [])) or "none"
             typer.echo(f"retrying stages: {stages}")
+        accepted(api, answer, output, wait)
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot operations cancel 3f0c9a52-...",
+        "hyperpilot operations cancel 3f0c9a52-... --wait   # exit code 3 once cancelled",
+    )
+)
+def cancel(operation_id: OperationId, wait: Wait = False, output: Output = None) -> None:
+    """Stop an operation: no new stage starts (a pending one stops at once).
+
+    Cloud work already submitted is not rolled back; a cancelled operation can be retried.
+    """
+    with client() as api:
+        answer = api.post(f"{BASE}/{operation_id}/cancel")
+        output = fmt(output)
+        if not wait and output is Format.TABLE:
+            typer.echo(f"cancel requested; operation is {answer.get('status', '?')}")
         accepted(api, answer, output, wait)

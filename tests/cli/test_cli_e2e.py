@@ -203,6 +203,13 @@ def test_ctrl_c_during_a_wait_leaves_the_operation_running_and_says_how_to_resum
         assert "keeps running" in rest
         shown = cli_in.run("operations", "show", op_id, "-o", "json")
         assert _json(shown.stdout)["status"] == "pending"
+
+        other = _json(cli_in.run("storage", "create", unique("cli-cancel"), "-o", "json").stdout)
+        cancelled = cli_in.run(
+            "operations", "cancel", other["operation_id"], "--wait", "-o", "json"
+        )
+        assert cancelled.returncode == 3, cancelled.stderr
+        assert _json(cancelled.stdout)["status"] == "cancelled"
     finally:
         stack.start_service("cluster-svc")
     resumed = cli_in.run("operations", "wait", op_id, "-o", "json", timeout=60)
@@ -299,6 +306,19 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     assert any(line.startswith("*") and name in line for line in listed.stdout.splitlines())
     active = cli_in.run("clusters", "describe")
     assert active.returncode == 0 and name in active.stdout and "gpu" in active.stdout
+
+    groups = _json(cli_in.run("instance-groups", "list", "-o", "json").stdout)
+    assert [(g["name"], g["count"]) for g in groups] == [("gpu", 2)]
+    plan = cli_in.run("instance-groups", "update", "gpu", "--count", "3", "--dry-run", "-o", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert _json(plan.stdout)["plan"]["diff"]["count"] == {"actual": 2, "requested": 3}
+    scaled = cli_in.run("instance-groups", "update", "gpu", "--count", "3", "--wait", "-o", "json")
+    assert scaled.returncode == 0, scaled.stderr[-3000:]
+    assert _json(scaled.stdout)["status"] == "succeeded"
+    nodes = _json(cli_in.run("nodes", "list", "-o", "json").stdout)
+    assert len(nodes["nodes"]) >= 2 and all(n["instance_group"] == "gpu" for n in nodes["nodes"])
+    features = _json(cli_in.run("features", "show", "-o", "json").stdout)
+    assert "training_operator" in features
 
     duplicate = cli_in.run("clusters", "create", *_cluster_args(cli_in, name))
     assert duplicate.returncode == 2

@@ -1,0 +1,140 @@
+"""`hyperpilot features`: managed features of a cluster (operators, checkpointing, autoscaling)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from hyperpilot.client import UsageError
+from hyperpilot.commands.common import (
+    Area,
+    Cluster,
+    DryRun,
+    Output,
+    Wait,
+    active_cluster,
+    client,
+    examples,
+    fmt,
+    mutate,
+)
+from hyperpilot.output import Column, compact, details, emit, table
+
+app = Area(
+    "features",
+    "Managed features: training and inference operators, tiered checkpointing, autoscaling.",
+)
+
+
+def _path(cluster: str) -> str:
+    return f"/api/v1/clusters/{cluster}/features"
+
+
+COLUMNS = [
+    Column("FEATURE", "feature"),
+    Column("ENABLED", "enabled"),
+    Column("STATUS", "status"),
+    Column("DETAILS", "details", wrap=True),
+]
+
+
+def _render(answer: Any) -> Any:
+    """One row per feature: enabled, status, and its identifiers (all of it with -o yaml)."""
+    if not isinstance(answer, dict):
+        return str(answer)
+    rows = [
+        {
+            "feature": name,
+            "enabled": value.get("enabled"),
+            "status": value.get("status"),
+            "details": compact({k: v for k, v in value.items() if k not in ("enabled", "status")}),
+        }
+        for name, value in answer.items()
+        if isinstance(value, dict)
+    ]
+    return table(rows, COLUMNS) if rows else details(answer)
+
+
+@app.command(
+    epilog=examples("hyperpilot features show", "hyperpilot features show -c llm-training -o yaml")
+)
+def show(cluster: Cluster = None, output: Output = None) -> None:
+    """The actual state of each managed feature, read live from the cluster."""
+    with client() as api:
+        answer = api.get(_path(active_cluster(api, cluster)))
+    emit(answer, fmt(output), _render)
+
+
+@app.command(
+    "set",
+    epilog=examples(
+        "hyperpilot features set --training-operator --wait",
+        "hyperpilot features set --tiered-checkpointing --checkpoint-memory-percentage 20 --dry-run",
+        "hyperpilot features set --no-autoscaling -c llm-training --wait",
+    ),
+)
+def set_(
+    cluster: Cluster = None,
+    training_operator: Annotated[
+        bool | None,
+        typer.Option(
+            "--training-operator/--no-training-operator",
+            help="HyperPod training operator add-on",
+            show_default=False,
+        ),
+    ] = None,
+    inference_operator: Annotated[
+        bool | None,
+        typer.Option(
+            "--inference-operator/--no-inference-operator",
+            help="HyperPod inference operator",
+            show_default=False,
+        ),
+    ] = None,
+    tiered_checkpointing: Annotated[
+        bool | None,
+        typer.Option(
+            "--tiered-checkpointing/--no-tiered-checkpointing",
+            help="Managed tiered checkpointing",
+            show_default=False,
+        ),
+    ] = None,
+    checkpoint_memory_percentage: Annotated[
+        int | None,
+        typer.Option(help="Share of each instance's memory for checkpoints (1-100)"),
+    ] = None,
+    autoscaling: Annotated[
+        bool | None,
+        typer.Option(
+            "--autoscaling/--no-autoscaling",
+            help="HyperPod managed autoscaling (Karpenter)",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Enable or disable managed features: only the flags given are sent."""
+    body: dict[str, Any] = {}
+    if training_operator is not None:
+        body["training_operator"] = training_operator
+    if inference_operator is not None:
+        body["inference_operator"] = inference_operator
+    tiered: dict[str, Any] = {}
+    if tiered_checkpointing is not None:
+        tiered["enabled"] = tiered_checkpointing
+    if checkpoint_memory_percentage is not None:
+        tiered["memory_percentage"] = checkpoint_memory_percentage
+    if tiered:
+        body["tiered_checkpointing"] = tiered
+    if autoscaling is not None:
+        body["autoscaling"] = {"enabled": autoscaling}
+    if not body:
+        raise UsageError(
+            "nothing to change", "give at least one feature flag, e.g. --training-operator"
+        )
+    with client() as api:
+        path = _path(active_cluster(api, cluster))
+        mutate(api, "PATCH", path, body, output=fmt(output), wait=wait, dry_run=dry_run)

@@ -1,0 +1,244 @@
+"""`hyperpilot instance-groups`: a cluster's instance groups: list, add, update, delete."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from hyperpilot.client import UsageError
+from hyperpilot.commands.clusters import parse_pairs, read_spec
+from hyperpilot.commands.common import (
+    Area,
+    Cluster,
+    DryRun,
+    Output,
+    Wait,
+    Yes,
+    active_cluster,
+    client,
+    confirm,
+    examples,
+    fmt,
+    mutate,
+)
+from hyperpilot.output import Column, emit, table
+
+app = Area("instance-groups", "A cluster's instance groups: list, add, update, delete.")
+
+COLUMNS = [
+    Column("GROUP", "name"),
+    Column("INSTANCE TYPE", "instance_type"),
+    Column("COUNT", "count"),
+    Column("MIN", "spec.min_count"),
+    Column("ZONE", "spec.availability_zone_id"),
+    Column("CAPACITY", "spec.capacity_type"),
+    Column("STATUS", "status"),
+    Column("UPDATED", "updated_at"),
+]
+
+Group = Annotated[str, typer.Argument(help="Instance group name", show_default=False)]
+
+
+class Capacity(StrEnum):
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    TRAINING_PLAN = "training-plan"
+
+
+class Interface(StrEnum):
+    EFA = "efa"
+    EFA_ONLY = "efa-only"
+
+
+class Check(StrEnum):
+    INSTANCE_STRESS = "InstanceStress"
+    INSTANCE_CONNECTIVITY = "InstanceConnectivity"
+
+
+Count = Annotated[int | None, typer.Option(help="Instances to run")]
+MinCount = Annotated[int | None, typer.Option("--min-count", help="Fewest instances to keep")]
+Ebs = Annotated[int | None, typer.Option("--ebs-volume-gb", help="EBS volume per instance, GB")]
+Checks = Annotated[
+    list[Check] | None,
+    typer.Option("--health-check", help="Deep health check of new nodes (repeatable)"),
+]
+Labels = Annotated[
+    list[str] | None, typer.Option("--label", help="KEY=VALUE Kubernetes label (repeatable)")
+]
+Taints = Annotated[
+    list[str] | None,
+    typer.Option("--taint", help="KEY=VALUE:EFFECT or KEY:EFFECT Kubernetes taint (repeatable)"),
+]
+
+
+def parse_taint(text: str) -> dict[str, str]:
+    """'nvidia.com/gpu=true:NoSchedule' -> {"key", "value", "effect"}."""
+    head, sep, effect = text.rpartition(":")
+    if not sep or not head or not effect:
+        raise UsageError(
+            f"--taint {text!r} is not KEY=VALUE:EFFECT",
+            "use e.g. --taint nvidia.com/gpu=true:NoSchedule",
+        )
+    key, _, value = head.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def _changes(
+    count: int | None,
+    min_count: int | None,
+    ebs: int | None,
+    checks: list[Check] | None,
+    labels: list[str] | None,
+    taints: list[str] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if count is not None:
+        body["count"] = count
+    if min_count is not None:
+        body["min_count"] = min_count
+    if ebs is not None:
+        body["ebs_volume_gb"] = ebs
+    if checks:
+        body["deep_health_checks"] = [c.value for c in checks]
+    if labels:
+        body["labels"] = parse_pairs(labels, "--label")
+    if taints:
+        body["taints"] = [parse_taint(t) for t in taints]
+    return body
+
+
+def _base(cluster: str) -> str:
+    return f"/api/v1/clusters/{cluster}/instance-groups"
+
+
+@app.command(
+    "list",
+    epilog=examples(
+        "hyperpilot instance-groups list",
+        "hyperpilot instance-groups list -c llm-training -o json",
+    ),
+)
+def list_(cluster: Cluster = None, output: Output = None) -> None:
+    """List a cluster's instance groups with type, count and status."""
+    with client() as api:
+        rows = api.get(_base(active_cluster(api, cluster)))
+    emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no instance groups)")
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot instance-groups add --name workers --type ml.g5.8xlarge --count 4 --wait",
+        "hyperpilot instance-groups add --name spot --type ml.g5.8xlarge --count 2 "
+        "--capacity spot --dry-run",
+        "hyperpilot instance-groups add -f group.yaml -c llm-training --wait",
+    )
+)
+def add(
+    cluster: Cluster = None,
+    file: Annotated[
+        str | None,
+        typer.Option("--file", "-f", help="Group spec as YAML or JSON (- for stdin)"),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Group name")] = None,
+    instance_type: Annotated[
+        str | None, typer.Option("--type", help="HyperPod instance type, e.g. ml.g5.8xlarge")
+    ] = None,
+    count: Count = None,
+    min_count: MinCount = None,
+    zone: Annotated[
+        str | None, typer.Option(help="Zone id of the group's subnet (the cluster's if omitted)")
+    ] = None,
+    capacity: Annotated[Capacity | None, typer.Option(help="Capacity type")] = None,
+    training_plan_arn: Annotated[
+        str | None, typer.Option(help="With --capacity training-plan")
+    ] = None,
+    interface: Annotated[Interface | None, typer.Option(help="EFA mode")] = None,
+    ebs_volume_gb: Ebs = None,
+    threads_per_core: Annotated[int | None, typer.Option(help="1 disables hyperthreading")] = None,
+    health_check: Checks = None,
+    label: Labels = None,
+    taint: Taints = None,
+    lifecycle_script_uri: Annotated[
+        str | None, typer.Option(help="S3 prefix of the group's own lifecycle scripts")
+    ] = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Add an instance group to a cluster; the gateway checks offerings, quotas and plans first."""
+    body: dict[str, Any] = read_spec(file) if file else {}
+    body.update(_changes(count, min_count, ebs_volume_gb, health_check, label, taint))
+    for key, value in (
+        ("name", name),
+        ("instance_type", instance_type),
+        ("availability_zone_id", zone),
+        ("capacity_type", capacity.value if capacity else None),
+        ("training_plan_arn", training_plan_arn),
+        ("interface_type", interface.value if interface else None),
+        ("threads_per_core", threads_per_core),
+        ("lifecycle_script_uri", lifecycle_script_uri),
+    ):
+        if value is not None:
+            body[key] = value
+    with client() as api:
+        path = _base(active_cluster(api, cluster))
+        mutate(api, "POST", path, body, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot instance-groups update workers --count 8 --wait",
+        "hyperpilot instance-groups update workers --count 0 --dry-run",
+        "hyperpilot instance-groups update workers --label team=llm --taint gpu=true:NoSchedule",
+    )
+)
+def update(
+    group: Group,
+    cluster: Cluster = None,
+    count: Count = None,
+    min_count: MinCount = None,
+    ebs_volume_gb: Ebs = None,
+    health_check: Checks = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="KEY=VALUE label (repeatable; replaces the whole map)"),
+    ] = None,
+    taint: Annotated[
+        list[str] | None,
+        typer.Option("--taint", help="KEY=VALUE:EFFECT taint (repeatable; replaces the list)"),
+    ] = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Change an instance group: only the fields given are sent (an explicit diff)."""
+    body = _changes(count, min_count, ebs_volume_gb, health_check, label, taint)
+    if not body:
+        raise UsageError("nothing to change", "give at least one of --count, --min-count, ...")
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{group}"
+        mutate(api, "PATCH", path, body, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot instance-groups delete spot --dry-run",
+        "hyperpilot instance-groups delete spot -c llm-training --yes --wait",
+    )
+)
+def delete(
+    group: Group,
+    cluster: Cluster = None,
+    yes: Yes = False,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Delete an instance group; its nodes are terminated (admin)."""
+    if not dry_run:
+        confirm(f"Delete instance group {group} and terminate its nodes?", yes)
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{group}"
+        mutate(api, "DELETE", path, output=fmt(output), wait=wait, dry_run=dry_run)

@@ -1,0 +1,142 @@
+"""What the instance-group, node, feature and operation commands send to the REST API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hyperpilot.cli import app
+from hyperpilot.client import Client
+from hyperpilot.commands import common
+
+OP = "11111111-2222-3333-4444-555555555555"
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[list[httpx.Request]]:
+    """Every request the commands make, answered like the gateway would."""
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        if request.url.path == "/api/v1/clusters/active":
+            return httpx.Response(200, json={"name": "llm", "status": "active"})
+        if request.url.params.get("dry_run") == "true":
+            plan = {"noop": False, "diff": {"count": {"actual": 2, "requested": 3}}, "calls": []}
+            return httpx.Response(200, json={"dry_run": True, "plan": plan})
+        if request.method == "GET":
+            return httpx.Response(200, json=[])
+        return httpx.Response(
+            202,
+            json={
+                "operation_id": OP,
+                "status_url": f"/api/v1/operations/{OP}",
+                "created": True,
+                "noop": False,
+                "diff": {"count": {"actual": 2, "requested": 3}},
+            },
+        )
+
+    def make(base_url: str, token: str | None) -> Client:
+        return Client(base_url, token, transport=httpx.MockTransport(handler))
+
+    monkeypatch.setattr(common, "Client", make)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("HYPERPILOT_URL", "http://gw")
+    monkeypatch.setenv("HYPERPILOT_TOKEN", "t")
+    yield requests
+
+
+def _run(*args: str) -> Any:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return result
+
+
+def _body(request: httpx.Request) -> Any:
+    return json.loads(request.content) if request.content else None
+
+
+def test_an_instance_group_change_sends_only_the_fields_given(sent: list[httpx.Request]) -> None:
+    done = _run("instance-groups", "update", "gpu", "--count", "3", "--label", "team=llm")
+    assert done.exit_code == 0, done.output
+    active, patch = sent
+    assert active.url.path == "/api/v1/clusters/active"
+    assert patch.method == "PATCH" and patch.url.path == "/api/v1/clusters/llm/instance-groups/gpu"
+    assert _body(patch) == {"count": 3, "labels": {"team": "llm"}}
+    assert "Idempotency-Key" in patch.headers
+    assert "change count: 2 -> 3" in done.stdout
+
+
+def test_dry_run_asks_for_the_plan_and_prints_it(sent: list[httpx.Request]) -> None:
+    done = _run(
+        "instance-groups",
+        "add",
+        "-c",
+        "llm",
+        "--name",
+        "spot",
+        "--type",
+        "ml.g5.8xlarge",
+        "--count",
+        "1",
+        "--capacity",
+        "spot",
+        "--taint",
+        "gpu=true:NoSchedule",
+        "--dry-run",
+    )
+    assert done.exit_code == 0, done.output
+    (post,) = sent
+    assert post.url.params["dry_run"] == "true"
+    assert _body(post) == {
+        "count": 1,
+        "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+        "name": "spot",
+        "instance_type": "ml.g5.8xlarge",
+        "capacity_type": "spot",
+    }
+    assert done.stdout.startswith("dry run: nothing was changed")
+    plan = yaml.safe_load(done.stdout.split("\n", 1)[1])
+    assert plan["diff"]["count"] == {"actual": 2, "requested": 3}
+    as_json = _run("instance-groups", "delete", "spot", "-c", "llm", "--dry-run", "-o", "json")
+    assert json.loads(as_json.stdout)["dry_run"] is True
+    assert sent[-1].method == "DELETE"
+
+
+def test_node_actions_features_software_update_and_cancel(sent: list[httpx.Request]) -> None:
+    assert _run("nodes", "reboot", "i-0123456789abcdef0", "-c", "llm").exit_code == 0
+    assert sent[-1].url.path == "/api/v1/clusters/llm/nodes/reboot"
+    assert _body(sent[-1]) == {"node_ids": ["i-0123456789abcdef0"]}
+    assert _run("nodes", "replace", "i-0123456789abcdef0", "-c", "llm").exit_code == 2  # no --yes
+    assert _run("nodes", "health-check", "-c", "llm", "--group", "gpu").exit_code == 0
+    assert _body(sent[-1]) == {"node_ids": [], "instance_groups": ["gpu"]}
+    assert _run("nodes", "recovery", "None", "-c", "llm").exit_code == 0
+    assert sent[-1].method == "PUT" and _body(sent[-1]) == {"mode": "None"}
+    done = _run(
+        "features",
+        "set",
+        "-c",
+        "llm",
+        "--no-autoscaling",
+        "--tiered-checkpointing",
+        "--checkpoint-memory-percentage",
+        "20",
+    )
+    assert done.exit_code == 0, done.output
+    assert _body(sent[-1]) == {
+        "tiered_checkpointing": {"enabled": True, "memory_percentage": 20},
+        "autoscaling": {"enabled": False},
+    }
+    assert _run("features", "set", "-c", "llm").exit_code == 2  # nothing to change
+    software = _run("clusters", "update-software", "llm", "--batch-percent", "25")
+    assert software.exit_code == 0
+    assert sent[-1].url.path == "/api/v1/clusters/llm/software-update"
+    assert _body(sent[-1]) == {"batch_size": {"type": "percentage", "value": 25}}
+    assert _run("operations", "cancel", OP).exit_code == 0
+    assert sent[-1].url.path == f"/api/v1/operations/{OP}/cancel"
