@@ -4,7 +4,15 @@ Importing the package imports every contract module, so each command and event i
 by name (COMMANDS, EVENTS) before any is read back from storage or the bus.
 """
 
-from shared.contracts import cluster, features, instance_groups, nodes, plan  # noqa: F401
+from shared.contracts import (  # noqa: F401
+    cluster,
+    dependencies,
+    features,
+    instance_groups,
+    nodes,
+    plan,
+    workloads,
+)
 from shared.contracts.commands import COMMANDS, Command
 from shared.contracts.envelope import Envelope
 from shared.contracts.events import EVENTS, Event

@@ -143,6 +143,21 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
     deployments = _kubectl(config, "get", "deployments", "--all-namespaces")["items"]
     assert deployments, "the dependency reconciliation installed no operator"
 
+    # Reconciling the dependencies again changes nothing: a noop, and no add-on call.
+    addon_calls = len(sim_aws.call_log("eks", "CreateAddon")) + len(
+        sim_aws.call_log("eks", "UpdateAddon")
+    )
+    reconcile = api.post(f"/api/v1/clusters/{name}/dependencies/reconcile")
+    assert reconcile.status_code == 202, reconcile.text
+    again = api.wait(reconcile.json()["operation_id"])
+    assert again["status"] == "noop", json.dumps(again.get("error"), indent=1)
+    assert (
+        len(sim_aws.call_log("eks", "CreateAddon")) + len(sim_aws.call_log("eks", "UpdateAddon"))
+        == addon_calls
+    )
+    listed = api.get(f"/api/v1/clusters/{name}/dependencies").json()
+    assert len(listed) >= 10 and {c["status"] for c in listed} == {"unchanged"}
+
     deleted = api.delete(f"/api/v1/clusters/{name}")
     assert deleted.status_code == 202, deleted.text
     op = api.wait(deleted.json()["operation_id"], timeout=240)
