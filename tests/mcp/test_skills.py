@@ -111,3 +111,14 @@ def test_the_index_lists_every_playbook_with_its_version() -> None:
     for path in PLAYBOOKS:
         meta, _ = front_matter(path)
         assert f"[{meta['name']}]({path.parent.name}/SKILL.md) | {meta['version']} |" in index
+
+
+async def test_the_playbooks_are_served_as_prompts(server: HyperpilotServer) -> None:
+    prompts = {p.name: p for p in await server.list_prompts()}
+    assert set(prompts) == {p.parent.name for p in PLAYBOOKS}
+    for path in PLAYBOOKS:
+        meta, body = front_matter(path)
+        prompt = prompts[meta["name"]]
+        assert prompt.description == meta["description"] and not prompt.arguments
+        rendered = await server.get_prompt(meta["name"])
+        assert rendered.messages[0].content.text.strip() == body.strip()  # type: ignore[union-attr]

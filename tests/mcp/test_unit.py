@@ -221,3 +221,19 @@ async def test_the_committed_tool_reference_is_the_generated_one() -> None:
     assert committed == await render_reference(server), (
         "regenerate it: python -m mcp_svc.reference > docs/mcp-tools.md"
     )
+
+
+def test_the_service_reaches_the_backend_only_through_rest() -> None:
+    """No bus, database or cloud client is even importable from the MCP service's modules."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, mcp_svc.__main__, mcp_svc.server, mcp_svc.reference;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('boto3', 'botocore', 'kubernetes', 'nats', 'asyncpg', 'gateway', 'hyperpilot')"
+        " or m in ('shared.db', 'shared.bus', 'shared.outbox', 'shared.consumer'));"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -85,7 +85,9 @@ async def render(server: HyperpilotServer) -> str:
         "- **Writes off by default.** Mutating tools are always listed, so an agent sees what",
         "  exists, but unless the server runs with `--allow-write` (or `MCP_ALLOW_WRITE=true`)",
         "  they refuse with the error `writes_disabled` and send nothing. Read-only tools always",
-        "  work.",
+        "  work. The one exception: a tool with a `dry_run` parameter called with",
+        "  `dry_run=true` only computes the plan (REST `?dry_run=true` stores and changes",
+        "  nothing), so it works on a read-only server too.",
         "- **Completion.** A mutating tool's result carries `operation_id` and",
         '  `status_tool: "get_operation"`; `get_operation(operation_id, wait_seconds<=60)`',
         "  long-polls until the operation is terminal (`succeeded`, `failed`, `cancelled`, `noop`).",
@@ -129,6 +131,21 @@ async def render(server: HyperpilotServer) -> str:
             + f" · REST `{info.rest}`"
         )
         out += ["", tool.description or "", "", *_parameters(tool)]
+    if server.skills:
+        out += [
+            "",
+            "## Prompts",
+            "",
+            "The playbooks of `skills/` are also served as MCP prompts (`MCP_SKILLS_DIR`, else the",
+            "repository's `skills/`), for clients that do not load skill files.",
+            "",
+            "| prompt | version | description |",
+            "|---|---|---|",
+        ]
+        out += [
+            f"| `{skill.name}` | {skill.version} | {_cell(skill.description)} |"
+            for skill in server.skills
+        ]
     defs: dict[str, Any] = {}
     for tool in tools.values():
         defs.update(tool.input_schema.get("$defs", {}))

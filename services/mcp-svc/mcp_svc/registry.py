@@ -44,6 +44,7 @@ class HyperpilotServer(MCPServer):
         self.allow_write = allow_write
         self.catalog: dict[str, ToolInfo] = {}
         self.gateway: Gateway | None = None
+        self.skills: list[Any] = []
 
     def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
         """Register a read-only tool; its docstring is its description."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mcp_svc import skills
 from mcp_svc.client import Gateway
 from mcp_svc.config import McpSettings
 from mcp_svc.registry import HyperpilotServer
@@ -26,10 +29,15 @@ Rules:
    repeats the change.
 5. A failed operation names its failed stage and the reason; fix the cause, then
    retry_operation re-runs only the failed stages.
+
+The playbooks for whole tasks (create a cluster, add an instance group, enable managed
+features, diagnose node health or a failed cluster creation) are served as prompts.
 """
 
 
-def build_server(settings: McpSettings, gateway: Gateway | None = None) -> HyperpilotServer:
+def build_server(
+    settings: McpSettings, gateway: Gateway | None = None, skills_dir: Path | None = None
+) -> HyperpilotServer:
     if gateway is None:
         token = settings.gateway_token.get_secret_value() if settings.gateway_token else None
         gateway = Gateway(settings.gateway_url, token, timeout=settings.request_timeout_seconds)
@@ -42,5 +50,6 @@ def build_server(settings: McpSettings, gateway: Gateway | None = None) -> Hyper
     )
     for _area, register in AREAS:
         register(server, gateway)
+    skills.register(server, skills_dir or skills.skills_dir())
     server.gateway = gateway
     return server
