@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hyperpilot.commands import (
     clusters,
+    dependencies,
     events,
     features,
     inspect,
@@ -24,6 +25,7 @@ AREAS: tuple[Area, ...] = (
     instance_groups.app,
     nodes.app,
     features.app,
+    dependencies.app,
     storage.app,
     operations.app,
     events.app,

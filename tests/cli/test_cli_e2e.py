@@ -319,6 +319,12 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     assert len(nodes["nodes"]) >= 2 and all(n["instance_group"] == "gpu" for n in nodes["nodes"])
     features = _json(cli_in.run("features", "show", "-o", "json").stdout)
     assert "training_operator" in features
+    components = _json(cli_in.run("dependencies", "list", "-o", "json").stdout)
+    assert components and {c["status"] for c in components} <= {
+        "installed",
+        "upgraded",
+        "unchanged",
+    }
 
     duplicate = cli_in.run("clusters", "create", *_cluster_args(cli_in, name))
     assert duplicate.returncode == 2
