@@ -72,7 +72,7 @@ async def zones_when_ready(client: Client) -> list[dict[str, Any]]:
     while True:
         result = await client.call_tool("list_availability_zones", {})
         if not result.is_error:
-            zones: list[dict[str, Any]] = result.structured_content["zones"]  # type: ignore[index]
+            zones: list[dict[str, Any]] = result.structured_content["zones"]
             return zones
         # cluster-svc answers inspect queries once it has connected to NATS
         assert time.monotonic() < deadline, result.content

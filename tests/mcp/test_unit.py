@@ -153,7 +153,7 @@ async def test_writes_off_refuses_before_sending_anything(fake: FakeGateway) -> 
     async with Client(server_with(fake, allow_write=False)) as client:
         result = await client.call_tool("create_storage_bucket", {"name": "team-data"})
         assert result.is_error
-        assert result.structured_content["error"]["code"] == "writes_disabled"  # type: ignore[index]
+        assert result.structured_content["error"]["code"] == "writes_disabled"
         assert (await client.call_tool("list_storage_buckets", {})).is_error is False
     assert [r.method for r in fake.requests] == ["GET"]
 

@@ -47,6 +47,15 @@ async def serve(args: argparse.Namespace) -> None:
     if args.allow_write:
         flags["allow_write"] = True
     settings = settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
+    log = logging.getLogger("mcp_svc")
+    if settings.gateway_token is None:
+        log.warning("MCP_GATEWAY_TOKEN is not set: the gateway will refuse every tool call")
+    log.info(
+        "hyperpilot MCP server: %s, gateway %s, writes %s",
+        settings.transport,
+        settings.gateway_url,
+        "allowed" if settings.allow_write else "off (read-only)",
+    )
     server = build_server(settings)
     try:
         if settings.transport == "stdio":
