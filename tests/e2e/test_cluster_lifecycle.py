@@ -321,3 +321,34 @@ def test_cancel_stops_a_cluster_creation_and_delete_cleans_up_what_it_made(
         kind: sorted(set(after.get(kind, [])) - set(before.get(kind, []))) for kind in after
     }
     assert not any(leftovers.values()), leftovers
+
+
+def test_delete_with_features_still_on_leaves_nothing_behind(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    api = running_stack.client
+    before = sim_aws.inventory()
+    name = unique("feat")
+    op = api.wait(
+        api.post("/api/v1/clusters", _spec(api, name)).json()["operation_id"], timeout=240
+    )
+    assert op["status"] == "succeeded", op.get("error")
+    changed = api.http.patch(
+        f"/api/v1/clusters/{name}/features",
+        json={"tiered_checkpointing": {"enabled": True, "memory_percentage": 30}},
+    )
+    assert changed.status_code == 202, changed.text
+    assert api.wait(changed.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    roles = aws_client(sim_aws, "iam").list_roles()["Roles"]
+    assert any(r["RoleName"].endswith("-ckpt") and name in r["RoleName"] for r in roles)
+
+    deleted = api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=240)
+    assert deleted["status"] == "succeeded", deleted.get("error")
+    assert {s["name"]: s["status"] for s in deleted["stages"]}[
+        "delete_feature_roles"
+    ] == "succeeded"
+    after = sim_aws.inventory()
+    leftovers = {
+        kind: sorted(set(after.get(kind, [])) - set(before.get(kind, []))) for kind in after
+    }
+    assert not any(leftovers.values()), leftovers

@@ -82,7 +82,30 @@ DELETE_NEEDS: dict[str, tuple[str, ...]] = {
     "delete_network": ("delete_eks", "delete_compute_subnet", "delete_security_group"),
     "delete_roles": ("delete_eks", "delete_hyperpod", "delete_oidc_provider"),
     "delete_bucket": ("delete_hyperpod", "delete_storage"),
+    "delete_feature_roles": ("delete_hyperpod", "delete_eks"),
 }
+
+
+# Roles the managed features make (tiered checkpointing, autoscaling) while the cluster lives.
+FEATURE_ROLE_SUFFIXES = ("ckpt", "autoscaler")
+
+
+def delete_feature_roles_stage(iam: identity.Iam) -> Stage:
+    """Remove the roles managed features made for this cluster (tagged as ours), so deleting a
+    cluster with features still on leaves nothing behind."""
+
+    async def run(ctx: StageContext) -> Done:
+        cluster = DeleteCluster.from_payload(ctx.command).name
+        removed = []
+        for suffix in FEATURE_ROLE_SUFFIXES:
+            name = identity.role_name(cluster, suffix)
+            role = await iam.role(name)
+            if role is not None and identity.is_ours(role.tags, cluster):
+                await identity.remove_role(iam, name)
+                removed.append(name)
+        return Done({"removed": removed}, noop=not removed)
+
+    return Stage("delete_feature_roles", "Delete the roles managed features made", run)
 
 
 def delete_cluster_workflow(ports: ClusterPorts) -> Workflow:
@@ -93,6 +116,7 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow:
         *control_plane.delete_stages(ports.eks, ports.buckets),
         *identity.delete_stages(ports.iam),
         *network.delete_stages(ports.ec2),
+        delete_feature_roles_stage(ports.iam),
     ]
     return Workflow(
         kind=DeleteCluster.kind(),

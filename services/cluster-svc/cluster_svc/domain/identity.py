@@ -300,7 +300,8 @@ def cluster_tags(cluster: str, user: Mapping[str, str] | None = None) -> dict[st
     return {**(user or {}), **MANAGED_BY, CLUSTER_TAG: cluster}
 
 
-def _ours(tags: Mapping[str, str], cluster: str) -> bool:
+def is_ours(tags: Mapping[str, str], cluster: str) -> bool:
+    """Tagged as made by Hyperpilot for this cluster."""
     return tags.get(CLUSTER_TAG) == cluster and tags.get("managed-by") == "hyperpilot"
 
 
@@ -328,7 +329,7 @@ async def ensure_role(
     trust = trust_policy(service, trust_actions)
     role = await iam.role(name)
     changed = False
-    if role is not None and not _ours(role.tags, cluster):
+    if role is not None and not is_ours(role.tags, cluster):
         raise PermanentError(
             "RoleNameTaken",
             f"IAM role {name} exists and was not made by Hyperpilot for cluster {cluster}",
@@ -408,7 +409,7 @@ async def ensure_oidc_provider(
         if changed:
             await iam.add_client_id(provider.arn, STS_AUDIENCE)
         return Done(
-            {"provider_arn": provider.arn, "created": _ours(provider.tags, cluster)},
+            {"provider_arn": provider.arn, "created": is_ours(provider.tags, cluster)},
             noop=not changed,
         )
     thumbprint = await iam.issuer_thumbprint(issuer) or EKS_ROOT_CA_THUMBPRINT
