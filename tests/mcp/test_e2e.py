@@ -214,6 +214,9 @@ async def test_add_instance_group_and_enable_features_playbooks(
         assert after["training_operator"]["enabled"] is True
         assert "training_operator on" in after["summary"], (before["summary"], after["summary"])
 
+        deps = await ok(client, "list_dependencies", {"cluster": name})
+        assert deps["components"] and "not ready" not in deps["summary"], deps["summary"]
+
         nodes = await ok(client, "list_nodes", {"cluster": name})
         assert nodes["nodes"] and all(n["node_id"].startswith("i-") for n in nodes["nodes"])
         one = await ok(

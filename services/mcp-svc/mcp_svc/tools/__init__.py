@@ -8,6 +8,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.tools import (
     clusters,
+    dependencies,
     events,
     features,
     inspect,
@@ -22,6 +23,7 @@ Register = Callable[[HyperpilotServer, Gateway], None]
 AREAS: tuple[tuple[str, Register], ...] = (
     ("clusters", clusters.register),
     ("inspect", inspect.register),
+    ("dependencies", dependencies.register),
     ("instance groups", instance_groups.register),
     ("features", features.register),
     ("nodes", nodes.register),

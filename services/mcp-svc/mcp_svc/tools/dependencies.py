@@ -1,0 +1,56 @@
+"""A cluster's dependencies: the declared component set (EKS add-ons and Kubernetes manifests),
+what is installed, and a reconcile on demand."""
+
+from __future__ import annotations
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.tools.common import ClusterRef, RequestId, count, submit
+
+READY = ("installed", "upgraded", "unchanged")
+
+
+class Component(Passthrough):
+    name: str
+    version: str | None = None
+    status: str | None = None
+    updated_at: str | None = None
+
+
+class ComponentList(ToolResult):
+    cluster: str
+    components: list[Component]
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="dependencies", rest="GET /api/v1/clusters/{name}/dependencies")
+    async def list_dependencies(cluster: ClusterRef) -> ComponentList:
+        """Each dependency component of a cluster (EKS add-ons, the HyperPod Helm chart's
+        parts, storage drivers, ...) with its version and status."""
+        rows = await gateway.get(f"/api/v1/clusters/{cluster}/dependencies")
+        components = [Component.model_validate(r) for r in rows]
+        pending = [c.name for c in components if c.status not in READY]
+        summary = f"{cluster}: {count(len(components), 'component')}" + (
+            f"; not ready: {', '.join(pending)}." if pending else ", all installed."
+        )
+        return ComponentList(summary=summary, cluster=cluster, components=components)
+
+    @server.write_tool(
+        area="dependencies", rest="POST /api/v1/clusters/{name}/dependencies/reconcile"
+    )
+    async def reconcile_dependencies(
+        cluster: ClusterRef, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Install or upgrade the components of a cluster Hyperpilot created that differ from the
+        declared set; what already matches is left alone (a run with nothing to do changes
+        nothing). To reconcile again after an earlier run finished, pass a new request_id."""
+        return await submit(
+            gateway,
+            tool="reconcile_dependencies",
+            arguments={"cluster": cluster, "request_id": request_id},
+            method="POST",
+            path=f"/api/v1/clusters/{cluster}/dependencies/reconcile",
+            body=None,
+            what=f"dependency reconcile of {cluster}",
+        )

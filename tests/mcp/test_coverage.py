@@ -1,0 +1,43 @@
+"""Every REST route has a tool: what the REST API can do, an agent can do (with the same rules).
+
+The route list is the gateway's own OpenAPI document; the exclusions are deliberate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gateway.app import create_app
+from mcp_svc.config import McpSettings
+from mcp_svc.server import build_server
+from shared.config import Settings
+
+NOT_TOOLS = {
+    # Tokens are the admin's to hand out, never the agent's.
+    ("GET", "/api/v1/tokens"),
+    ("POST", "/api/v1/tokens"),
+    ("DELETE", "/api/v1/tokens/{}"),
+    # A live stream does not fit a tool call; list_events pages the same log.
+    ("GET", "/api/v1/events/stream"),
+    # The same change as PUT (set_node_recovery).
+    ("PATCH", "/api/v1/clusters/{}/node-recovery"),
+}
+
+
+def _route(method: str, path: str) -> tuple[str, str]:
+    return method.upper(), re.sub(r"\{[^}]+\}", "{}", path.split("?", 1)[0])
+
+
+def test_every_rest_route_has_a_tool() -> None:
+    spec = create_app(Settings()).openapi()
+    routes = {
+        _route(method, path)
+        for path, operations in spec["paths"].items()
+        if path.startswith("/api/v1/")
+        for method in operations
+    }
+    server = build_server(McpSettings(allow_write=False, gateway_token=None))
+    wrapped = {_route(*info.rest.split(" ", 1)) for info in server.catalog.values()}
+    missing = sorted(routes - wrapped - NOT_TOOLS)
+    assert not missing, f"REST routes without an MCP tool (add one in mcp_svc/tools): {missing}"
+    assert not wrapped - routes, f"tools wrapping no REST route: {sorted(wrapped - routes)}"
