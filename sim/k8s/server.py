@@ -66,6 +66,7 @@ class ApiServer:
         self.faults = Faults(self)
         self.bookmark_interval = 5.0
         self.requests = 0
+        self._token_checks: dict[str, str] = {}  # token -> why it is refused ("" when accepted)
         # access key id -> secret: tokens signed with these keys are verified for this cluster
         self.credentials: dict[str, str] = dict(
             DEFAULT_CREDENTIALS if credentials is None else credentials
@@ -170,7 +171,14 @@ class ApiServer:
         return f"https://oidc.eks.{self.region}.amazonaws.com/id/{digest}"
 
     def check_token(self, token: str) -> str | None:
-        return check_token(token, self.cluster, self.credentials)
+        cached = self._token_checks.get(token)
+        if cached is not None:
+            return cached or None
+        problem = check_token(token, self.cluster, self.credentials)
+        if len(self._token_checks) > 4096:
+            self._token_checks.clear()
+        self._token_checks[token] = problem or ""
+        return problem
 
     def token(self) -> str:
         return make_token(self.cluster, self.region)
