@@ -325,3 +325,28 @@ def test_delete_a_node_lowers_its_group(
     assert [n["node_id"] for n in _wait_healthy(api, name, 1)] == [ids[1]]
     again = api.post(f"/api/v1/clusters/{name}/nodes/delete", {"node_ids": [ids[0]]})
     assert again.status_code == 422  # it is gone: the field names it and where to look
+
+
+def test_roles_viewers_read_operators_reboot_admins_replace_and_delete(
+    created_cluster: tuple[RunningStack, str],
+) -> None:
+    stack, name = created_cluster
+    api = stack.client
+    tokens = {
+        role: api.post("/api/v1/tokens", {"name": f"nodes-{role}", "role": role}).json()["token"]
+        for role in ("viewer", "operator")
+    }
+    node_id = _nodes(api, name)["nodes"][0]["node_id"]
+    body = {"node_ids": [node_id]}
+    viewer = Client(stack.stack.url, tokens["viewer"])
+    operator = Client(stack.stack.url, tokens["operator"])
+    assert viewer.get(f"/api/v1/clusters/{name}/nodes").status_code == 200
+    assert viewer.post(f"/api/v1/clusters/{name}/nodes/reboot", body).status_code == 403
+    for verb in ("replace", "delete"):
+        refused = operator.post(f"/api/v1/clusters/{name}/nodes/{verb}", body)
+        assert refused.status_code == 403, refused.text
+    planned = operator.post(
+        f"/api/v1/clusters/{name}/nodes/reboot", body, params={"dry_run": "true"}
+    )
+    assert planned.status_code == 200
+    assert planned.json()["plan"]["calls"][0]["operation"] == "BatchRebootClusterNodes"
