@@ -45,7 +45,9 @@ class WatchEvent:
 class Watcher:
     """Receives store events on its asyncio loop, whatever thread wrote them."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[WatchEvent], None]):
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, callback: Callable[[WatchEvent], None]
+    ) -> None:
         self.loop = loop
         self.callback = callback
         self.closed = False
