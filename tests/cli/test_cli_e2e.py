@@ -13,8 +13,8 @@ import yaml
 
 from sim.aws import SimulatedAws
 from sim.testing import inject_fault
-from tests.cli.conftest import TOKEN, Cli
-from tests.e2e.conftest import RunningStack, unique
+from tests.cli.conftest import Cli
+from tests.e2e.conftest import TOKEN, RunningStack, unique
 
 
 def _json(out: str) -> Any:
@@ -259,10 +259,9 @@ def test_a_profile_supplies_url_and_token(cli_in: Cli) -> None:
     assert added.returncode == 0, added.stderr
     path = cli_in.config_home / "hyperpilot" / "config.yaml"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    no_env = {"HYPERPILOT_URL": "", "HYPERPILOT_TOKEN": ""}
-    listed = cli_in.run("storage", "list", "-o", "json", **no_env)
+    listed = cli_in.run("storage", "list", "-o", "json", HYPERPILOT_URL="", HYPERPILOT_TOKEN="")
     assert listed.returncode == 0, listed.stderr
-    shown = cli_in.run("profile", "show", "-o", "json", **no_env)
+    shown = cli_in.run("profile", "show", "-o", "json", HYPERPILOT_URL="", HYPERPILOT_TOKEN="")
     info = _json(shown.stdout)
     assert info["profile"] == "local" and info["url"] == cli_in.url
     assert TOKEN not in shown.stdout

@@ -11,7 +11,6 @@ import httpx
 import pytest
 from rich.console import Console
 
-from hyperpilot import client as client_module
 from hyperpilot.client import ApiError, Client, ConnectionFailed, parse_sse
 from hyperpilot.progress import Follower, OperationView, duration
 
@@ -20,7 +19,7 @@ OP = "11111111-2222-3333-4444-555555555555"
 
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_module.time, "sleep", lambda _: None)
+    monkeypatch.setattr("hyperpilot.client.time.sleep", lambda _: None)
 
 
 def _client(handler: Any) -> Client:
