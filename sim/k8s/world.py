@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from sim.interfaces import ClusterEndpoint, SimNode
 from sim.k8s.server import ApiServer
@@ -29,6 +30,9 @@ class KubeWorld:
         self.system_nodes = system_nodes
         self.credentials = credentials
         self.servers: dict[str, ApiServer] = {}
+        # called with (cluster, instance id, health status) on an injected node health fault,
+        # for every cluster: how the simulated AWS learns it must replace or reboot an instance
+        self.node_fault_listeners: list[Callable[[str, str, str], None]] = []
         self.lock = threading.Lock()
 
     def start_cluster(self, name: str) -> ClusterEndpoint:
@@ -43,9 +47,15 @@ class KubeWorld:
                     region=self.region,
                     system_nodes=self.system_nodes,
                     credentials=self.credentials,
-                ).start()
+                )
+                server.node_fault_listeners.append(self._node_fault)
+                server.start()
                 self.servers[name] = server
         return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)
+
+    def _node_fault(self, cluster: str, instance_id: str, status: str) -> None:
+        for listener in list(self.node_fault_listeners):
+            listener(cluster, instance_id, status)
 
     def stop_cluster(self, name: str) -> None:
         with self.lock:

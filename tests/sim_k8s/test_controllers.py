@@ -7,7 +7,7 @@ from typing import Any
 from kubernetes import client
 
 from sim.interfaces import SimNode
-from sim.k8s import ApiServer
+from sim.k8s import ApiServer, KubeWorld
 from tests.sim_k8s.conftest import deployment, eventually
 
 
@@ -436,12 +436,16 @@ def test_log_tail_and_since(cluster: ApiServer, core: client.CoreV1Api) -> None:
     assert core.read_namespaced_pod_log("counter", "default", since_seconds=3600) == "a\nb\nc\nd\n"
 
 
-def test_node_health_fault_evicts_and_notifies(cluster: ApiServer, core: client.CoreV1Api) -> None:
+def test_node_health_fault_evicts_and_notifies(
+    world: KubeWorld, cluster: ApiServer, core: client.CoreV1Api
+) -> None:
     sim = gpu_node(21, group="hf")
     name = f"hyperpod-{sim.instance_id}"
     cluster.sync_nodes([sim])
     heard: list[tuple[str, str, str]] = []
+    world_heard: list[tuple[str, str, str]] = []
     cluster.node_fault_listeners.append(lambda *args: heard.append(args))
+    world.node_fault_listeners.append(lambda *args: world_heard.append(args))
     victim = pod(
         "victim",
         image="pytorch:2",
@@ -458,6 +462,7 @@ def test_node_health_fault_evicts_and_notifies(cluster: ApiServer, core: client.
         == "UnschedulablePendingReplacement"
     )
     assert heard == [(cluster.cluster, sim.instance_id, "UnschedulablePendingReplacement")]
+    assert world_heard == heard
 
 
 def test_system_namespaces_cannot_be_deleted(core: client.CoreV1Api) -> None:
