@@ -1,4 +1,5 @@
-"""Parameter types shared by the tool modules."""
+"""What the tool modules share: parameter types, the REST body of a call, the submission of a
+mutation keyed by the call."""
 
 from __future__ import annotations
 
