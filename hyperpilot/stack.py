@@ -31,6 +31,7 @@ from hyperpilot.infra import (
 SERVICES: tuple[tuple[str, str], ...] = (
     ("gateway", "gateway"),
     ("cluster-svc", "cluster_svc"),
+    ("workload-svc", "workload_svc"),
 )
 
 

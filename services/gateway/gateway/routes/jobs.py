@@ -1,0 +1,417 @@
+"""Training jobs on a cluster: submit a recipe, list, describe, cancel, delete, events, logs;
+model downloads; the Hugging Face token Secret.
+
+Mutations are operations (202) carried out by workload-svc; `?dry_run=true` answers the plan
+(the custom resource that would be created) computed from the cluster's actual state by the
+function the workflow decides with. Rules that need actual state (instance group, GPUs per
+node, EFA, storage) are refused here with 422 and the field, from that same plan.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import asyncpg
+import orjson
+from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from gateway.accept import accept, dry_run
+from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.errors import ApiError, field_error
+from gateway.queries import query
+from gateway.routes.models import ACCEPTED
+from shared.bus import Bus
+from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.commands import Command
+from shared.contracts.workloads import (
+    JOB_NAME_PATTERN,
+    CancelJob,
+    DeleteJob,
+    DownloadModel,
+    HfTokenRequest,
+    JobSpec,
+    ModelDownloadSpec,
+    SubmitJob,
+)
+
+router = APIRouter(prefix="/api/v1/clusters", tags=["jobs"])
+
+ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+JobNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=JOB_NAME_PATTERN)]
+PodName = Annotated[str, Query(min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
+]
+DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
+USABLE = ("active", "imported")
+CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady"})
+MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound"})
+JOB_COLUMNS = (
+    "cluster, name, recipe, kind, api_version, namespace, status, restarts, budget,"
+    " faulty_pods, pods, reason, message, spec, operation_id, created_at, updated_at"
+)
+
+
+async def _cluster(pool: asyncpg.Pool, name: str) -> asyncpg.Record:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT name, region, status FROM clusters WHERE name = $1", name)
+    if row is None:
+        raise ApiError(
+            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
+        )
+    if row["status"] not in USABLE:
+        raise ApiError(
+            409,
+            "cluster_not_ready",
+            f"cluster {name} is {row['status']}; jobs run on an active or imported cluster",
+            hint="wait for the cluster's operation to finish",
+        )
+    return row
+
+
+def _job_json(row: asyncpg.Record) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("created_at", "updated_at"):
+        out[key] = out[key].isoformat() if out.get(key) else None
+    out["operation_id"] = str(out["operation_id"]) if out.get("operation_id") else None
+    out["restart_budget"] = {"used": out["restarts"], "allowed": out["budget"]}
+    return out
+
+
+async def _job(pool: asyncpg.Pool, cluster: str, name: str) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 AND name = $2", cluster, name
+        )
+    if row is None:
+        raise ApiError(
+            404,
+            "not_found",
+            f"job {name} is not known on cluster {cluster}",
+            hint=f"GET /api/v1/clusters/{cluster}/jobs",
+        )
+    return _job_json(row)
+
+
+def _refusal(exc: ApiError) -> ApiError:
+    """A refusal from workload-svc: a rule on a field (422), a state conflict (409), gone (404)."""
+    if exc.code == "InvalidJob":
+        field, _, message = exc.message.partition(": ")
+        return field_error(field, "job_rule", message or exc.message, exc.hint or "")
+    if exc.code in CONFLICTS:
+        return ApiError(409, exc.code, exc.message, hint=exc.hint)
+    if exc.code in MISSING:
+        return ApiError(404, "not_found", exc.message, hint=exc.hint)
+    if exc.code == "invalid_request":
+        return ApiError(400, exc.code, exc.message, hint=exc.hint)
+    return exc
+
+
+async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
+    try:
+        plan: dict[str, Any] = await query(
+            bus,
+            "workload",
+            "plan",
+            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
+            timeout=30,
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    return plan
+
+
+async def _mutate(
+    request: Request,
+    pool: asyncpg.Pool,
+    command: Command,
+    *,
+    target: str,
+    requested: dict[str, Any],
+    principal: Any,
+    source: str,
+    dry: bool,
+    idempotency_key: str | None,
+) -> JSONResponse:
+    bus: Bus = request.app.state.bus
+    if dry:
+        try:
+            return await dry_run(bus, command)
+        except ApiError as exc:
+            raise _refusal(exc) from exc
+    plan = await _plan(bus, command) if bus.connected else None
+    accepted = await accept(
+        pool,
+        command,
+        target_type="job",
+        target_id=target,
+        request=requested,
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
+    body = orjson.loads(accepted.body)
+    body["noop"] = plan.get("noop") if plan is not None else None
+    body["diff"] = plan.get("diff") if plan is not None else None
+    body["plan"] = plan
+    return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})
+
+
+@router.post(
+    "/{name}/jobs",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Submit a training job from a recipe (pytorch, llama-factory, ms-swift, verl)",
+)
+async def submit_job(
+    name: ClusterNamePath,
+    spec: Annotated[JobSpec, Body()],
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    row = await _cluster(pool, name)
+    command = SubmitJob(cluster=name, region=row["region"], spec=spec)
+    return await _mutate(
+        request,
+        pool,
+        command,
+        target=f"{name}/{spec.name}",
+        requested=spec.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.get("/{name}/jobs", summary="The cluster's jobs and their last observed status")
+async def list_jobs(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 ORDER BY created_at, name", name
+        )
+    return [_job_json(r) for r in rows]
+
+
+@router.get("/{name}/jobs/{job}", summary="A job: its record, restarts against the budget, pods")
+async def describe_job(
+    name: ClusterNamePath,
+    job: JobNamePath,
+    request: Request,
+    pool: Pool,
+    _: Viewer,
+    live: Annotated[bool, Query(description="Also read the resource from the cluster")] = True,
+) -> dict[str, Any]:
+    found = await _job(pool, name, job)
+    if live:
+        try:
+            found["live"] = await query(
+                request.app.state.bus, "workload", "job", {"cluster": name, "name": job}
+            )
+        except ApiError as exc:
+            found["live"] = None
+            found["live_error"] = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+    return found
+
+
+@router.post(
+    "/{name}/jobs/{job}/cancel",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Stop a job's pods; the job stays listed as cancelled",
+)
+async def cancel_job(
+    name: ClusterNamePath,
+    job: JobNamePath,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    await _cluster(pool, name)
+    await _job(pool, name, job)
+    return await _mutate(
+        request,
+        pool,
+        CancelJob(cluster=name, name=job),
+        target=f"{name}/{job}",
+        requested={"cancel": True},
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.delete(
+    "/{name}/jobs/{job}",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Delete a job: its custom resource and its record",
+)
+async def delete_job(
+    name: ClusterNamePath,
+    job: JobNamePath,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    await _cluster(pool, name)
+    await _job(pool, name, job)
+    return await _mutate(
+        request,
+        pool,
+        DeleteJob(cluster=name, name=job),
+        target=f"{name}/{job}",
+        requested={"delete": True},
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.get("/{name}/jobs/{job}/events", summary="The job's events, oldest first")
+async def job_events(
+    name: ClusterNamePath,
+    job: JobNamePath,
+    pool: Pool,
+    _: Viewer,
+    after: Annotated[int, Query(ge=0, description="Only events after this sequence")] = 0,
+) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT seq, type, subject, principal, occurred_at, payload, operation_id FROM events"
+            " WHERE seq > $3 AND ((payload->>'cluster' = $1 AND payload->>'name' = $2)"
+            " OR operation_id IN (SELECT id FROM operations WHERE target_type = 'job'"
+            " AND target_id = $1 || '/' || $2)) ORDER BY seq",
+            name,
+            job,
+            after,
+        )
+    return [
+        {
+            "seq": r["seq"],
+            "type": r["type"],
+            "subject": r["subject"],
+            "principal": r["principal"],
+            "occurred_at": r["occurred_at"].isoformat(),
+            "operation_id": str(r["operation_id"]) if r["operation_id"] else None,
+            "payload": r["payload"],
+        }
+        for r in rows
+    ]
+
+
+@router.get(
+    "/{name}/jobs/{job}/logs",
+    response_class=PlainTextResponse,
+    summary="Download one pod's log (text); `from` skips the lines already read",
+)
+async def download_logs(
+    name: ClusterNamePath,
+    job: JobNamePath,
+    pod: PodName,
+    request: Request,
+    pool: Pool,
+    _: Viewer,
+    from_: Annotated[int, Query(alias="from", ge=0)] = 0,
+) -> PlainTextResponse:
+    await _job(pool, name, job)
+    lines: list[str] = []
+    cursor = from_
+    while True:
+        try:
+            page = await query(
+                request.app.state.bus,
+                "workload",
+                "logs",
+                {"cluster": name, "job": job, "pod": pod, "from": cursor},
+            )
+        except ApiError as exc:
+            raise _refusal(exc) from exc
+        lines.extend(page["lines"])
+        cursor = page["next"]
+        if not page["more"]:
+            break
+    return PlainTextResponse(
+        "".join(line + "\n" for line in lines),
+        headers={
+            "Content-Disposition": f'attachment; filename="{job}-{pod}.log"',
+            "X-Next-Line": str(cursor),
+        },
+    )
+
+
+@router.post(
+    "/{name}/model-downloads",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Pull a Hugging Face model into the shared bucket (a Kubernetes Job)",
+)
+async def download_model(
+    name: ClusterNamePath,
+    spec: ModelDownloadSpec,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    row = await _cluster(pool, name)
+    command = DownloadModel(cluster=name, region=row["region"], spec=spec)
+    return await _mutate(
+        request,
+        pool,
+        command,
+        target=f"{name}/{spec.name}",
+        requested=spec.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.post(
+    "/{name}/secrets/hf-token",
+    summary="Store a Hugging Face token in a Kubernetes Secret; answers only the Secret's name",
+)
+async def store_hf_token(
+    name: ClusterNamePath,
+    body: HfTokenRequest,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+) -> dict[str, Any]:
+    await _cluster(pool, name)
+    try:
+        # Request/reply only: the token is neither stored, queued durably nor logged.
+        answer: dict[str, Any] = await query(
+            request.app.state.bus,
+            "workload",
+            "hf_token",
+            {
+                "cluster": name,
+                "token": body.token,
+                "secret": body.secret,
+                "principal": principal.name,
+                "source": source,
+            },
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    return answer

@@ -1,0 +1,168 @@
+"""Where a cluster's workloads live: its endpoint from the `clusters` read model, the Kubernetes
+client for it, and the actual state the rules and plans are computed from."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import asyncpg
+
+from shared.contracts.workloads import NAMESPACE, S3_CLAIM
+from shared.errors import PermanentError
+from workload_svc.domain.plan import ClusterFacts, GroupFacts
+from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL, RAY_API, RAY_KIND
+
+KubeObject = dict[str, Any]
+USABLE = ("active", "imported")
+
+
+class Kube(Protocol):
+    async def serves(self, api_version: str, kind: str) -> bool: ...
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str
+    ) -> KubeObject | None: ...
+
+    async def apply(self, obj: KubeObject) -> KubeObject: ...
+
+    async def delete(self, api_version: str, kind: str, name: str, namespace: str) -> bool: ...
+
+    async def pods(self, namespace: str, selector: str) -> list[KubeObject]: ...
+
+    async def nodes(self, selector: str) -> list[KubeObject]: ...
+
+    async def claim_exists(self, namespace: str, name: str) -> bool: ...
+
+    async def pod_log(self, namespace: str, pod: str, container: str | None = None) -> str: ...
+
+    async def put_secret(self, namespace: str, name: str, data: dict[str, str]) -> None: ...
+
+    async def secret_exists(self, namespace: str, name: str) -> bool: ...
+
+
+class Endpoint(Protocol):
+    eks_name: str
+    endpoint: str
+    ca_data: str
+
+
+class KubeFactory(Protocol):
+    def __call__(self, target: Any) -> Kube: ...
+
+
+EndpointMaker = Any  # adapters.k8s.ClusterEndpoint: built by the caller that knows the adapter
+
+
+def _quantity(value: Any) -> int:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+class Clusters:
+    """Reach a cluster recorded in the read model; read the facts its jobs are checked against."""
+
+    def __init__(self, pool: asyncpg.Pool, kubes: KubeFactory, endpoint: EndpointMaker) -> None:
+        self.pool = pool
+        self.kubes = kubes
+        self.endpoint = endpoint
+
+    async def row(self, cluster: str) -> asyncpg.Record:
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", cluster)
+        if row is None:
+            raise PermanentError(
+                "ClusterNotFound",
+                f"cluster {cluster} is not known here",
+                "GET /api/v1/clusters lists the clusters",
+            )
+        if row["status"] not in USABLE or not row["endpoint"] or not row["ca_data"]:
+            raise PermanentError(
+                "ClusterNotReady",
+                f"cluster {cluster} is {row['status']} and its Kubernetes API is not recorded yet",
+                "wait for the cluster's operation to finish",
+            )
+        return row
+
+    async def kube(self, cluster: str) -> Kube:
+        row = await self.row(cluster)
+        resources: dict[str, Any] = row["resources"] or {}
+        spec: dict[str, Any] = row["spec"] or {}
+        if row["managed"]:
+            eks = (resources.get("eks_cluster") or {}).get("cluster_name") or row["name"]
+        else:
+            eks = spec.get("eks_cluster_name") or row["name"]
+        return self.kubes(self.endpoint(eks, row["endpoint"], row["ca_data"]))
+
+    async def groups(self, cluster: str) -> dict[str, str]:
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT name, instance_type FROM instance_groups WHERE cluster = $1", cluster
+            )
+        return {r["name"]: r["instance_type"] for r in rows}
+
+    async def facts(
+        self, cluster: str, api_version: str, kind: str, name: str, group: str | None
+    ) -> ClusterFacts:
+        kube = await self.kube(cluster)
+        recorded = await self.groups(cluster)
+        nodes = await kube.nodes("sagemaker.amazonaws.com/compute-type=hyperpod")
+        by_group: dict[str, list[KubeObject]] = {}
+        for node in nodes:
+            label = ((node.get("metadata") or {}).get("labels") or {}).get(GROUP_LABEL)
+            if label:
+                by_group.setdefault(label, []).append(node)
+        groups: dict[str, GroupFacts] = {}
+        for group_name in set(recorded) | set(by_group):
+            members = by_group.get(group_name, [])
+            gpus = [
+                _quantity((n.get("status") or {}).get("allocatable", {}).get("nvidia.com/gpu", 0))
+                for n in members
+            ]
+            efa = [
+                _quantity(
+                    (n.get("status") or {}).get("allocatable", {}).get("vpc.amazonaws.com/efa", 0)
+                )
+                for n in members
+            ]
+            instance_type = recorded.get(group_name) or (
+                ((members[0].get("metadata") or {}).get("labels") or {}).get(
+                    "node.kubernetes.io/instance-type"
+                )
+                if members
+                else None
+            )
+            groups[group_name] = GroupFacts(
+                name=group_name,
+                instance_type=instance_type,
+                nodes=len(members),
+                gpus_per_node=min(gpus) if gpus else None,
+                efa_per_node=min(efa) if efa else None,
+            )
+        kinds: set[str] = set()
+        for api, served in ((HPJ_API, HPJ_KIND), (RAY_API, RAY_KIND)):
+            if served == kind and await kube.serves(api, served):
+                kinds.add(served)
+        return ClusterFacts(
+            groups=groups,
+            storage=await kube.claim_exists(NAMESPACE, S3_CLAIM),
+            kinds=frozenset(kinds),
+            existing=await kube.get(api_version, kind, name, NAMESPACE),
+        )
+
+    async def pods_of(self, kube: Kube, job: str) -> list[KubeObject]:
+        return await kube.pods(NAMESPACE, f"{JOB_LABEL}={job}")
+
+    async def apply(self, cluster: str, obj: KubeObject) -> None:
+        await (await self.kube(cluster)).apply(obj)
+
+    async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool:
+        return await (await self.kube(cluster)).delete(api_version, kind, name, NAMESPACE)
+
+    async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None:
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow(
+                "SELECT * FROM jobs WHERE cluster = $1 AND name = $2", cluster, name
+            )
+        return dict(row) if row is not None else None

@@ -1,0 +1,1 @@
+"""The outside world of workload-svc: the clusters' Kubernetes APIs and SageMaker."""

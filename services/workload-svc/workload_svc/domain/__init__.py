@@ -1,0 +1,1 @@
+"""Pure training logic: recipes rendered to custom resources, rules, status and plans."""

@@ -1,0 +1,204 @@
+"""The rules that need actual state, and the plan of a submit (pure).
+
+The planner (dry run) and the workflow's first stage call the same `plan_submit` with the same
+facts read from the cluster, so a dry run says exactly what the submit will do or refuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.contracts.plan import FieldChange, Plan, PlannedObject
+from shared.contracts.workloads import S3_CLAIM, JobBase, ModelDownloadSpec
+from shared.errors import PermanentError
+from workload_svc.domain.render import (
+    HPJ_KIND,
+    RAY_KIND,
+    Rendered,
+    download_job,
+    nproc,
+    render,
+)
+
+KubeObject = dict[str, Any]
+
+# Refusals that depend on the cluster's current state rather than on the request (409).
+CONFLICT_CODES = frozenset({"JobExists", "OperatorMissing"})
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    name: str
+    instance_type: str | None
+    nodes: int  # HyperPod nodes of the group registered in Kubernetes
+    gpus_per_node: int | None  # allocatable nvidia.com/gpu on the group's nodes (None: no node)
+    efa_per_node: int | None
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    groups: dict[str, GroupFacts]
+    storage: bool  # the shared bucket's claim exists
+    kinds: frozenset[str]  # custom kinds the API server serves
+    existing: KubeObject | None = None  # the object of the same name, if any
+    notes: list[str] = field(default_factory=list)
+
+
+def violation(field_name: str, message: str, hint: str) -> PermanentError:
+    """A refused request: the message starts with the field (the gateway answers 422)."""
+    return PermanentError("InvalidJob", f"{field_name}: {message}", hint)
+
+
+def check_placement(
+    group: str | None, gpus: int, efa: int, replicas: int, facts: ClusterFacts
+) -> list[str]:
+    notes: list[str] = []
+    if not facts.storage:
+        raise violation(
+            "storage",
+            f"the shared bucket's claim {S3_CLAIM} is missing in namespace default",
+            "create the cluster with Hyperpilot (it binds the bucket), or create the"
+            " PersistentVolume and the claim s3-claim for the Mountpoint S3 CSI driver",
+        )
+    if group is None:
+        return notes
+    facts_of = facts.groups.get(group)
+    if facts_of is None:
+        known = ", ".join(sorted(facts.groups)) or "none"
+        raise violation(
+            "instance_group",
+            f"the cluster has no instance group {group!r} (groups: {known})",
+            "use one of the cluster's groups, or add the group first"
+            " (POST /api/v1/clusters/{name}/instance-groups)",
+        )
+    label = f"{facts_of.instance_type or 'its instance type'}"
+    if facts_of.gpus_per_node is None:
+        notes.append(f"group {group} has no registered node yet: GPU counts not checked")
+        return notes
+    if gpus > facts_of.gpus_per_node:
+        raise violation(
+            "resources.gpus",
+            f"{gpus} GPUs per pod, but {label} in group {group} has {facts_of.gpus_per_node}",
+            f"request at most {facts_of.gpus_per_node} GPUs per pod, or use more replicas",
+        )
+    if efa and efa > (facts_of.efa_per_node or 0):
+        raise violation(
+            "resources.efa",
+            f"{efa} EFA interfaces per pod, but {label} in group {group} has"
+            f" {facts_of.efa_per_node or 0}",
+            "request at most the instance type's EFA interfaces (0 for none)",
+        )
+    if replicas > facts_of.nodes:
+        raise violation(
+            "replicas",
+            f"{replicas} pods of one node each, but group {group} has {facts_of.nodes} node(s)",
+            f"use at most {facts_of.nodes} replicas, or scale the group up first",
+        )
+    return notes
+
+
+def _declared(obj: KubeObject | None) -> Any:
+    return None if obj is None else obj.get("spec")
+
+
+def _same_spec(wanted: KubeObject, existing: KubeObject) -> bool:
+    """Does the existing object carry everything we declare (defaults the server added aside)?"""
+
+    def covers(want: Any, have: Any) -> bool:
+        if isinstance(want, dict):
+            return isinstance(have, dict) and all(covers(v, have.get(k)) for k, v in want.items())
+        if isinstance(want, list):
+            return (
+                isinstance(have, list)
+                and len(want) == len(have)
+                and all(covers(w, h) for w, h in zip(want, have, strict=True))
+            )
+        return bool(want == have or str(want) == str(have))
+
+    return covers(wanted.get("spec"), existing.get("spec"))
+
+
+def _object_plan(
+    command: str, target: str, rendered: Rendered, facts: ClusterFacts, notes: list[str]
+) -> Plan:
+    kind = rendered.kind
+    if kind in (HPJ_KIND, RAY_KIND) and kind not in facts.kinds:
+        raise PermanentError(
+            "OperatorMissing",
+            f"the cluster does not serve {kind} (its operator is not installed)",
+            "enable the training operator (PATCH /api/v1/clusters/{name}/features) or"
+            " reconcile the cluster's dependencies"
+            if kind == HPJ_KIND
+            else "install the KubeRay operator (the cluster's dependency stage installs it)",
+        )
+    meta = rendered.body["metadata"]
+    if facts.existing is not None:
+        if _same_spec(rendered.body, facts.existing):
+            return Plan(
+                command=command,
+                target=target,
+                noop=True,
+                notes=[*notes, f"{kind} {meta['name']} already runs this spec"],
+            )
+        raise PermanentError(
+            "JobExists",
+            f"{kind} {meta['name']} already exists with another spec",
+            "a job's spec does not change once submitted: pick another name, or delete the"
+            " job first (DELETE /api/v1/clusters/{name}/jobs/{job})",
+        )
+    return Plan(
+        command=command,
+        target=target,
+        noop=False,
+        diff={"job": FieldChange(actual=None, requested=meta["name"])},
+        objects=[
+            PlannedObject(
+                action="apply",
+                api_version=rendered.api_version,
+                kind=kind,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                body=rendered.body,
+            )
+        ],
+        notes=notes,
+    )
+
+
+def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
+    rendered = render(spec)
+    notes = [*facts.notes]
+    notes += check_placement(
+        spec.instance_group, spec.resources.gpus, spec.resources.efa, spec.replicas, facts
+    )
+    gpus = spec.resources.gpus
+    if spec.nproc_per_node is not None and gpus and spec.nproc_per_node > gpus:
+        raise violation(
+            "nproc_per_node",
+            f"{spec.nproc_per_node} processes per node for {gpus} GPU(s) per pod",
+            f"use nproc_per_node <= resources.gpus ({gpus}), or leave it out",
+        )
+    if spec.elastic is not None:
+        group = facts.groups.get(spec.instance_group)
+        if group is not None and spec.elastic.min_replicas > group.nodes:
+            raise violation(
+                "elastic.min_replicas",
+                f"{spec.elastic.min_replicas} but group {spec.instance_group} has"
+                f" {group.nodes} node(s)",
+                "lower elastic.min_replicas or scale the group up first",
+            )
+    notes.append(
+        f"{spec.replicas} pod(s) x {nproc(spec)} process(es) on group {spec.instance_group};"
+        f" retry budget {spec.run_policy.job_max_retry_count}"
+    )
+    return _object_plan("SubmitJob", f"{cluster}/jobs/{spec.name}", rendered, facts, notes)
+
+
+def plan_download(cluster: str, spec: ModelDownloadSpec, facts: ClusterFacts) -> Plan:
+    notes = [*facts.notes]
+    notes += check_placement(spec.instance_group, 0, 0, 1, facts)
+    notes.append(f"{spec.repo_id}@{spec.revision} -> {spec.target_path()}")
+    return _object_plan(
+        "DownloadModel", f"{cluster}/jobs/{spec.name}", download_job(spec), facts, notes
+    )

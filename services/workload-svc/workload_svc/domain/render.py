@@ -1,0 +1,362 @@
+"""Recipes rendered to the custom resources that run them (pure: a spec in, objects out).
+
+PyTorch, LLaMA-Factory and MS-Swift render to a HyperPodPyTorchJob; VERL to a RayJob whose
+head serves the Ray dashboard (port 8265). Every pod mounts the shared bucket's claim at /s3,
+is placed on its instance group by HyperPod's node label and tolerates nothing it does not need.
+A model download renders to a batch/v1 Job whose token comes from a Secret by reference.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from shared.contracts.workloads import (
+    MOUNT_PATH,
+    NAMESPACE,
+    S3_CLAIM,
+    JobBase,
+    LlamaFactoryRecipe,
+    ModelDownloadSpec,
+    MsSwiftRecipe,
+    PyTorchRecipe,
+    VerlRecipe,
+)
+
+KubeObject = dict[str, Any]
+
+HPJ_API = "sagemaker.amazonaws.com/v1"
+HPJ_KIND = "HyperPodPyTorchJob"
+RAY_API = "ray.io/v1"
+RAY_KIND = "RayJob"
+BATCH_API = "batch/v1"
+JOB_KIND = "Job"
+GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+RECIPE_LABEL = "hyperpilot.dev/recipe"
+JOB_LABEL = "hyperpilot.dev/job"
+RAY_DASHBOARD_PORT = 8265
+
+IMAGES = {
+    "pytorch": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+    "llama-factory": "hiyouga/llamafactory:0.9.3",
+    "ms-swift": "modelscope/ms-swift:3.5.0",
+    "verl": "verlai/verl:app-verl0.4-vllm0.8.5-mcore0.12.1",
+    "model-download": "python:3.11-slim",
+}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    api_version: str
+    kind: str
+    body: KubeObject
+
+
+def _labels(name: str, recipe: str) -> dict[str, str]:
+    return {MANAGED_BY: "hyperpilot", JOB_LABEL: name, RECIPE_LABEL: recipe}
+
+
+def _volume() -> tuple[list[KubeObject], list[KubeObject]]:
+    volumes = [{"name": "shared", "persistentVolumeClaim": {"claimName": S3_CLAIM}}]
+    mounts = [{"name": "shared", "mountPath": MOUNT_PATH}]
+    return volumes, mounts
+
+
+def _resources(spec: JobBase) -> KubeObject:
+    amounts: dict[str, str] = {}
+    if spec.resources.gpus:
+        amounts["nvidia.com/gpu"] = str(spec.resources.gpus)
+    if spec.resources.efa:
+        amounts["vpc.amazonaws.com/efa"] = str(spec.resources.efa)
+    requests = dict(amounts)
+    if spec.resources.cpu:
+        requests["cpu"] = spec.resources.cpu
+    if spec.resources.memory:
+        requests["memory"] = spec.resources.memory
+    return {"requests": requests, "limits": amounts} if requests else {}
+
+
+def _env(spec: JobBase) -> list[KubeObject]:
+    env = [{"name": k, "value": v} for k, v in sorted(spec.env.items())]
+    env.append({"name": "HYPERPILOT_JOB", "value": spec.name})
+    env.append({"name": "SHARED_DATA", "value": MOUNT_PATH})
+    if spec.mlflow_tracking_uri:
+        # The run is named after the job: the link between an MLflow run and the job.
+        env.append({"name": "MLFLOW_TRACKING_URI", "value": spec.mlflow_tracking_uri})
+        env.append({"name": "MLFLOW_RUN_NAME", "value": spec.name})
+        env.append({"name": "MLFLOW_EXPERIMENT_NAME", "value": spec.name})
+    return env
+
+
+def nproc(spec: JobBase) -> int:
+    return spec.nproc_per_node or max(spec.resources.gpus, 1)
+
+
+def command_of(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str]:
+    """The launcher each recipe runs on every node (torchrun's rendezvous comes from the
+    operator's MASTER_ADDR/NNODES/NODE_RANK environment)."""
+    launch = (
+        "torchrun --nnodes=$NNODES --node_rank=$NODE_RANK --nproc_per_node=$NPROC_PER_NODE"
+        " --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT"
+    )
+    if isinstance(spec, PyTorchRecipe):
+        script = f"{launch} {shlex.quote(spec.script)} " + " ".join(
+            shlex.quote(a) for a in spec.args
+        )
+    elif isinstance(spec, LlamaFactoryRecipe):
+        output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
+        script = (
+            "FORCE_TORCHRUN=1 llamafactory-cli train"
+            f" --stage sft --do_train true --model_name_or_path {shlex.quote(spec.model)}"
+            f" --dataset_dir {shlex.quote(spec.dataset)} --dataset train"
+            f" --template {spec.template} --finetuning_type {spec.finetuning_type}"
+            f" --num_train_epochs {spec.epochs:g} --learning_rate {spec.learning_rate:g}"
+            f" --output_dir {shlex.quote(output)} --report_to"
+            f" {'mlflow' if spec.mlflow_tracking_uri else 'none'} --logging_steps 1"
+        )
+    else:
+        output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
+        script = (
+            "swift sft"
+            f" --model {shlex.quote(spec.model)} --dataset {shlex.quote(spec.dataset)}"
+            f" --train_type {spec.train_type} --num_train_epochs {spec.epochs:g}"
+            f" --learning_rate {spec.learning_rate:g} --output_dir {shlex.quote(output)}"
+            f" --report_to {'mlflow' if spec.mlflow_tracking_uri else 'none'} --logging_steps 1"
+        )
+    return ["/bin/bash", "-c", script.strip()]
+
+
+def _run_policy(spec: JobBase) -> KubeObject:
+    run = spec.run_policy
+    policy: KubeObject = {
+        "jobMaxRetryCount": run.job_max_retry_count,
+        "cleanPodPolicy": run.clean_pod_policy,
+    }
+    if run.restart_policy is not None:
+        restart: KubeObject = {
+            "evalPeriodSeconds": run.restart_policy.eval_period_seconds,
+            "numRestartBeforeFullJobRestart": run.restart_policy.num_restart_before_full_job_restart,
+        }
+        if run.restart_policy.max_full_job_restarts is not None:
+            restart["maxFullJobRestarts"] = run.restart_policy.max_full_job_restarts
+        policy["restartPolicy"] = restart
+    if run.log_monitoring:
+        monitors = []
+        for monitor in run.log_monitoring:
+            entry: KubeObject = {"name": monitor.name, "logPattern": monitor.log_pattern}
+            if monitor.expected_start_cutoff_seconds is not None:
+                entry["expectedStartCutOffInSeconds"] = monitor.expected_start_cutoff_seconds
+            if monitor.expected_recurring_frequency_seconds is not None:
+                entry["expectedRecurringFrequencyInSeconds"] = (
+                    monitor.expected_recurring_frequency_seconds
+                )
+            monitors.append(entry)
+        policy["logMonitoringConfiguration"] = monitors
+    if run.active_deadline_seconds is not None:
+        policy["activeDeadlineSeconds"] = run.active_deadline_seconds
+    return policy
+
+
+def pytorch_job(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> Rendered:
+    volumes, mounts = _volume()
+    container: KubeObject = {
+        "name": "pytorch",
+        "image": spec.image or IMAGES[spec.recipe],
+        "command": command_of(spec),
+        "env": _env(spec),
+        "volumeMounts": mounts,
+        "workingDir": MOUNT_PATH,
+    }
+    resources = _resources(spec)
+    if resources:
+        container["resources"] = resources
+    body: KubeObject = {
+        "apiVersion": HPJ_API,
+        "kind": HPJ_KIND,
+        "metadata": {
+            "name": spec.name,
+            "namespace": NAMESPACE,
+            "labels": _labels(spec.name, spec.recipe),
+        },
+        "spec": {
+            "nprocPerNode": str(nproc(spec)),
+            "replicaSpecs": [
+                {
+                    "name": "pods",
+                    "replicas": spec.replicas,
+                    "template": {
+                        "metadata": {"labels": _labels(spec.name, spec.recipe)},
+                        "spec": {
+                            "nodeSelector": {GROUP_LABEL: spec.instance_group},
+                            "containers": [container],
+                            "volumes": volumes,
+                        },
+                    },
+                }
+            ],
+            "runPolicy": _run_policy(spec),
+        },
+    }
+    if spec.elastic is not None:
+        elastic: KubeObject = {
+            "minReplicas": spec.elastic.min_replicas,
+            "maxReplicas": spec.elastic.max_replicas,
+        }
+        if spec.elastic.replica_increment_step is not None:
+            elastic["replicaIncrementStep"] = spec.elastic.replica_increment_step
+        body["spec"]["elasticPolicy"] = elastic
+        body["spec"]["replicaSpecs"][0]["maxReplicas"] = spec.elastic.max_replicas
+    return Rendered(HPJ_API, HPJ_KIND, body)
+
+
+def ray_job(spec: VerlRecipe) -> Rendered:
+    volumes, mounts = _volume()
+    image = spec.image or IMAGES["verl"]
+    env = _env(spec)
+    total_gpus = spec.replicas * spec.resources.gpus
+    loggers = "['console','mlflow']" if spec.mlflow_tracking_uri else "['console']"
+    entrypoint = (
+        "python3 -m verl.trainer.main_ppo"
+        f" algorithm.adv_estimator={'grpo' if spec.algorithm == 'grpo' else 'gae'}"
+        f" data.train_files={spec.train_files} data.val_files={spec.val_files}"
+        f" actor_rollout_ref.model.path={spec.model}"
+        f" trainer.nnodes={spec.replicas} trainer.n_gpus_per_node={spec.resources.gpus}"
+        f" trainer.total_epochs={spec.epochs} trainer.project_name=hyperpilot"
+        f" trainer.experiment_name={spec.name}"
+        f" trainer.default_local_dir={MOUNT_PATH}/checkpoints/{spec.name}"
+        f" trainer.logger={loggers}"
+    )
+    worker: KubeObject = {
+        "name": "ray-worker",
+        "image": image,
+        "env": env,
+        "volumeMounts": mounts,
+    }
+    resources = _resources(spec)
+    if resources:
+        worker["resources"] = resources
+    placement = {GROUP_LABEL: spec.instance_group}
+    body: KubeObject = {
+        "apiVersion": RAY_API,
+        "kind": RAY_KIND,
+        "metadata": {
+            "name": spec.name,
+            "namespace": NAMESPACE,
+            "labels": _labels(spec.name, spec.recipe),
+        },
+        "spec": {
+            "entrypoint": entrypoint,
+            "shutdownAfterJobFinishes": False,
+            "backoffLimit": spec.run_policy.job_max_retry_count,
+            "entrypointNumGpus": 0,
+            "metadata": {"hyperpilot-job": spec.name, "gpus": str(total_gpus)},
+            "rayClusterSpec": {
+                "rayVersion": "2.43.0",
+                "headGroupSpec": {
+                    "rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},
+                    "template": {
+                        "metadata": {"labels": _labels(spec.name, spec.recipe)},
+                        "spec": {
+                            "nodeSelector": placement,
+                            "containers": [
+                                {
+                                    "name": "ray-head",
+                                    "image": image,
+                                    "env": env,
+                                    "volumeMounts": mounts,
+                                    "ports": [
+                                        {"name": "gcs", "containerPort": 6379},
+                                        {"name": "dashboard", "containerPort": RAY_DASHBOARD_PORT},
+                                        {"name": "client", "containerPort": 10001},
+                                    ],
+                                }
+                            ],
+                            "volumes": volumes,
+                        },
+                    },
+                },
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu-workers",
+                        "replicas": spec.replicas,
+                        "minReplicas": spec.replicas,
+                        "maxReplicas": spec.replicas,
+                        "rayStartParams": {},
+                        "template": {
+                            "metadata": {"labels": _labels(spec.name, spec.recipe)},
+                            "spec": {
+                                "nodeSelector": placement,
+                                "containers": [worker],
+                                "volumes": volumes,
+                            },
+                        },
+                    }
+                ],
+            },
+        },
+    }
+    if spec.run_policy.active_deadline_seconds is not None:
+        body["spec"]["activeDeadlineSeconds"] = spec.run_policy.active_deadline_seconds
+    return Rendered(RAY_API, RAY_KIND, body)
+
+
+def render(spec: JobBase) -> Rendered:
+    if isinstance(spec, VerlRecipe):
+        return ray_job(spec)
+    if isinstance(spec, PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe):
+        return pytorch_job(spec)
+    raise TypeError(f"no renderer for {type(spec).__name__}")
+
+
+def download_job(spec: ModelDownloadSpec) -> Rendered:
+    """`huggingface-cli download` into the bucket: resumable (it skips finished files and
+    continues partial ones), retried by the Job's back-off; the token by Secret reference."""
+    volumes, mounts = _volume()
+    target = spec.target_path()
+    env: list[KubeObject] = [{"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"}]
+    if spec.token_secret:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": spec.token_secret, "key": "token"}},
+            }
+        )
+    script = (
+        "pip install -q 'huggingface_hub[cli,hf_transfer]' && huggingface-cli download"
+        f" {shlex.quote(spec.repo_id)} --revision {shlex.quote(spec.revision)}"
+        f" --local-dir {shlex.quote(target)}"
+    )
+    pod_spec: KubeObject = {
+        "restartPolicy": "OnFailure",
+        "containers": [
+            {
+                "name": "download",
+                "image": IMAGES["model-download"],
+                "command": ["/bin/bash", "-c", script],
+                "env": env,
+                "volumeMounts": mounts,
+            }
+        ],
+        "volumes": volumes,
+    }
+    if spec.instance_group:
+        pod_spec["nodeSelector"] = {GROUP_LABEL: spec.instance_group}
+    body: KubeObject = {
+        "apiVersion": BATCH_API,
+        "kind": JOB_KIND,
+        "metadata": {
+            "name": spec.name,
+            "namespace": NAMESPACE,
+            "labels": _labels(spec.name, "model-download"),
+        },
+        "spec": {
+            "backoffLimit": 6,
+            "template": {
+                "metadata": {"labels": _labels(spec.name, "model-download")},
+                "spec": pod_spec,
+            },
+        },
+    }
+    return Rendered(BATCH_API, JOB_KIND, body)

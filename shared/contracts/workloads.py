@@ -1,0 +1,367 @@
+"""Training workloads: typed recipes, the job commands and the job events.
+
+A recipe is a typed request (inputs with defaults and validation) that workload-svc renders to a
+custom resource: PyTorch, LLaMA-Factory and MS-Swift to a HyperPodPyTorchJob
+(`sagemaker.amazonaws.com/v1`), VERL to a KubeRay RayJob (`ray.io/v1`). Every recipe shares one
+data contract: the cluster's S3 bucket is mounted at `/s3` in the pods (claim `s3-claim`) and at
+the same path in the development environment, so model and dataset paths are relative to the
+bucket or absolute under `/s3`.
+
+Secrets never travel in a command: a Hugging Face token is written to a Kubernetes Secret over a
+request/reply to workload-svc, and commands carry only the Secret's name.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from shared.contracts.commands import Command
+from shared.contracts.events import Event
+from shared.contracts.spec import Spec
+from shared.validation import RuleViolation
+
+JOB_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$"
+GROUP_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+SECRET_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
+MOUNT_PATH = "/s3"  # where the shared bucket is mounted, in pods and in the dev environment
+S3_CLAIM = "s3-claim"
+NAMESPACE = "default"
+TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+
+
+def shared_path(value: str, field: str) -> str:
+    """A path in the shared bucket: relative to it, or absolute under /s3; never escaping it."""
+    if not value or not value.strip():
+        raise RuleViolation(f"{field} is empty", f"name a path in the bucket, e.g. models/{field}")
+    if "://" in value:
+        raise RuleViolation(
+            f"{field} {value!r} is a URI; paths resolve against the shared bucket mounted at /s3",
+            f"copy the data into the cluster's bucket and pass its key, e.g. datasets/{field}",
+        )
+    joined = value if value.startswith("/") else posixpath.join(MOUNT_PATH, value)
+    normal = posixpath.normpath(joined)
+    if normal != MOUNT_PATH and not normal.startswith(MOUNT_PATH + "/"):
+        raise RuleViolation(
+            f"{field} {value!r} is outside the shared bucket mounted at {MOUNT_PATH}",
+            f"use a path relative to the bucket, or an absolute path under {MOUNT_PATH}/",
+        )
+    return normal
+
+
+class Resources(Spec):
+    gpus: int = Field(1, ge=0, le=64, description="nvidia.com/gpu per pod")
+    efa: int = Field(0, ge=0, le=32, description="vpc.amazonaws.com/efa interfaces per pod")
+    cpu: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+|m)?$")
+    memory: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
+
+
+class RestartPolicy(Spec):
+    eval_period_seconds: int = Field(3600, ge=1)
+    num_restart_before_full_job_restart: int = Field(0, ge=0)
+    max_full_job_restarts: int | None = Field(None, ge=0)
+
+
+class LogMonitor(Spec):
+    """A log pattern the training operator watches: no match in time means the job hangs."""
+
+    name: str = Field(min_length=1, max_length=63)
+    log_pattern: str = Field(min_length=1, max_length=500)
+    expected_start_cutoff_seconds: int | None = Field(None, ge=1)
+    expected_recurring_frequency_seconds: int | None = Field(None, ge=1)
+
+    @field_validator("log_pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        import re
+
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise RuleViolation(
+                f"log_pattern is not a regular expression: {exc}",
+                "escape special characters, e.g. .*step \\d+.*",
+            ) from exc
+        return value
+
+    @model_validator(mode="after")
+    def _some_deadline(self) -> LogMonitor:
+        if (
+            self.expected_start_cutoff_seconds is None
+            and self.expected_recurring_frequency_seconds is None
+        ):
+            raise RuleViolation(
+                "a log monitor needs a deadline to detect a hang",
+                "set expected_start_cutoff_seconds and/or expected_recurring_frequency_seconds",
+            )
+        return self
+
+
+class RunPolicy(Spec):
+    """The recovery budget: restarts allowed before the job fails, and how they happen."""
+
+    job_max_retry_count: int = Field(3, ge=0, le=100)
+    restart_policy: RestartPolicy | None = None
+    log_monitoring: list[LogMonitor] = Field(default_factory=list, max_length=10)
+    active_deadline_seconds: int | None = Field(None, ge=1)
+    clean_pod_policy: Literal["All", "Running", "None"] = "Running"
+
+
+class ElasticPolicy(Spec):
+    min_replicas: int = Field(ge=1, le=256)
+    max_replicas: int = Field(ge=1, le=256)
+    replica_increment_step: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ElasticPolicy:
+        if self.min_replicas > self.max_replicas:
+            raise RuleViolation(
+                f"elastic.min_replicas {self.min_replicas} is above max_replicas"
+                f" {self.max_replicas}",
+                "make min_replicas <= max_replicas",
+            )
+        return self
+
+
+class JobBase(Spec):
+    name: str = Field(pattern=JOB_NAME_PATTERN, examples=["llama-sft"])
+    instance_group: str = Field(pattern=GROUP_PATTERN, description="placement: the pods' group")
+    replicas: int = Field(1, ge=1, le=256, description="pods (nodes)")
+    nproc_per_node: int | None = Field(None, ge=1, le=64, description="default: the GPUs")
+    image: str | None = Field(None, min_length=1, max_length=500)
+    resources: Resources = Field(default_factory=Resources)
+    run_policy: RunPolicy = Field(default_factory=RunPolicy)
+    elastic: ElasticPolicy | None = None
+    env: dict[str, str] = Field(default_factory=dict, max_length=50)
+    mlflow_tracking_uri: str | None = Field(
+        None, description="an MLflow URI or a SageMaker MLflow tracking server ARN"
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for key in value:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+                raise RuleViolation(
+                    f"env name {key!r} is not a valid variable name", "use letters, digits and _"
+                )
+            if "TOKEN" in key.upper() or "SECRET" in key.upper():
+                raise RuleViolation(
+                    f"env {key} looks like a secret; secrets are not stored in job specs",
+                    "store it as a Kubernetes Secret (POST /api/v1/clusters/{name}/secrets/"
+                    "hf-token for a Hugging Face token)",
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _elastic_rules(self) -> JobBase:
+        if self.elastic is None:
+            return self
+        if not self.elastic.min_replicas <= self.replicas <= self.elastic.max_replicas:
+            raise RuleViolation(
+                f"elastic: replicas {self.replicas} is outside [{self.elastic.min_replicas},"
+                f" {self.elastic.max_replicas}]",
+                "start with replicas between elastic.min_replicas and elastic.max_replicas",
+            )
+        if self.run_policy.job_max_retry_count == 0:
+            raise RuleViolation(
+                "elastic: an elastic job needs a retry budget (run_policy.job_max_retry_count"
+                " is 0)",
+                "set run_policy.job_max_retry_count >= 1 so scaling events can restart workers",
+            )
+        return self
+
+
+class PyTorchRecipe(JobBase):
+    """A plain PyTorch script launched with torchrun on every node."""
+
+    recipe: Literal["pytorch"] = "pytorch"
+    script: str = Field(description="the training script, in the shared bucket")
+    args: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("script")
+    @classmethod
+    def _script(cls, value: str) -> str:
+        return shared_path(value, "script")
+
+
+class LlamaFactoryRecipe(JobBase):
+    """Supervised fine-tuning with LLaMA-Factory (`llamafactory-cli train`)."""
+
+    recipe: Literal["llama-factory"] = "llama-factory"
+    model: str
+    dataset: str
+    template: str = Field("qwen", pattern=r"^[a-z0-9_.\-]{1,40}$")
+    finetuning_type: Literal["lora", "full", "freeze"] = "lora"
+    epochs: float = Field(3.0, gt=0, le=1000)
+    learning_rate: float = Field(1e-4, gt=0, lt=1)
+    output: str | None = None
+
+    @field_validator("model", "dataset", "output")
+    @classmethod
+    def _paths(cls, value: str | None, info: Any) -> str | None:
+        return None if value is None else shared_path(value, info.field_name)
+
+
+class MsSwiftRecipe(JobBase):
+    """Fine-tuning with MS-Swift (`swift sft`)."""
+
+    recipe: Literal["ms-swift"] = "ms-swift"
+    model: str
+    dataset: str
+    train_type: Literal["lora", "full"] = "lora"
+    epochs: float = Field(1.0, gt=0, le=1000)
+    learning_rate: float = Field(1e-4, gt=0, lt=1)
+    output: str | None = None
+
+    @field_validator("model", "dataset", "output")
+    @classmethod
+    def _paths(cls, value: str | None, info: Any) -> str | None:
+        return None if value is None else shared_path(value, info.field_name)
+
+
+class VerlRecipe(JobBase):
+    """Reinforcement learning with VERL on a KubeRay RayJob (head + GPU workers)."""
+
+    recipe: Literal["verl"] = "verl"
+    model: str
+    train_files: str
+    val_files: str
+    algorithm: Literal["grpo", "ppo"] = "grpo"
+    epochs: int = Field(1, ge=1, le=1000)
+
+    @field_validator("model", "train_files", "val_files")
+    @classmethod
+    def _paths(cls, value: str, info: Any) -> str:
+        return shared_path(value, info.field_name)
+
+    @model_validator(mode="after")
+    def _no_elastic(self) -> VerlRecipe:
+        if self.elastic is not None:
+            raise RuleViolation(
+                "elastic: VERL runs on a RayJob; elastic policy applies to HyperPodPyTorchJob",
+                "remove elastic, or use the pytorch, llama-factory or ms-swift recipe",
+            )
+        return self
+
+
+JobSpec = Annotated[
+    PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe | VerlRecipe,
+    Field(discriminator="recipe"),
+]
+RECIPES = ("pytorch", "llama-factory", "ms-swift", "verl")
+
+
+class ModelDownloadSpec(Spec):
+    """A Hugging Face model pulled into the shared bucket by a Kubernetes Job."""
+
+    name: str = Field(pattern=JOB_NAME_PATTERN)
+    repo_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    revision: str = Field("main", pattern=r"^[A-Za-z0-9_.\-/]{1,100}$")
+    target: str | None = Field(None, description="default: models/<repo name>")
+    token_secret: str | None = Field(
+        None, pattern=SECRET_PATTERN, description="a Secret made by POST .../secrets/hf-token"
+    )
+    instance_group: str | None = Field(None, pattern=GROUP_PATTERN)
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: str | None) -> str | None:
+        return None if value is None else shared_path(value, "target")
+
+    def target_path(self) -> str:
+        return self.target or shared_path("models/" + self.repo_id.split("/", 1)[1], "target")
+
+
+class HfTokenRequest(Spec):
+    """The token is written to a Kubernetes Secret and never stored by Hyperpilot."""
+
+    token: str = Field(min_length=8, max_length=400, pattern=r"^[A-Za-z0-9_\-]+$")
+    secret: str = Field("hf-token", pattern=SECRET_PATTERN)
+
+
+# ---- commands --------------------------------------------------------------------------------
+
+
+class SubmitJob(Command):
+    domain = "workload"
+    verb = "submit"
+
+    cluster: str
+    region: str
+    spec: JobSpec
+
+
+class CancelJob(Command):
+    domain = "workload"
+    verb = "cancel"
+
+    cluster: str
+    name: str
+
+
+class DeleteJob(Command):
+    domain = "workload"
+    verb = "delete"
+
+    cluster: str
+    name: str
+
+
+class DownloadModel(Command):
+    domain = "workload"
+    verb = "download"
+
+    cluster: str
+    region: str
+    spec: ModelDownloadSpec
+
+
+# ---- events ----------------------------------------------------------------------------------
+
+
+class JobSubmitted(Event):
+    what = "job_submitted"
+    cluster: str
+    name: str
+    kind: str
+    recipe: str
+
+
+class JobStatusChanged(Event):
+    """What the status watcher saw change: phase, restarts used against the budget, faulty pods."""
+
+    what = "job_status_changed"
+    cluster: str
+    name: str
+    status: str
+    previous: str | None = None
+    restarts: int = 0
+    budget: int | None = None
+    faulty_pods: list[str] = []
+    reason: str | None = None
+    message: str | None = None
+
+
+class JobCancelled(Event):
+    what = "job_cancelled"
+    cluster: str
+    name: str
+
+
+class JobDeleted(Event):
+    what = "job_deleted"
+    cluster: str
+    name: str
+
+
+class HfTokenStored(Event):
+    """A token Secret was written (only its name; the token is never recorded)."""
+
+    what = "hf_token_stored"
+    cluster: str
+    secret: str
