@@ -237,3 +237,31 @@ def test_the_service_reaches_the_backend_only_through_rest() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+async def test_the_http_endpoint_asks_for_its_token_when_one_is_set() -> None:
+    from mcp_svc.http_auth import BearerAuth
+
+    server = build_server(McpSettings(allow_write=False, http_token="s3cret"))
+    app = server.streamable_http_app()
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+    ) as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            answer = await http.post("/mcp", json={}, headers=headers)
+            assert answer.status_code == 401
+            assert answer.json()["error"]["code"] == "unauthorized"
+
+    seen: list[str] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    guarded = BearerAuth(inner, "s3cret")
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=guarded), base_url="http://127.0.0.1"
+    ) as http:
+        ok = await http.post("/mcp", headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 204 and seen == ["/mcp"]

@@ -50,6 +50,10 @@ async def serve(args: argparse.Namespace) -> None:
     log = logging.getLogger("mcp_svc")
     if settings.gateway_token is None:
         log.warning("MCP_GATEWAY_TOKEN is not set: the gateway will refuse every tool call")
+    if settings.transport == "streamable-http" and settings.http_token is None:
+        log.warning(
+            "MCP_HTTP_TOKEN is not set: anyone reaching the port acts with the gateway token"
+        )
     log.info(
         "hyperpilot MCP server: %s, gateway %s, writes %s",
         settings.transport,

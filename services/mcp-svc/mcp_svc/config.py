@@ -25,6 +25,9 @@ class McpSettings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="streamable-http: address (0.0.0.0 in containers)")
     port: int = Field(8765, ge=1, le=65535, description="streamable-http: port")
+    http_token: SecretStr | None = Field(
+        None, description="streamable-http: bearer token clients must send (unset: none asked)"
+    )
     request_timeout_seconds: float = Field(
         30.0, gt=0, description="Timeout of one REST call (a long poll adds its wait to it)"
     )

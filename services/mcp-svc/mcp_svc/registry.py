@@ -19,9 +19,11 @@ from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
+from starlette.applications import Starlette
 
 from mcp_svc.client import Gateway
 from mcp_svc.errors import ToolFailure, WritesDisabled, from_validation
+from mcp_svc.http_auth import BearerAuth
 from mcp_svc.results import COMPLETION, STATUS_TOOL
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,6 +46,7 @@ class HyperpilotServer(MCPServer):
         self.allow_write = allow_write
         self.catalog: dict[str, ToolInfo] = {}
         self.gateway: Gateway | None = None
+        self.http_token: str | None = None
         self.skills: list[Any] = []
 
     def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
@@ -102,6 +105,13 @@ class HyperpilotServer(MCPServer):
             return fn
 
         return decorate
+
+    def streamable_http_app(self, **kwargs: Any) -> Starlette:
+        """The SDK's app, behind the bearer check when an HTTP token is configured."""
+        app = super().streamable_http_app(**kwargs)
+        if self.http_token:
+            app.add_middleware(BearerAuth, token=self.http_token)
+        return app
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

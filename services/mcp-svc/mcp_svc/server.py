@@ -48,6 +48,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         version=VERSION,
     )
+    if settings.http_token is not None:
+        server.http_token = settings.http_token.get_secret_value()
     for _area, register in AREAS:
         register(server, gateway)
     skills.register(server, skills_dir or skills.skills_dir())
