@@ -32,6 +32,7 @@ SERVICES: tuple[tuple[str, str], ...] = (
     ("gateway", "gateway"),
     ("cluster-svc", "cluster_svc"),
     ("workload-svc", "workload_svc"),
+    ("inference-svc", "inference_svc"),
 )
 
 

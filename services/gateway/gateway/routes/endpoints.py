@@ -1,0 +1,461 @@
+"""Inference endpoints: deploy, list, describe, scale, reassign a model-pool worker, delete,
+invoke.
+
+An endpoint lives on a cluster: `?cluster=` names it, the active cluster otherwise. Mutations are
+operations (202) carried out by inference-svc; `?dry_run=true` answers the plan (the objects it
+would apply, patch or delete) computed from the cluster's actual state by the function the
+workflow decides with, and the 202 carries that diff. Rules that need actual state (the instance
+type exists in the cluster, GPUs per node, the inference operator or KEDA installed) are refused
+here with 422 and the field, from that same plan.
+
+Invoke sends an OpenAI-compatible request to the endpoint's model server. The gateway never
+reaches into a cluster's network: inference-svc answers `qry.inference.invoke` through the
+Kubernetes API server's service proxy, with its own EKS credentials; the caller is authenticated
+here (operator role) like any other mutation.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import asyncpg
+import orjson
+from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi.responses import JSONResponse
+
+from gateway.accept import accept, dry_run
+from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.errors import ApiError, field_error
+from gateway.queries import query
+from gateway.routes.models import ACCEPTED
+from shared.bus import Bus
+from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.commands import Command
+from shared.contracts.inference import (
+    ENDPOINT_NAME_PATTERN,
+    AssignPoolWorker,
+    DeleteEndpoint,
+    DeployEndpoint,
+    EndpointSpec,
+    EndpointTarget,
+    PoolAssignment,
+    ScaleEndpoint,
+    ScaleRequest,
+    summary,
+)
+
+router = APIRouter(prefix="/api/v1/endpoints", tags=["endpoints"])
+
+EndpointNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=ENDPOINT_NAME_PATTERN)]
+ClusterQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=63,
+        pattern=NAME_PATTERN,
+        description="the cluster; the active cluster if omitted",
+    ),
+]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
+]
+DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
+USABLE = ("active", "imported")
+CONFLICTS = frozenset({"OperatorMissing", "ClusterNotReady", "EndpointUnavailable"})
+MISSING = frozenset({"EndpointNotFound", "ClusterNotFound"})
+COLUMNS = (
+    "cluster, name, namespace, kind, spec, objects, status, replicas, ready_replicas, address,"
+    " message, operation_id, created_at, updated_at"
+)
+
+
+async def _cluster(pool: asyncpg.Pool, name: str | None) -> str:
+    async with pool.acquire() as conn:
+        if name is None:
+            name = await conn.fetchval("SELECT name FROM active_cluster")
+            if name is None:
+                raise ApiError(
+                    400,
+                    "no_cluster",
+                    "no cluster named and none is active",
+                    hint="add ?cluster=<name>, or PUT /api/v1/clusters/active",
+                )
+        row = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", name)
+    if row is None:
+        raise ApiError(
+            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
+        )
+    if row["status"] not in USABLE:
+        raise ApiError(
+            409,
+            "cluster_not_ready",
+            f"cluster {name} is {row['status']}; endpoints run on an active or imported cluster",
+            hint="wait for the cluster's operation to finish",
+        )
+    return str(name)
+
+
+def _json(row: asyncpg.Record) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("created_at", "updated_at"):
+        out[key] = out[key].isoformat() if out.get(key) else None
+    out["operation_id"] = str(out["operation_id"]) if out.get("operation_id") else None
+    out.update({k: v for k, v in summary(out["spec"]).items() if k not in out})
+    return out
+
+
+async def _endpoint(pool: asyncpg.Pool, cluster: str, name: str) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            f"SELECT {COLUMNS} FROM endpoints WHERE cluster = $1 AND name = $2", cluster, name
+        )
+    if row is None:
+        raise ApiError(
+            404,
+            "not_found",
+            f"endpoint {name} is not known on cluster {cluster}",
+            hint=f"GET /api/v1/endpoints?cluster={cluster}",
+        )
+    return _json(row)
+
+
+def _refusal(exc: ApiError) -> ApiError:
+    """A refusal from inference-svc: a rule on a field (422), a state conflict (409), gone (404)."""
+    if exc.code == "InvalidEndpoint":
+        field, _, message = exc.message.partition(": ")
+        return field_error(field, "endpoint_rule", message or exc.message, exc.hint or "")
+    if exc.code in CONFLICTS:
+        return ApiError(409, exc.code, exc.message, hint=exc.hint)
+    if exc.code in MISSING:
+        return ApiError(404, "not_found", exc.message, hint=exc.hint)
+    if exc.code == "invalid_request":
+        return ApiError(400, exc.code, exc.message, hint=exc.hint)
+    return exc
+
+
+async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
+    try:
+        plan: dict[str, Any] = await query(
+            bus,
+            "inference",
+            "plan",
+            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
+            timeout=30,
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    return plan
+
+
+async def _mutate(
+    request: Request,
+    pool: asyncpg.Pool,
+    command: Command,
+    *,
+    target: str,
+    requested: dict[str, Any],
+    principal: Operator,
+    source: str,
+    dry: bool,
+    idempotency_key: str | None,
+) -> JSONResponse:
+    bus: Bus = request.app.state.bus
+    if dry:
+        try:
+            return await dry_run(bus, command)
+        except ApiError as exc:
+            raise _refusal(exc) from exc
+    plan = await _plan(bus, command) if bus.connected else None
+    accepted = await accept(
+        pool,
+        command,
+        target_type="endpoint",
+        target_id=target,
+        request=requested,
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
+    body = orjson.loads(accepted.body)
+    body["noop"] = plan.get("noop") if plan is not None else None
+    body["diff"] = plan.get("diff") if plan is not None else None
+    body["plan"] = plan
+    return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})
+
+
+@router.post("", status_code=202, responses=ACCEPTED, summary="Deploy (or update) an endpoint")
+async def deploy_endpoint(
+    body: EndpointSpec,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    name = await _cluster(pool, cluster)
+    return await _mutate(
+        request,
+        pool,
+        DeployEndpoint(cluster=name, spec=body),
+        target=f"{name}/{body.name}",
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.get("", summary="Endpoints of a cluster (or of every cluster with ?cluster=*)")
+async def list_endpoints(
+    pool: Pool,
+    _: Viewer,
+    cluster: Annotated[
+        str | None,
+        Query(max_length=63, description="the cluster; the active one if omitted; * for all"),
+    ] = None,
+) -> list[dict[str, Any]]:
+    async with pool.acquire() as conn:
+        if cluster == "*":
+            rows = await conn.fetch(f"SELECT {COLUMNS} FROM endpoints ORDER BY cluster, name")
+        else:
+            name = cluster or await conn.fetchval("SELECT name FROM active_cluster")
+            rows = await conn.fetch(
+                f"SELECT {COLUMNS} FROM endpoints WHERE cluster = $1 ORDER BY name", name
+            )
+    return [_json(r) for r in rows]
+
+
+@router.get("/{name}", summary="An endpoint: its record and, live, its status and pods")
+async def describe_endpoint(
+    name: EndpointNamePath,
+    request: Request,
+    pool: Pool,
+    _: Viewer,
+    cluster: ClusterQuery = None,
+    live: Annotated[bool, Query(description="Also read the objects from the cluster")] = True,
+) -> dict[str, Any]:
+    cluster_name = await _cluster(pool, cluster)
+    record = await _endpoint(pool, cluster_name, name)
+    if live:
+        try:
+            record["live"] = await query(
+                request.app.state.bus,
+                "inference",
+                "describe",
+                {"cluster": cluster_name, "name": name},
+            )
+        except ApiError as exc:
+            record["live"] = None
+            record["live_error"] = exc.body()["error"]
+    return record
+
+
+@router.post(
+    "/{name}/scale", status_code=202, responses=ACCEPTED, summary="Set an endpoint's replicas"
+)
+async def scale_endpoint(
+    name: EndpointNamePath,
+    body: ScaleRequest,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    cluster_name = await _cluster(pool, cluster)
+    record = await _endpoint(pool, cluster_name, name)
+    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
+    return await _mutate(
+        request,
+        pool,
+        ScaleEndpoint(target=target, replicas=body.replicas),
+        target=f"{cluster_name}/{name}",
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+async def _assign(
+    name: str,
+    body: PoolAssignment,
+    request: Request,
+    pool: asyncpg.Pool,
+    principal: Operator,
+    source: str,
+    cluster: str | None,
+    dry: bool,
+    idempotency_key: str | None,
+) -> JSONResponse:
+    cluster_name = await _cluster(pool, cluster)
+    record = await _endpoint(pool, cluster_name, name)
+    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
+    return await _mutate(
+        request,
+        pool,
+        AssignPoolWorker(target=target, pod=body.pod, model=body.model),
+        target=f"{cluster_name}/{name}",
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry,
+        idempotency_key=idempotency_key,
+    )
+
+
+@router.post(
+    "/{name}/pool/assign",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Move a warm worker of a model pool to a model (by its label; no restart)",
+)
+async def assign_worker(
+    name: EndpointNamePath,
+    body: PoolAssignment,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    return await _assign(
+        name, body, request, pool, principal, source, cluster, dry_run_, idempotency_key
+    )
+
+
+@router.post(
+    "/{name}/pool/unassign",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Return a worker of a model pool to the unassigned workers",
+)
+async def unassign_worker(
+    name: EndpointNamePath,
+    pod: Annotated[
+        str, Body(embed=True, min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")
+    ],
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    return await _assign(
+        name,
+        PoolAssignment(pod=pod, model=None),
+        request,
+        pool,
+        principal,
+        source,
+        cluster,
+        dry_run_,
+        idempotency_key,
+    )
+
+
+@router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Delete an endpoint")
+async def delete_endpoint(
+    name: EndpointNamePath,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    cluster_name = await _cluster(pool, cluster)
+    record = await _endpoint(pool, cluster_name, name)
+    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
+    return await _mutate(
+        request,
+        pool,
+        DeleteEndpoint(target=target),
+        target=f"{cluster_name}/{name}",
+        requested={},
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
+
+
+INVOKE_EXAMPLE = {
+    "model": "Qwen/Qwen3-0.6B",
+    "messages": [{"role": "user", "content": "Say hello"}],
+    "max_tokens": 32,
+}
+
+
+async def _invoke(
+    request: Request, pool: asyncpg.Pool, cluster: str | None, name: str, path: str, body: Any
+) -> JSONResponse:
+    if not isinstance(body, dict):
+        raise field_error(
+            "body",
+            "object_required",
+            "the request must be a JSON object",
+            "send an OpenAI-compatible body",
+        )
+    cluster_name = await _cluster(pool, cluster)
+    await _endpoint(pool, cluster_name, name)
+    try:
+        answer = await query(
+            request.app.state.bus,
+            "inference",
+            "invoke",
+            {"cluster": cluster_name, "name": name, "path": path, "body": body},
+            timeout=90,
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    status = int(answer.get("status") or 502)
+    return JSONResponse(answer.get("body"), status_code=status if 200 <= status < 600 else 502)
+
+
+@router.post("/{name}/invoke", summary="Send an OpenAI-compatible chat request to the endpoint")
+async def invoke_endpoint(
+    name: EndpointNamePath,
+    request: Request,
+    pool: Pool,
+    _: Operator,
+    body: Annotated[dict[str, Any], Body(examples=[INVOKE_EXAMPLE])],
+    cluster: ClusterQuery = None,
+) -> JSONResponse:
+    return await _invoke(request, pool, cluster, name, "/v1/chat/completions", body)
+
+
+@router.post("/{name}/v1/chat/completions", summary="OpenAI-compatible chat completions, proxied")
+async def chat_completions(
+    name: EndpointNamePath,
+    request: Request,
+    pool: Pool,
+    _: Operator,
+    body: Annotated[dict[str, Any], Body(examples=[INVOKE_EXAMPLE])],
+    cluster: ClusterQuery = None,
+) -> JSONResponse:
+    return await _invoke(request, pool, cluster, name, "/v1/chat/completions", body)
+
+
+@router.post("/{name}/v1/completions", summary="OpenAI-compatible completions, proxied")
+async def completions(
+    name: EndpointNamePath,
+    request: Request,
+    pool: Pool,
+    _: Operator,
+    body: Annotated[dict[str, Any], Body()],
+    cluster: ClusterQuery = None,
+) -> JSONResponse:
+    return await _invoke(request, pool, cluster, name, "/v1/completions", body)

@@ -1,0 +1,17 @@
+"""`python -m inference_svc`: managed and self-managed inference endpoints, routers, autoscaling."""
+
+from __future__ import annotations
+
+import asyncio
+
+from inference_svc.bootstrap import COMPANIONS, NAME, SUBJECTS, handlers
+from shared.config import get_settings
+from shared.service import serve
+
+
+def main() -> None:
+    asyncio.run(serve(NAME, SUBJECTS, handlers, get_settings(), COMPANIONS))
+
+
+if __name__ == "__main__":
+    main()

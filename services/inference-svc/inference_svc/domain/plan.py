@@ -1,0 +1,258 @@
+"""What an endpoint command would do, decided from actual state: pure functions.
+
+The workflow and the dry run call the same functions: the objects to apply are those whose
+declared fields differ from the cluster's copy (a re-deploy of the same spec applies nothing and
+ends `noop`); a scale or a pool reassignment is a noop when the replicas or the label already
+match. Rules that need the cluster (the instance type exists there, enough GPUs per node, the
+operator that serves a kind is installed) raise `PermanentError` with the field and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from inference_svc.domain.render import (
+    INFERENCE_API,
+    KEDA_API,
+    MODEL_LABEL,
+    POOL_LABEL,
+    UNASSIGNED,
+    KubeObject,
+    pool_service,
+    render,
+    scale_target,
+)
+from shared.contracts.inference import EndpointSpec
+from shared.contracts.plan import FieldChange, Plan, PlannedObject
+from shared.errors import PermanentError
+
+INVALID = "InvalidEndpoint"
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What the rules and the diff are computed from."""
+
+    cluster: str
+    gpus_by_instance_type: dict[str, int]  # instance type of the HyperPod nodes -> GPUs per node
+    served: frozenset[
+        str
+    ]  # kinds served among InferenceEndpointConfig, JumpStartModel, ScaledObject
+    actual: dict[tuple[str, str], KubeObject] = field(default_factory=dict)  # (kind, name) -> obj
+
+
+def rule(field_name: str, message: str, hint: str) -> PermanentError:
+    """A refusal the gateway answers as 422 on `field_name` (the message starts with it)."""
+    return PermanentError(INVALID, f"{field_name}: {message}", hint)
+
+
+def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
+    types = facts.gpus_by_instance_type
+    if spec.instance_type not in types:
+        offered = ", ".join(sorted(types)) or "no HyperPod node yet"
+        raise rule(
+            "instance_type",
+            f"{spec.instance_type} is not an instance type of cluster {facts.cluster} ({offered})",
+            f"use one of: {offered}; or add an instance group of {spec.instance_type} first",
+        )
+    per_node = types[spec.instance_type]
+    if spec.gpus is not None and spec.gpus > per_node:
+        raise rule(
+            "gpus",
+            f"{spec.gpus} GPUs per replica exceed the {per_node} of one {spec.instance_type} node",
+            f"set gpus to at most {per_node}, or choose an instance type with more GPUs",
+        )
+    if spec.kind in ("managed", "jumpstart"):
+        kind = "InferenceEndpointConfig" if spec.kind == "managed" else "JumpStartModel"
+        if kind not in facts.served:
+            raise rule(
+                "kind",
+                f"the HyperPod inference operator is not installed on {facts.cluster}",
+                f"enable it first: PATCH /api/v1/clusters/{facts.cluster}/features "
+                '{"inference_operator": true}',
+            )
+    if spec.autoscaling is not None and "ScaledObject" not in facts.served:
+        raise rule(
+            "autoscaling",
+            f"KEDA is not installed on {facts.cluster}",
+            f"reconcile the cluster's dependencies (POST /api/v1/clusters/{facts.cluster}/"
+            "dependencies/reconcile), or drop autoscaling",
+        )
+
+
+def differences(actual: Any, desired: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """The declared fields whose actual value differs (fields the server adds are ignored)."""
+    if isinstance(desired, dict):
+        if not isinstance(actual, dict):
+            return [(path, actual, desired)]
+        found: list[tuple[str, Any, Any]] = []
+        for key, value in desired.items():
+            found += differences(actual.get(key), value, f"{path}.{key}" if path else key)
+        return found
+    if isinstance(desired, list):
+        if not isinstance(actual, list) or len(actual) != len(desired):
+            return [(path, actual, desired)]
+        found = []
+        for index, (a, d) in enumerate(zip(actual, desired, strict=True)):
+            found += differences(a, d, f"{path}[{index}]")
+        return found
+    if actual != desired and str(actual) != str(desired):
+        return [(path, actual, desired)]
+    return []
+
+
+def _planned(
+    obj: KubeObject, action: Literal["apply", "delete", "patch"] = "apply"
+) -> PlannedObject:
+    return PlannedObject(
+        action=action,
+        api_version=obj["apiVersion"],
+        kind=obj["kind"],
+        name=obj["metadata"]["name"],
+        namespace=obj["metadata"].get("namespace"),
+        body=obj if action != "delete" else None,
+    )
+
+
+def wanted_objects(spec: EndpointSpec) -> list[KubeObject]:
+    return render(spec)
+
+
+def deploy_plan(spec: EndpointSpec, facts: ClusterFacts) -> Plan:
+    check_deploy(spec, facts)
+    plan = Plan(
+        command="DeployEndpoint", target=f"{facts.cluster}/endpoints/{spec.name}", noop=True
+    )
+    for obj in wanted_objects(spec):
+        key = (obj["kind"], obj["metadata"]["name"])
+        actual = facts.actual.get(key)
+        if actual is None:
+            plan.objects.append(_planned(obj))
+            plan.diff[f"{key[0]}/{key[1]}"] = FieldChange(actual=None, requested="create")
+            continue
+        changed = differences(actual, obj)
+        if changed:
+            plan.objects.append(_planned(obj))
+            for where, was, wanted in changed[:20]:
+                plan.diff[f"{key[0]}/{key[1]}.{where}"] = FieldChange(actual=was, requested=wanted)
+    plan.noop = not plan.objects
+    if plan.noop:
+        plan.notes.append("every object of the endpoint already matches its spec")
+    if spec.kind in ("managed", "jumpstart"):
+        plan.notes.append("the HyperPod inference operator deploys the workers and their Service")
+    return plan
+
+
+def current_replicas(spec: EndpointSpec, obj: KubeObject | None) -> int | None:
+    if obj is None:
+        return None
+    value = (obj.get("spec") or {}).get("replicas")
+    return int(value) if value is not None else None
+
+
+def scale_plan(spec: EndpointSpec, cluster: str, actual: KubeObject | None, replicas: int) -> Plan:
+    api_version, kind, name = scale_target(spec)
+    if spec.autoscaling is not None:
+        raise rule(
+            "replicas",
+            f"KEDA scales {spec.name} between {spec.autoscaling.min_replicas} and "
+            f"{spec.autoscaling.max_replicas} replicas",
+            "change the endpoint's autoscaling bounds instead of its replicas",
+        )
+    if spec.service == "model_pool" and replicas == 0:
+        raise rule("replicas", "a model pool keeps at least one warm worker", "send replicas >= 1")
+    if actual is None:
+        raise PermanentError(
+            "EndpointNotFound",
+            f"{kind} {name} of endpoint {spec.name} is not on cluster {cluster}",
+            "deploy the endpoint again (POST /api/v1/endpoints)",
+        )
+    was = current_replicas(spec, actual)
+    plan = Plan(
+        command="ScaleEndpoint", target=f"{cluster}/endpoints/{spec.name}", noop=was == replicas
+    )
+    if not plan.noop:
+        plan.diff["replicas"] = FieldChange(actual=was, requested=replicas)
+        plan.objects.append(
+            PlannedObject(
+                action="patch",
+                api_version=api_version,
+                kind=kind,
+                name=name,
+                namespace=spec.namespace,
+                body={"spec": {"replicas": replicas}},
+            )
+        )
+    return plan
+
+
+def assign_plan(
+    spec: EndpointSpec,
+    cluster: str,
+    pod: KubeObject | None,
+    model: str | None,
+    service_exists: bool,
+) -> Plan:
+    if spec.service != "model_pool":
+        raise rule(
+            "name",
+            f"endpoint {spec.name} is not a model pool",
+            "deploy an endpoint with service model_pool to reassign workers",
+        )
+    labels = ((pod or {}).get("metadata") or {}).get("labels") or {}
+    if pod is None or labels.get(POOL_LABEL) != spec.name:
+        pod_name = ((pod or {}).get("metadata") or {}).get("name", "the pod")
+        raise rule(
+            "pod",
+            f"{pod_name} is not a worker of pool {spec.name}",
+            f"GET /api/v1/endpoints/{spec.name}?cluster={cluster} lists the pool's workers",
+        )
+    wanted = model or UNASSIGNED
+    was = labels.get(MODEL_LABEL, UNASSIGNED)
+    name = pod["metadata"]["name"]
+    plan = Plan(
+        command="AssignPoolWorker", target=f"{cluster}/endpoints/{spec.name}/{name}", noop=True
+    )
+    if was != wanted:
+        plan.diff[f"pod/{name}.labels.{MODEL_LABEL}"] = FieldChange(actual=was, requested=wanted)
+        plan.objects.append(
+            PlannedObject(
+                action="patch",
+                api_version="v1",
+                kind="Pod",
+                name=name,
+                namespace=spec.namespace,
+                body={"metadata": {"labels": {MODEL_LABEL: wanted}}},
+            )
+        )
+    if model is not None and not service_exists:
+        service = pool_service(spec, model)
+        plan.diff[f"Service/{service['metadata']['name']}"] = FieldChange(
+            actual=None, requested="create"
+        )
+        plan.objects.append(_planned(service))
+    plan.noop = not plan.objects
+    if not plan.noop:
+        plan.notes.append("the worker keeps running: only its label changes, no restart")
+    return plan
+
+
+def delete_plan(spec: EndpointSpec, cluster: str, present: list[KubeObject]) -> Plan:
+    plan = Plan(
+        command="DeleteEndpoint", target=f"{cluster}/endpoints/{spec.name}", noop=not present
+    )
+    for obj in reversed(present):
+        plan.objects.append(_planned(obj, "delete"))
+        plan.diff[f"{obj['kind']}/{obj['metadata']['name']}"] = FieldChange(
+            actual="present", requested="deleted"
+        )
+    return plan
+
+
+def served_kinds() -> tuple[tuple[str, str], ...]:
+    return (
+        (INFERENCE_API, "InferenceEndpointConfig"),
+        (INFERENCE_API, "JumpStartModel"),
+        (KEDA_API, "ScaledObject"),
+    )

@@ -1,0 +1,457 @@
+"""The Kubernetes objects an endpoint is made of: pure functions of its spec.
+
+- container: a Deployment of the serving container and a Service (LoadBalancer for `external`,
+  ClusterIP for `internal`); a `model_pool` is a Deployment of warm workers labelled
+  `hyperpilot.dev/model=unassigned`, and one Service per model selects the workers whose label
+  names that model, so a worker moves between models by its label alone.
+- sglang: workers, the SGLang router (service discovery of the workers by label, cache-aware
+  routing) with its ServiceAccount and Role, the router's Service, and a KEDA ScaledObject on
+  the router's Prometheus metrics.
+- managed / jumpstart: one InferenceEndpointConfig or JumpStartModel; the operator does the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.contracts.inference import EndpointSpec
+
+KubeObject = dict[str, Any]
+
+ENDPOINT_LABEL = "hyperpilot.dev/endpoint"
+ROLE_LABEL = "hyperpilot.dev/role"
+POOL_LABEL = "hyperpilot.dev/pool"
+MODEL_LABEL = "hyperpilot.dev/model"
+UNASSIGNED = "unassigned"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INFERENCE_API = "inference.sagemaker.aws.amazon.com/v1"
+KEDA_API = "keda.sh/v1alpha1"
+ROUTER_IMAGE = "lmsysorg/sglang-router:v0.1.9"
+ROUTER_METRICS_PORT = 29000
+LAUNCHERS = {
+    "vllm": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+    "sglang": ["python3", "-m", "sglang.launch_server"],
+}
+MODEL_FLAGS = {"vllm": "--model", "sglang": "--model-path"}
+
+
+def _meta(spec: EndpointSpec, name: str, labels: dict[str, str] | None = None) -> KubeObject:
+    return {
+        "name": name,
+        "namespace": spec.namespace,
+        "labels": {ENDPOINT_LABEL: spec.name, "app.kubernetes.io/managed-by": "hyperpilot"}
+        | (labels or {}),
+    }
+
+
+def workers_name(spec: EndpointSpec) -> str:
+    return f"{spec.name}-workers" if spec.kind == "sglang" else spec.name
+
+
+def service_name(spec: EndpointSpec, model: str | None = None) -> str:
+    """The Service an endpoint is reached through (a pool's: one per model)."""
+    if spec.kind == "managed" or spec.kind == "jumpstart":
+        return f"{spec.name}-routing-service"
+    if spec.service == "model_pool":
+        return f"{spec.name}-{model}" if model else spec.name
+    return spec.name
+
+
+def serving_port(spec: EndpointSpec) -> int:
+    if spec.kind == "sglang":
+        return spec.router.port if spec.router else 30000
+    if spec.kind == "jumpstart":
+        return 8080
+    if spec.kind == "managed":
+        return 8080
+    assert spec.container is not None
+    return spec.container.port_or_default()
+
+
+def server_command(spec: EndpointSpec) -> tuple[list[str], list[str]]:
+    """The command and args of the serving container. The GPU count is the spec's `gpus`:
+    nothing here derives it from the command line."""
+    container = spec.container
+    assert container is not None
+    if container.engine == "custom":
+        return list(container.command), list(container.args)
+    port = container.port_or_default()
+    args = [MODEL_FLAGS[container.engine], container.model] if container.model else []
+    args += ["--host", "0.0.0.0", "--port", str(port)]
+    if container.engine == "sglang" and spec.kind == "sglang":
+        args += ["--enable-metrics"]
+    return list(container.command) or LAUNCHERS[container.engine], args + list(container.args)
+
+
+def _worker_labels(spec: EndpointSpec) -> dict[str, str]:
+    if spec.service == "model_pool":
+        return {POOL_LABEL: spec.name}
+    return {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "worker"}
+
+
+def _env(spec: EndpointSpec) -> list[KubeObject]:
+    assert spec.container is not None
+    env: list[KubeObject] = [{"name": k, "value": v} for k, v in sorted(spec.container.env.items())]
+    if spec.container.hf_token_secret:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {
+                    "secretKeyRef": {"name": spec.container.hf_token_secret, "key": "token"}
+                },
+            }
+        )
+    return env
+
+
+def worker_deployment(spec: EndpointSpec) -> KubeObject:
+    assert spec.container is not None
+    command, args = server_command(spec)
+    port = spec.container.port_or_default()
+    selector = _worker_labels(spec)
+    pod_labels = selector | {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "worker"}
+    if spec.service == "model_pool":
+        pod_labels[MODEL_LABEL] = UNASSIGNED
+    gpus = str(spec.gpus)
+    container: KubeObject = {
+        "name": "server",
+        "image": spec.container.image_or_default(),
+        "command": command,
+        "args": args,
+        "ports": [{"name": "http", "containerPort": port}],
+        "env": _env(spec),
+        "resources": {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}},
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        },
+    }
+    deployment_spec: KubeObject = {
+        "selector": {"matchLabels": selector},
+        "template": {
+            "metadata": {"labels": pod_labels},
+            "spec": {
+                "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type},
+                "tolerations": [
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                ],
+                "containers": [container],
+            },
+        },
+    }
+    if spec.autoscaling is None:
+        deployment_spec["replicas"] = spec.replicas
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(spec, workers_name(spec), {ROLE_LABEL: "worker"}),
+        "spec": deployment_spec,
+    }
+
+
+def _service(
+    spec: EndpointSpec, name: str, selector: dict[str, str], port: int, external: bool
+) -> KubeObject:
+    meta = _meta(spec, name)
+    body: KubeObject = {
+        "type": "LoadBalancer" if external else "ClusterIP",
+        "selector": selector,
+        "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}],
+    }
+    if external:
+        meta["annotations"] = {
+            "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+            "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+            "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+        }
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": body}
+
+
+def pool_service(spec: EndpointSpec, model: str) -> KubeObject:
+    """The Service of one model of a pool: the workers whose model label names it."""
+    return _service(
+        spec,
+        service_name(spec, model),
+        {POOL_LABEL: spec.name, MODEL_LABEL: model},
+        serving_port(spec),
+        external=False,
+    )
+
+
+def _router_objects(spec: EndpointSpec) -> list[KubeObject]:
+    router = spec.router
+    port = router.port if router else 30000
+    policy = router.policy if router else "cache_aware"
+    assert spec.container is not None
+    worker_port = spec.container.port_or_default()
+    account = f"{spec.name}-router"
+    labels = {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "router"}
+    selector = f"{ENDPOINT_LABEL}={spec.name}"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(spec, account),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(spec, account),
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(spec, account),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": spec.namespace}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta(spec, f"{spec.name}-router", {ROLE_LABEL: "router"}),
+            "spec": {
+                "replicas": router.replicas if router else 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": account,
+                        "containers": [
+                            {
+                                "name": "router",
+                                "image": ROUTER_IMAGE,
+                                "command": ["python3", "-m", "sglang_router.launch_router"],
+                                "args": [
+                                    "--host",
+                                    "0.0.0.0",
+                                    "--port",
+                                    str(port),
+                                    "--policy",
+                                    policy,
+                                    "--service-discovery",
+                                    "--selector",
+                                    f"{selector}",
+                                    f"{ROLE_LABEL}=worker",
+                                    "--service-discovery-port",
+                                    str(worker_port),
+                                    "--service-discovery-namespace",
+                                    spec.namespace,
+                                    "--prometheus-host",
+                                    "0.0.0.0",
+                                    "--prometheus-port",
+                                    str(ROUTER_METRICS_PORT),
+                                ],
+                                "ports": [
+                                    {"name": "http", "containerPort": port},
+                                    {"name": "metrics", "containerPort": ROUTER_METRICS_PORT},
+                                ],
+                                "readinessProbe": {
+                                    "httpGet": {"path": "/health", "port": port},
+                                    "periodSeconds": 10,
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        _service(
+            spec,
+            spec.name,
+            labels,
+            port,
+            external=bool(router and router.service == "external"),
+        ),
+    ]
+
+
+def scaled_object(spec: EndpointSpec) -> KubeObject:
+    """KEDA scales the workers on the router's metrics: running requests per replica and the
+    queue depth, each a Prometheus trigger."""
+    scaling = spec.autoscaling
+    assert scaling is not None
+    router = f'job="{spec.name}-router",namespace="{spec.namespace}"'
+    return {
+        "apiVersion": KEDA_API,
+        "kind": "ScaledObject",
+        "metadata": _meta(spec, spec.name),
+        "spec": {
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": workers_name(spec),
+            },
+            "minReplicaCount": scaling.min_replicas,
+            "maxReplicaCount": scaling.max_replicas,
+            "pollingInterval": 15,
+            "cooldownPeriod": 300,
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "name": "requests-per-replica",
+                    "metadata": {
+                        "serverAddress": scaling.prometheus_address,
+                        "query": f"sum(sgl_router_running_requests{{{router}}})",
+                        "threshold": _number(scaling.requests_per_replica),
+                    },
+                },
+                {
+                    "type": "prometheus",
+                    "name": "queue-depth",
+                    "metadata": {
+                        "serverAddress": scaling.prometheus_address,
+                        "query": f"sum(sgl_router_queued_requests{{{router}}})",
+                        "threshold": _number(scaling.queue_depth),
+                    },
+                },
+            ],
+        },
+    }
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _autoscaling(spec: EndpointSpec) -> KubeObject | None:
+    managed = spec.managed
+    if managed is None or managed.autoscaling is None:
+        return None
+    scaling = managed.autoscaling
+    return {
+        "minReplicaCount": scaling.min_replicas,
+        "maxReplicaCount": scaling.max_replicas,
+        "prometheusTrigger": {
+            "name": f"{spec.name}-requests",
+            "serverAddress": scaling.prometheus_address,
+            "query": f'sum(rate(http_requests_total{{endpoint="{spec.name}"}}[1m]))',
+            "targetValue": scaling.requests_per_replica,
+            "metricType": "Value",
+        },
+    }
+
+
+def endpoint_config(spec: EndpointSpec) -> KubeObject:
+    """An InferenceEndpointConfig for the HyperPod inference operator."""
+    managed = spec.managed
+    assert managed is not None
+    source = managed.model_source
+    source_config: KubeObject = {"modelSourceType": source.type}
+    if source.type == "s3":
+        source_config["s3Storage"] = {
+            "bucketName": source.s3_bucket,
+            "region": source.region or "us-east-1",
+        }
+    elif source.type == "fsx":
+        fsx: KubeObject = {"fileSystemId": source.fsx_file_system_id}
+        if source.fsx_mount_name:
+            fsx["mountName"] = source.fsx_mount_name
+        source_config["fsxStorage"] = fsx
+    else:
+        source_config["huggingFaceModel"] = {"modelId": source.hf_model_id}
+    if source.model_location:
+        source_config["modelLocation"] = source.model_location
+    gpus = str(spec.gpus)
+    body: KubeObject = {
+        "modelName": managed.model_name,
+        "endpointName": spec.name,
+        "instanceType": spec.instance_type,
+        "replicas": spec.replicas,
+        "modelSourceConfig": source_config,
+        "worker": {
+            "image": (spec.container.image_or_default() if spec.container else "")
+            or "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.32.0-lmi14.0.0-cu124",
+            "modelInvocationPort": {"containerPort": 8080, "name": "http"},
+            "modelVolumeMount": {"name": "model-weights", "mountPath": "/opt/ml/model"},
+            "resources": {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}},
+            "environmentVariables": [
+                {"name": "OPTION_ROLLING_BATCH", "value": "vllm"},
+                {"name": "SM_MODEL_ID", "value": managed.model_name},
+            ],
+        },
+        "loadBalancer": {"healthCheckPath": managed.health_check_path},
+        "metrics": {"enabled": managed.metrics},
+    }
+    if managed.kv_cache is not None:
+        kv: KubeObject = {
+            "enableL1Cache": managed.kv_cache.l1,
+            "enableL2Cache": managed.kv_cache.l2,
+        }
+        if managed.kv_cache.l2:
+            kv["l2CacheSpec"] = {"l2CacheBackend": managed.kv_cache.l2_backend}
+        body["kvCacheSpec"] = kv
+    if managed.routing_strategy is not None:
+        body["intelligentRoutingSpec"] = {
+            "enabled": True,
+            "routingStrategy": managed.routing_strategy,
+        }
+    scaling = _autoscaling(spec)
+    if scaling is not None:
+        body["autoScalingSpec"] = scaling
+    return {
+        "apiVersion": INFERENCE_API,
+        "kind": "InferenceEndpointConfig",
+        "metadata": _meta(spec, spec.name),
+        "spec": body,
+    }
+
+
+def jumpstart_model(spec: EndpointSpec) -> KubeObject:
+    js = spec.jumpstart
+    assert js is not None
+    model: KubeObject = {"modelId": js.model_id, "acceptEula": js.accept_eula}
+    if js.model_version:
+        model["modelVersion"] = js.model_version
+    return {
+        "apiVersion": INFERENCE_API,
+        "kind": "JumpStartModel",
+        "metadata": _meta(spec, spec.name),
+        "spec": {
+            "model": model,
+            "server": {"instanceType": spec.instance_type},
+            "replicas": spec.replicas,
+            "sageMakerEndpoint": {"name": spec.name},
+        },
+    }
+
+
+def render(spec: EndpointSpec) -> list[KubeObject]:
+    """Every object of the endpoint, in the order they are applied."""
+    if spec.kind == "managed":
+        return [endpoint_config(spec)]
+    if spec.kind == "jumpstart":
+        return [jumpstart_model(spec)]
+    if spec.kind == "sglang":
+        objects = [worker_deployment(spec), *_router_objects(spec)]
+        if spec.autoscaling is not None:
+            objects.append(scaled_object(spec))
+        return objects
+    objects = [worker_deployment(spec)]
+    if spec.service != "model_pool":
+        objects.append(
+            _service(
+                spec,
+                spec.name,
+                _worker_labels(spec),
+                serving_port(spec),
+                external=spec.service == "external",
+            )
+        )
+    return objects
+
+
+def ref(obj: KubeObject) -> dict[str, str]:
+    return {"api_version": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"]}
+
+
+def scale_target(spec: EndpointSpec) -> tuple[str, str, str]:
+    """(apiVersion, kind, name) of the object whose replicas `scale` changes."""
+    if spec.kind == "managed":
+        return INFERENCE_API, "InferenceEndpointConfig", spec.name
+    if spec.kind == "jumpstart":
+        return INFERENCE_API, "JumpStartModel", spec.name
+    return "apps/v1", "Deployment", workers_name(spec)

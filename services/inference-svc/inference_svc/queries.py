@@ -1,0 +1,258 @@
+"""Live reads over NATS request/reply: `qry.inference.<name>`.
+
+- `plan`: a command's dry run, computed by the same functions the workflows decide with.
+- `describe`: an endpoint's spec, its observed status, its pods (a pool worker's model label).
+- `invoke`: an OpenAI-compatible request to the endpoint's model server, through the Kubernetes
+  API server's service proxy (the gateway never reaches into a cluster's network itself).
+
+Replies are `{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "message", "hint"}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from pydantic import ValidationError
+
+from inference_svc.access import Clusters
+from inference_svc.domain.plan import assign_plan, delete_plan, deploy_plan, scale_plan
+from inference_svc.domain.render import (
+    ENDPOINT_LABEL,
+    MODEL_LABEL,
+    pool_service,
+    service_name,
+    serving_port,
+)
+from shared.contracts.inference import (
+    AssignPoolWorker,
+    DeleteEndpoint,
+    DeployEndpoint,
+    EndpointSpec,
+    ScaleEndpoint,
+)
+from shared.contracts.plan import Plan
+from shared.contracts.subjects import query_subject
+from shared.errors import StageError, TemporaryError
+from shared.logging import get_logger
+
+log = get_logger("inference_svc.queries")
+
+QUEUE_GROUP = "inference-svc"
+PLAN = query_subject("inference", "plan")
+DESCRIBE = query_subject("inference", "describe")
+INVOKE = query_subject("inference", "invoke")
+INVOKE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/invocations")
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+Route = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+def _error(code: str, message: str, hint: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message, "hint": hint}}
+
+
+def _text(request: dict[str, Any], key: str) -> str:
+    value = request.get(key)
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"{key} is required", f"send {key} as a string")
+    return value
+
+
+class Responder:
+    def __init__(self, nc: NATS, clusters: Clusters) -> None:
+        self.nc = nc
+        self.clusters = clusters
+        self._subscriptions: list[Subscription] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+        self.routes: dict[str, Route] = {
+            PLAN: self.plan,
+            DESCRIBE: self.describe,
+            INVOKE: self.invoke,
+        }
+
+    async def start(self) -> None:
+        for subject in self.routes:
+            self._subscriptions.append(
+                await self.nc.subscribe(subject, queue=QUEUE_GROUP, cb=self._on_message)
+            )
+        await self.nc.flush()
+
+    async def stop(self) -> None:
+        for subscription in self._subscriptions:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+        self._subscriptions.clear()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+
+    async def _on_message(self, msg: Msg) -> None:
+        task = asyncio.create_task(self._reply(msg))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _reply(self, msg: Msg) -> None:
+        body = await self.answer(msg.subject, msg.data)
+        if msg.reply:
+            try:
+                await msg.respond(orjson.dumps(body))
+            except Exception as exc:
+                log.warning("query reply failed", subject=msg.subject, error=str(exc))
+
+    async def answer(self, subject: str, data: bytes) -> dict[str, Any]:
+        route = self.routes.get(subject)
+        if route is None:
+            return _error(
+                "unknown_query", f"no query {subject}", "use one of " + ", ".join(self.routes)
+            )
+        try:
+            request = orjson.loads(data) if data else {}
+            if not isinstance(request, dict):
+                raise BadRequest("the request must be a JSON object", "send a JSON object")
+            return {"ok": True, "data": await route(request)}
+        except orjson.JSONDecodeError as exc:
+            return _error(
+                "invalid_request", f"the request is not JSON: {exc}", "send a JSON object"
+            )
+        except BadRequest as exc:
+            return _error("invalid_request", exc.message, exc.hint)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "payload"
+            return _error("invalid_request", f"{where}: {first['msg']}", "fix the command")
+        except StageError as exc:
+            hint = exc.hint or ("retry shortly" if isinstance(exc, TemporaryError) else "")
+            return _error(exc.code, exc.message, hint)
+        except Exception as exc:
+            log.exception("query failed", subject=subject)
+            return _error(
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                "retry; if it persists, read inference-svc's log",
+            )
+
+    # ---- plan --------------------------------------------------------------------------------
+
+    async def plan(self, request: dict[str, Any]) -> Any:
+        command_type = request.get("type")
+        payload = request.get("payload")
+        if not isinstance(payload, dict):
+            raise BadRequest("payload is required", "send the command as a JSON object")
+        plan: Plan
+        if command_type == DeployEndpoint.__name__:
+            deploy = DeployEndpoint.from_payload(payload)
+            plan = deploy_plan(deploy.spec, await self.clusters.facts(deploy.cluster, deploy.spec))
+        elif command_type == ScaleEndpoint.__name__:
+            scale = ScaleEndpoint.from_payload(payload)
+            cluster = scale.target.cluster
+            spec = await self.clusters.recorded(cluster, scale.target.name)
+            plan = scale_plan(
+                spec, cluster, await self.clusters.scale_object(cluster, spec), scale.replicas
+            )
+        elif command_type == AssignPoolWorker.__name__:
+            assign = AssignPoolWorker.from_payload(payload)
+            cluster = assign.target.cluster
+            spec = await self.clusters.recorded(cluster, assign.target.name)
+            kube = await self.clusters.kube(cluster)
+            pod = await kube.get("v1", "Pod", assign.pod, spec.namespace)
+            exists = False
+            if assign.model is not None:
+                name = pool_service(spec, assign.model)["metadata"]["name"]
+                exists = await kube.get("v1", "Service", name, spec.namespace) is not None
+            plan = assign_plan(spec, cluster, pod, assign.model, exists)
+        elif command_type == DeleteEndpoint.__name__:
+            delete = DeleteEndpoint.from_payload(payload)
+            cluster = delete.target.cluster
+            spec = await self.clusters.recorded(cluster, delete.target.name)
+            plan = delete_plan(spec, cluster, await self.clusters.present(cluster, spec))
+        else:
+            raise BadRequest(
+                f"no dry run for {command_type}",
+                "dry_run is answered for DeployEndpoint, ScaleEndpoint, AssignPoolWorker, "
+                "DeleteEndpoint",
+            )
+        return plan.model_dump(mode="json")
+
+    # ---- describe ----------------------------------------------------------------------------
+
+    async def describe(self, request: dict[str, Any]) -> Any:
+        cluster, name = _text(request, "cluster"), _text(request, "name")
+        spec = await self.clusters.recorded(cluster, name)
+        seen = await self.clusters.observe(cluster, spec)
+        kube = await self.clusters.kube(cluster)
+        pods = await kube.pods(spec.namespace, f"{ENDPOINT_LABEL}={spec.name}")
+        return {
+            "status": seen.status,
+            "replicas": seen.replicas,
+            "ready_replicas": seen.ready_replicas,
+            "address": seen.address,
+            "message": seen.message,
+            "service": service_name(spec),
+            "port": serving_port(spec),
+            "pods": [_pod(p) for p in pods],
+        }
+
+    # ---- invoke ------------------------------------------------------------------------------
+
+    async def invoke(self, request: dict[str, Any]) -> Any:
+        cluster, name = _text(request, "cluster"), _text(request, "name")
+        path = str(request.get("path") or "/v1/chat/completions")
+        if path not in INVOKE_PATHS:
+            raise BadRequest(
+                f"path {path} is not an inference path", "use " + ", ".join(INVOKE_PATHS)
+            )
+        body = request.get("body")
+        if not isinstance(body, dict):
+            raise BadRequest("body is required", "send the OpenAI-compatible request as an object")
+        spec = await self.clusters.recorded(cluster, name)
+        service = service_name(spec)
+        if spec.service == "model_pool" and spec.kind == "container":
+            model = body.get("model")
+            if not isinstance(model, str) or not model:
+                raise BadRequest(
+                    f"{name} is a model pool: the request names the model it is for",
+                    "set body.model to a model a worker of the pool is assigned to",
+                )
+            service = service_name(spec, model)
+        kube = await self.clusters.kube(cluster)
+        answer = await kube.proxy(
+            spec.namespace, service, serving_port(spec), path, json.dumps(body).encode()
+        )
+        try:
+            decoded: Any = json.loads(answer.body)
+        except ValueError:
+            decoded = answer.body.decode("utf-8", errors="replace")
+        return {"status": answer.status, "body": decoded, "service": service}
+
+
+def _pod(pod: dict[str, Any]) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    containers = status.get("containerStatuses") or []
+    return {
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "phase": status.get("phase"),
+        "ready": bool(containers) and all(c.get("ready") for c in containers),
+        "restarts": sum(int(c.get("restartCount") or 0) for c in containers),
+        "model": (meta.get("labels") or {}).get(MODEL_LABEL),
+        "role": (meta.get("labels") or {}).get("hyperpilot.dev/role"),
+    }
+
+
+__all__ = ["DESCRIBE", "INVOKE", "PLAN", "EndpointSpec", "Responder"]

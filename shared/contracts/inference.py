@@ -1,0 +1,418 @@
+"""Inference endpoints: the request models, commands and events of inference-svc.
+
+Four kinds of endpoint, one model:
+- `container`: a serving container of the user's choice (vLLM, SGLang or any image and command)
+  as a Deployment behind an external load balancer, a cluster-internal Service, or a model pool
+  of warm workers reassigned between models by a label.
+- `sglang`: SGLang workers behind the SGLang router (cache-aware routing), scaled by a KEDA
+  ScaledObject on the router's metrics.
+- `managed`: an InferenceEndpointConfig the HyperPod inference operator deploys.
+- `jumpstart`: a JumpStartModel the same operator deploys.
+
+The GPU count per replica is always given: it is never inferred from a tensor-parallel size.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from shared.contracts.cluster import ML_INSTANCE_PATTERN, NAME_PATTERN
+from shared.contracts.commands import Command
+from shared.contracts.events import Event
+from shared.contracts.spec import Spec
+from shared.validation import RuleViolation
+
+ENDPOINT_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$"
+NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+LABEL_VALUE_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+DEFAULT_IMAGES = {
+    "vllm": "vllm/vllm-openai:v0.10.1",
+    "sglang": "lmsysorg/sglang:v0.5.2-cu126",
+}
+DEFAULT_PORTS = {"vllm": 8000, "sglang": 30000, "custom": 8000}
+TP_FLAGS = ("--tensor-parallel-size", "--tp-size", "--tp", "-tp")
+# Ports the serving container may not take: the kubelet's and the node exporter's.
+RESERVED_PORTS = frozenset({10250, 10255, 9100})
+ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
+
+Engine = Literal["vllm", "sglang", "custom"]
+ServiceShape = Literal["external", "internal", "model_pool"]
+EndpointKind = Literal["container", "sglang", "managed", "jumpstart"]
+
+
+def tensor_parallel_size(args: list[str]) -> int | None:
+    """The tensor-parallel size a serving command line asks for, if any."""
+    for index, arg in enumerate(args):
+        for flag in TP_FLAGS:
+            if arg == flag and index + 1 < len(args) and args[index + 1].isdigit():
+                return int(args[index + 1])
+            if arg.startswith(flag + "=") and arg.split("=", 1)[1].isdigit():
+                return int(arg.split("=", 1)[1])
+    return None
+
+
+def _port(value: int) -> int:
+    if value in RESERVED_PORTS:
+        raise RuleViolation(
+            f"port {value} is reserved on the nodes (kubelet, node exporter)",
+            "use the serving engine's own port (vLLM 8000, SGLang 30000) or another above 1024",
+        )
+    return value
+
+
+class ContainerSpec(Spec):
+    """The serving container: engine, image, command line, port and environment."""
+
+    engine: Engine = Field("vllm", description="vllm, sglang, or custom (any image and command)")
+    image: str | None = Field(
+        None, min_length=3, max_length=255, description="default: the engine's official image"
+    )
+    command: list[str] = Field(default_factory=list, max_length=64)
+    args: list[str] = Field(default_factory=list, max_length=128)
+    model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        description="the model served (Hugging Face id or a path), passed as --model",
+    )
+    port: int = Field(0, ge=0, le=65535, description="0: the engine's default port")
+    env: dict[str, str] = Field(default_factory=dict, max_length=64)
+    hf_token_secret: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+        description="a Kubernetes Secret (key `token`) holding the Hugging Face token",
+    )
+
+    @field_validator("port")
+    @classmethod
+    def _port_rule(cls, value: int) -> int:
+        if value and value < 1024:
+            raise RuleViolation(
+                f"port {value} is privileged; the serving container runs unprivileged",
+                "use a port from 1024 to 65535 (vLLM 8000, SGLang 30000)",
+            )
+        return _port(value)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.match(ENV_NAME_PATTERN, name):
+                raise RuleViolation(
+                    f"environment variable name {name!r} is not valid",
+                    "use letters, digits and underscores, not starting with a digit",
+                )
+            if name.upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+                raise RuleViolation(
+                    f"{name} would put a secret into the endpoint's record",
+                    "store the token as a Secret (POST /api/v1/clusters/{name}/hf-token) and "
+                    "name it in hf_token_secret",
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _engine_and_image(self) -> Self:
+        image = (self.image or "").lower()
+        if self.engine == "custom":
+            if not self.image:
+                raise RuleViolation(
+                    "a custom engine needs its image",
+                    "set container.image, or choose engine vllm or sglang for their images",
+                )
+            if not self.command and not self.args:
+                raise RuleViolation(
+                    "a custom engine needs the command that starts the server",
+                    "set container.command (and args), e.g. ['python', '-m', 'my_server']",
+                )
+        elif self.image and self.engine not in image:
+            other = "sglang" if "sglang" in image else "vllm" if "vllm" in image else None
+            raise RuleViolation(
+                f"image {self.image} is not a {self.engine} image",
+                f"use engine {other}"
+                if other
+                else "use engine custom for another image, "
+                f"or leave image out for {DEFAULT_IMAGES[self.engine]}",
+            )
+        if self.engine != "custom" and not self.model and not self.args:
+            raise RuleViolation(
+                f"a {self.engine} server needs the model it serves",
+                "set container.model (a Hugging Face id or a path), e.g. Qwen/Qwen3-0.6B",
+            )
+        return self
+
+    def image_or_default(self) -> str:
+        return self.image or DEFAULT_IMAGES.get(self.engine, "")
+
+    def port_or_default(self) -> int:
+        return self.port or DEFAULT_PORTS[self.engine]
+
+
+class RouterSpec(Spec):
+    """The SGLang router in front of the workers."""
+
+    policy: Literal["cache_aware", "round_robin", "random", "power_of_two"] = "cache_aware"
+    port: int = Field(30000, ge=1024, le=65535)
+    replicas: int = Field(1, ge=1, le=8)
+    service: Literal["external", "internal"] = "internal"
+
+
+class AutoscalingSpec(Spec):
+    """A KEDA ScaledObject on the router's Prometheus metrics."""
+
+    min_replicas: int = Field(1, ge=0, le=64)
+    max_replicas: int = Field(4, ge=1, le=64)
+    requests_per_replica: float = Field(
+        10.0, gt=0, description="target running requests per worker"
+    )
+    queue_depth: float = Field(5.0, gt=0, description="target queued requests per worker")
+    prometheus_address: str = Field(
+        "http://prometheus-server.monitoring.svc.cluster.local:80", min_length=8, max_length=255
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        if self.min_replicas > self.max_replicas:
+            raise RuleViolation(
+                f"min_replicas {self.min_replicas} is above max_replicas {self.max_replicas}",
+                "make min_replicas at most max_replicas",
+            )
+        return self
+
+
+class ModelSource(Spec):
+    """Where a managed endpoint's model comes from."""
+
+    type: Literal["s3", "fsx", "huggingface"]
+    s3_bucket: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+    region: str | None = Field(None, pattern=r"^[a-z]{2}-[a-z]+-[0-9]$")
+    fsx_file_system_id: str | None = Field(None, pattern=r"^fs-[0-9a-f]{8,17}$")
+    fsx_mount_name: str | None = Field(None, min_length=1, max_length=64)
+    hf_model_id: str | None = Field(None, min_length=1, max_length=255)
+    model_location: str | None = Field(None, min_length=1, max_length=1024)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Self:
+        needs = {
+            "s3": ("s3_bucket",),
+            "fsx": ("fsx_file_system_id",),
+            "huggingface": ("hf_model_id",),
+        }[self.type]
+        missing = [name for name in needs if getattr(self, name) is None]
+        if missing:
+            raise RuleViolation(
+                f"a {self.type} model source needs {', '.join(missing)}",
+                f"set model_source.{missing[0]}",
+            )
+        return self
+
+
+class KvCacheSpec(Spec):
+    """Managed tiered KV caching: L1 on the instance, L2 in the tiered-storage backend."""
+
+    l1: bool = True
+    l2: bool = False
+    l2_backend: Literal["tieredstorage"] = "tieredstorage"
+
+
+class ManagedSpec(Spec):
+    """An InferenceEndpointConfig: model, worker image, caching, routing, scaling, load balancer."""
+
+    model_name: str = Field(min_length=1, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9\-.]*$")
+    model_source: ModelSource
+    kv_cache: KvCacheSpec | None = None
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = None
+    autoscaling: AutoscalingSpec | None = None
+    load_balancer: bool = Field(True, description="an ALB in front of the endpoint")
+    health_check_path: str = Field("/health", pattern=r"^/[A-Za-z0-9/_\-.]*$")
+    metrics: bool = True
+
+
+class JumpStartSpec(Spec):
+    model_id: str = Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9\-_.]*$")
+    model_version: str | None = Field(None, max_length=32)
+    accept_eula: bool = False
+
+
+class EndpointSpec(Spec):
+    """One inference endpoint on a cluster. `gpus` is the GPU count of one replica."""
+
+    name: str = Field(pattern=ENDPOINT_NAME_PATTERN, min_length=1, max_length=40)
+    namespace: str = Field("default", pattern=NAMESPACE_PATTERN)
+    kind: EndpointKind = "container"
+    instance_type: str = Field(pattern=ML_INSTANCE_PATTERN, description="e.g. ml.g5.8xlarge")
+    container: ContainerSpec | None = None
+    managed: ManagedSpec | None = None
+    jumpstart: JumpStartSpec | None = None
+    gpus: int | None = Field(
+        None, ge=1, le=8, description="GPUs per replica: required, never inferred"
+    )
+    replicas: int = Field(1, ge=0, le=64)
+    service: ServiceShape = "internal"
+    router: RouterSpec | None = None
+    autoscaling: AutoscalingSpec | None = None
+
+    @field_validator("gpus", mode="after")
+    @classmethod
+    def _gpus_given(cls, value: int | None, info: ValidationInfo) -> int | None:
+        container = info.data.get("container")
+        tp = tensor_parallel_size(container.args + container.command) if container else None
+        if value is None:
+            raise RuleViolation(
+                "gpus is required: the GPU count per replica is never inferred"
+                + (f" (not even from tensor-parallel size {tp})" if tp else ""),
+                "set gpus to the GPUs one replica uses, e.g. 1 for a single-GPU model",
+            )
+        if tp is not None and tp > value:
+            raise RuleViolation(
+                f"the command asks for tensor-parallel size {tp} but gpus is {value}",
+                f"set gpus to at least {tp}, or lower the tensor-parallel size",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> Self:
+        if self.kind in ("container", "sglang") and self.container is None:
+            raise RuleViolation(
+                f"a {self.kind} endpoint needs its container", "set container.engine and model"
+            )
+        if self.kind == "sglang" and self.container and self.container.engine != "sglang":
+            raise RuleViolation(
+                f"an sglang endpoint runs SGLang workers, not {self.container.engine}",
+                "set container.engine to sglang, or use kind container",
+            )
+        if self.kind == "managed" and self.managed is None:
+            raise RuleViolation(
+                "a managed endpoint needs its managed spec", "set managed.model_source"
+            )
+        if self.kind == "jumpstart" and self.jumpstart is None:
+            raise RuleViolation("a jumpstart endpoint needs the model", "set jumpstart.model_id")
+        if self.service == "model_pool" and self.kind != "container":
+            raise RuleViolation(
+                "a model pool is made of container workers",
+                "use kind container with service model_pool",
+            )
+        if self.router is not None and self.kind != "sglang":
+            raise RuleViolation("only an sglang endpoint has a router", "drop router")
+        if self.autoscaling is not None and self.kind != "sglang":
+            raise RuleViolation(
+                "autoscaling on router metrics is for sglang endpoints",
+                "drop autoscaling (managed endpoints set managed.autoscaling)",
+            )
+        return self
+
+
+class EndpointTarget(Spec):
+    cluster: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=ENDPOINT_NAME_PATTERN)
+    namespace: str = Field("default", pattern=NAMESPACE_PATTERN)
+
+
+class ScaleRequest(Spec):
+    replicas: int = Field(ge=0, le=64, description="the replicas wanted")
+
+
+class PoolAssignment(Spec):
+    """Move a warm worker of a model pool to a model (or back to unassigned)."""
+
+    pod: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+    model: str | None = Field(
+        None, pattern=LABEL_VALUE_PATTERN, description="the model to serve; null: unassign"
+    )
+
+
+# ---- commands --------------------------------------------------------------------------------
+
+
+class DeployEndpoint(Command):
+    domain = "inference"
+    verb = "deploy"
+
+    cluster: str
+    spec: EndpointSpec
+
+
+class DeleteEndpoint(Command):
+    domain = "inference"
+    verb = "delete"
+
+    target: EndpointTarget
+
+
+class ScaleEndpoint(Command):
+    domain = "inference"
+    verb = "scale"
+
+    target: EndpointTarget
+    replicas: int
+
+
+class AssignPoolWorker(Command):
+    domain = "inference"
+    verb = "assign"
+
+    target: EndpointTarget
+    pod: str
+    model: str | None = None
+
+
+# ---- events ----------------------------------------------------------------------------------
+
+
+class EndpointDeployed(Event):
+    what = "endpoint_deployed"
+    cluster: str
+    name: str
+    kind: str
+    objects: list[str] = []
+
+
+class EndpointStatusChanged(Event):
+    """What the status watcher saw change."""
+
+    what = "endpoint_status_changed"
+    cluster: str
+    name: str
+    status: str
+    previous: str | None = None
+    ready_replicas: int = 0
+    replicas: int = 0
+    message: str | None = None
+
+
+class EndpointScaled(Event):
+    what = "endpoint_scaled"
+    cluster: str
+    name: str
+    replicas: int
+    previous: int | None = None
+
+
+class PoolWorkerAssigned(Event):
+    what = "pool_worker_assigned"
+    cluster: str
+    name: str
+    pod: str
+    model: str | None
+    previous: str | None = None
+
+
+class EndpointDeleted(Event):
+    what = "endpoint_deleted"
+    cluster: str
+    name: str
+
+
+def summary(spec: dict[str, Any]) -> dict[str, Any]:
+    """What a list shows of a recorded spec."""
+    container = spec.get("container") or {}
+    return {
+        "kind": spec.get("kind"),
+        "engine": container.get("engine"),
+        "service": spec.get("service"),
+        "instance_type": spec.get("instance_type"),
+        "gpus": spec.get("gpus"),
+    }
