@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import RedirectResponse
 
 from gateway import errors
 from gateway.audit import AuditSubscriber
@@ -121,10 +120,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     for router in routers():
         app.include_router(router)
-
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/docs")
 
     return app
 

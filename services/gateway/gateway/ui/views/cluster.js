@@ -1,0 +1,290 @@
+// Cluster detail: summary, instance groups (add, scale, delete), nodes (health; reboot,
+// replace, delete), storage buckets, dependencies, and the Advanced Features panel.
+
+import { del, get, patch, post } from "../api.js";
+import {
+  announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
+  fill, section, showErrors, when,
+} from "../dom.js";
+import { featuresPanel } from "./features.js";
+
+function table(caption, columns, rows) {
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "list" },
+      h("caption", { class: "visually-hidden" }, caption),
+      h("thead", {}, h("tr", {}, ...columns.map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, ...rows),
+    ),
+  );
+}
+
+export async function render(main, [name]) {
+  const base = `/clusters/${encodeURIComponent(name)}`;
+  const status = h("div", { class: "notice", role: "status" });
+
+  function started(what, accepted) {
+    fill(status, `${what}: `, operationLink(accepted.operation_id, "follow the operation"));
+    announce(`${what} started`);
+  }
+
+  async function act(what, call, after) {
+    try {
+      const accepted = await call();
+      if (accepted && accepted.operation_id) started(what, accepted);
+      else status.textContent = `${what}: done.`;
+      if (after) after();
+    } catch (error) {
+      status.textContent = `${what}: ${errorText(error)}`;
+    }
+  }
+
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/clusters" }, "Clusters"), ` / ${name}`),
+  );
+  let cluster;
+  try {
+    cluster = await get(base);
+  } catch (error) {
+    main.append(h("h1", {}, name), h("p", { class: "form-error", role: "alert" }, errorText(error)));
+    return undefined;
+  }
+
+  const summary = h(
+    "dl",
+    { class: "summary" },
+    h("dt", {}, "Status"), h("dd", {}, badge(cluster.status)),
+    h("dt", {}, "Region"), h("dd", {}, cluster.region || ""),
+    h("dt", {}, "Zone"), h("dd", {}, (cluster.spec && cluster.spec.availability_zone_id) || ""),
+    h("dt", {}, "Kubernetes"), h("dd", {}, (cluster.spec && cluster.spec.kubernetes_version) || ""),
+    h("dt", {}, "EKS"), h("dd", { class: "wrap" }, cluster.eks_cluster_arn || "—"),
+    h("dt", {}, "HyperPod"), h("dd", { class: "wrap" }, cluster.hyperpod_cluster_arn || "—"),
+    h("dt", {}, "Created"), h("dd", {}, when(cluster.created_at)),
+    cluster.operation_id ? [h("dt", {}, "Last operation"), h("dd", {}, operationLink(cluster.operation_id, "view"))] : null,
+  );
+  main.append(
+    h("div", { class: "title-row" }, h("h1", {}, name), cluster.active ? badge("active") : null),
+    status,
+    section("Summary", summary),
+  );
+
+  // Instance groups
+  const groupsBox = h("div");
+  const groupsSection = section("Instance groups", groupsBox);
+  async function loadGroups() {
+    try {
+      const groups = await get(`${base}/instance-groups`);
+      fill(groupsBox, 
+        table(
+          "Instance groups",
+          ["Group", "Type", "Count", "Status", "Scale", "Delete"],
+          groups.map((g) => {
+            const n = h("input", { type: "number", min: "0", max: "6758", value: String(g.count), "aria-label": `New count for ${g.name}`, class: "count" });
+            return h(
+              "tr",
+              { "data-group": g.name },
+              h("th", { scope: "row", "data-label": "Group" }, g.name),
+              h("td", { "data-label": "Type" }, g.instance_type),
+              h("td", { "data-label": "Count" }, String(g.count)),
+              h("td", { "data-label": "Status" }, badge(g.status)),
+              h(
+                "td",
+                { "data-label": "Scale" },
+                h("span", { class: "inline" }, n, h("button", {
+                  type: "button",
+                  class: "small secondary",
+                  onclick: () => act(`Scale ${g.name} to ${n.value}`, () => patch(`${base}/instance-groups/${encodeURIComponent(g.name)}`, { count: Number(n.value) }), loadGroups),
+                }, "Scale")),
+              ),
+              h(
+                "td",
+                { "data-label": "Delete" },
+                h("button", {
+                  type: "button",
+                  class: "small danger",
+                  "aria-label": `Delete instance group ${g.name}`,
+                  onclick: async () => {
+                    if (await confirmAction(`Delete instance group ${g.name}? Its ${g.count} nodes are terminated.`, "Delete group")) {
+                      act(`Delete ${g.name}`, () => del(`${base}/instance-groups/${encodeURIComponent(g.name)}`), loadGroups);
+                    }
+                  },
+                }, "Delete"),
+              ),
+            );
+          }),
+        ),
+        addGroupForm(),
+      );
+    } catch (error) {
+      fill(groupsBox, h("p", { class: "form-error" }, errorText(error)));
+    }
+  }
+
+  function addGroupForm() {
+    const gname = h("input", { name: "name", autocomplete: "off" });
+    const type = h("select", { name: "instance_type" }, h("option", { value: "" }, "Loading…"));
+    const count = h("input", { name: "count", type: "number", min: "0", value: "1" });
+    const form = h(
+      "form",
+      { novalidate: true, "aria-label": "Add an instance group" },
+      h("div", { class: "row" },
+        field("Group name", gname, { field: "name" }),
+        field("Instance type", type, { field: "instance_type" }),
+        field("Count", count, { field: "count" }),
+      ),
+      formError(),
+      h("button", { type: "submit" }, "Add group"),
+    );
+    const zone = cluster.spec && cluster.spec.availability_zone_id;
+    get(`/inspect/instance-types${zone ? `?availability_zone_id=${zone}` : ""}`)
+      .then((types) => {
+        fill(type, 
+          ...types
+            .filter((t) => !zone || (t.availability_zone_ids || []).includes(zone))
+            .map((t) => h("option", { value: t.instance_type }, t.instance_type)),
+        );
+      })
+      .catch(() => fill(type, h("option", { value: "" }, "unavailable")));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearErrors(form);
+      try {
+        const accepted = await post(`${base}/instance-groups`, {
+          name: gname.value.trim(),
+          instance_type: type.value,
+          count: Number(count.value),
+        });
+        started(`Add ${gname.value.trim()}`, accepted);
+        form.reset();
+      } catch (error) {
+        showErrors(form, error);
+      }
+    });
+    return h("details", {}, h("summary", {}, "Add an instance group"), form);
+  }
+
+  // Nodes
+  const nodesBox = h("div", {}, h("p", {}, "Reading nodes…"));
+  const nodesSection = section("Nodes", nodesBox);
+  async function loadNodes() {
+    try {
+      const answer = await get(`${base}/nodes`);
+      const nodes = answer.nodes || [];
+      const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+      fill(nodesBox, 
+        h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),
+        nodes.length
+          ? table(
+              "Nodes and their health",
+              ["Node", "Group", "Health", "Next step", "Actions"],
+              nodes.map((n) => {
+                const action = (verb, path, note) =>
+                  h("button", {
+                    type: "button",
+                    class: `small ${verb === "Reboot" ? "secondary" : "danger"}`,
+                    "aria-label": `${verb} ${n.node_id}`,
+                    onclick: async () => {
+                      if (await confirmAction(`${verb} node ${n.node_id}? ${note}`, verb)) {
+                        act(`${verb} ${n.node_id}`, () => post(`${base}/nodes/${path}`, { node_ids: [n.node_id] }), loadNodes);
+                      }
+                    },
+                  }, verb);
+                return h(
+                  "tr",
+                  { "data-node": n.node_id },
+                  h("th", { scope: "row", "data-label": "Node" }, n.node_id, h("br"), h("span", { class: "hint" }, n.instance_type || "")),
+                  h("td", { "data-label": "Group" }, n.instance_group || ""),
+                  h("td", { "data-label": "Health" }, badge(n.health), (n.reasons || []).length ? h("span", { class: "hint" }, ` ${n.reasons.join("; ")}`) : null),
+                  h("td", { "data-label": "Next step" }, n.next_step || "—"),
+                  h(
+                    "td",
+                    { "data-label": "Actions", class: "actions" },
+                    action("Reboot", "reboot", "Its pods are interrupted."),
+                    action("Replace", "replace", "A new instance takes its place; local data is lost."),
+                    action("Delete", "delete", "Its group's count drops by one."),
+                  ),
+                );
+              }),
+            )
+          : h("p", {}, "No nodes."),
+      );
+    } catch (error) {
+      fill(nodesBox, h("p", { class: "form-error" }, errorText(error)));
+    }
+  }
+
+  // Dependencies
+  const depsBox = h("div");
+  const depsSection = section("Dependencies", depsBox);
+  async function loadDeps() {
+    try {
+      const deps = await get(`${base}/dependencies`);
+      fill(depsBox, 
+        table(
+          "Dependencies",
+          ["Component", "Version", "Status", "Updated"],
+          deps.map((d) =>
+            h(
+              "tr",
+              {},
+              h("th", { scope: "row", "data-label": "Component" }, d.name),
+              h("td", { "data-label": "Version" }, d.version || ""),
+              h("td", { "data-label": "Status" }, badge(d.status)),
+              h("td", { "data-label": "Updated" }, when(d.updated_at)),
+            ),
+          ),
+        ),
+        h("button", {
+          type: "button",
+          class: "secondary",
+          onclick: () => act("Reconcile dependencies", () => post(`${base}/dependencies/reconcile`), loadDeps),
+        }, "Reconcile"),
+      );
+    } catch (error) {
+      fill(depsBox, h("p", { class: "form-error" }, errorText(error)));
+    }
+  }
+
+  // Storage (S3 buckets of the account)
+  const storageBox = h("div");
+  const storageSection = section("Storage", storageBox);
+  async function loadStorage() {
+    try {
+      const answer = await get("/storage/buckets");
+      const buckets = Array.isArray(answer) ? answer : answer.items || [];
+      const bname = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
+      const form = h("form", { novalidate: true, "aria-label": "Create a bucket", class: "inline-form" },
+        field("New bucket name", bname, { field: "name" }), formError(), h("button", { type: "submit", class: "secondary" }, "Create bucket"));
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        clearErrors(form);
+        try {
+          started(`Create bucket ${bname.value.trim()}`, await post("/storage/buckets", { name: bname.value.trim() }));
+          form.reset();
+        } catch (error) {
+          showErrors(form, error);
+        }
+      });
+      const fsx = cluster.spec && cluster.spec.storage;
+      fill(storageBox, 
+        fsx && fsx.fsx_capacity_gib ? h("p", {}, `FSx for Lustre: ${fsx.fsx_capacity_gib} GiB`) : null,
+        buckets.length
+          ? h("ul", { class: "plain" }, ...buckets.map((b) => h("li", {}, h("code", {}, b.name), b.region ? ` (${b.region})` : "")))
+          : h("p", {}, "No buckets."),
+        form,
+      );
+    } catch (error) {
+      fill(storageBox, h("p", { class: "form-error" }, errorText(error)));
+    }
+  }
+
+  const features = featuresPanel(name);
+  main.append(
+    h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection),
+  );
+  await Promise.all([loadGroups(), loadNodes(), loadDeps(), loadStorage()]);
+  return undefined;
+}

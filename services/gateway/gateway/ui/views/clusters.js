@@ -1,0 +1,136 @@
+// Clusters: the list with status, switch the active one, delete with confirmation, import.
+
+import { del, get, post, put } from "../api.js";
+import {
+  announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
+  fill, section, showErrors, when,
+} from "../dom.js";
+import { progressPanel } from "./progress.js";
+
+export async function render(main) {
+  let panel = null;
+  const status = h("div", { class: "notice", role: "status" });
+  const tableBody = h("tbody");
+  const table = h(
+    "table",
+    { class: "list" },
+    h("caption", { class: "visually-hidden" }, "Clusters and their status"),
+    h("thead", {}, h("tr", {}, ...["Name", "Status", "Region", "Groups", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+    tableBody,
+  );
+  const empty = h("p", { hidden: true }, "No clusters yet. Create one, or import one that exists.");
+
+  function showPanel(operationId) {
+    if (panel) panel.stop();
+    panel = progressPanel(operationId, { onFinished: load });
+    fill(panelSlot, panel.element);
+    panel.focus();
+  }
+
+  async function load() {
+    const clusters = await get("/clusters");
+    empty.hidden = clusters.length > 0;
+    table.hidden = clusters.length === 0;
+    fill(tableBody, 
+      ...clusters.map((c) => {
+        const link = h("a", { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name);
+        const groups = ((c.spec && c.spec.instance_groups) || [])
+          .map((g) => `${g.name}: ${g.count} × ${g.instance_type}`)
+          .join(", ");
+        const makeActive = c.active
+          ? h("span", { class: "badge status-active" }, h("span", { "aria-hidden": "true" }, "★"), " active")
+          : h("button", { type: "button", class: "small secondary", "aria-label": `Make ${c.name} the active cluster`, onclick: () => activate(c.name) }, "Make active");
+        const remove = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${c.name}`, onclick: () => remove_(c) }, "Delete");
+        return h(
+          "tr",
+          { "data-cluster": c.name },
+          h("th", { scope: "row", "data-label": "Name" }, link, c.managed === false ? h("span", { class: "hint" }, " (imported)") : null),
+          h("td", { "data-label": "Status" }, badge(c.status)),
+          h("td", { "data-label": "Region" }, c.region || ""),
+          h("td", { "data-label": "Groups" }, groups),
+          h("td", { "data-label": "Created" }, when(c.created_at)),
+          h("td", { "data-label": "Actions", class: "actions" }, makeActive, remove),
+        );
+      }),
+    );
+  }
+
+  async function activate(name) {
+    try {
+      await put("/clusters/active", { name });
+      status.textContent = `${name} is now the active cluster.`;
+      announce(status.textContent);
+      await load();
+    } catch (error) {
+      status.textContent = errorText(error);
+    }
+  }
+
+  async function remove_(c) {
+    const ok = await confirmAction(
+      `Delete cluster ${c.name}? ${c.managed === false ? "It is forgotten by Hyperpilot; AWS resources stay." : "Everything Hyperpilot created for it is deleted, nodes included."}`,
+      `Delete ${c.name}`,
+    );
+    if (!ok) return;
+    try {
+      const accepted = await del(`/clusters/${encodeURIComponent(c.name)}`);
+      fill(status, `Deleting ${c.name}. `, operationLink(accepted.operation_id));
+      showPanel(accepted.operation_id);
+      await load();
+    } catch (error) {
+      status.textContent = errorText(error);
+    }
+  }
+
+  const eks = h("input", { name: "eks_cluster_name", autocomplete: "off", spellcheck: "false", list: "importable" });
+  const hyperpod = h("input", { name: "hyperpod_cluster_name", autocomplete: "off", spellcheck: "false" });
+  const importable = h("datalist", { id: "importable" });
+  const importForm = h(
+    "form",
+    { novalidate: true, "aria-label": "Import a cluster" },
+    field("EKS cluster name", eks, { field: "eks_cluster_name" }),
+    importable,
+    field("HyperPod cluster name (optional)", hyperpod, { field: "hyperpod_cluster_name" }),
+    formError(),
+    h("button", { type: "submit" }, "Import"),
+  );
+  importForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(importForm);
+    const body = { eks_cluster_name: eks.value.trim() };
+    if (hyperpod.value.trim()) body.hyperpod_cluster_name = hyperpod.value.trim();
+    try {
+      const accepted = await post("/clusters/import", body);
+      fill(status, `Importing ${body.eks_cluster_name}. `, operationLink(accepted.operation_id));
+      showPanel(accepted.operation_id);
+      importForm.reset();
+    } catch (error) {
+      showErrors(importForm, error);
+    }
+  });
+
+  const panelSlot = h("div");
+  main.append(
+    h("div", { class: "title-row" }, h("h1", {}, "Clusters"), h("a", { href: "#/clusters/new", class: "button" }, "Create cluster")),
+    status,
+    panelSlot,
+    h("div", { class: "table-wrap" }, table),
+    empty,
+    section("Import an existing cluster", h("details", {}, h("summary", {}, "Import from this account"), importForm)),
+  );
+  try {
+    await load();
+  } catch (error) {
+    status.textContent = errorText(error);
+  }
+  get("/inspect/clusters")
+    .then((found) => {
+      fill(importable, 
+        ...found
+          .filter((c) => c.kind === "eks" && c.importable)
+          .map((c) => h("option", { value: c.name })),
+      );
+    })
+    .catch(() => {});
+  return () => panel && panel.stop();
+}
