@@ -216,4 +216,5 @@ def status() -> None:
 
 
 def main() -> None:
-    app()
+    # The same name (usage lines, completion variable) whether run as a script or `python -m`.
+    app(prog_name="hyperpilot")

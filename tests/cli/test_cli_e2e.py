@@ -299,6 +299,12 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     described = _json(cli_in.run("clusters", "describe", name, "-o", "json").stdout)
     assert described["status"] == "active"
     assert described["instance_groups"][0]["count"] == 2
+    completed = cli.run(
+        _HYPERPILOT_COMPLETE="complete_bash",
+        COMP_WORDS=f"hyperpilot clusters describe {name[:6]}",
+        COMP_CWORD="3",
+    )
+    assert name in completed.stdout.split()  # shell completion asks the gateway
     used = cli_in.run("clusters", "use", name)
     assert used.returncode == 0 and f"active cluster: {name}" in used.stdout
     listed = cli_in.run("clusters", "list")
