@@ -13,18 +13,21 @@ from shared.config import Settings
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+# Every dependency is a coroutine: FastAPI runs a plain `def` dependency in a worker thread,
+# a thread hand-off per dependency per request for what is an attribute lookup.
 
-def get_pool(request: Request) -> asyncpg.Pool:
+
+async def get_pool(request: Request) -> asyncpg.Pool:
     pool: asyncpg.Pool = request.app.state.pool
     return pool
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_broadcaster(request: Request) -> EventBroadcaster:
+async def get_broadcaster(request: Request) -> EventBroadcaster:
     broadcaster: EventBroadcaster = request.app.state.broadcaster
     return broadcaster
 
@@ -50,7 +53,7 @@ def role(required: str) -> object:
     return Depends(check)
 
 
-def get_source(
+async def get_source(
     x_hyperpilot_source: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
     return x_hyperpilot_source if x_hyperpilot_source in SOURCES else "rest"
