@@ -17,7 +17,7 @@ import argparse
 import time
 from typing import Any
 
-from bench.common import TOKEN, embedded_stack, record
+from bench.common import TOKEN, cpu_seconds, embedded_stack, record
 from bench.floor import start_floor_app, stop_process
 from bench.load import Target, run_step, sustained
 
@@ -48,15 +48,24 @@ def run(seconds: float) -> dict[str, Any]:
             floor = Target(url=f"http://127.0.0.1:{port}/items", body='{"name": "bench-{i}"}')
             run_step(floor, 100, 1.0, "warm-")
             run_step(ours, 100, 1.0, "warm-")
+            gateway = stack.processes["gateway"].pid
+
+            def measured(target: Target, pid: int, rate: float, tag: str) -> dict[str, Any]:
+                before = cpu_seconds(pid)
+                step = run_step(target, rate, seconds, tag)
+                used = cpu_seconds(pid) - before
+                step["server_cpu_ms_per_request"] = round(used * 1000 / step["requests"], 3)
+                return step
+
             floor_going = ours_going = True
             for rate in RATES:
                 tag = f"r{rate}-{time.time_ns() % 10**6}-"
                 if floor_going:
-                    step = run_step(floor, rate, seconds, tag)
+                    step = measured(floor, floor_app.pid, rate, tag)
                     floor_steps.append(step)
                     floor_going = sustained(step) or rate < GOAL_RATE
                 if ours_going:
-                    step = run_step(ours, rate, seconds, tag)
+                    step = measured(ours, gateway, rate, tag)
                     ours_steps.append(step)
                     ours_going = sustained(step) or rate < GOAL_RATE
                 if not floor_going and not ours_going:
@@ -82,6 +91,12 @@ def run(seconds: float) -> dict[str, Any]:
             "floor_p99_ms_at_200": floor_at_goal["p99_ms"],
             "ratio_p50_at_200": round(at_goal["p50_ms"] / floor_at_goal["p50_ms"], 2),
             "ratio_p99_at_200": round(at_goal["p99_ms"] / floor_at_goal["p99_ms"], 2),
+            "cpu_ms_per_request_at_100": next(
+                s["server_cpu_ms_per_request"] for s in ours_steps if s["offered_rate"] == 100
+            ),
+            "floor_cpu_ms_per_request_at_100": next(
+                s["server_cpu_ms_per_request"] for s in floor_steps if s["offered_rate"] == 100
+            ),
             "highest_sustained_rate": _highest(ours_steps),
             "floor_highest_sustained_rate": _highest(floor_steps),
         },

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -55,6 +56,8 @@ class LiveStream:
         self.url = url
         self.waiting: dict[tuple[str, str], asyncio.Future[float]] = {}
         self.seen: dict[tuple[str, str], float] = {}
+        # (operation, type) -> (wall-clock arrival, occurred_at of the event)
+        self.walls: dict[tuple[str, str], tuple[float, float]] = {}
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -88,8 +91,10 @@ class LiveStream:
                 if not line.startswith("data: "):
                     continue
                 now = time.perf_counter()
+                wall = time.time()
                 event = orjson.loads(line[6:])
                 key = (event["operation_id"], event["type"])
+                self.walls[key] = (wall, datetime.fromisoformat(event["occurred_at"]).timestamp())
                 future = self.waiting.pop(key, None)
                 if future is not None and not future.done():
                     future.set_result(now)
@@ -127,6 +132,7 @@ async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
                 sent = time.perf_counter()
                 response = await client.post("/api/v1/storage/buckets", json={"name": name})
                 answered = time.perf_counter()
+                answered_wall = time.time()
                 assert response.status_code == 202, response.text
                 op_id = response.json()["operation_id"]
                 started = await asyncio.wait_for(stream.expect(op_id, "OperationStarted"), 30)
@@ -135,12 +141,15 @@ async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
                 if i < 3:  # warm-up
                     continue
                 total = (ended - answered) * 1000
+                arrived, occurred = stream.walls[(op_id, "OperationStarted")]
                 s3 = _s3_seconds(operation) * 1000
                 rows.append(
                     {
                         "accept_ms": (answered - sent) * 1000,
                         "click_to_started_ms": (started - sent) * 1000,
                         "accepted_to_started_ms": (started - answered) * 1000,
+                        "accepted_to_started_written_ms": (occurred - answered_wall) * 1000,
+                        "started_written_to_delivered_ms": (arrived - occurred) * 1000,
                         "accepted_to_terminal_ms": total,
                         "s3_ms": s3,
                         "ours_ms": total - s3,
@@ -160,6 +169,8 @@ async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
             "accept_ms",
             "click_to_started_ms",
             "accepted_to_started_ms",
+            "accepted_to_started_written_ms",
+            "started_written_to_delivered_ms",
             "accepted_to_terminal_ms",
             "s3_ms",
             "ours_ms",
