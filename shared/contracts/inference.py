@@ -248,7 +248,11 @@ class EndpointSpec(Spec):
     managed: ManagedSpec | None = None
     jumpstart: JumpStartSpec | None = None
     gpus: int | None = Field(
-        None, ge=1, le=8, description="GPUs per replica: required, never inferred"
+        None,
+        ge=1,
+        le=8,
+        validate_default=True,
+        description="GPUs per replica: required, never inferred",
     )
     replicas: int = Field(1, ge=0, le=64)
     service: ServiceShape = "internal"

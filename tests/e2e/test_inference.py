@@ -161,5 +161,257 @@ def test_vllm_internal_deploys_answers_and_is_deleted(
 
     _delete(api, cluster, "chat")
     assert api.get("/api/v1/endpoints/chat", params={"cluster": cluster}).status_code == 404
-    gone = _kubectl(kube, "get", "deployments", "-n", "default", "-l", "hyperpilot.dev/endpoint=chat")
+    gone = _kubectl(
+        kube, "get", "deployments", "-n", "default", "-l", "hyperpilot.dev/endpoint=chat"
+    )
     assert gone["items"] == []
+
+
+def _field(answer: Any) -> dict[str, Any]:
+    assert answer.status_code == 422, answer.text
+    fields: list[dict[str, Any]] = answer.json()["error"]["fields"]
+    assert len(fields) == 1, fields
+    return fields[0]
+
+
+def test_rules_name_the_field_and_the_way_out(created_cluster: tuple[RunningStack, str]) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    instance_type = _instance_type(api, cluster)
+    params = {"cluster": cluster}
+
+    no_gpus = _vllm("rules", instance_type, "internal")
+    del no_gpus["gpus"]
+    no_gpus["container"]["args"] = ["--tensor-parallel-size", "2"]
+    field = _field(api.post("/api/v1/endpoints", no_gpus, params=params))
+    assert field["field"] == "gpus" and "never inferred" in field["message"]
+    assert "tensor-parallel size 2" in field["message"] and field["hint"]
+
+    too_few = _vllm("rules", instance_type, "internal")
+    too_few["container"]["args"] = ["--tensor-parallel-size=2"]
+    field = _field(api.post("/api/v1/endpoints", too_few, params=params))
+    assert field["field"] == "gpus" and "at least 2" in field["hint"]
+
+    mismatch = _vllm("rules", instance_type, "internal")
+    mismatch["container"]["image"] = "lmsysorg/sglang:v0.5.2-cu126"
+    field = _field(api.post("/api/v1/endpoints", mismatch, params=params))
+    assert field["field"] == "container" and "use engine sglang" in field["hint"]
+
+    reserved = _vllm("rules", instance_type, "internal")
+    reserved["container"]["port"] = 10250
+    assert (
+        _field(api.post("/api/v1/endpoints", reserved, params=params))["field"] == "container.port"
+    )
+
+    elsewhere = _vllm("rules", "ml.p5.48xlarge", "internal")
+    field = _field(api.post("/api/v1/endpoints", elsewhere, params=params))
+    assert field["field"] == "instance_type" and instance_type in field["hint"]
+    # The same refusal for a dry run; nothing was recorded.
+    field = _field(api.post("/api/v1/endpoints", elsewhere, params=params | {"dry_run": "true"}))
+    assert field["field"] == "instance_type"
+    assert api.get("/api/v1/endpoints/rules", params=params).status_code == 404
+
+
+def test_external_endpoint_scales_and_reports_its_load_balancer(
+    created_cluster: tuple[RunningStack, str], kube: Path
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    params = {"cluster": cluster}
+    _deploy(api, cluster, _vllm("public", _instance_type(api, cluster), "external"))
+    service = _kubectl(kube, "get", "service", "public", "-n", "default")
+    assert service["spec"]["type"] == "LoadBalancer"
+    hostname = service["status"]["loadBalancer"]["ingress"][0]["hostname"]
+    described = api.get("/api/v1/endpoints/public", params=params).json()
+    assert described["address"] == hostname
+
+    scale = api.post("/api/v1/endpoints/public/scale", {"replicas": 2}, params=params)
+    assert scale.status_code == 202, scale.text
+    assert scale.json()["diff"] == {"replicas": {"actual": 1, "requested": 2}}
+    assert api.wait(scale.json()["operation_id"])["status"] == "succeeded"
+    deployment = _kubectl(kube, "get", "deployment", "public", "-n", "default")
+    assert deployment["spec"]["replicas"] == 2 and deployment["status"]["availableReplicas"] == 2
+    again = api.post("/api/v1/endpoints/public/scale", {"replicas": 2}, params=params)
+    assert again.json()["noop"] is True
+    assert api.wait(again.json()["operation_id"])["status"] == "noop"
+    _delete(api, cluster, "public")
+
+
+def test_model_pool_moves_a_worker_by_its_label_without_restart(
+    created_cluster: tuple[RunningStack, str], kube: Path
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    params = {"cluster": cluster}
+    _deploy(api, cluster, _vllm("pool", _instance_type(api, cluster), "model_pool", replicas=2))
+    pods = api.get("/api/v1/endpoints/pool", params=params).json()["live"]["pods"]
+    assert len(pods) == 2 and {p["model"] for p in pods} == {"unassigned"}
+    worker = pods[0]["name"]
+    before = _kubectl(kube, "get", "pod", worker, "-n", "default")
+
+    assign = api.post(
+        "/api/v1/endpoints/pool/pool/assign", {"pod": worker, "model": "qwen"}, params=params
+    )
+    assert assign.status_code == 202, assign.text
+    assert assign.json()["diff"][f"pod/{worker}.labels.hyperpilot.dev/model"] == {
+        "actual": "unassigned",
+        "requested": "qwen",
+    }
+    assert api.wait(assign.json()["operation_id"])["status"] == "succeeded"
+    service = _kubectl(kube, "get", "service", "pool-qwen", "-n", "default")
+    assert service["spec"]["selector"] == {
+        "hyperpilot.dev/pool": "pool",
+        "hyperpilot.dev/model": "qwen",
+    }
+    answer = api.post(
+        "/api/v1/endpoints/pool/v1/chat/completions",
+        {"model": "qwen", "messages": [{"role": "user", "content": "hi"}]},
+        params=params,
+    )
+    assert answer.status_code == 200, answer.text
+
+    move = api.post(
+        "/api/v1/endpoints/pool/pool/assign", {"pod": worker, "model": "llama"}, params=params
+    )
+    assert api.wait(move.json()["operation_id"])["status"] == "succeeded"
+    after = _kubectl(kube, "get", "pod", worker, "-n", "default")
+    assert after["metadata"]["labels"]["hyperpilot.dev/model"] == "llama"
+    # The same pod, never restarted: only its label changed.
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert [c["restartCount"] for c in after["status"]["containerStatuses"]] == [0]
+    slices = _kubectl(kube, "get", "endpoints", "pool-qwen", "-n", "default")
+    assert not any(s.get("addresses") for s in slices.get("subsets") or [])
+    llama = _kubectl(kube, "get", "endpoints", "pool-llama", "-n", "default")
+    assert [a["targetRef"]["name"] for s in llama["subsets"] for a in s["addresses"]] == [worker]
+    # A model no worker serves any more is refused with the way out.
+    stale = api.post(
+        "/api/v1/endpoints/pool/invoke",
+        {"model": "qwen", "messages": [{"role": "user", "content": "hi"}]},
+        params=params,
+    )
+    assert stale.status_code == 409, stale.text
+
+    same = api.post(
+        "/api/v1/endpoints/pool/pool/assign", {"pod": worker, "model": "llama"}, params=params
+    )
+    assert api.wait(same.json()["operation_id"])["status"] == "noop"
+    unassign = api.post("/api/v1/endpoints/pool/pool/unassign", {"pod": worker}, params=params)
+    assert api.wait(unassign.json()["operation_id"])["status"] == "succeeded"
+    assert (
+        _kubectl(kube, "get", "pod", worker, "-n", "default")["metadata"]["labels"][
+            "hyperpilot.dev/model"
+        ]
+        == "unassigned"
+    )
+    _delete(api, cluster, "pool")
+    services = _kubectl(
+        kube, "get", "services", "-n", "default", "-l", "hyperpilot.dev/endpoint=pool"
+    )
+    assert services["items"] == []
+
+
+def test_sglang_router_with_keda_scaled_object(
+    created_cluster: tuple[RunningStack, str], kube: Path
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    params = {"cluster": cluster}
+    body = {
+        "name": "sgl",
+        "kind": "sglang",
+        "instance_type": _instance_type(api, cluster),
+        "gpus": 1,
+        "container": {"engine": "sglang", "model": MODEL},
+        "router": {"policy": "cache_aware"},
+        "autoscaling": {
+            "min_replicas": 1,
+            "max_replicas": 2,
+            "requests_per_replica": 8,
+            "queue_depth": 4,
+        },
+    }
+    _deploy(api, cluster, body)
+    scaled = _kubectl(kube, "get", "scaledobject", "sgl", "-n", "default")
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "sgl-workers"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 2)
+    triggers = {t["name"]: t for t in scaled["spec"]["triggers"]}
+    assert set(triggers) == {"requests-per-replica", "queue-depth"}
+    assert {t["type"] for t in triggers.values()} == {"prometheus"}
+    assert "sgl_router_running_requests" in triggers["requests-per-replica"]["metadata"]["query"]
+    assert triggers["requests-per-replica"]["metadata"]["threshold"] == "8"
+    assert "sgl_router_queued_requests" in triggers["queue-depth"]["metadata"]["query"]
+    router = _kubectl(kube, "get", "deployment", "sgl-router", "-n", "default")
+    args = router["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--policy") + 1] == "cache_aware" and "--service-discovery" in args
+    assert router["status"]["availableReplicas"] == 1
+    workers = _kubectl(kube, "get", "deployment", "sgl-workers", "-n", "default")
+    assert workers["status"]["availableReplicas"] >= 1
+    # Scaling by hand is refused: KEDA owns the replicas.
+    field = _field(api.post("/api/v1/endpoints/sgl/scale", {"replicas": 2}, params=params))
+    assert field["field"] == "replicas"
+    answer = api.post(
+        "/api/v1/endpoints/sgl/v1/completions", {"model": MODEL, "prompt": "hi"}, params=params
+    )
+    assert answer.status_code == 200 and answer.json()["object"] == "text_completion"
+    _delete(api, cluster, "sgl")
+
+
+def test_managed_paths_need_the_operator_then_deploy(
+    created_cluster: tuple[RunningStack, str], kube: Path
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    params = {"cluster": cluster}
+    instance_type = _instance_type(api, cluster)
+    managed = {
+        "name": "managed",
+        "kind": "managed",
+        "instance_type": instance_type,
+        "gpus": 1,
+        "managed": {
+            "model_name": "qwen3",
+            "model_source": {"type": "s3", "s3_bucket": "my-models", "region": "us-east-1"},
+            "kv_cache": {"l1": True, "l2": True},
+            "routing_strategy": "prefixaware",
+            "autoscaling": {"min_replicas": 1, "max_replicas": 2},
+        },
+    }
+    field = _field(api.post("/api/v1/endpoints", managed, params=params))
+    assert field["field"] == "kind" and '"inference_operator": true' in field["hint"]
+
+    answer = api.http.patch(
+        f"/api/v1/clusters/{cluster}/features", json={"inference_operator": True}
+    )
+    assert answer.status_code == 202, answer.text
+    assert api.wait(answer.json()["operation_id"], timeout=90)["status"] == "succeeded"
+
+    _deploy(api, cluster, managed)
+    config = _kubectl(kube, "get", "inferenceendpointconfig", "managed", "-n", "default")
+    assert config["spec"]["kvCacheSpec"] == {
+        "enableL1Cache": True,
+        "enableL2Cache": True,
+        "l2CacheSpec": {"l2CacheBackend": "tieredstorage"},
+    }
+    assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
+    assert config["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-models"
+    assert config["status"]["state"] == "DeploymentComplete"
+    answer = api.post(
+        "/api/v1/endpoints/managed/invoke",
+        {"model": "qwen3", "messages": [{"role": "user", "content": "hi"}]},
+        params=params,
+    )
+    assert answer.status_code == 200, answer.text
+    _delete(api, cluster, "managed")
+
+    jumpstart = {
+        "name": "js",
+        "kind": "jumpstart",
+        "instance_type": instance_type,
+        "gpus": 1,
+        "jumpstart": {"model_id": "deepseek-llm-r1-distill-qwen-1-5b", "accept_eula": True},
+    }
+    _deploy(api, cluster, jumpstart)
+    model = _kubectl(kube, "get", "jumpstartmodel", "js", "-n", "default")
+    assert model["spec"]["server"]["instanceType"] == instance_type
+    assert model["status"]["state"] == "DeploymentComplete"
+    _delete(api, cluster, "js")
