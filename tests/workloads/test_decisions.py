@@ -1,0 +1,150 @@
+"""Pure decisions: rules on actual state and plans, observed status, log pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from shared.contracts.workloads import JobSpec
+from shared.errors import PermanentError
+from workload_svc.domain.logs import page
+from workload_svc.domain.plan import ClusterFacts, GroupFacts, plan_submit
+from workload_svc.domain.render import render
+from workload_svc.domain.status import observe
+
+SPEC: TypeAdapter[Any] = TypeAdapter(JobSpec)
+
+
+def spec(**fields: Any) -> Any:
+    return SPEC.validate_python(
+        {"recipe": "pytorch", "name": "j", "instance_group": "gpu", "script": "t.py", **fields}
+    )
+
+
+def facts(**changes: Any) -> ClusterFacts:
+    base: dict[str, Any] = {
+        "groups": {"gpu": GroupFacts("gpu", "ml.g5.12xlarge", 2, 4, 1)},
+        "storage": True,
+        "kinds": frozenset({"HyperPodPyTorchJob", "RayJob"}),
+    }
+    return ClusterFacts(**{**base, **changes})
+
+
+def test_plan_creates_the_rendered_object() -> None:
+    plan = plan_submit("c", spec(replicas=2, resources={"gpus": 4}), facts())
+    assert not plan.noop
+    assert plan.objects[0].kind == "HyperPodPyTorchJob" and plan.objects[0].action == "apply"
+    assert plan.diff["job"].requested == "j"
+
+
+def test_requested_equals_actual_is_a_noop() -> None:
+    wanted = spec()
+    existing = render(wanted).body
+    existing["spec"]["runPolicy"]["extraDefault"] = 1  # defaults the server added
+    plan = plan_submit("c", wanted, facts(existing=existing))
+    assert plan.noop and not plan.objects
+
+
+def test_same_name_other_spec_is_a_conflict() -> None:
+    existing = render(spec(replicas=2)).body
+    with pytest.raises(PermanentError) as info:
+        plan_submit("c", spec(), facts(existing=existing))
+    assert info.value.code == "JobExists"
+
+
+@pytest.mark.parametrize(
+    ("job", "state", "field"),
+    [
+        (spec(instance_group="cpu"), facts(), "instance_group"),
+        (spec(resources={"gpus": 8}), facts(), "resources.gpus"),
+        (spec(resources={"gpus": 1, "efa": 2}), facts(), "resources.efa"),
+        (spec(replicas=3), facts(), "replicas"),
+        (spec(nproc_per_node=4, resources={"gpus": 2}), facts(), "nproc_per_node"),
+        (spec(), facts(storage=False), "storage"),
+    ],
+)
+def test_rules_on_actual_state(job: Any, state: ClusterFacts, field: str) -> None:
+    with pytest.raises(PermanentError) as info:
+        plan_submit("c", job, state)
+    assert info.value.code == "InvalidJob"
+    assert info.value.message.startswith(f"{field}: ") and info.value.hint
+
+
+def test_missing_operator_is_refused_with_the_way_out() -> None:
+    with pytest.raises(PermanentError) as info:
+        plan_submit("c", spec(), facts(kinds=frozenset()))
+    assert info.value.code == "OperatorMissing" and "features" in (info.value.hint or "")
+
+
+def test_group_without_nodes_skips_gpu_checks_with_a_note() -> None:
+    empty = facts(groups={"gpu": GroupFacts("gpu", "ml.p5.48xlarge", 0, None, None)})
+    plan = plan_submit("c", spec(resources={"gpus": 8}), empty)
+    assert any("not checked" in n for n in plan.notes)
+
+
+def hpj(status: dict[str, Any], budget: int = 2) -> dict[str, Any]:
+    return {"spec": {"runPolicy": {"jobMaxRetryCount": budget}}, "status": status}
+
+
+def cond(kind: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": "True", "reason": reason, "message": message}
+
+
+def test_observed_restarts_against_the_budget_and_faulty_pods() -> None:
+    seen = observe(
+        "HyperPodPyTorchJob",
+        hpj(
+            {
+                "restartCount": 1,
+                "conditions": [cond("Restarting", "PodLevelRestart", "restart 1/2")],
+                "latestFaultyPodInstanceList": {"faultyPodList": ["j-pods-0"]},
+            }
+        ),
+        [],
+    )
+    assert seen is not None
+    assert (seen.status, seen.restarts, seen.budget, seen.faulty_pods) == (
+        "restarting",
+        1,
+        2,
+        ["j-pods-0"],
+    )
+    failed = observe(
+        "HyperPodPyTorchJob",
+        hpj({"restartCount": 2, "conditions": [cond("Failed", "JobMaxRetryCountExceeded", "x")]}),
+        [],
+    )
+    assert failed is not None and failed.status == "failed"
+    assert failed.reason == "JobMaxRetryCountExceeded"
+    assert observe("HyperPodPyTorchJob", None, []) is None
+
+
+def test_observed_ray_job_gives_the_dashboard() -> None:
+    seen = observe(
+        "RayJob",
+        {"spec": {"backoffLimit": 1}, "status": {"jobStatus": "RUNNING", "dashboardURL": "h:8265"}},
+        [],
+    )
+    assert seen is not None and seen.status == "running" and seen.dashboard == "h:8265"
+
+
+def test_log_pages_neither_lose_nor_repeat_lines() -> None:
+    text = "".join(f"line {i}\n" for i in range(10)) + "partial"
+    first = page(text, start=0, limit=4, max_bytes=1000, uid="a", known_uid=None, running=True)
+    assert first.lines == [f"line {i}" for i in range(4)] and first.next == 4 and first.more
+    rest = page(text, start=4, limit=100, max_bytes=1000, uid="a", known_uid="a", running=True)
+    assert rest.lines == [f"line {i}" for i in range(4, 10)] and not rest.more  # no partial line
+    done = page(text, start=10, limit=100, max_bytes=1000, uid="a", known_uid="a", running=False)
+    assert done.lines == ["partial"]
+    restarted = page(
+        "new\n", start=10, limit=5, max_bytes=1000, uid="b", known_uid="a", running=True
+    )
+    assert restarted.restarted and restarted.start == 0 and restarted.lines == ["new"]
+    tail = page(
+        text, start=0, limit=100, max_bytes=1000, uid="a", known_uid=None, running=True, tail=2
+    )
+    assert tail.lines == ["line 8", "line 9"] and tail.start == 8
+    small = page(text, start=0, limit=100, max_bytes=14, uid="a", known_uid=None, running=True)
+    assert small.lines == ["line 0", "line 1"] and small.more

@@ -1,0 +1,175 @@
+"""Recipes: typed inputs with defaults and rules, rendered to the custom resource that runs them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from shared.contracts.workloads import (
+    JobSpec,
+    ModelDownloadSpec,
+    SubmitJob,
+    shared_path,
+)
+from shared.validation import RuleViolation
+from workload_svc.domain.render import download_job, render
+
+SPEC: TypeAdapter[Any] = TypeAdapter(JobSpec)
+
+
+def spec(**fields: Any) -> Any:
+    return SPEC.validate_python(
+        {"recipe": "pytorch", "name": "j", "instance_group": "gpu", "script": "train.py", **fields}
+    )
+
+
+def test_paths_resolve_against_the_shared_bucket() -> None:
+    assert shared_path("models/qwen", "model") == "/s3/models/qwen"
+    assert shared_path("/s3/datasets/a", "dataset") == "/s3/datasets/a"
+    for bad in ("../x", "/etc/passwd", "s3://bucket/key", " "):
+        with pytest.raises(RuleViolation) as info:
+            shared_path(bad, "model")
+        assert info.value.hint
+
+
+def test_pytorch_recipe_renders_a_hyperpod_pytorch_job() -> None:
+    rendered = render(
+        spec(
+            replicas=2,
+            resources={"gpus": 8, "efa": 4},
+            run_policy={
+                "job_max_retry_count": 5,
+                "restart_policy": {"num_restart_before_full_job_restart": 2},
+                "log_monitoring": [
+                    {
+                        "name": "steps",
+                        "log_pattern": ".*step \\d+.*",
+                        "expected_recurring_frequency_seconds": 60,
+                    }
+                ],
+            },
+            elastic={"min_replicas": 1, "max_replicas": 4},
+        )
+    )
+    assert (rendered.api_version, rendered.kind) == (
+        "sagemaker.amazonaws.com/v1",
+        "HyperPodPyTorchJob",
+    )
+    body = rendered.body["spec"]
+    assert body["nprocPerNode"] == "8"
+    replica = body["replicaSpecs"][0]
+    assert replica["replicas"] == 2 and replica["maxReplicas"] == 4
+    pod = replica["template"]["spec"]
+    assert pod["nodeSelector"] == {"sagemaker.amazonaws.com/instance-group-name": "gpu"}
+    container = pod["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}
+    assert container["volumeMounts"] == [{"name": "shared", "mountPath": "/s3"}]
+    assert "torchrun" in container["command"][2] and "/s3/train.py" in container["command"][2]
+    run = body["runPolicy"]
+    assert run["jobMaxRetryCount"] == 5
+    assert run["restartPolicy"]["numRestartBeforeFullJobRestart"] == 2
+    assert run["logMonitoringConfiguration"][0]["expectedRecurringFrequencyInSeconds"] == 60
+    assert body["elasticPolicy"] == {"minReplicas": 1, "maxReplicas": 4}
+
+
+@pytest.mark.parametrize(
+    ("recipe", "fields", "kind", "needle"),
+    [
+        (
+            "llama-factory",
+            {"model": "models/m", "dataset": "datasets/d"},
+            "HyperPodPyTorchJob",
+            "llamafactory-cli train",
+        ),
+        (
+            "ms-swift",
+            {"model": "models/m", "dataset": "datasets/d"},
+            "HyperPodPyTorchJob",
+            "swift sft",
+        ),
+        (
+            "verl",
+            {"model": "models/m", "train_files": "d/train.parquet", "val_files": "d/val.parquet"},
+            "RayJob",
+            "verl.trainer.main_ppo",
+        ),
+    ],
+)
+def test_each_recipe_renders_its_kind(
+    recipe: str, fields: dict[str, Any], kind: str, needle: str
+) -> None:
+    typed = SPEC.validate_python({"recipe": recipe, "name": "r", "instance_group": "gpu", **fields})
+    rendered = render(typed)
+    assert rendered.kind == kind
+    text = str(rendered.body)
+    assert needle in text and "/s3/models/m" in text and "s3-claim" in text
+
+
+def test_mlflow_links_the_run_to_the_job() -> None:
+    rendered = render(spec(mlflow_tracking_uri="http://mlflow:5000"))
+    env = {
+        e["name"]: e.get("value")
+        for e in rendered.body["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0][
+            "env"
+        ]
+    }
+    assert env["MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
+    assert env["MLFLOW_RUN_NAME"] == "j"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"replicas": 5, "elastic": {"min_replicas": 1, "max_replicas": 4}},
+        {"elastic": {"min_replicas": 3, "max_replicas": 2}},
+        {
+            "elastic": {"min_replicas": 1, "max_replicas": 2},
+            "run_policy": {"job_max_retry_count": 0},
+        },
+        {"env": {"HF_TOKEN": "x"}},
+        {"run_policy": {"log_monitoring": [{"name": "a", "log_pattern": "("}]}},
+        {"run_policy": {"log_monitoring": [{"name": "a", "log_pattern": "x"}]}},
+        {"resources": {"gpus": 65}},
+        {"name": "Bad_Name"},
+        {"unknown": 1},
+    ],
+)
+def test_rules_refuse_bad_specs(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        spec(**fields)
+
+
+def test_verl_refuses_elastic() -> None:
+    with pytest.raises(ValidationError, match="RayJob"):
+        SPEC.validate_python(
+            {
+                "recipe": "verl",
+                "name": "v",
+                "instance_group": "gpu",
+                "model": "m",
+                "train_files": "t",
+                "val_files": "v",
+                "elastic": {"min_replicas": 1, "max_replicas": 2},
+            }
+        )
+
+
+def test_a_command_reads_back_from_the_bus() -> None:
+    command = SubmitJob(cluster="c", region="us-east-1", spec=spec())
+    again = SubmitJob.from_payload({**command.model_dump(mode="json"), "added_later": 1})
+    assert again == command
+
+
+def test_model_download_takes_the_token_by_reference_only() -> None:
+    download = ModelDownloadSpec(name="dl", repo_id="Qwen/Qwen2.5-0.5B", token_secret="hf-token")
+    rendered = download_job(download)
+    assert rendered.kind == "Job" and download.target_path() == "/s3/models/Qwen2.5-0.5B"
+    container = rendered.body["spec"]["template"]["spec"]["containers"][0]
+    token_env = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
+    assert token_env == {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}},
+    }
+    assert "huggingface-cli download" in container["command"][2]
