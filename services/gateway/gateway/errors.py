@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shared.db import CONNECTION_ERRORS
 from shared.errors import DatabaseUnavailable
 from shared.logging import get_logger
+from shared.validation import RuleViolation
 
 log = get_logger("gateway.errors")
 
@@ -189,9 +190,28 @@ async def _database_down(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error.body(), status_code=503, headers={"Retry-After": "2"})
 
 
+async def _rule_violation(request: Request, exc: RuleViolation) -> JSONResponse:
+    """A rule checked inside a route (not by the body model) is still the caller's error."""
+    error = ApiError(422, "validation_error", str(exc), hint=exc.hint)
+    return JSONResponse(error.body(), status_code=422)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", path=request.url.path)
+    error = ApiError(
+        500,
+        "internal_error",
+        f"{type(exc).__name__} while serving {request.method} {request.url.path}",
+        hint="this is a defect in Hyperpilot; the gateway log has the details",
+    )
+    return JSONResponse(error.body(), status_code=500)
+
+
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RuleViolation, _rule_violation)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(DatabaseUnavailable, _database_down)
     for exc_type in CONNECTION_ERRORS:

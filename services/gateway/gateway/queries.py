@@ -48,8 +48,10 @@ async def query(
     body = orjson.loads(reply.data)
     if not body.get("ok"):
         error = body.get("error") or {}
+        # The service refused the request itself (a bad value): the caller's error, not ours.
+        status = 422 if error.get("code") in ("invalid_request", "unknown_query") else 502
         raise ApiError(
-            502,
+            status,
             str(error.get("code", "upstream_error")),
             str(error.get("message", "the cloud call failed")),
             hint=error.get("hint"),

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import JSONResponse
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gateway.accept import accept
 from gateway.deps import Admin, Operator, Pool, Source, Viewer
@@ -47,11 +47,15 @@ class ClusterCreate(ClusterSpec):
         None, description="AWS region; the control plane's region if omitted"
     )
 
+    _region = field_validator("region")(_check_region)
+
 
 class ClusterImport(ImportSpec):
     region: str | None = Field(
         None, description="AWS region; the control plane's region if omitted"
     )
+
+    _region = field_validator("region")(_check_region)
 
 
 class ActiveCluster(Spec):
@@ -103,7 +107,7 @@ async def create_cluster(
     source: Source,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    region = _check_region(body.region) or request.app.state.settings.aws_region
+    region = body.region or request.app.state.settings.aws_region
     spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
     async with pool.acquire() as conn:
         existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
@@ -266,7 +270,7 @@ async def import_cluster(
     source: Source,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    region = _check_region(body.region) or request.app.state.settings.aws_region
+    region = body.region or request.app.state.settings.aws_region
     spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
     name = spec.eks_cluster_name
 
