@@ -61,7 +61,9 @@ class RunningStack:
 
 
 @contextlib.contextmanager
-def _stack(state_dir: Path, database_url: str, sim: SimulatedAws) -> Iterator[RunningStack]:
+def _stack(
+    state_dir: Path, database_url: str, sim: SimulatedAws, env: dict[str, str] | None = None
+) -> Iterator[RunningStack]:
     nats = start_nats(state_dir / "nats")
     stack = Stack(
         state_dir=state_dir / "stack",
@@ -70,7 +72,12 @@ def _stack(state_dir: Path, database_url: str, sim: SimulatedAws) -> Iterator[Ru
         nats_url=nats.url,
         aws_endpoint_url=sim.endpoint_url,
         admin_token=TOKEN,
-        extra_env={"ACK_WAIT_SECONDS": "2", "LOG_FORMAT": "console", "POLL_MAX_SECONDS": "0.5"},
+        extra_env={
+            "ACK_WAIT_SECONDS": "2",
+            "LOG_FORMAT": "console",
+            "POLL_MAX_SECONDS": "0.5",
+            **(env or {}),
+        },
     )
     stack.start_infra()
     stack.start_services()
