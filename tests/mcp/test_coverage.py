@@ -21,6 +21,11 @@ NOT_TOOLS = {
     ("GET", "/api/v1/events/stream"),
     # The same change as PUT (set_node_recovery).
     ("PATCH", "/api/v1/clusters/{}/node-recovery"),
+    # A secret never passes through an agent's context: the user stores it (UI or CLI).
+    ("POST", "/api/v1/clusters/{}/secrets/hf-token"),
+    # OpenAI-compatible proxies for HTTP clients; invoke_endpoint sends the same request.
+    ("POST", "/api/v1/endpoints/{}/v1/chat/completions"),
+    ("POST", "/api/v1/endpoints/{}/v1/completions"),
 }
 
 

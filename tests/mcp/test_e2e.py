@@ -225,6 +225,57 @@ async def test_add_instance_group_and_enable_features_playbooks(
         assert one["node"]["node_id"] == nodes["nodes"][0]["node_id"]
 
 
+async def test_training_and_inference_tools_share_the_rest_rules(
+    playbook_cluster: dict[str, Any], mcp_server: McpProcess, module_stack: RunningStack
+) -> None:
+    """Reads, dry runs and refusals of the training and inference tools on the playbook's
+    cluster: the plan comes from the same planner, a bad spec from the same rule, as REST."""
+    api = module_stack.client
+    name = playbook_cluster["name"]
+    instance_type = playbook_cluster["described"]["cluster"]["instance_groups"][0]["instance_type"]
+    job = {
+        "recipe": "pytorch",
+        "name": "mcp-train",
+        "instance_group": "gpu",
+        "script": "code/train.py",
+        "resources": {"gpus": 1},
+    }
+    endpoint = {
+        "name": "mcp-chat",
+        "instance_type": instance_type,
+        "gpus": 1,
+        "service": "internal",
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+    }
+    async with Client(mcp_server.url) as client:
+        jobs = await ok(client, "list_training_jobs", {"cluster": name})
+        assert jobs["jobs"] == []
+        plan = await ok(
+            client, "submit_training_job", {"cluster": name, "job": job, "dry_run": True}
+        )
+        assert plan["dry_run"] is True and plan["operation_id"] is None and plan["plan"]
+
+        bad_job = {**job, "script": "../etc/passwd"}
+        rest = api.post(f"/api/v1/clusters/{name}/jobs", bad_job)
+        assert rest.status_code == 422, rest.text
+        error = await refused(client, "submit_training_job", {"cluster": name, "job": bad_job})
+        assert error["message"] == rest.json()["error"]["message"]
+        assert error["fields"][0]["field"] == "pytorch.script"
+
+        await ok(client, "list_endpoints", {"cluster": name})
+        plan = await ok(
+            client, "deploy_endpoint", {"endpoint": endpoint, "cluster": name, "dry_run": True}
+        )
+        assert plan["dry_run"] is True and plan["plan"]
+
+        no_gpus = {k: v for k, v in endpoint.items() if k != "gpus"}
+        rest = api.post("/api/v1/endpoints", no_gpus, params={"cluster": name})
+        assert rest.status_code == 422, rest.text
+        error = await refused(client, "deploy_endpoint", {"endpoint": no_gpus, "cluster": name})
+        assert error["message"] == rest.json()["error"]["message"]
+        assert error["fields"][0]["field"] == "gpus"
+
+
 async def test_the_same_mutating_call_twice_is_one_mutation(
     mcp_server: McpProcess, sim_aws: SimulatedAws
 ) -> None:

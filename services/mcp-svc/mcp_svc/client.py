@@ -39,6 +39,17 @@ def idempotency_key(tool: str, arguments: Mapping[str, Any]) -> str:
     return f"mcp:{tool}:{digest.hexdigest()}"
 
 
+def _present(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Query parameters without the unset ones (booleans as true/false)."""
+    if not params:
+        return None
+    return {
+        k: ("true" if v else "false") if isinstance(v, bool) else v
+        for k, v in params.items()
+        if v is not None
+    }
+
+
 class Gateway:
     """An httpx AsyncClient bound to the gateway's base URL and the service's token."""
 
@@ -65,8 +76,9 @@ class Gateway:
     async def get(
         self, path: str, params: Mapping[str, Any] | None = None, *, extra_timeout: float = 0
     ) -> Any:
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        return await self._request("GET", path, params=query, extra_timeout=extra_timeout)
+        return await self._request(
+            "GET", path, params=_present(params), extra_timeout=extra_timeout
+        )
 
     async def mutate(
         self,
@@ -76,16 +88,38 @@ class Gateway:
         tool: str,
         arguments: Mapping[str, Any],
         body: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> Any:
-        """A mutation keyed by the tool call: the same call returns the same operation."""
+        """A mutation keyed by the call: the same call returns the same operation."""
         headers = {"Idempotency-Key": idempotency_key(tool, arguments)}
-        return await self._request(method, path, json_body=body, headers=headers)
+        return await self._request(
+            method, path, params=_present(params), json_body=body, headers=headers
+        )
+
+    async def ask(
+        self, path: str, body: Mapping[str, Any], params: Mapping[str, Any] | None = None
+    ) -> Any:
+        """A POST that changes nothing (a model invocation): no idempotency key."""
+        return await self._request("POST", path, params=_present(params), json_body=body)
+
+    async def get_text(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[str, dict[str, str]]:
+        """A text answer (a log) with its headers."""
+        response = await self._request("GET", path, params=_present(params), raw=True)
+        return str(response.text), dict(response.headers)
 
     async def preview(
-        self, method: str, path: str, *, body: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> Any:
         """The same request with `?dry_run=true`: the gateway answers the plan, stores nothing."""
-        return await self._request(method, path, params={"dry_run": "true"}, json_body=body)
+        query = {**(_present(params) or {}), "dry_run": "true"}
+        return await self._request(method, path, params=query, json_body=body)
 
     async def _request(
         self,
@@ -96,6 +130,7 @@ class Gateway:
         json_body: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         extra_timeout: float = 0,
+        raw: bool = False,
     ) -> Any:
         timeout = self.timeout + extra_timeout
         for attempt in range(1, ATTEMPTS + 1):
@@ -123,6 +158,8 @@ class Gateway:
             if response.status_code in RETRYABLE_STATUS and attempt < ATTEMPTS:
                 await asyncio.sleep(0.2 * attempt)
                 continue
+            if raw and not response.is_error:
+                return response
             try:
                 payload = response.json()
             except ValueError:

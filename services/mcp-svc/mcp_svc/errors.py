@@ -109,11 +109,19 @@ def _hint(err: dict[str, Any]) -> str:
     return _TYPE_HINTS.get(rule, "correct this value (see the tool's input schema)")
 
 
-def from_validation(exc: ValidationError) -> ToolFailure:
-    """Arguments that failed the tool's schema, worded as the gateway words a 422."""
+def from_validation(exc: ValidationError, body_param: str | None = None) -> ToolFailure:
+    """Arguments that failed the tool's schema, worded as the gateway words a 422. Errors inside
+    `body_param` (a parameter that is the whole REST body) lose that prefix, as in REST."""
+
+    def location(loc: tuple[Any, ...]) -> str:
+        parts = [str(part) for part in loc]
+        if body_param and parts[:1] == [body_param]:
+            parts = parts[1:] or ["body"]
+        return ".".join(parts) or "arguments"
+
     fields = [
         {
-            "field": ".".join(str(part) for part in err.get("loc", ())) or "arguments",
+            "field": location(tuple(err.get("loc", ()))),
             "rule": err.get("type", "invalid"),
             "message": str(err.get("msg", "invalid")).removeprefix("Value error, "),
             "hint": _hint(dict(err)),

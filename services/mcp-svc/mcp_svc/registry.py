@@ -38,6 +38,7 @@ class ToolInfo:
     status_tool: str | None
     destructive: bool = False
     previewable: bool = False
+    body_param: str | None = None
 
 
 class HyperpilotServer(MCPServer):
@@ -60,10 +61,18 @@ class HyperpilotServer(MCPServer):
         rest: str,
         status_tool: str = STATUS_TOOL,
         destructive: bool = False,
+        body_param: str | None = None,
     ) -> Callable[[F], F]:
-        """Register a mutating tool: listed always, refused unless writes are allowed."""
+        """Register a mutating tool: listed always, refused unless writes are allowed.
+        `body_param` names the parameter that is the whole REST body, so its validation errors
+        name fields as REST does."""
         return self._register(
-            area=area, rest=rest, mutating=True, status_tool=status_tool, destructive=destructive
+            area=area,
+            rest=rest,
+            mutating=True,
+            status_tool=status_tool,
+            destructive=destructive,
+            body_param=body_param,
         )
 
     def _register(
@@ -74,6 +83,7 @@ class HyperpilotServer(MCPServer):
         mutating: bool,
         status_tool: str | None,
         destructive: bool = False,
+        body_param: str | None = None,
     ) -> Callable[[F], F]:
         def decorate(fn: F) -> F:
             name = fn.__name__
@@ -84,7 +94,7 @@ class HyperpilotServer(MCPServer):
                 description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
             previewable = "dry_run" in inspect.signature(fn).parameters
             self.catalog[name] = ToolInfo(
-                name, area, rest, mutating, status_tool, destructive, previewable
+                name, area, rest, mutating, status_tool, destructive, previewable, body_param
             )
             self.add_tool(
                 fn,
@@ -135,7 +145,7 @@ class HyperpilotServer(MCPServer):
             if isinstance(cause, ToolFailure):
                 return failure(cause)
             if isinstance(cause, ValidationError):
-                return failure(from_validation(cause))
+                return failure(from_validation(cause, info.body_param if info else None))
             raise
         return with_summary(result)
 

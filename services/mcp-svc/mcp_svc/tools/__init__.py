@@ -11,11 +11,13 @@ from mcp_svc.tools import (
     dependencies,
     events,
     features,
+    inference,
     inspect,
     instance_groups,
     nodes,
     operations,
     storage,
+    training,
 )
 
 Register = Callable[[HyperpilotServer, Gateway], None]
@@ -28,6 +30,8 @@ AREAS: tuple[tuple[str, Register], ...] = (
     ("features", features.register),
     ("nodes", nodes.register),
     ("storage", storage.register),
+    ("training", training.register),
+    ("inference", inference.register),
     ("operations", operations.register),
     ("events", events.register),
 )

@@ -69,14 +69,17 @@ async def submit(
     body: dict[str, Any] | None,
     what: str,
     dry_run: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> OperationStarted:
     """Send a mutation keyed by the call and describe the operation it started; a dry run asks
     for the plan only (nothing is stored or changed)."""
     if dry_run:
-        answer = await gateway.preview(method, path, body=body)
+        answer = await gateway.preview(method, path, body=body, params=params)
         return planned(tool, answer, what)
     canonical = to_jsonable_python(arguments)
-    accepted = await gateway.mutate(method, path, tool=tool, arguments=canonical, body=body)
+    accepted = await gateway.mutate(
+        method, path, tool=tool, arguments=canonical, body=body, params=params
+    )
     return started(tool, accepted, idempotency_key(tool, canonical), what)
 
 

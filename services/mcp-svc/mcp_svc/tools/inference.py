@@ -1,0 +1,271 @@
+"""Inference endpoints: managed (HyperPod inference operator, JumpStart) and self-managed
+(vLLM, SGLang, custom containers; internal, external or model-pool services), scaling, the
+model pool, and invoking a model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.tools.common import DryRun, RequestId, count, submit
+from shared.contracts.inference import ENDPOINT_NAME_PATTERN, EndpointSpec
+
+EndpointName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=40,
+        pattern=ENDPOINT_NAME_PATTERN,
+        description="Name of an endpoint (see list_endpoints)",
+    ),
+]
+ClusterOption = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        description="The cluster; the active cluster if omitted",
+    ),
+]
+PodName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="A worker pod of the model pool (get_endpoint lists them)",
+    ),
+]
+
+
+class Endpoint(Passthrough):
+    name: str
+    cluster: str | None = None
+    kind: str | None = Field(None, description="container, sglang, managed or jumpstart")
+    status: str | None = None
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    address: str | None = None
+    message: str | None = None
+    operation_id: str | None = None
+
+
+class EndpointList(ToolResult):
+    endpoints: list[Endpoint]
+
+
+class EndpointDescription(ToolResult):
+    endpoint: Endpoint
+
+
+class Invocation(ToolResult):
+    response: Any = Field(description="The model server's answer (OpenAI-compatible)")
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="inference", rest="GET /api/v1/endpoints")
+    async def list_endpoints(
+        cluster: Annotated[
+            str | None,
+            Field(
+                max_length=63,
+                description="The cluster; the active one if omitted; * for every cluster",
+            ),
+        ] = None,
+    ) -> EndpointList:
+        """List inference endpoints with their status, replicas and address."""
+        rows = await gateway.get("/api/v1/endpoints", {"cluster": cluster})
+        endpoints = [Endpoint.model_validate(r) for r in rows]
+        summary = f"{count(len(endpoints), 'endpoint')}" + (
+            ": "
+            + ", ".join(
+                f"{e.name} ({e.status}, {e.ready_replicas or 0}/{e.replicas or 0} ready)"
+                for e in endpoints
+            )
+            if endpoints
+            else "."
+        )
+        return EndpointList(summary=summary, endpoints=endpoints)
+
+    @server.read_tool(area="inference", rest="GET /api/v1/endpoints/{name}")
+    async def get_endpoint(
+        name: EndpointName,
+        cluster: ClusterOption = None,
+        live: Annotated[bool, Field(description="Also read the objects from the cluster")] = True,
+    ) -> EndpointDescription:
+        """An endpoint: its record and, live, its status, pods and objects."""
+        raw = await gateway.get(f"/api/v1/endpoints/{name}", {"cluster": cluster, "live": live})
+        found = Endpoint.model_validate(raw)
+        return EndpointDescription(
+            summary=f"Endpoint {found.name} is {found.status}"
+            f" ({found.ready_replicas or 0}/{found.replicas or 0} ready)"
+            + (f" at {found.address}." if found.address else "."),
+            endpoint=found,
+        )
+
+    @server.read_tool(area="inference", rest="POST /api/v1/endpoints/{name}/invoke")
+    async def invoke_endpoint(
+        name: EndpointName,
+        request: Annotated[
+            dict[str, Any],
+            Field(
+                description=(
+                    'An OpenAI-compatible chat request, e.g. {"messages": [{"role": "user",'
+                    ' "content": "Hello"}], "max_tokens": 64}'
+                )
+            ),
+        ],
+        cluster: ClusterOption = None,
+    ) -> Invocation:
+        """Send a chat request to a deployed model and return its answer (changes nothing)."""
+        answer = await gateway.ask(
+            f"/api/v1/endpoints/{name}/invoke", request, {"cluster": cluster}
+        )
+        text = ""
+        if isinstance(answer, dict):
+            choices = answer.get("choices") or [{}]
+            message = (choices[0] or {}).get("message") or {}
+            text = str(message.get("content") or choices[0].get("text") or "")[:200]
+        return Invocation(
+            summary=f"{name} answered" + (f": {text}" if text else "."), response=answer
+        )
+
+    @server.write_tool(area="inference", rest="POST /api/v1/endpoints", body_param="endpoint")
+    async def deploy_endpoint(
+        endpoint: Annotated[
+            EndpointSpec,
+            Field(
+                description=(
+                    "The endpoint: name, instance_type, gpus (per replica: ask the user, never"
+                    " infer), replicas, kind (container with engine vllm/sglang/custom, sglang"
+                    " with router/autoscaling, managed, jumpstart), service (internal, external,"
+                    " model_pool) and the model source"
+                )
+            ),
+        ],
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Deploy (or update) an inference endpoint. Self-managed: a vLLM, SGLang or custom
+        container as a Deployment with an internal, external (load balancer) or model-pool
+        service, optionally the SGLang router with KEDA autoscaling. Managed: the HyperPod
+        inference operator (InferenceEndpointConfig, KV cache, intelligent routing) or a
+        JumpStart model. The GPU count per replica must come from the user."""
+        return await submit(
+            gateway,
+            tool="deploy_endpoint",
+            arguments={"endpoint": endpoint, "cluster": cluster, "request_id": request_id},
+            method="POST",
+            path="/api/v1/endpoints",
+            body=endpoint.model_dump(mode="json", exclude_none=True),
+            params={"cluster": cluster},
+            what=f"endpoint {endpoint.name}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="inference", rest="POST /api/v1/endpoints/{name}/scale")
+    async def scale_endpoint(
+        name: EndpointName,
+        replicas: Annotated[int, Field(ge=0, le=64, description="The replicas wanted")],
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Set an endpoint's replicas (0 keeps it defined with nothing running)."""
+        return await submit(
+            gateway,
+            tool="scale_endpoint",
+            arguments={
+                "name": name,
+                "replicas": replicas,
+                "cluster": cluster,
+                "request_id": request_id,
+            },
+            method="POST",
+            path=f"/api/v1/endpoints/{name}/scale",
+            body={"replicas": replicas},
+            params={"cluster": cluster},
+            what=f"scale of {name} to {replicas}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="inference", rest="POST /api/v1/endpoints/{name}/pool/assign")
+    async def assign_pool_worker(
+        name: EndpointName,
+        pod: PodName,
+        model: Annotated[
+            str,
+            Field(
+                pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+                description="The model the worker serves from now on (its label)",
+            ),
+        ],
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Move a warm worker of a model pool to a model by relabelling it (no restart)."""
+        return await submit(
+            gateway,
+            tool="assign_pool_worker",
+            arguments={
+                "name": name,
+                "pod": pod,
+                "model": model,
+                "cluster": cluster,
+                "request_id": request_id,
+            },
+            method="POST",
+            path=f"/api/v1/endpoints/{name}/pool/assign",
+            body={"pod": pod, "model": model},
+            params={"cluster": cluster},
+            what=f"assignment of {pod} to {model}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="inference", rest="POST /api/v1/endpoints/{name}/pool/unassign")
+    async def unassign_pool_worker(
+        name: EndpointName,
+        pod: PodName,
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Return a worker of a model pool to the unassigned workers."""
+        return await submit(
+            gateway,
+            tool="unassign_pool_worker",
+            arguments={"name": name, "pod": pod, "cluster": cluster, "request_id": request_id},
+            method="POST",
+            path=f"/api/v1/endpoints/{name}/pool/unassign",
+            body={"pod": pod},
+            params={"cluster": cluster},
+            what=f"unassignment of {pod}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="inference", rest="DELETE /api/v1/endpoints/{name}", destructive=True)
+    async def delete_endpoint(
+        name: EndpointName,
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Delete an endpoint and its objects. Confirm with the user first."""
+        return await submit(
+            gateway,
+            tool="delete_endpoint",
+            arguments={"name": name, "cluster": cluster, "request_id": request_id},
+            method="DELETE",
+            path=f"/api/v1/endpoints/{name}",
+            body=None,
+            params={"cluster": cluster},
+            what=f"deletion of endpoint {name}",
+            dry_run=dry_run,
+        )

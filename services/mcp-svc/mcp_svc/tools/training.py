@@ -1,0 +1,244 @@
+"""Training jobs from recipes (PyTorch, LLaMA-Factory, MS-Swift, VERL), their events and logs,
+and model downloads into the shared bucket."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from mcp_svc.tools.events import After
+from shared.contracts.workloads import JOB_NAME_PATTERN, JobSpec, ModelDownloadSpec
+
+JobName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=40,
+        pattern=JOB_NAME_PATTERN,
+        description="Name of a job on the cluster (see list_training_jobs)",
+    ),
+]
+
+
+class Job(Passthrough):
+    name: str
+    cluster: str | None = None
+    recipe: str | None = Field(None, description="pytorch, llama-factory, ms-swift or verl")
+    kind: str | None = Field(None, description="HyperPodPyTorchJob or RayJob")
+    status: str | None = None
+    restart_budget: dict[str, Any] | None = Field(None, description="restarts used / allowed")
+    faulty_pods: Any = None
+    pods: Any = None
+    reason: str | None = None
+    message: str | None = None
+    operation_id: str | None = None
+
+
+class JobList(ToolResult):
+    cluster: str
+    jobs: list[Job]
+
+
+class JobDescription(ToolResult):
+    job: Job
+
+
+class JobEvent(Passthrough):
+    seq: int
+    type: str
+    occurred_at: str | None = None
+    payload: dict[str, Any] = {}
+
+
+class JobEvents(ToolResult):
+    events: list[JobEvent]
+    next_after: int = Field(description="Pass as `after` to read the next page")
+
+
+class JobLog(ToolResult):
+    pod: str
+    lines: list[str] = Field(description="The last lines read (at most tail_lines)")
+    total_lines: int = Field(description="Lines read from `from_line` on")
+    next_line: int | None = Field(None, description="Pass as from_line to read only newer lines")
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs")
+    async def list_training_jobs(cluster: ClusterRef) -> JobList:
+        """List a cluster's training jobs with their last observed status and restarts."""
+        rows = await gateway.get(f"/api/v1/clusters/{cluster}/jobs")
+        jobs = [Job.model_validate(r) for r in rows]
+        summary = f"{cluster}: {count(len(jobs), 'job')}" + (
+            ": " + ", ".join(f"{j.name} ({j.status})" for j in jobs) if jobs else "."
+        )
+        return JobList(summary=summary, cluster=cluster, jobs=jobs)
+
+    @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}")
+    async def get_training_job(
+        cluster: ClusterRef,
+        job: JobName,
+        live: Annotated[bool, Field(description="Also read the resource from the cluster")] = True,
+    ) -> JobDescription:
+        """A training job: its record, restarts against its budget, faulty pods and pods, and
+        (live) the job resource read from the cluster."""
+        raw = await gateway.get(f"/api/v1/clusters/{cluster}/jobs/{job}", {"live": live})
+        found = Job.model_validate(raw)
+        reason = f": {found.reason}" if found.reason else ""
+        return JobDescription(summary=f"Job {found.name} is {found.status}{reason}.", job=found)
+
+    @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}/events")
+    async def get_training_job_events(
+        cluster: ClusterRef, job: JobName, after: After = 0
+    ) -> JobEvents:
+        """A training job's events, oldest first (status changes, restarts, faulty pods)."""
+        rows = await gateway.get(f"/api/v1/clusters/{cluster}/jobs/{job}/events", {"after": after})
+        events = [JobEvent.model_validate(r) for r in rows]
+        last = events[-1].seq if events else after
+        types = ", ".join(e.type for e in events[-5:])
+        summary = f"{count(len(events), 'event')} of job {job}" + (
+            f"; the latest: {types}." if events else "."
+        )
+        return JobEvents(summary=summary, events=events, next_after=last)
+
+    @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}/logs")
+    async def get_training_job_logs(
+        cluster: ClusterRef,
+        job: JobName,
+        pod: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=253,
+                pattern=r"^[a-z0-9][-a-z0-9.]*$",
+                description="One of the job's pods (get_training_job lists them)",
+            ),
+        ],
+        from_line: Annotated[
+            int, Field(ge=0, description="Skip the lines already read (a previous next_line)")
+        ] = 0,
+        tail_lines: Annotated[
+            int, Field(ge=1, le=2000, description="Return at most this many of the last lines")
+        ] = 200,
+    ) -> JobLog:
+        """One pod's log: the last lines from `from_line` on, and where to continue. Read it to
+        find the error a job failed with (NCCL, out of memory, a script traceback)."""
+        text, headers = await gateway.get_text(
+            f"/api/v1/clusters/{cluster}/jobs/{job}/logs", {"pod": pod, "from": from_line}
+        )
+        lines = text.splitlines()
+        next_line = headers.get("x-next-line")
+        shown = lines[-tail_lines:]
+        return JobLog(
+            summary=f"{pod}: {count(len(lines), 'line')} from line {from_line}"
+            + (f", showing the last {len(shown)}." if len(shown) < len(lines) else "."),
+            pod=pod,
+            lines=shown,
+            total_lines=len(lines),
+            next_line=int(next_line) if next_line and next_line.isdigit() else None,
+        )
+
+    @server.write_tool(area="training", rest="POST /api/v1/clusters/{name}/jobs", body_param="job")
+    async def submit_training_job(
+        cluster: ClusterRef,
+        job: Annotated[
+            JobSpec,
+            Field(
+                description=(
+                    "The job, by recipe: pytorch (script), llama-factory, ms-swift (SFT/LoRA"
+                    " of a model in the shared bucket) or verl (RL as a RayJob); name,"
+                    " instance_group, replicas, resources.gpus. Paths are in the shared bucket,"
+                    " mounted at /s3."
+                )
+            ),
+        ],
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Submit a training job from a recipe. PyTorch, LLaMA-Factory and MS-Swift run as a
+        HyperPodPyTorchJob (process-level recovery, a visible restart budget, log monitors);
+        VERL runs as a RayJob. Ask the user for the decisions (recipe, model and data paths,
+        instance group, replicas, GPUs); never infer the GPU count."""
+        body = job.model_dump(mode="json", exclude_none=True)
+        return await submit(
+            gateway,
+            tool="submit_training_job",
+            arguments={"cluster": cluster, "job": job, "request_id": request_id},
+            method="POST",
+            path=f"/api/v1/clusters/{cluster}/jobs",
+            body=body,
+            what=f"{job.recipe} job {job.name} on {cluster}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="training", rest="POST /api/v1/clusters/{name}/jobs/{job}/cancel")
+    async def cancel_training_job(
+        cluster: ClusterRef, job: JobName, dry_run: DryRun = False, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Stop a training job's pods; the job stays listed as cancelled."""
+        return await submit(
+            gateway,
+            tool="cancel_training_job",
+            arguments={"cluster": cluster, "job": job, "request_id": request_id},
+            method="POST",
+            path=f"/api/v1/clusters/{cluster}/jobs/{job}/cancel",
+            body=None,
+            what=f"cancel of job {job}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(
+        area="training", rest="DELETE /api/v1/clusters/{name}/jobs/{job}", destructive=True
+    )
+    async def delete_training_job(
+        cluster: ClusterRef, job: JobName, dry_run: DryRun = False, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Delete a training job: its custom resource and its record. Confirm with the user."""
+        return await submit(
+            gateway,
+            tool="delete_training_job",
+            arguments={"cluster": cluster, "job": job, "request_id": request_id},
+            method="DELETE",
+            path=f"/api/v1/clusters/{cluster}/jobs/{job}",
+            body=None,
+            what=f"deletion of job {job}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(
+        area="training",
+        rest="POST /api/v1/clusters/{name}/model-downloads",
+        body_param="download",
+    )
+    async def download_model(
+        cluster: ClusterRef,
+        download: Annotated[
+            ModelDownloadSpec,
+            Field(
+                description=(
+                    "name (of the download job), repo_id (Hugging Face, e.g. Qwen/Qwen2.5-7B),"
+                    " revision, target (default models/<repo name>), token_secret for gated"
+                    " models (a Secret the user stored through the UI or CLI)"
+                )
+            ),
+        ],
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Pull a Hugging Face model into the cluster's shared bucket with a Kubernetes Job.
+        Gated models need a token Secret, which the user stores through the UI or CLI (a token
+        never passes through the agent)."""
+        return await submit(
+            gateway,
+            tool="download_model",
+            arguments={"cluster": cluster, "download": download, "request_id": request_id},
+            method="POST",
+            path=f"/api/v1/clusters/{cluster}/model-downloads",
+            body=download.model_dump(mode="json", exclude_none=True),
+            what=f"download of {download.repo_id}",
+            dry_run=dry_run,
+        )
