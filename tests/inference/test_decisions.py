@@ -1,0 +1,250 @@
+"""The pure decisions: rendered objects, the plan from actual state (noop when it matches),
+the rules that need the cluster, and the status read from the objects."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from inference_svc.domain.plan import (
+    ClusterFacts,
+    assign_plan,
+    delete_plan,
+    deploy_plan,
+    differences,
+    scale_plan,
+)
+from inference_svc.domain.render import render
+from inference_svc.domain.status import observe_deployment, observe_operator
+from shared.contracts.inference import EndpointSpec
+from shared.errors import PermanentError
+
+TYPE = "ml.g5.8xlarge"
+
+
+def make(**overrides: Any) -> EndpointSpec:
+    body: dict[str, Any] = {
+        "name": "chat",
+        "instance_type": TYPE,
+        "gpus": 1,
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+    }
+    body.update(overrides)
+    return EndpointSpec.model_validate(body)
+
+
+def facts(
+    actual: list[dict[str, Any]] | None = None, served: set[str] | None = None
+) -> ClusterFacts:
+    return ClusterFacts(
+        cluster="c1",
+        gpus_by_instance_type={TYPE: 4},
+        served=frozenset(served or set()),
+        actual={(o["kind"], o["metadata"]["name"]): o for o in actual or []},
+    )
+
+
+def as_served(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as the API server returns it: defaults and status added."""
+    served = copy.deepcopy(obj)
+    served["metadata"] |= {"uid": "u1", "resourceVersion": "7", "generation": 1}
+    if served["kind"] == "Deployment":
+        pod = served["spec"]["template"]["spec"]
+        pod["restartPolicy"] = "Always"
+        pod["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+        served["spec"]["strategy"] = {"type": "RollingUpdate"}
+        served["status"] = {"availableReplicas": 1}
+    return served
+
+
+def kinds(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(o["kind"], o["metadata"]["name"]) for o in objects]
+
+
+def test_container_endpoint_renders_a_deployment_and_its_service() -> None:
+    internal, external = render(make()), render(make(service="external"))
+    assert kinds(internal) == [("Deployment", "chat"), ("Service", "chat")]
+    container = internal[0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert container["args"][:2] == ["--model", "Qwen/Qwen3-0.6B"]
+    assert internal[1]["spec"]["type"] == "ClusterIP"
+    assert external[1]["spec"]["type"] == "LoadBalancer"
+    assert (
+        "service.beta.kubernetes.io/aws-load-balancer-scheme"
+        in external[1]["metadata"]["annotations"]
+    )
+
+
+def test_a_pool_selects_its_workers_by_pool_and_starts_them_unassigned() -> None:
+    (deployment,) = render(make(service="model_pool", replicas=2))
+    assert deployment["spec"]["selector"]["matchLabels"] == {"hyperpilot.dev/pool": "chat"}
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["hyperpilot.dev/model"] == "unassigned"
+
+
+def test_sglang_renders_router_rbac_and_scaled_object() -> None:
+    spec = make(
+        kind="sglang",
+        container={"engine": "sglang", "model": "m"},
+        autoscaling={"min_replicas": 1, "max_replicas": 3, "requests_per_replica": 5},
+    )
+    objects = render(spec)
+    assert kinds(objects) == [
+        ("Deployment", "chat-workers"),
+        ("ServiceAccount", "chat-router"),
+        ("Role", "chat-router"),
+        ("RoleBinding", "chat-router"),
+        ("Deployment", "chat-router"),
+        ("Service", "chat"),
+        ("ScaledObject", "chat"),
+    ]
+    assert "replicas" not in objects[0]["spec"]  # KEDA owns the workers' replicas
+    scaled = objects[-1]["spec"]
+    assert scaled["scaleTargetRef"]["name"] == "chat-workers"
+    assert [t["metadata"]["threshold"] for t in scaled["triggers"]] == ["5", "5"]
+
+
+def test_managed_renders_an_inference_endpoint_config_with_its_required_fields() -> None:
+    (config,) = render(
+        make(
+            kind="managed",
+            container=None,
+            managed={
+                "model_name": "m",
+                "model_source": {"type": "huggingface", "hf_model_id": "Qwen/Qwen3-0.6B"},
+                "kv_cache": {"l2": True},
+                "routing_strategy": "kvaware",
+            },
+        )
+    )
+    body = config["spec"]
+    assert {"modelName", "modelSourceConfig", "worker"} <= set(body)
+    assert {"image", "modelInvocationPort", "modelVolumeMount", "resources"} <= set(body["worker"])
+    assert body["modelSourceConfig"]["huggingFaceModel"] == {"modelId": "Qwen/Qwen3-0.6B"}
+    assert body["kvCacheSpec"]["l2CacheSpec"] == {"l2CacheBackend": "tieredstorage"}
+    assert body["intelligentRoutingSpec"] == {"enabled": True, "routingStrategy": "kvaware"}
+
+
+def test_deploy_plan_applies_what_is_missing_and_nothing_when_actual_matches() -> None:
+    spec = make()
+    first = deploy_plan(spec, facts())
+    assert not first.noop and len(first.objects) == 2
+    same = deploy_plan(spec, facts([as_served(o) for o in render(spec)]))
+    assert same.noop and same.objects == [] and same.diff == {}
+
+
+def test_deploy_plan_diff_names_only_the_changed_field() -> None:
+    actual = [as_served(o) for o in render(make())]
+    plan = deploy_plan(make(replicas=3), facts(actual))
+    assert [o.kind for o in plan.objects] == ["Deployment"]
+    assert plan.diff["Deployment/chat.spec.replicas"].model_dump() == {"actual": 1, "requested": 3}
+
+
+@pytest.mark.parametrize(
+    ("spec", "served", "field"),
+    [
+        (make(instance_type="ml.p5.48xlarge"), set(), "instance_type"),
+        (make(gpus=8), set(), "gpus"),
+        (
+            make(kind="jumpstart", container=None, jumpstart={"model_id": "m"}),
+            {"ScaledObject"},
+            "kind",
+        ),
+        (
+            make(
+                kind="sglang",
+                container={"engine": "sglang", "model": "m"},
+                autoscaling={"min_replicas": 1},
+            ),
+            set(),
+            "autoscaling",
+        ),
+    ],
+)
+def test_rules_on_actual_state_name_the_field(
+    spec: EndpointSpec, served: set[str], field: str
+) -> None:
+    with pytest.raises(PermanentError) as info:
+        deploy_plan(spec, facts(served=served))
+    assert info.value.code == "InvalidEndpoint"
+    assert info.value.message.startswith(f"{field}: ") and info.value.hint
+
+
+def test_scale_plan() -> None:
+    spec = make()
+    deployment = as_served(render(spec)[0])
+    assert scale_plan(spec, "c1", deployment, 1).noop
+    plan = scale_plan(spec, "c1", deployment, 3)
+    assert plan.diff["replicas"].model_dump() == {"actual": 1, "requested": 3}
+    assert plan.objects[0].body == {"spec": {"replicas": 3}}
+    keda = make(kind="sglang", container={"engine": "sglang", "model": "m"}, autoscaling={})
+    with pytest.raises(PermanentError, match="KEDA scales"):
+        scale_plan(keda, "c1", deployment, 2)
+    with pytest.raises(PermanentError) as info:
+        scale_plan(spec, "c1", None, 2)
+    assert info.value.code == "EndpointNotFound"
+
+
+def pod(model: str, pool: str = "chat") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "chat-abc",
+            "uid": "u",
+            "labels": {"hyperpilot.dev/pool": pool, "hyperpilot.dev/model": model},
+        }
+    }
+
+
+def test_assign_plan_relabels_once_and_makes_the_model_service() -> None:
+    spec = make(service="model_pool", replicas=2)
+    plan = assign_plan(spec, "c1", pod("unassigned"), "qwen", service_exists=False)
+    assert [(o.action, o.kind) for o in plan.objects] == [("patch", "Pod"), ("apply", "Service")]
+    assert plan.objects[0].body == {"metadata": {"labels": {"hyperpilot.dev/model": "qwen"}}}
+    assert assign_plan(spec, "c1", pod("qwen"), "qwen", service_exists=True).noop
+    back = assign_plan(spec, "c1", pod("qwen"), None, service_exists=False)
+    assert back.objects[0].body == {"metadata": {"labels": {"hyperpilot.dev/model": "unassigned"}}}
+    with pytest.raises(PermanentError, match="not a worker of pool"):
+        assign_plan(spec, "c1", pod("qwen", pool="other"), "m", service_exists=True)
+    with pytest.raises(PermanentError, match="not a model pool"):
+        assign_plan(make(), "c1", pod("qwen"), "m", service_exists=True)
+
+
+def test_delete_plan_deletes_in_reverse_order_and_is_a_noop_when_gone() -> None:
+    spec = make()
+    plan = delete_plan(spec, "c1", render(spec))
+    assert [o.kind for o in plan.objects] == ["Service", "Deployment"]
+    assert delete_plan(spec, "c1", []).noop
+
+
+def test_differences_ignores_fields_the_server_added() -> None:
+    assert differences({"a": 1, "b": [{"x": 1, "y": 2}]}, {"b": [{"x": 1}]}) == []
+    assert differences({"a": "1"}, {"a": 1}) == []
+    assert differences({"a": [1]}, {"a": [1, 2]}) == [("a", [1], [1, 2])]
+
+
+def test_status_from_a_deployment_and_from_the_operator() -> None:
+    deployment = {"spec": {"replicas": 2}, "status": {"availableReplicas": 1}}
+    assert observe_deployment(deployment, [], None, external=False).status == "deploying"
+    deployment["status"]["availableReplicas"] = 2
+    assert observe_deployment(deployment, [], None, external=False).status == "available"
+    assert observe_deployment(deployment, [], {"status": {}}, external=True).status == "deploying"
+    lb = {"status": {"loadBalancer": {"ingress": [{"hostname": "a.elb.amazonaws.com"}]}}}
+    seen = observe_deployment(deployment, [], lb, external=True)
+    assert (seen.status, seen.address) == ("available", "a.elb.amazonaws.com")
+    stuck = {
+        "metadata": {"name": "p"},
+        "status": {"containerStatuses": [{"state": {"waiting": {"reason": "ImagePullBackOff"}}}]},
+    }
+    deployment["status"]["availableReplicas"] = 0
+    assert "ImagePullBackOff" in (
+        observe_deployment(deployment, [stuck], None, False).message or ""
+    )
+    assert observe_deployment(None, [], None, False).status == "failed"
+    complete = {"spec": {"replicas": 1}, "status": {"state": "DeploymentComplete"}}
+    assert observe_operator(complete).status == "available"
+    assert (
+        observe_operator({"spec": {}, "status": {"state": "DeploymentInProgress"}}).status
+        == "deploying"
+    )
