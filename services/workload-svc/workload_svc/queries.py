@@ -247,7 +247,9 @@ class Responder:
             known_uid=uid if isinstance(uid, str) else None,
             running=((found.get("status") or {}).get("phase") in ("Pending", "Running")),
         )
-        return result.as_dict()
+        answer = result.as_dict()
+        answer["phase"] = (found.get("status") or {}).get("phase")
+        return answer
 
     async def _pod(self, kube: Kube, job: str, pod: str) -> dict[str, Any]:
         for found in await self.clusters.pods_of(kube, job):

@@ -38,7 +38,7 @@ router = APIRouter(prefix="/api/v1/clusters", tags=["jobs"])
 POD = re.compile(r"^[a-z0-9][-a-z0-9.]{0,252}$")
 CURSOR = re.compile(r"^(?P<pod>[a-z0-9][-a-z0-9.]*)@(?P<uid>[-a-zA-Z0-9]*):(?P<line>[0-9]+)$")
 IDLE_WAIT = 0.25  # seconds between asks when a pod has nothing new
-RESTART_GRACE = 15.0  # seconds a stopped pod is watched for a new instance before `end`
+RESTART_GRACE = 15.0  # seconds a failed pod is watched for a new instance before `end`
 SUBPROTOCOL = "hyperpilot.bearer"
 
 
@@ -134,8 +134,12 @@ async def _follow(
         if page["more"]:
             continue
         stopped_since = None if page["running"] else stopped_since or time.monotonic()
+        # A clean exit is final; a failed pod may come back under the same name (a training
+        # job's restart), so it is watched a little longer.
         finished = stopped_since is not None and (
-            not follow or time.monotonic() - stopped_since > RESTART_GRACE
+            not follow
+            or page.get("phase") == "Succeeded"
+            or time.monotonic() - stopped_since > RESTART_GRACE
         )
         if not follow or finished:
             await send(
