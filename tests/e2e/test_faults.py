@@ -130,3 +130,46 @@ def test_postgres_down_is_a_clear_503_and_work_resumes_when_it_returns(
             assert api.wait(again.json()["operation_id"])["status"] == "succeeded"
     finally:
         pg.stop()
+
+
+def test_throttling_and_5xx_are_retried_inside_the_stage(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    from sim.testing import inject_fault
+
+    api = running_stack.client
+    name = unique("throttled")
+    with (
+        inject_fault(sim_aws, "throttle", service="s3", operation="CreateBucket", times=2),
+        inject_fault(
+            sim_aws, "server_error", service="s3", operation="PutBucketEncryption", times=1
+        ),
+    ):
+        op = api.wait(api.post("/api/v1/storage/buckets", {"name": name}).json()["operation_id"])
+    assert op["status"] == "succeeded", op.get("error")
+    retries = [e["payload"] for e in op["events"] if e["type"] == "StageRetrying"]
+    assert {r["stage"] for r in retries} == {"bucket", "encryption"}
+    assert sorted(r["error"]["code"] for r in retries if r["stage"] == "bucket")[0] in (
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+    )
+    assert [s["attempts"] for s in op["stages"]] == [1, 1, 1]  # retried inside, not re-run
+    assert _mutations(sim_aws, name)["CreateBucket"] == 3  # two refused, one applied
+
+
+def test_nats_restarted_mid_flight_loses_nothing(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    api = running_stack.client
+    names = [unique(f"restart{i}") for i in range(10)]
+    ops = [api.post("/api/v1/storage/buckets", {"name": n}).json()["operation_id"] for n in names]
+    running_stack.nats.stop()
+    time.sleep(0.5)
+    names2 = [unique(f"during{i}") for i in range(5)]
+    ops += [api.post("/api/v1/storage/buckets", {"name": n}).json()["operation_id"] for n in names2]
+    running_stack.nats.start()
+    for op in ops:
+        assert api.wait(op)["status"] == "succeeded"
+    for name in names + names2:
+        assert _mutations(sim_aws, name)["CreateBucket"] == 1
