@@ -60,8 +60,9 @@ async function show() {
 }
 
 window.addEventListener("hashchange", () => {
-  show();
+  // focus goes to the new page's content; a view may move it further (to its first field)
   document.getElementById("main").focus({ preventScroll: true });
+  show();
 });
 window.addEventListener("hp:unauthorized", () => {
   setToken(null);

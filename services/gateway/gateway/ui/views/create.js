@@ -181,17 +181,25 @@ export async function render(main) {
     }
   });
 
-  try {
-    const zones = await get("/inspect/availability-zones");
-    setOptions(
-      zone,
-      [["", "Choose a zone"], ...zones.map((z) => [z.zone_id, `${z.zone_id} (${z.zone_name})`])],
-      "",
-    );
-  } catch (error) {
-    setOptions(zone, [["", "Zones unavailable"]]);
-    showErrors(form, error);
+  async function loadZones() {
+    setOptions(zone, [["", "Loading zones…"]]);
+    try {
+      const zones = await get("/inspect/availability-zones");
+      setOptions(
+        zone,
+        [["", "Choose a zone"], ...zones.map((z) => [z.zone_id, `${z.zone_id} (${z.zone_name})`])],
+        "",
+      );
+      reloadZones.hidden = true;
+    } catch (error) {
+      setOptions(zone, [["", "Zones unavailable"]]);
+      showErrors(form, error);
+      reloadZones.hidden = false;
+    }
   }
+  const reloadZones = h("button", { type: "button", class: "secondary small", hidden: true, onclick: loadZones }, "Reload zones");
+  zone.closest(".field").append(reloadZones);
+  loadZones();
   name.focus();
   return () => panel && panel.stop();
 }

@@ -1,0 +1,179 @@
+"""The web UI in Debian's Chromium against the real stack and the simulated AWS."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from playwright.sync_api import Page, Request, expect
+
+from tests.e2e.conftest import RunningStack, unique
+
+# Records every status a stage row shows, in order, as the DOM changes.
+WATCH_STAGES = """
+() => {
+  window.__stages = {};
+  const record = (row) => {
+    const seen = (window.__stages[row.dataset.stage] ||= []);
+    if (seen[seen.length - 1] !== row.dataset.status) seen.push(row.dataset.status);
+  };
+  new MutationObserver(() => document.querySelectorAll('.stage').forEach(record))
+    .observe(document.body, { subtree: true, childList: true, attributes: true });
+}
+"""
+
+
+def choose_zone_and_type(page: Page, zone: str = "use1-az1") -> None:
+    zone_select = page.get_by_label("Availability Zone")
+    expect(zone_select.locator(f"option[value='{zone}']")).to_be_attached()
+    zone_select.select_option(zone)
+    expect(
+        page.get_by_label("Instance type").locator("option[value='ml.g5.8xlarge']")
+    ).to_be_attached()
+    page.get_by_label("Instance type").select_option("ml.g5.8xlarge")
+    expect(page.locator(".quota")).to_contain_text("available")
+
+
+def test_create_cluster_watch_stages_complete_live(page: Page, module_stack: RunningStack) -> None:
+    name = unique("ui")
+    page.goto("/#/clusters/new")
+    page.get_by_label("Cluster name").fill(name)
+    choose_zone_and_type(page)
+    stream_requests: list[str] = []
+    page.on("request", lambda r: "/events/stream" in r.url and stream_requests.append(r.url))
+    page.evaluate(WATCH_STAGES)
+    page.get_by_role("button", name="Create cluster").click()
+
+    panel = page.locator("section.progress")
+    expect(panel).to_be_visible()
+    # focus moves to the panel's heading
+    expect(page.locator("section.progress h2")).to_be_focused()
+    expect(panel.locator(".op-summary .status-succeeded")).to_be_visible(timeout=150_000)
+
+    rows = panel.locator(".stage")
+    assert rows.count() >= 10
+    statuses = rows.evaluate_all("rows => rows.map(r => r.dataset.status)")
+    assert set(statuses) <= {"succeeded", "noop"}, statuses
+    seen: dict[str, list[str]] = page.evaluate("window.__stages")
+    # the rows changed in place while the operation ran: running first, then succeeded
+    went_live = [s for s, history in seen.items() if history[-2:] == ["running", "succeeded"]]
+    assert len(went_live) >= 5, seen
+    assert any("operation_id=" in url for url in stream_requests), stream_requests
+    assert page.get_by_role("link", name=f"Open {name}").is_visible()
+
+    op = module_stack.client.get("/api/v1/clusters").json()
+    assert any(c["name"] == name and c["status"] == "active" for c in op)
+    # the mutation is recorded as made from the UI
+    audit = module_stack.client.get("/api/v1/audit", params={"limit": 1000}).json()
+    assert any(
+        a["type"] == "OperationAccepted"
+        and a["payload"].get("target_id") == name
+        and a["source"] == "ui"
+        for a in audit
+    )
+
+
+def test_validation_errors_shown_at_their_fields(page: Page) -> None:
+    page.goto("/#/clusters/new")
+    choose_zone_and_type(page)
+    name = page.get_by_label("Cluster name")
+    name.fill("-not-a-name")
+    page.get_by_role("button", name="Create cluster").click()
+    error = page.locator(f"#{name.get_attribute('id')}-error")
+    expect(error).to_contain_text("should match pattern")
+    expect(name).to_have_attribute("aria-invalid", "true")
+    expect(name).to_be_focused()
+
+    # instance_groups[0].instance_type-style: a type the (stale) zone does not offer
+    name.fill(unique("ui"))
+    page.get_by_label("Availability Zone").evaluate("el => { el.value = 'use1-az3'; }")
+    page.get_by_role("button", name="Create cluster").click()
+    instance_type = page.get_by_label("Instance type")
+    type_error = page.locator(f"#{instance_type.get_attribute('id')}-error")
+    expect(type_error).to_contain_text("is not offered in use1-az3")
+    expect(type_error).to_contain_text("set availability_zone_id")
+    expect(instance_type).to_have_attribute("aria-invalid", "true")
+    expect(name).not_to_have_attribute("aria-invalid", "true")
+
+    # instance_groups.0.count-style
+    page.get_by_label("Availability Zone").select_option("use1-az1")
+    expect(
+        page.get_by_label("Instance type").locator("option[value='ml.g5.8xlarge']")
+    ).to_be_attached()
+    count = page.get_by_label("Instance count")
+    count.fill("-1")
+    page.get_by_role("button", name="Create cluster").click()
+    expect(page.locator(f"#{count.get_attribute('id')}-error")).to_contain_text(
+        "greater than or equal to 0"
+    )
+    expect(page.locator("section.progress")).to_have_count(0)
+
+
+def test_feature_toggle_submits_only_the_changed_field(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, name = created_cluster
+    page.goto(f"/#/clusters/{name}")
+    toggle = page.get_by_role("switch", name="Tiered checkpointing")
+    expect(toggle).not_to_be_checked()
+    apply = page.get_by_role("button", name="Apply changes")
+    expect(apply).to_be_disabled()
+
+    sent: list[Request] = []
+    page.on("request", lambda r: r.method == "PATCH" and sent.append(r))
+    toggle.check()
+    expect(apply).to_be_enabled()
+    apply.click()
+
+    expect(page.locator(".result h3")).to_have_text("Submitted")
+    assert len(sent) == 1
+    request = sent[0]
+    assert request.url.endswith(f"/api/v1/clusters/{name}/features")
+    body: Any = json.loads(request.post_data or "null")
+    assert body == {"tiered_checkpointing": {"enabled": True}}
+    assert request.headers["x-hyperpilot-source"] == "ui"
+    diff = page.get_by_role("list", name="Diff")
+    expect(diff).to_contain_text("tiered_checkpointing")
+    link = page.get_by_role("link", name="Follow the operation")
+    operation_id = (link.get_attribute("href") or "").rsplit("/", 1)[-1]
+    assert stack.client.get(f"/api/v1/operations/{operation_id}").json()["request"] == body
+    done = stack.client.wait(operation_id, timeout=120)
+    assert done["status"] == "succeeded", done.get("error")
+
+    # the operation's page shows it finished
+    link.click()
+    expect(page.locator(".op-summary .status-succeeded")).to_be_visible()
+
+
+def test_create_form_by_keyboard(page: Page) -> None:
+    page.goto("/#/clusters/new")
+    name = page.get_by_label("Cluster name")
+    expect(name).to_be_focused()
+    expect(
+        page.get_by_label("Availability Zone").locator("option[value='use1-az1']")
+    ).to_be_attached()
+    page.keyboard.type("-bad")
+    order = []
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        order.append(page.evaluate("(e => e.name || e.textContent.trim())(document.activeElement)"))
+    assert order == [
+        "availability_zone_id",
+        "instance_type",
+        "count",
+        "capacity_type",
+        "Advanced (defaults work for most clusters)",
+        "Create cluster",
+    ]
+    # the advanced section opens from the keyboard
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Kubernetes version")).to_be_visible()
+    # Enter in a text field submits; the error lands on the field and takes focus
+    name.focus()
+    started = time.monotonic()
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#{name.get_attribute('id')}-error")).to_be_visible()
+    expect(name).to_be_focused()
+    assert time.monotonic() - started < 10
