@@ -177,7 +177,7 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def request(
+    def send(
         self,
         method: str,
         path: str,
@@ -185,8 +185,8 @@ class Client:
         params: dict[str, Any] | None = None,
         json: Any = None,
         timeout: float | None = None,
-    ) -> Any:
-        """Send one request (retried safely on a dropped connection) and return its JSON."""
+    ) -> httpx.Response:
+        """Send one request, retried safely on a dropped connection; raise on an error status."""
         method = method.upper()
         headers: dict[str, str] = {}
         if method in MUTATIONS:
@@ -215,14 +215,27 @@ class Client:
                 continue
             if response.status_code >= 400:
                 raise ApiError.from_response(response)
-            if not response.content:
-                return None
-            try:
-                return response.json()
-            except ValueError as exc:
-                raise ConnectionFailed(
-                    self.base_url, f"{method} {path} answered non-JSON ({response.status_code})"
-                ) from exc
+            return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request (see `send`) and return its JSON."""
+        response = self.send(method, path, params=params, json=json, timeout=timeout)
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ConnectionFailed(
+                self.base_url, f"{method} {path} answered non-JSON ({response.status_code})"
+            ) from exc
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params)

@@ -1,6 +1,6 @@
 """The command areas of `hyperpilot`, one module each; each is a typer app added by name.
 
-A new area (jobs, endpoints) is one module here that defines
+A new area (endpoints, say) is one module here that defines
 `app = Area(...)` and one entry in AREAS.
 """
 
@@ -13,6 +13,7 @@ from hyperpilot.commands import (
     features,
     inspect,
     instance_groups,
+    jobs,
     nodes,
     operations,
     profile,
@@ -26,6 +27,7 @@ AREAS: tuple[Area, ...] = (
     nodes.app,
     features.app,
     dependencies.app,
+    jobs.app,
     storage.app,
     operations.app,
     events.app,

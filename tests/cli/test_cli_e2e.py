@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import stat
@@ -279,6 +280,34 @@ def _cluster_args(cli_in: Cli, name: str) -> list[str]:
     return ["--name", name, "--zone", zone, "-g", f"name=gpu,type={instance_type},count=2"]
 
 
+STEP = re.compile(r"^step (\d+)/(\d+) ")
+
+
+def _job_logs_follow_to_the_end(cli: Cli, cli_in: Cli) -> None:
+    """A job submitted by recipe; `jobs logs -f` streams its log until the job ends."""
+    submitted = cli_in.run(
+        "jobs", "submit", "--recipe", "pytorch", "--name", "cli-ddp", "--instance-group", "gpu",
+        "--script", "code/train.py", "--gpus", "1", "--wait", "-o", "json",
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr[-2000:]
+    deadline = time.monotonic() + 60
+    while (
+        not (job := _json(cli_in.run("jobs", "describe", "cli-ddp", "-o", "json").stdout))
+        .get("live", {})
+        .get("observed", {})
+        .get("pods")
+    ):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.3)
+    followed = cli.run("jobs", "logs", "cli-ddp", "-f", "--interval", "0.3", timeout=180)
+    assert followed.returncode == 0, followed.stderr[-2000:]
+    steps = [int(m.group(1)) for line in followed.stdout.splitlines() if (m := STEP.match(line))]
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) == 100  # none lost or repeated
+    assert "job cli-ddp succeeded" in followed.stderr
+    jobs = _json(cli_in.run("jobs", "list", "-o", "json").stdout)
+    assert [(j["name"], j["status"]) for j in jobs] == [("cli-ddp", "succeeded")]
+
+
 def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     cli: Cli, cli_in: Cli
 ) -> None:
@@ -330,6 +359,8 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
         "upgraded",
         "unchanged",
     }
+
+    _job_logs_follow_to_the_end(cli, cli_in)
 
     duplicate = cli_in.run("clusters", "create", *_cluster_args(cli_in, name))
     assert duplicate.returncode == 2

@@ -1,0 +1,241 @@
+"""`hyperpilot jobs`: training jobs from recipes: submit, list, describe, logs, cancel, delete."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from hyperpilot.client import EXIT_INTERRUPTED, Client, UsageError
+from hyperpilot.commands.clusters import parse_pairs, read_spec
+from hyperpilot.commands.common import (
+    Area,
+    Cluster,
+    DryRun,
+    Output,
+    Wait,
+    Yes,
+    active_cluster,
+    client,
+    confirm,
+    examples,
+    fmt,
+    mutate,
+)
+from hyperpilot.output import Column, details, emit, table
+
+app = Area("jobs", "Training jobs from recipes: submit, list, describe, logs, cancel, delete.")
+
+TERMINAL = frozenset({"succeeded", "failed", "cancelled"})
+COLUMNS = [
+    Column("JOB", "name"),
+    Column("RECIPE", "recipe"),
+    Column("KIND", "kind"),
+    Column("STATUS", "status"),
+    Column("RESTARTS", lambda j: f"{j.get('restarts', 0)}/{j.get('budget', '-')}"),
+    Column("REASON", "reason", wrap=True),
+    Column("CREATED", "created_at"),
+]
+
+Job = Annotated[str, typer.Argument(help="Job name", show_default=False)]
+
+
+def _base(cluster: str) -> str:
+    return f"/api/v1/clusters/{cluster}/jobs"
+
+
+@app.command(
+    "list", epilog=examples("hyperpilot jobs list", "hyperpilot jobs list -c llm-training -o json")
+)
+def list_(cluster: Cluster = None, output: Output = None) -> None:
+    """A cluster's jobs and their last observed status."""
+    with client() as api:
+        rows = api.get(_base(active_cluster(api, cluster)))
+    emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no jobs)")
+
+
+def _pods(job: dict[str, Any]) -> list[str]:
+    observed = (job.get("live") or {}).get("observed") or {}
+    return [str(p["name"]) for p in observed.get("pods") or [] if isinstance(p, dict)]
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot jobs describe llama-sft", "hyperpilot jobs describe llama-sft -o yaml"
+    )
+)
+def describe(job: Job, cluster: Cluster = None, output: Output = None) -> None:
+    """A job: its record, restarts against the budget, and its pods (read live)."""
+    with client() as api:
+        found = api.get(f"{_base(active_cluster(api, cluster))}/{job}")
+
+    def render(j: dict[str, Any]) -> Any:
+        shown = {
+            k: j.get(k)
+            for k in ("name", "recipe", "kind", "namespace", "status", "reason", "message")
+        }
+        shown["restarts"] = f"{j.get('restarts', 0)} of {j.get('budget', '-')}"
+        shown["pods"] = ", ".join(_pods(j)) or None
+        shown["operation_id"] = j.get("operation_id")
+        return details(shown)
+
+    emit(found, fmt(output), render)
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot jobs submit -f llama-sft.yaml --wait",
+        "hyperpilot jobs submit --recipe pytorch --name ddp --instance-group gpu "
+        "--script code/train.py --replicas 2 --gpus 1 --dry-run",
+        "hyperpilot jobs submit --recipe llama-factory --name sft --instance-group gpu "
+        "--model Qwen/Qwen2.5-0.5B --dataset alpaca_en_demo",
+    )
+)
+def submit(
+    cluster: Cluster = None,
+    file: Annotated[
+        str | None,
+        typer.Option("--file", "-f", help="Job spec (a recipe) as YAML or JSON; - for stdin"),
+    ] = None,
+    recipe: Annotated[
+        str | None, typer.Option(help="pytorch, llama-factory, ms-swift or verl")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Job name")] = None,
+    instance_group: Annotated[str | None, typer.Option(help="Where the pods run")] = None,
+    replicas: Annotated[int | None, typer.Option(help="Pods (nodes)")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs per pod")] = None,
+    image: Annotated[str | None, typer.Option(help="Container image")] = None,
+    script: Annotated[str | None, typer.Option(help="pytorch: the script in the bucket")] = None,
+    arg: Annotated[
+        list[str] | None, typer.Option("--arg", help="pytorch: a script argument (repeatable)")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Fine-tuning recipes: the model")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Fine-tuning recipes: the dataset")] = None,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="KEY=VALUE environment (repeatable)")
+    ] = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Submit a training job from a recipe; the file holds the body of POST .../jobs.
+
+    --wait follows the submission (the job's custom resource is created); follow the job
+    itself with `hyperpilot jobs logs JOB -f`.
+    """
+    body: dict[str, Any] = read_spec(file) if file else {}
+    for key, value in (
+        ("recipe", recipe),
+        ("name", name),
+        ("instance_group", instance_group),
+        ("replicas", replicas),
+        ("image", image),
+        ("script", script),
+        ("model", model),
+        ("dataset", dataset),
+    ):
+        if value is not None:
+            body[key] = value
+    if gpus is not None:
+        body["resources"] = {**(body.get("resources") or {}), "gpus": gpus}
+    if arg:
+        body["args"] = arg
+    if env:
+        body["env"] = {**(body.get("env") or {}), **parse_pairs(env, "--env")}
+    if not body:
+        raise UsageError("no job spec", "pass -f spec.yaml, or --recipe, --name, ...")
+    with client() as api:
+        path = _base(active_cluster(api, cluster))
+        mutate(api, "POST", path, body, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+@app.command(epilog=examples("hyperpilot jobs cancel llama-sft --wait"))
+def cancel(
+    job: Job,
+    cluster: Cluster = None,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Stop a job's pods; the job stays listed as cancelled."""
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{job}/cancel"
+        mutate(api, "POST", path, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+@app.command(epilog=examples("hyperpilot jobs delete llama-sft --yes --wait"))
+def delete(
+    job: Job,
+    cluster: Cluster = None,
+    yes: Yes = False,
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Delete a job: its custom resource and its record."""
+    if not dry_run:
+        confirm(f"Delete job {job}?", yes)
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{job}"
+        mutate(api, "DELETE", path, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+def _log_page(api: Client, path: str, pod: str, start: int) -> tuple[str, int]:
+    """Lines of one pod from line `start`: the text and the next line number."""
+    response = api.send("GET", f"{path}/logs", params={"pod": pod, "from": start})
+    next_line = response.headers.get("X-Next-Line", "")
+    text = response.text
+    return text, int(next_line) if next_line.isdigit() else start + text.count("\n")
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot jobs logs llama-sft",
+        "hyperpilot jobs logs llama-sft -f",
+        "hyperpilot jobs logs llama-sft --pod llama-sft-worker-1 --from 100",
+    )
+)
+def logs(
+    job: Job,
+    cluster: Cluster = None,
+    pod: Annotated[
+        str | None, typer.Option(help="Pod to read (the job's first pod if omitted)")
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines until the job ends")
+    ] = False,
+    start: Annotated[int, typer.Option("--from", min=0, help="Skip this many lines")] = 0,
+    interval: Annotated[
+        float, typer.Option(min=0.1, help="Seconds between reads while following")
+    ] = 1.0,
+) -> None:
+    """Print a pod's log; with -f keep printing new lines until the job ends (Ctrl-C stops)."""
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{job}"
+        if pod is None:
+            pods = _pods(api.get(path))
+            if not pods:
+                raise UsageError(f"job {job} has no pods yet", "retry shortly, or pass --pod")
+            pod = pods[0]
+        cursor = start
+        try:
+            while True:
+                text, cursor = _log_page(api, path, pod, cursor)
+                if text:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                if not follow:
+                    return
+                if not text:
+                    status = api.get(path, live="false").get("status")
+                    if status in TERMINAL:
+                        final, cursor = _log_page(api, path, pod, cursor)
+                        sys.stdout.write(final)
+                        sys.stdout.flush()
+                        sys.stderr.write(f"job {job} {status}\n")
+                        return
+                    time.sleep(interval)
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_INTERRUPTED) from None
