@@ -9,12 +9,15 @@ import base64
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
 from sim.testing import aws_client
 from tests.e2e.conftest import Client, RunningStack
 
@@ -213,7 +216,7 @@ def test_rules_name_the_field_and_the_way_out(created_cluster: tuple[RunningStac
 
 
 def test_external_endpoint_scales_and_reports_its_load_balancer(
-    created_cluster: tuple[RunningStack, str], kube: Path
+    created_cluster: tuple[RunningStack, str], kube: Path, sim_aws: SimulatedAws
 ) -> None:
     stack, cluster = created_cluster
     api = stack.client
@@ -234,7 +237,55 @@ def test_external_endpoint_scales_and_reports_its_load_balancer(
     again = api.post("/api/v1/endpoints/public/scale", {"replicas": 2}, params=params)
     assert again.json()["noop"] is True
     assert api.wait(again.json()["operation_id"])["status"] == "noop"
+
+    # The status watcher reports what happens afterwards: a replaced worker that cannot pull
+    # its image degrades the endpoint; once the image pulls again it is available.
+    after = max([e["seq"] for e in api.get("/api/v1/events", params={"limit": 1000}).json()] + [0])
+    world = sim_aws.ctx.kube
+    assert isinstance(world, KubeWorld)
+    server = world.api_server(cluster)
+    server.faults.image_pull_failure("vllm/*", "manifest unknown")
+    worker = _kubectl(kube, "get", "pods", "-n", "default", "-l", "hyperpilot.dev/endpoint=public")
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "kubectl"),
+            "--kubeconfig",
+            str(kube),
+            "delete",
+            "pod",
+            "-n",
+            "default",
+            worker["items"][0]["metadata"]["name"],
+            "--wait=false",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    degraded = _status_event(api, "public", after, lambda p: p["status"] != "available")
+    assert degraded["previous"] == "available"
+    assert "ImagePull" in (degraded["message"] or ""), degraded
+    server.faults.clear_image_pull_failure("vllm/*")
+    recovered = _status_event(api, "public", after, lambda p: p["status"] == "available")
+    assert recovered["ready_replicas"] == 2
     _delete(api, cluster, "public")
+
+
+def _status_event(
+    api: Client, name: str, after: int, wanted: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    deadline = time.monotonic() + 45
+    while True:
+        events = api.get("/api/v1/events", params={"after": after, "limit": 1000}).json()
+        for event in events:
+            payload = event["payload"]
+            if (
+                event["type"] == "EndpointStatusChanged"
+                and payload["name"] == name
+                and wanted(payload)
+            ):
+                return payload  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, [e["type"] for e in events]
+        time.sleep(0.3)
 
 
 def test_model_pool_moves_a_worker_by_its_label_without_restart(
