@@ -40,6 +40,9 @@ def test_the_expected_playbooks_exist() -> None:
         "enable-managed-features",
         "diagnose-node-health",
         "diagnose-cluster-creation",
+        "submit-training",
+        "deploy-inference",
+        "diagnose-nccl",
     }
 
 
@@ -78,12 +81,26 @@ def test_the_create_playbook_inspects_before_it_creates() -> None:
     assert first["list_instance_types"] < first["create_cluster("]
 
 
-@pytest.mark.parametrize("name", ["diagnose-node-health", "diagnose-cluster-creation"])
+@pytest.mark.parametrize(
+    "name", ["diagnose-node-health", "diagnose-cluster-creation", "diagnose-nccl"]
+)
 def test_diagnostics_investigate_read_only_and_suggest_changes(name: str) -> None:
     _, body = front_matter(SKILLS / name / "SKILL.md")
     assert "read-only" in body and "suggestion" in body
-    if name == "diagnose-node-health":
+    if name in ("diagnose-node-health", "diagnose-nccl"):
         assert "investigate -> reboot -> replace" in body
+
+
+def test_each_recipe_and_each_inference_path_has_its_steps() -> None:
+    _, training = front_matter(SKILLS / "submit-training" / "SKILL.md")
+    for recipe in ("pytorch", "llama-factory", "ms-swift", "verl"):
+        assert f'"recipe": "{recipe}"' in training
+    _, inference = front_matter(SKILLS / "deploy-inference" / "SKILL.md")
+    for kind in ("container", "sglang", "managed", "jumpstart"):
+        assert f'`kind: "{kind}"`' in inference
+    for service in ("internal", "external", "model_pool"):
+        assert f'"{service}"' in inference
+    assert "never inferred" in inference
 
 
 def test_the_kiro_agent_auto_approves_exactly_the_read_only_tools(server: HyperpilotServer) -> None:

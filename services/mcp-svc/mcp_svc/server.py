@@ -31,7 +31,8 @@ Rules:
    retry_operation re-runs only the failed stages.
 
 The playbooks for whole tasks (create a cluster, add an instance group, enable managed
-features, diagnose node health or a failed cluster creation) are served as prompts.
+features, submit training, deploy inference, diagnose NCCL failures, node health or a failed
+cluster creation) are served as prompts.
 """
 
 
