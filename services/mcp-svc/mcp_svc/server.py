@@ -20,7 +20,8 @@ Rules:
 1. Inspect before creating: list_clusters, list_availability_zones, list_instance_types
    (and get_instance_type_quota) before offering choices.
 2. Ask the user only decision-grade questions: Availability Zone, instance type, count, capacity
-   type (on-demand, spot, training plan). Never ask about CIDRs, subnets, route tables or
+   type (on-demand, spot, training plan); the GPU count of a job or an endpoint always comes
+   from the user, never inferred. Never ask about CIDRs, subnets, route tables or
    security groups: the control plane settles them.
 3. Every mutating tool returns an operation_id and names its status tool. Poll
    get_operation(operation_id, wait_seconds=60) until `terminal` is true, and report the
