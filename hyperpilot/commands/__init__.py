@@ -1,7 +1,6 @@
 """The command areas of `hyperpilot`, one module each; each is a typer app added by name.
 
-A new area (endpoints, say) is one module here that defines
-`app = Area(...)` and one entry in AREAS.
+A new area is one module here that defines `app = Area(...)` and one entry in AREAS.
 """
 
 from __future__ import annotations
@@ -9,6 +8,7 @@ from __future__ import annotations
 from hyperpilot.commands import (
     clusters,
     dependencies,
+    endpoints,
     events,
     features,
     inspect,
@@ -28,6 +28,7 @@ AREAS: tuple[Area, ...] = (
     features.app,
     dependencies.app,
     jobs.app,
+    endpoints.app,
     storage.app,
     operations.app,
     events.app,

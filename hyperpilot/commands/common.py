@@ -222,9 +222,10 @@ def mutate(
     output: Format,
     wait: bool,
     dry_run: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> None:
     """Send a mutation; with --dry-run print the plan the gateway answers (nothing changes)."""
-    params = {"dry_run": "true"} if dry_run else None
+    params = {**(params or {}), **({"dry_run": "true"} if dry_run else {})}
     answer = api.request(method, path, params=params, json=body)
     if dry_run:
         plan = answer.get("plan", answer) if isinstance(answer, dict) else answer

@@ -140,3 +140,68 @@ def test_node_actions_features_software_update_and_cancel(sent: list[httpx.Reque
     assert _body(sent[-1]) == {"batch_size": {"type": "percentage", "value": 25}}
     assert _run("operations", "cancel", OP).exit_code == 0
     assert sent[-1].url.path == f"/api/v1/operations/{OP}/cancel"
+
+
+def test_jobs_logs_follow_reads_from_where_it_left_off_until_the_job_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    pages = ["step 1/3 loss 1.0\n", "", "step 2/3 loss 0.5\nstep 3/3 loss 0.2\n", ""]
+    starts: list[str] = []
+    job_reads = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal job_reads
+        if request.url.path.endswith("/logs"):
+            starts.append(request.url.params["from"])
+            text = pages.pop(0) if pages else ""
+            start = int(request.url.params["from"])
+            return httpx.Response(
+                200, text=text, headers={"X-Next-Line": str(start + text.count("\n"))}
+            )
+        job_reads += 1
+        status = "running" if job_reads < 3 else "succeeded"
+        live = {"observed": {"pods": [{"name": "ddp-worker-0"}]}}
+        return httpx.Response(200, json={"name": "ddp", "status": status, "live": live})
+
+    monkeypatch.setattr(
+        common,
+        "Client",
+        lambda url, token: Client(url, token, transport=httpx.MockTransport(handler)),
+    )
+    monkeypatch.setattr("hyperpilot.commands.jobs.time.sleep", lambda _: None)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("HYPERPILOT_URL", "http://gw")
+    done = _run("jobs", "logs", "ddp", "-c", "llm", "-f")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == [
+        "step 1/3 loss 1.0",
+        "step 2/3 loss 0.5",
+        "step 3/3 loss 0.2",
+    ]
+    assert starts[:3] == ["0", "1", "1"] and starts[-1] == "3"
+    assert "job ddp succeeded" in done.stderr
+
+
+def test_jobs_and_endpoints_requests(sent: list[httpx.Request]) -> None:
+    submitted = _run(
+        "jobs", "submit", "-c", "llm", "--recipe", "pytorch", "--name", "ddp",
+        "--instance-group", "gpu", "--script", "code/train.py", "--gpus", "1", "--dry-run",
+    )  # fmt: skip
+    assert submitted.exit_code == 0, submitted.output
+    assert sent[-1].url.path == "/api/v1/clusters/llm/jobs"
+    assert sent[-1].url.params["dry_run"] == "true"
+    assert _body(sent[-1]) == {
+        "recipe": "pytorch",
+        "name": "ddp",
+        "instance_group": "gpu",
+        "script": "code/train.py",
+        "resources": {"gpus": 1},
+    }
+    assert _run("jobs", "cancel", "ddp", "-c", "llm").exit_code == 0
+    assert sent[-1].url.path == "/api/v1/clusters/llm/jobs/ddp/cancel"
+    assert _run("endpoints", "scale", "qwen", "--replicas", "2", "-c", "llm").exit_code == 0
+    assert sent[-1].url.path == "/api/v1/endpoints/qwen/scale"
+    assert sent[-1].url.params["cluster"] == "llm" and _body(sent[-1]) == {"replicas": 2}
+    assert _run("endpoints", "list", "--all").exit_code == 0
+    assert sent[-1].url.params["cluster"] == "*"
+    assert _run("endpoints", "invoke", "qwen").exit_code == 2  # nothing to send
