@@ -14,6 +14,7 @@ import sys
 import time
 
 from bench import report
+from bench.common import record
 
 # (module, arguments, time limit in seconds)
 BENCHMARKS: tuple[tuple[str, tuple[str, ...], float], ...] = (
@@ -51,7 +52,9 @@ def main() -> int:
             if code != 0:
                 failed.append(module)
     elapsed = time.monotonic() - start
-    path = report.write(elapsed if not args.report_only and not wanted else None)
+    if not args.report_only and not wanted:
+        record("run", {"elapsed_seconds": round(elapsed, 1), "failed": failed})
+    path = report.write()
     print(f"== {path} written; {elapsed:.0f} s in all")
     if failed:
         print(f"failed: {', '.join(failed)}")

@@ -22,6 +22,7 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 
