@@ -365,3 +365,37 @@ class HfTokenStored(Event):
     what = "hf_token_stored"
     cluster: str
     secret: str
+
+
+# ---- MLflow ----------------------------------------------------------------------------------
+
+
+class TrackingServerSpec(Spec):
+    """A SageMaker managed MLflow tracking server recipes report throughput and loss to."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$", max_length=256)
+    artifact_store_uri: str = Field(
+        pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$",
+        examples=["s3://my-bucket/mlflow"],
+    )
+    role_arn: str = Field(
+        pattern=r"^arn:aws[a-z\-]*:iam::\d{12}:role/.+$",
+        description="the role the server uses to reach the artifact store",
+    )
+    size: Literal["Small", "Medium", "Large"] = "Small"
+    mlflow_version: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$")
+
+
+class CreateTrackingServer(Command):
+    domain = "workload"
+    verb = "create_tracking_server"
+
+    region: str
+    spec: TrackingServerSpec
+
+
+class TrackingServerCreated(Event):
+    what = "tracking_server_created"
+    name: str
+    arn: str
+    url: str | None = None

@@ -352,3 +352,38 @@ def test_hf_token_lives_only_in_a_kubernetes_secret(
     assert token not in events.text
     logs = "".join(p.read_text(errors="replace") for p in Path(stack.stack.state_dir).glob("*.log"))
     assert logs and token not in logs
+
+
+def test_mlflow_tracking_server_created_and_linked_to_a_job(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    server = {
+        "name": f"exp-{time.time_ns() % 10**9}",
+        "artifact_store_uri": "s3://hyperpilot-mlflow/artifacts",
+        "role_arn": "arn:aws:iam::123456789012:role/mlflow",
+    }
+    dry = api.post("/api/v1/mlflow/tracking-servers", server, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["plan"]["calls"][0]["operation"] == "CreateMlflowTrackingServer"
+    created = api.post("/api/v1/mlflow/tracking-servers", server)
+    assert created.status_code == 202, created.text
+    assert api.wait(created.json()["operation_id"])["status"] == "succeeded"
+    described = api.get(f"/api/v1/mlflow/tracking-servers/{server['name']}").json()
+    assert described["status"] == "Created" and described["arn"].endswith(server["name"])
+    calls = len(sim_aws.call_log("sagemaker", "CreateMlflowTrackingServer"))
+    again = api.post("/api/v1/mlflow/tracking-servers", server)
+    assert again.json()["noop"] is True
+    assert api.wait(again.json()["operation_id"])["status"] == "noop"
+    assert len(sim_aws.call_log("sagemaker", "CreateMlflowTrackingServer")) == calls
+
+    _submit(api, cluster, _pytorch("tracked", mlflow_tracking_uri=described["tracking_uri"]))
+    job = api.get(f"{_jobs(cluster)}/tracked", params={"live": "false"}).json()
+    assert job["mlflow"] == {
+        "tracking_uri": described["arn"],
+        "experiment": "tracked",
+        "run_name": "tracked",
+    }
+    assert api.get("/api/v1/mlflow/tracking-servers/no-such-server").status_code == 404
+    api.wait(api.delete(f"{_jobs(cluster)}/tracked").json()["operation_id"])

@@ -7,10 +7,18 @@ from functools import cache
 
 from shared.consumer import Handler
 from shared.contracts.subjects import domain_commands
-from shared.contracts.workloads import CancelJob, DeleteJob, DownloadModel, SubmitJob
+from shared.contracts.workloads import (
+    CancelJob,
+    CreateTrackingServer,
+    DeleteJob,
+    DownloadModel,
+    SubmitJob,
+)
 from shared.service import ServiceRuntime
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
+from workload_svc.adapters.sagemaker import TrackingServers
+from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
 from workload_svc.handlers import build_handlers
 from workload_svc.queries import Responder
@@ -25,6 +33,10 @@ def _kube_clients(region: str) -> KubeClients:
     return KubeClients(region)
 
 
+def tracking_servers(runtime: ServiceRuntime) -> TrackingServers:
+    return TrackingServers(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
+
+
 def clusters(runtime: ServiceRuntime) -> Clusters:
     return Clusters(runtime.pool, _kube_clients(runtime.settings.aws_region), ClusterEndpoint)
 
@@ -36,6 +48,7 @@ def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
         DownloadModel.__name__: submit_workflow(access, DownloadModel.kind()),
         CancelJob.__name__: cancel_workflow(access),
         DeleteJob.__name__: delete_workflow(access),
+        CreateTrackingServer.__name__: tracking_server_workflow(tracking_servers(runtime)),
     }
     return build_handlers(runtime.engine, workflows)
 
@@ -44,7 +57,9 @@ async def answer_queries(runtime: ServiceRuntime) -> None:
     """Dry runs, live job reads, log pages and token Secrets over request/reply."""
     await runtime.bus.wait_ready()
     assert runtime.bus.nc is not None
-    responder = Responder(runtime.bus.nc, runtime.pool, clusters(runtime))
+    responder = Responder(
+        runtime.bus.nc, runtime.pool, clusters(runtime), tracking_servers(runtime)
+    )
     await responder.start()
     try:
         await asyncio.Event().wait()

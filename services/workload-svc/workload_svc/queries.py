@@ -29,6 +29,7 @@ from shared.contracts.subjects import query_subject
 from shared.contracts.workloads import (
     NAMESPACE,
     CancelJob,
+    CreateTrackingServer,
     DeleteJob,
     HfTokenRequest,
     HfTokenStored,
@@ -38,6 +39,7 @@ from shared.logging import get_logger
 from shared.operations import append_event
 from workload_svc.access import Clusters, Kube
 from workload_svc.domain.logs import LogPage, page
+from workload_svc.domain.mlflow import TrackingServerApi, plan_tracking_server
 from workload_svc.domain.status import observe, progress
 from workload_svc.domain.workflows import plan_of
 
@@ -48,6 +50,7 @@ PLAN = query_subject("workload", "plan")
 JOB = query_subject("workload", "job")
 LOGS = query_subject("workload", "logs")
 HF_TOKEN = query_subject("workload", "hf_token")
+TRACKING_SERVER = query_subject("workload", "tracking_server")
 MAX_LINES = 5000
 MAX_BYTES = 512 * 1024
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -74,8 +77,11 @@ def _error(code: str, message: str, hint: str | None) -> dict[str, Any]:
 
 
 class Responder:
-    def __init__(self, nc: NATS, pool: asyncpg.Pool, clusters: Clusters) -> None:
+    def __init__(
+        self, nc: NATS, pool: asyncpg.Pool, clusters: Clusters, servers: TrackingServerApi
+    ) -> None:
         self.nc = nc
+        self.servers = servers
         self.pool = pool
         self.clusters = clusters
         self._subscriptions: list[Subscription] = []
@@ -85,6 +91,7 @@ class Responder:
             JOB: self.job,
             LOGS: self.logs,
             HF_TOKEN: self.hf_token,
+            TRACKING_SERVER: self.tracking_server,
         }
 
     async def start(self) -> None:
@@ -149,6 +156,10 @@ class Responder:
         payload = request.get("payload")
         if not isinstance(payload, dict):
             raise BadRequest("payload is required", "send the command as a JSON object")
+        if command_type == "CreateTrackingServer":
+            spec = CreateTrackingServer.from_payload(payload).spec
+            actual = await self.servers.describe(spec.name)
+            return plan_tracking_server(spec, actual).model_dump(mode="json")
         if command_type in ("SubmitJob", "DownloadModel"):
             return (await plan_of(self.clusters, payload)).model_dump(mode="json")
         if command_type in ("CancelJob", "DeleteJob"):
@@ -181,7 +192,8 @@ class Responder:
             ).model_dump(mode="json")
         raise BadRequest(
             f"no dry run for {command_type}",
-            "dry_run is answered for: CancelJob, DeleteJob, DownloadModel, SubmitJob",
+            "dry_run is answered for: CancelJob, CreateTrackingServer, DeleteJob,"
+            " DownloadModel, SubmitJob",
         )
 
     async def _job(self, cluster: str, name: str) -> dict[str, Any]:
@@ -278,6 +290,29 @@ class Responder:
                 source=str(request.get("source") or "rest"),
             )
         return {"secret": body.secret, "namespace": NAMESPACE, "key": "token"}
+
+    async def tracking_server(self, request: dict[str, Any]) -> Any:
+        name = request.get("name")
+        if not isinstance(name, str) or not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$", name):
+            raise BadRequest("name is missing or not valid", "pass the tracking server's name")
+        found = await self.servers.describe(name)
+        if found is None:
+            raise StageError(
+                "TrackingServerNotFound",
+                f"tracking server {name} does not exist",
+                "POST /api/v1/mlflow/tracking-servers creates one",
+            )
+        return {
+            "name": found.get("TrackingServerName"),
+            "arn": found.get("TrackingServerArn"),
+            "status": found.get("TrackingServerStatus"),
+            "active": found.get("IsActive"),
+            "url": found.get("TrackingServerUrl"),
+            "artifact_store_uri": found.get("ArtifactStoreUri"),
+            "size": found.get("TrackingServerSize"),
+            "mlflow_version": found.get("MlflowVersion"),
+            "tracking_uri": found.get("TrackingServerArn"),
+        }
 
 
 __all__ = ["HF_TOKEN", "JOB", "LOGS", "PLAN", "Responder"]

@@ -27,15 +27,17 @@ from shared.contracts.commands import Command
 from shared.contracts.workloads import (
     JOB_NAME_PATTERN,
     CancelJob,
+    CreateTrackingServer,
     DeleteJob,
     DownloadModel,
     HfTokenRequest,
     JobSpec,
     ModelDownloadSpec,
     SubmitJob,
+    TrackingServerSpec,
 )
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["jobs"])
+router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 JobNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=JOB_NAME_PATTERN)]
@@ -46,7 +48,7 @@ IdempotencyKey = Annotated[
 ]
 DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
 USABLE = ("active", "imported")
-CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady"})
+CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady", "TrackingServerExists"})
 MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound"})
 JOB_COLUMNS = (
     "cluster, name, recipe, kind, api_version, namespace, status, restarts, budget,"
@@ -134,6 +136,7 @@ async def _mutate(
     source: str,
     dry: bool,
     idempotency_key: str | None,
+    target_type: str = "job",
 ) -> JSONResponse:
     bus: Bus = request.app.state.bus
     if dry:
@@ -145,7 +148,7 @@ async def _mutate(
     accepted = await accept(
         pool,
         command,
-        target_type="job",
+        target_type=target_type,
         target_id=target,
         request=requested,
         principal=principal,
@@ -160,7 +163,7 @@ async def _mutate(
 
 
 @router.post(
-    "/{name}/jobs",
+    "/clusters/{name}/jobs",
     status_code=202,
     responses=ACCEPTED,
     summary="Submit a training job from a recipe (pytorch, llama-factory, ms-swift, verl)",
@@ -190,7 +193,7 @@ async def submit_job(
     )
 
 
-@router.get("/{name}/jobs", summary="The cluster's jobs and their last observed status")
+@router.get("/clusters/{name}/jobs", summary="The cluster's jobs and their last observed status")
 async def list_jobs(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         rows = await conn.fetch(
@@ -199,7 +202,9 @@ async def list_jobs(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[s
     return [_job_json(r) for r in rows]
 
 
-@router.get("/{name}/jobs/{job}", summary="A job: its record, restarts against the budget, pods")
+@router.get(
+    "/clusters/{name}/jobs/{job}", summary="A job: its record, restarts against the budget, pods"
+)
 async def describe_job(
     name: ClusterNamePath,
     job: JobNamePath,
@@ -209,6 +214,10 @@ async def describe_job(
     live: Annotated[bool, Query(description="Also read the resource from the cluster")] = True,
 ) -> dict[str, Any]:
     found = await _job(pool, name, job)
+    tracking = (found.get("spec") or {}).get("mlflow_tracking_uri")
+    if tracking:
+        # The link between the job and its MLflow run: the run (and experiment) is the job's name.
+        found["mlflow"] = {"tracking_uri": tracking, "experiment": job, "run_name": job}
     if live:
         try:
             found["live"] = await query(
@@ -221,7 +230,7 @@ async def describe_job(
 
 
 @router.post(
-    "/{name}/jobs/{job}/cancel",
+    "/clusters/{name}/jobs/{job}/cancel",
     status_code=202,
     responses=ACCEPTED,
     summary="Stop a job's pods; the job stays listed as cancelled",
@@ -252,7 +261,7 @@ async def cancel_job(
 
 
 @router.delete(
-    "/{name}/jobs/{job}",
+    "/clusters/{name}/jobs/{job}",
     status_code=202,
     responses=ACCEPTED,
     summary="Delete a job: its custom resource and its record",
@@ -282,7 +291,7 @@ async def delete_job(
     )
 
 
-@router.get("/{name}/jobs/{job}/events", summary="The job's events, oldest first")
+@router.get("/clusters/{name}/jobs/{job}/events", summary="The job's events, oldest first")
 async def job_events(
     name: ClusterNamePath,
     job: JobNamePath,
@@ -315,7 +324,7 @@ async def job_events(
 
 
 @router.get(
-    "/{name}/jobs/{job}/logs",
+    "/clusters/{name}/jobs/{job}/logs",
     response_class=PlainTextResponse,
     summary="Download one pod's log (text); `from` skips the lines already read",
 )
@@ -355,7 +364,7 @@ async def download_logs(
 
 
 @router.post(
-    "/{name}/model-downloads",
+    "/clusters/{name}/model-downloads",
     status_code=202,
     responses=ACCEPTED,
     summary="Pull a Hugging Face model into the shared bucket (a Kubernetes Job)",
@@ -386,7 +395,7 @@ async def download_model(
 
 
 @router.post(
-    "/{name}/secrets/hf-token",
+    "/clusters/{name}/secrets/hf-token",
     summary="Store a Hugging Face token in a Kubernetes Secret; answers only the Secret's name",
 )
 async def store_hf_token(
@@ -414,4 +423,55 @@ async def store_hf_token(
         )
     except ApiError as exc:
         raise _refusal(exc) from exc
+    return answer
+
+
+@router.post(
+    "/mlflow/tracking-servers",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Create a SageMaker managed MLflow tracking server (its ARN is a job's tracking URI)",
+)
+async def create_tracking_server(
+    spec: TrackingServerSpec,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    settings = request.app.state.settings
+    command = CreateTrackingServer(region=settings.aws_region, spec=spec)
+    return await _mutate(
+        request,
+        pool,
+        command,
+        target=spec.name,
+        requested=spec.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+        target_type="mlflow_tracking_server",
+    )
+
+
+@router.get(
+    "/mlflow/tracking-servers/{server}",
+    summary="A tracking server, described live by SageMaker",
+)
+async def describe_tracking_server(
+    server: Annotated[str, Path(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")],
+    request: Request,
+    _: Viewer,
+) -> dict[str, Any]:
+    try:
+        answer: dict[str, Any] = await query(
+            request.app.state.bus, "workload", "tracking_server", {"name": server}
+        )
+    except ApiError as exc:
+        if exc.code == "TrackingServerNotFound":
+            raise ApiError(404, "not_found", exc.message, hint=exc.hint) from exc
+        raise
     return answer

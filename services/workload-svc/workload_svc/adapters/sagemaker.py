@@ -1,0 +1,69 @@
+"""SageMaker's managed MLflow tracking servers, through boto3 (run in threads)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from shared.errors import PermanentError, StageError, TemporaryError
+
+T = TypeVar("T")
+RETRYABLE = frozenset({"ThrottlingException", "InternalFailure", "ServiceUnavailable"})
+
+
+def _error(exc: Exception, what: str) -> StageError:
+    if isinstance(exc, ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
+        message = str(exc.response.get("Error", {}).get("Message", exc))
+        if code in RETRYABLE:
+            return TemporaryError(code, f"{what}: {message}")
+        return PermanentError(code, f"{what}: {message}")
+    if isinstance(exc, EndpointConnectionError | ConnectionError):
+        return TemporaryError("EndpointUnreachable", f"{what}: {exc}")
+    return PermanentError(type(exc).__name__, f"{what}: {exc}")
+
+
+class TrackingServers:
+    def __init__(self, region: str, endpoint_url: str | None = None) -> None:
+        self.client: Any = boto3.session.Session(region_name=region).client(
+            "sagemaker",
+            endpoint_url=endpoint_url,
+            config=Config(retries={"max_attempts": 3, "mode": "standard"}),
+        )
+
+    async def describe(self, name: str) -> dict[str, Any] | None:
+        def call() -> dict[str, Any] | None:
+            try:
+                found: dict[str, Any] = self.client.describe_mlflow_tracking_server(
+                    TrackingServerName=name
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in (
+                    "ResourceNotFound",
+                    "ResourceNotFoundException",
+                ):
+                    return None
+                raise
+            found.pop("ResponseMetadata", None)
+            return found
+
+        return await self._run(f"DescribeMlflowTrackingServer {name}", call)
+
+    async def create(self, params: dict[str, Any]) -> str:
+        def call() -> str:
+            return str(self.client.create_mlflow_tracking_server(**params)["TrackingServerArn"])
+
+        return await self._run(f"CreateMlflowTrackingServer {params['TrackingServerName']}", call)
+
+    async def _run(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except StageError:
+            raise
+        except Exception as exc:
+            raise _error(exc, what) from exc
