@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install up down status test test-unit lint typecheck reliability bench clean
+.PHONY: install browser up down status test test-unit lint typecheck reliability bench clean
 
 # One development install: every service, the simulated world and the dev tools, pinned by
 # requirements.lock (compiled from pyproject.toml with `uv pip compile`).
@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) browser
+
+# The browser tests (tests/ui) drive Debian's chromium; no test tool downloads a browser.
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq chromium >/dev/null) \
+		|| echo "chromium could not be installed: the browser tests (tests/ui) will be skipped"
 
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev -q -o requirements.lock

@@ -41,7 +41,12 @@ def test_create_cluster_watch_stages_complete_live(page: Page, module_stack: Run
     page.get_by_label("Cluster name").fill(name)
     choose_zone_and_type(page)
     stream_requests: list[str] = []
-    page.on("request", lambda r: "/events/stream" in r.url and stream_requests.append(r.url))
+
+    def on_request(request: Request) -> None:
+        if "/events/stream" in request.url:
+            stream_requests.append(request.url)
+
+    page.on("request", on_request)
     page.evaluate(WATCH_STAGES)
     page.get_by_role("button", name="Create cluster").click()
 
@@ -121,7 +126,12 @@ def test_feature_toggle_submits_only_the_changed_field(
     expect(apply).to_be_disabled()
 
     sent: list[Request] = []
-    page.on("request", lambda r: r.method == "PATCH" and sent.append(r))
+
+    def on_request(request: Request) -> None:
+        if request.method == "PATCH":
+            sent.append(request)
+
+    page.on("request", on_request)
     toggle.check()
     expect(apply).to_be_enabled()
     apply.click()
