@@ -17,6 +17,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_generated_requests_never_get_a_server_error(
     running_stack: RunningStack, tmp_path: Path
 ) -> None:

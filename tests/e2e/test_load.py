@@ -20,6 +20,7 @@ OPERATIONS = 1000
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_a_thousand_concurrent_operations_all_end_once(
     postgres: Postgres, sim_aws: SimulatedAws, tmp_path: Path
 ) -> None:
