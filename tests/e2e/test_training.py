@@ -20,9 +20,17 @@ import pytest
 import websockets
 
 from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
+from sim.k8s.server import ApiServer
 from tests.e2e.conftest import TOKEN, Client, RunningStack
 
 STEP = re.compile(r"^step (\d+)/(\d+) ")
+
+
+def _api_server(sim_aws: SimulatedAws, cluster: str) -> ApiServer:
+    kube = sim_aws.ctx.kube
+    assert isinstance(kube, KubeWorld)
+    return kube.api_server(cluster)
 
 
 def _jobs(cluster: str) -> str:
@@ -120,7 +128,7 @@ def test_pytorch_job_submit_list_describe_cancel_delete(
     assert api.get(f"{_jobs(cluster)}/plain-ddp").status_code == 404
 
 
-RECIPES = [
+RECIPES: list[dict[str, Any]] = [
     {
         "recipe": "llama-factory",
         "name": "lf-sft",
@@ -280,7 +288,7 @@ def test_pod_fault_spends_the_budget_then_fails_the_job(
     spec = _pytorch("faulty", run_policy={"job_max_retry_count": 1, "clean_pod_policy": "None"})
     _submit(api, cluster, spec)
     _wait_job(api, cluster, "faulty", lambda j: j["status"] == "running")
-    server = sim_aws.ctx.kube.api_server(cluster)
+    server = _api_server(sim_aws, cluster)
 
     server.faults.crash_pod("default", "faulty-pods-0", exit_code=137)
     restarted = _wait_job(api, cluster, "faulty", lambda j: j["restarts"] == 1)
@@ -307,7 +315,7 @@ async def _database_text(database_url: str) -> str:
         tables = await conn.fetch(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
         )
-        dumps = []
+        dumps: list[str] = []
         for table in tables:
             rows = await conn.fetch(f'SELECT t::text AS row FROM "{table["table_name"]}" t')
             dumps.extend(r["row"] for r in rows)
@@ -341,7 +349,7 @@ def test_hf_token_lives_only_in_a_kubernetes_secret(
     log = api.get(f"{_jobs(cluster)}/get-qwen/logs", params={"pod": pod}).text
     assert "download progress: 100%" in log
 
-    server = sim_aws.ctx.kube.api_server(cluster)
+    server = _api_server(sim_aws, cluster)
     secret = server.store.get("secrets", "default", "hf-token")
     assert secret is not None  # the one place the token lives
     assert base64.b64encode(token.encode()).decode() in json.dumps(secret)
