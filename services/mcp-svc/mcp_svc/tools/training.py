@@ -12,7 +12,12 @@ from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from mcp_svc.tools.events import After
-from shared.contracts.workloads import JOB_NAME_PATTERN, JobSpec, ModelDownloadSpec
+from shared.contracts.workloads import (
+    JOB_NAME_PATTERN,
+    JobSpec,
+    ModelDownloadSpec,
+    TrackingServerSpec,
+)
 
 JobName = Annotated[
     str,
@@ -37,6 +42,10 @@ class Job(Passthrough):
     reason: str | None = None
     message: str | None = None
     operation_id: str | None = None
+
+
+class TrackingServer(ToolResult):
+    server: dict[str, Any] = Field(description="SageMaker's description of the server")
 
 
 class JobList(ToolResult):
@@ -240,5 +249,50 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path=f"/api/v1/clusters/{cluster}/model-downloads",
             body=download.model_dump(mode="json", exclude_none=True),
             what=f"download of {download.repo_id}",
+            dry_run=dry_run,
+        )
+
+    @server.read_tool(area="training", rest="GET /api/v1/mlflow/tracking-servers/{server}")
+    async def get_tracking_server(
+        name: Annotated[
+            str,
+            Field(
+                pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$",
+                description="Name of a SageMaker managed MLflow tracking server",
+            ),
+        ],
+    ) -> TrackingServer:
+        """A SageMaker managed MLflow tracking server, described live: status, ARN (a job's
+        mlflow_tracking_uri) and URL."""
+        raw = await gateway.get(f"/api/v1/mlflow/tracking-servers/{name}")
+        status = raw.get("status") or raw.get("TrackingServerStatus") or "unknown"
+        return TrackingServer(summary=f"Tracking server {name} is {status}.", server=raw)
+
+    @server.write_tool(
+        area="training", rest="POST /api/v1/mlflow/tracking-servers", body_param="tracking_server"
+    )
+    async def create_tracking_server(
+        tracking_server: Annotated[
+            TrackingServerSpec,
+            Field(
+                description=(
+                    "name, artifact_store_uri (s3://bucket/prefix), role_arn (the role the"
+                    " server uses to reach the store), size (Small, Medium, Large)"
+                )
+            ),
+        ],
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Create a SageMaker managed MLflow tracking server that recipes report metrics to (a
+        no-op when it exists). Its ARN is a job's mlflow_tracking_uri."""
+        return await submit(
+            gateway,
+            tool="create_tracking_server",
+            arguments={"tracking_server": tracking_server, "request_id": request_id},
+            method="POST",
+            path="/api/v1/mlflow/tracking-servers",
+            body=tracking_server.model_dump(mode="json", exclude_none=True),
+            what=f"MLflow tracking server {tracking_server.name}",
             dry_run=dry_run,
         )
