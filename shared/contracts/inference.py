@@ -109,8 +109,8 @@ class ContainerSpec(Spec):
             if name.upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
                 raise RuleViolation(
                     f"{name} would put a secret into the endpoint's record",
-                    "store the token as a Secret (POST /api/v1/clusters/{name}/hf-token) and "
-                    "name it in hf_token_secret",
+                    "store the token as a Secret (POST /api/v1/clusters/{cluster}/secrets/hf-token) "
+                    "and name that Secret in container.hf_token_secret",
                 )
         return value
 

@@ -162,6 +162,16 @@ def test_vllm_internal_deploys_answers_and_is_deleted(
     assert reply["model"] == MODEL
     assert reply["choices"][0]["message"]["content"]
 
+    # A model pool selects its workers differently: refused in place, with the way out.
+    field = _field(
+        api.post(
+            "/api/v1/endpoints",
+            _vllm("chat", instance_type, "model_pool"),
+            params={"cluster": cluster},
+        )
+    )
+    assert field["field"] == "service" and "DELETE /api/v1/endpoints/chat" in field["hint"]
+
     _delete(api, cluster, "chat")
     assert api.get("/api/v1/endpoints/chat", params={"cluster": cluster}).status_code == 404
     gone = _kubectl(

@@ -248,3 +248,37 @@ def test_status_from_a_deployment_and_from_the_operator() -> None:
         observe_operator({"spec": {}, "status": {"state": "DeploymentInProgress"}}).status
         == "deploying"
     )
+
+
+def test_a_redeploy_deletes_what_the_new_spec_no_longer_makes() -> None:
+    actual = [as_served(o) for o in render(make())]
+    recorded = [
+        {"api_version": "apps/v1", "kind": "Deployment", "name": "chat"},
+        {"api_version": "v1", "kind": "Service", "name": "chat"},
+    ]
+    sglang = make(kind="sglang", container={"engine": "sglang", "model": "m"})
+    plan = deploy_plan(
+        sglang,
+        ClusterFacts(
+            cluster="c1",
+            gpus_by_instance_type={TYPE: 4},
+            served=frozenset(),
+            actual={("Service", "chat"): actual[1]},
+            recorded=[recorded[0]],
+        ),
+    )
+    assert ("delete", "Deployment", "chat") in [(o.action, o.kind, o.name) for o in plan.objects]
+    assert ("apply", "Deployment", "chat-workers") in [
+        (o.action, o.kind, o.name) for o in plan.objects
+    ]
+    assert plan.diff["Deployment/chat"].model_dump() == {
+        "actual": "present",
+        "requested": "deleted",
+    }
+
+
+def test_a_new_worker_selector_is_refused_with_the_way_out() -> None:
+    actual = [as_served(o) for o in render(make())]
+    with pytest.raises(PermanentError) as info:
+        deploy_plan(make(service="model_pool"), facts(actual))
+    assert info.value.message.startswith("service: ") and "DELETE" in (info.value.hint or "")

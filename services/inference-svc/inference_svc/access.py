@@ -120,8 +120,23 @@ class Clusters:
             )
             if found is not None:
                 actual[(obj["kind"], obj["metadata"]["name"])] = found
+        async with self.pool.acquire() as conn:
+            before = await conn.fetchval(
+                "SELECT objects FROM endpoints WHERE cluster = $1 AND name = $2", cluster, spec.name
+            )
+        recorded = [
+            old
+            for old in before or []
+            if (old["kind"], old["name"]) not in actual
+            and await kube.get(old["api_version"], old["kind"], old["name"], spec.namespace)
+            is not None
+        ]
         return ClusterFacts(
-            cluster=cluster, gpus_by_instance_type=gpus, served=frozenset(served), actual=actual
+            cluster=cluster,
+            gpus_by_instance_type=gpus,
+            served=frozenset(served),
+            actual=actual,
+            recorded=recorded,
         )
 
     async def recorded(self, cluster: str, name: str) -> EndpointSpec:

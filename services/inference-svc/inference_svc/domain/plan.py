@@ -40,6 +40,8 @@ class ClusterFacts:
         str
     ]  # kinds served among InferenceEndpointConfig, JumpStartModel, ScaledObject
     actual: dict[tuple[str, str], KubeObject] = field(default_factory=dict)  # (kind, name) -> obj
+    # Objects an earlier deploy of the endpoint made that exist still: {api_version, kind, name}.
+    recorded: list[dict[str, str]] = field(default_factory=list)
 
 
 def rule(field_name: str, message: str, hint: str) -> PermanentError:
@@ -132,10 +134,36 @@ def deploy_plan(spec: EndpointSpec, facts: ClusterFacts) -> Plan:
             plan.diff[f"{key[0]}/{key[1]}"] = FieldChange(actual=None, requested="create")
             continue
         changed = differences(actual, obj)
+        if obj["kind"] == "Deployment" and any(
+            w.startswith("spec.selector") for w, _, _ in changed
+        ):
+            raise rule(
+                "service",
+                f"the workers of {spec.name} would need a new selector, which Kubernetes does "
+                "not change in place",
+                f"delete the endpoint first (DELETE /api/v1/endpoints/{spec.name}), or deploy "
+                "this shape under another name",
+            )
         if changed:
             plan.objects.append(_planned(obj))
             for where, was, wanted in changed[:20]:
                 plan.diff[f"{key[0]}/{key[1]}.{where}"] = FieldChange(actual=was, requested=wanted)
+    wanted = {(o["kind"], o["metadata"]["name"]) for o in wanted_objects(spec)}
+    for old in facts.recorded:
+        if (old["kind"], old["name"]) in wanted:
+            continue
+        plan.objects.append(
+            PlannedObject(
+                action="delete",
+                api_version=old["api_version"],
+                kind=old["kind"],
+                name=old["name"],
+                namespace=spec.namespace,
+            )
+        )
+        plan.diff[f"{old['kind']}/{old['name']}"] = FieldChange(
+            actual="present", requested="deleted"
+        )
     plan.noop = not plan.objects
     if plan.noop:
         plan.notes.append("every object of the endpoint already matches its spec")

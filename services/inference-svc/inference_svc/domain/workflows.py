@@ -124,6 +124,9 @@ def deploy_workflow(access: Access) -> Workflow:
         plan = deploy_plan(spec, await access.facts(cluster, spec))
         kube = await access.kube(cluster)
         for planned in plan.objects:
+            if planned.action == "delete":
+                await kube.delete(planned.api_version, planned.kind, planned.name, spec.namespace)
+                continue
             assert planned.body is not None
             await kube.apply(planned.body)
         if not plan.noop:
