@@ -102,6 +102,17 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
     before = sim_aws.inventory()
     name = unique("hp")
     spec = _spec(api, name)
+    calls_before = len(sim_aws.call_log())
+    planned = api.post("/api/v1/clusters", spec, params={"dry_run": "true"})
+    assert planned.status_code == 200, planned.text
+    plan = planned.json()["plan"]
+    assert plan["command"] == "CreateCluster" and not plan["noop"]
+    assert ("sagemaker", "CreateCluster") in {(c["service"], c["operation"]) for c in plan["calls"]}
+    assert len(sim_aws.call_log()) == calls_before  # a dry run makes no mutating call
+    assert (
+        api.get("/api/v1/clusters").json() == []
+        and api.get("/api/v1/operations").json()["items"] == []
+    )
     accepted = api.post("/api/v1/clusters", spec)
     assert accepted.status_code == 202, accepted.text
     op = api.wait(accepted.json()["operation_id"], timeout=240)
@@ -158,6 +169,13 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
     listed = api.get(f"/api/v1/clusters/{name}/dependencies").json()
     assert len(listed) >= 10 and {c["status"] for c in listed} == {"unchanged"}
 
+    plan = api.delete(f"/api/v1/clusters/{name}", params={"dry_run": "true"}).json()["plan"]
+    planned_deletes = {(c["service"], c["operation"]) for c in plan["calls"]}
+    assert {
+        ("eks", "DeleteCluster"),
+        ("sagemaker", "DeleteCluster"),
+        ("ec2", "DeleteVpc"),
+    } <= planned_deletes
     deleted = api.delete(f"/api/v1/clusters/{name}")
     assert deleted.status_code == 202, deleted.text
     op = api.wait(deleted.json()["operation_id"], timeout=240)

@@ -198,3 +198,25 @@ def test_a_failed_stage_is_retried_alone_over_rest(
     }
     assert _creates(sim_aws, name) == 1
     assert api.post(f"/api/v1/operations/{op_id}/retry").status_code == 409
+
+
+def test_dry_runs_answer_the_plan_and_change_nothing(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    api = running_stack.client
+    name = unique("dry")
+    planned = api.post("/api/v1/storage/buckets", {"name": name}, params={"dry_run": "true"})
+    assert planned.status_code == 200, planned.text
+    plan = planned.json()["plan"]
+    assert not plan["noop"] and plan["calls"][0]["operation"] == "CreateBucket"
+    assert _creates(sim_aws, name) == 0 and api.get("/api/v1/operations").json()["items"] == []
+    api.wait(api.post("/api/v1/storage/buckets", {"name": name}).json()["operation_id"])
+    again = api.post("/api/v1/storage/buckets", {"name": name}, params={"dry_run": "true"}).json()[
+        "plan"
+    ]
+    assert again["noop"] is True and again["calls"] == []
+    deleting = api.delete(f"/api/v1/storage/buckets/{name}", params={"dry_run": "true"}).json()[
+        "plan"
+    ]
+    assert [c["operation"] for c in deleting["calls"]] == ["DeleteObjects", "DeleteBucket"]
+    assert name in sim_aws.inventory()["s3_buckets"]

@@ -2,13 +2,16 @@
 
 A subscriber first replays what it missed from PostgreSQL (`after=seq`), then follows the
 live feed; sequence numbers make the hand-over exact (no gap, no repeat). A subscriber that
-cannot keep up is disconnected and resumes from its last sequence number.
+cannot keep up is disconnected and resumes from its last sequence number. Every
+KEEP_ALIVE_SECONDS the live feed also carries KEEP_ALIVE to every subscriber, so that an idle
+stream shows it is alive without a timer per subscriber.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -22,6 +25,8 @@ log = get_logger("gateway.stream")
 
 QUEUE_LIMIT = 10_000
 PAGE = 500
+KEEP_ALIVE_SECONDS = 15.0
+KEEP_ALIVE: dict[str, Any] = {}  # yielded by `subscribe` (compare by identity)
 
 
 class SubscriberTooSlow(Exception):
@@ -41,9 +46,13 @@ class _Subscriber:
 
 
 class EventBroadcaster:
-    def __init__(self, pool: asyncpg.Pool, dsn: str) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, dsn: str, keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+    ) -> None:
         self.pool = pool
         self.dsn = dsn
+        self.keep_alive_seconds = keep_alive_seconds
+        self._last_keep_alive = time.monotonic()
         self.last_seq = 0
         self._subscribers: set[_Subscriber] = set()
         self._wake = asyncio.Event()
@@ -64,6 +73,7 @@ class EventBroadcaster:
                         latest = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM events")
                     self.last_seq = max(self.last_seq, latest) if self.last_seq else latest
                 await self._fan_out()
+                self._keep_alive()
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), 1.0)
@@ -79,6 +89,13 @@ class EventBroadcaster:
 
     def _notified(self, *_: object) -> None:
         self._wake.set()
+
+    def _keep_alive(self) -> None:
+        now = time.monotonic()
+        if now - self._last_keep_alive >= self.keep_alive_seconds:
+            self._last_keep_alive = now
+            for sub in self._subscribers:
+                sub.offer(KEEP_ALIVE)
 
     async def _fan_out(self) -> None:
         while True:
@@ -127,6 +144,9 @@ class EventBroadcaster:
                 if sub.overflowed:
                     raise SubscriberTooSlow
                 event = await sub.queue.get()
+                if event is KEEP_ALIVE:
+                    yield event
+                    continue
                 if event["seq"] <= sent:
                     continue
                 sent = event["seq"]

@@ -7,11 +7,12 @@ import uuid
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field, field_validator
 
 from gateway.accept import accept
+from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import Admin, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
@@ -106,9 +107,17 @@ async def create_cluster(
     principal: Operator,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
+    if dry_run:
+        bucket = spec.storage.bucket or default_bucket(spec.name)
+        return await dry_run_plan(
+            request.app.state.bus, CreateCluster(spec=spec, region=region, bucket=bucket)
+        )
     async with pool.acquire() as conn:
         existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
     if existing is not None and idempotency_key is None:
@@ -269,10 +278,15 @@ async def import_cluster(
     principal: Operator,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
     name = spec.eks_cluster_name
+    if dry_run:
+        return await dry_run_plan(request.app.state.bus, ImportCluster(spec=spec, region=region))
 
     async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
         try:
@@ -308,10 +322,14 @@ async def import_cluster(
 )
 async def delete_cluster(
     name: ClusterNamePath,
+    request: Request,
     pool: Pool,
     principal: Admin,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     async with pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
@@ -332,9 +350,12 @@ async def delete_cluster(
             hint=f"wait for it (GET /api/v1/operations/{busy}?wait=60), then delete",
         )
     resources = row["resources"] if row["managed"] else {}
+    command = DeleteCluster(name=name, region=row["region"], resources=resources)
+    if dry_run:
+        return await dry_run_plan(request.app.state.bus, command)
     return await accept(
         pool,
-        DeleteCluster(name=name, region=row["region"], resources=resources),
+        command,
         target_type="cluster",
         target_id=name,
         request={"name": name},

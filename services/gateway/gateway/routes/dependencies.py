@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from gateway.accept import accept
+from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.clusters import ClusterNamePath, IdempotencyKey
@@ -47,10 +48,14 @@ async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[
 )
 async def reconcile(
     name: ClusterNamePath,
+    request: Request,
     pool: Pool,
     principal: Operator,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     async with pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
@@ -79,6 +84,8 @@ async def reconcile(
         bucket=str(resources.get("bucket", {}).get("bucket", "")),
         resources=resources,
     )
+    if dry_run:
+        return await dry_run_plan(request.app.state.bus, command)
     return await accept(
         pool,
         command,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -13,12 +13,10 @@ from fastapi.responses import StreamingResponse
 
 from gateway.deps import Broadcaster, Operator, Pool, Viewer
 from gateway.routes.models import EventRead
-from gateway.stream import SubscriberTooSlow
+from gateway.stream import KEEP_ALIVE, SubscriberTooSlow
 from shared.operations import event_row
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
-
-HEARTBEAT_SECONDS = 15.0
 
 
 @router.get("/events", response_model=list[EventRead], summary="Events after a sequence number")
@@ -58,27 +56,22 @@ async def stream_events(
         start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
 
     async def frames() -> AsyncIterator[bytes]:
+        # One generator per subscriber, no task or timer per event: keep-alives come from the
+        # broadcaster's live feed.
         events = broadcaster.subscribe(start, str(operation_id) if operation_id else None)
-        next_event = asyncio.ensure_future(anext(events))
         try:
             yield b"retry: 1000\n\n"
-            while True:
-                done, _ = await asyncio.wait({next_event}, timeout=HEARTBEAT_SECONDS)
-                if not done:
-                    yield b": keep-alive\n\n"
-                    continue
-                try:
-                    event = next_event.result()
-                except (StopAsyncIteration, SubscriberTooSlow):
-                    return
-                yield (
-                    f"id: {event['seq']}\nevent: {event['type']}\ndata: ".encode()
-                    + orjson.dumps(event)
-                    + b"\n\n"
-                )
-                next_event = asyncio.ensure_future(anext(events))
+            with contextlib.suppress(SubscriberTooSlow):
+                async for event in events:
+                    if event is KEEP_ALIVE:
+                        yield b": keep-alive\n\n"
+                        continue
+                    yield (
+                        f"id: {event['seq']}\nevent: {event['type']}\ndata: ".encode()
+                        + orjson.dumps(event)
+                        + b"\n\n"
+                    )
         finally:
-            next_event.cancel()
             await events.aclose()
 
     return StreamingResponse(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.accept import accept
+from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import Admin, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import ACCEPTED
@@ -87,9 +88,14 @@ async def create_bucket(
     principal: Operator,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     command = CreateStorageBucket(name=body.name, region=region)
+    if dry_run:
+        return await dry_run_plan(request.app.state.bus, command)
     return await accept(
         pool,
         command,
@@ -126,10 +132,14 @@ async def get_bucket(name: BucketName, pool: Pool, _: Viewer) -> dict[str, Any]:
 @router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Empty and delete a bucket")
 async def delete_bucket(
     name: BucketName,
+    request: Request,
     pool: Pool,
     principal: Admin,
     source: Source,
     idempotency_key: IdempotencyKey = None,
+    dry_run: Annotated[
+        bool, Query(description="Answer the plan (the calls it would make) without doing it")
+    ] = False,
 ) -> JSONResponse:
     async with pool.acquire() as conn:
         row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
@@ -140,9 +150,12 @@ async def delete_bucket(
             f"bucket {name} is not managed here",
             hint="list buckets with GET /api/v1/storage/buckets",
         )
+    command = DeleteStorageBucket(name=name, region=row["region"])
+    if dry_run:
+        return await dry_run_plan(request.app.state.bus, command)
     return await accept(
         pool,
-        DeleteStorageBucket(name=name, region=row["region"]),
+        command,
         target_type="bucket",
         target_id=name,
         request={"name": name},

@@ -9,12 +9,18 @@ import * as create from "./views/create.js";
 import * as cluster from "./views/cluster.js";
 import * as operations from "./views/operations.js";
 import * as audit from "./views/audit.js";
+import * as training from "./views/training.js";
+import * as inference from "./views/inference.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
 export const routes = [
   [/^\/clusters$/, clusters, "Clusters"],
   [/^\/clusters\/new$/, create, "Create a cluster"],
   [/^\/clusters\/([^/]+)$/, cluster, "Cluster"],
+  [/^\/clusters\/([^/]+)\/jobs$/, training, "Training"],
+  [/^\/clusters\/([^/]+)\/jobs\/([^/]+)$/, training, "Job"],
+  [/^\/endpoints$/, inference, "Endpoints"],
+  [/^\/endpoints\/([^/]+)\/([^/]+)$/, inference, "Endpoint"],
   [/^\/operations$/, operations, "Operations"],
   [/^\/operations\/([^/]+)$/, operations, "Operation"],
   [/^\/audit$/, audit, "Audit"],

@@ -67,6 +67,9 @@ export async function render(main, [name]) {
   );
   main.append(
     h("div", { class: "title-row" }, h("h1", {}, name), cluster.active ? badge("active") : null),
+    h("p", { class: "actions" },
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/jobs`, class: "button secondary" }, "Training jobs"),
+      h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
     status,
     section("Summary", summary),
   );

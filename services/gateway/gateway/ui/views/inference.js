@@ -1,0 +1,167 @@
+// Inference: deploy an endpoint (self-managed container, SGLang with its router, or managed by
+// the HyperPod inference operator), the endpoints of a cluster, one endpoint with its pods,
+// model-pool assignment and a try-it box that invokes it.
+
+import { del, get, post, query } from "../api.js";
+import {
+  announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
+  operationLink, section, showErrors, when,
+} from "../dom.js";
+
+const link = (cluster, name) => `#/endpoints/${encodeURIComponent(cluster)}/${encodeURIComponent(name)}`;
+
+export async function render(main, [cluster, name]) {
+  if (cluster && name) return detail(main, cluster, name);
+  main.append(h("h1", {}, "Inference endpoints"));
+  const status = h("div", { class: "notice", role: "status" });
+  const clusters = await get("/clusters").catch(() => []);
+  const active = (clusters.find((c) => c.active) || clusters[0] || {}).name || "";
+  const clusterSelect = h("select", { name: "cluster" }, ...clusters.map((c) => h("option", { value: c.name, selected: c.name === active }, c.name)));
+  const body = h("tbody");
+
+  async function load() {
+    if (!clusterSelect.value) return;
+    try {
+      const answer = await get(`/endpoints${query({ cluster: clusterSelect.value })}`);
+      const items = Array.isArray(answer) ? answer : answer.items || [];
+      fill(body, ...items.map((e) => h("tr", { "data-endpoint": e.name },
+        h("th", { scope: "row", "data-label": "Endpoint" }, h("a", { href: link(e.cluster || clusterSelect.value, e.name) }, e.name)),
+        h("td", { "data-label": "Kind" }, e.kind || ""),
+        h("td", { "data-label": "Status" }, badge(e.status)),
+        h("td", { "data-label": "Instance type" }, e.instance_type || (e.spec && e.spec.instance_type) || ""),
+        h("td", { "data-label": "Updated" }, when(e.updated_at || e.created_at)))));
+      if (!items.length) fill(body, h("tr", {}, h("td", { colspan: "5" }, "No endpoints on this cluster.")));
+    } catch (error) {
+      status.textContent = errorText(error);
+    }
+  }
+  clusterSelect.addEventListener("change", load);
+
+  const ename = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
+  const kind = h("select", { name: "kind" },
+    h("option", { value: "container" }, "Self-managed (vLLM container)"),
+    h("option", { value: "sglang" }, "SGLang with router"),
+    h("option", { value: "managed" }, "Managed (HyperPod inference operator)"));
+  const itype = h("input", { name: "instance_type", value: "ml.g5.8xlarge", autocomplete: "off" });
+  const model = h("input", { name: "model", value: "Qwen/Qwen3-0.6B", autocomplete: "off", spellcheck: "false" });
+  const replicas = h("input", { name: "replicas", type: "number", min: "1", value: "1" });
+  const gpus = h("input", { name: "gpus", type: "number", min: "1", max: "8", value: "1" });
+  const routerPolicy = h("select", { name: "router_policy" }, ...["cache_aware", "round_robin", "random", "power_of_two"].map((p) => h("option", { value: p }, p)));
+  const routerField = field("Router policy", routerPolicy, { field: "router.policy" });
+  routerField.hidden = true;
+  kind.addEventListener("change", () => { routerField.hidden = kind.value !== "sglang"; });
+  const form = h("form", { novalidate: true, "aria-label": "Deploy an endpoint" },
+    h("div", { class: "row" },
+      field("Endpoint name", ename, { field: "name" }),
+      field("Kind", kind, { field: "kind" }),
+      field("Instance type", itype, { field: "instance_type" })),
+    h("div", { class: "row" },
+      field("Model", model, { field: "container.model" }),
+      field("Replicas", replicas, { field: "replicas" }),
+      field("GPUs per replica", gpus, { field: "gpus" })),
+    routerField,
+    formError(),
+    h("button", { type: "submit" }, "Deploy"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const spec = { name: ename.value.trim(), kind: kind.value, instance_type: itype.value.trim(), replicas: Number(replicas.value), gpus: Number(gpus.value) };
+    if (kind.value === "managed") spec.managed = { model_name: model.value.trim(), model_source: { huggingface: model.value.trim() } };
+    else spec.container = { engine: kind.value === "sglang" ? "sglang" : "vllm", model: model.value.trim() };
+    if (kind.value === "sglang") spec.router = { policy: routerPolicy.value };
+    try {
+      const accepted = await post(`/endpoints${query({ cluster: clusterSelect.value })}`, spec);
+      fill(status, `Deploying ${spec.name}: `, operationLink(accepted.operation_id, "operation"), " · ", h("a", { href: link(clusterSelect.value, spec.name) }, "endpoint"));
+      announce(`Deploying ${spec.name}`);
+      setTimeout(load, 1500);
+    } catch (error) {
+      showErrors(form, error);
+    }
+  });
+
+  main.append(
+    status,
+    h("div", { class: "field" }, h("label", { for: "ep-cluster" }, "Cluster"), Object.assign(clusterSelect, { id: "ep-cluster" })),
+    section("Deploy an endpoint", form),
+    section("Endpoints", h("div", { class: "table-wrap" }, h("table", { class: "list" },
+      h("caption", { class: "visually-hidden" }, "Endpoints"),
+      h("thead", {}, h("tr", {}, ...["Endpoint", "Kind", "Status", "Instance type", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+      body))),
+  );
+  await load();
+  return undefined;
+}
+
+async function detail(main, cluster, name) {
+  const q = query({ cluster });
+  const base = `/endpoints/${encodeURIComponent(name)}`;
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/endpoints" }, "Endpoints"), ` / ${cluster} / ${name}`),
+    h("h1", {}, name),
+  );
+  const status = h("div", { class: "notice", role: "status" });
+  const info = h("dl", { class: "summary" });
+  const podsBox = h("div");
+  main.append(status, section("Endpoint", info, h("button", { type: "button", class: "danger", onclick: async () => {
+    if (await confirmAction(`Delete endpoint ${name}?`, "Delete endpoint")) {
+      del(`${base}${q}`).then((a) => fill(status, "Deleting: ", operationLink(a.operation_id))).catch((e) => { status.textContent = errorText(e); });
+    }
+  } }, "Delete endpoint")), section("Pods and model pool", podsBox));
+
+  let timer = null;
+  async function load() {
+    clearTimeout(timer);
+    try {
+      const ep = await get(`${base}${query({ cluster, live: true })}`);
+      const live = ep.live || {};
+      // read again until the endpoint is available (or failed)
+      if (!["available", "failed"].includes(live.status || ep.status)) timer = setTimeout(load, 2000);
+      fill(info,
+        h("dt", {}, "Status"), h("dd", {}, badge(live.status || ep.status)),
+        h("dt", {}, "Kind"), h("dd", {}, ep.kind || ""),
+        h("dt", {}, "Instance type"), h("dd", {}, ep.instance_type || (ep.spec && ep.spec.instance_type) || ""),
+        h("dt", {}, "Address"), h("dd", { class: "wrap" }, ep.address || live.address || (live.service ? `${live.service}:${live.port}` : "—")));
+      const pods = live.pods || ep.pods || [];
+      fill(podsBox, pods.length ? h("ul", { class: "plain" }, ...pods.map((p) => {
+        const pod = typeof p === "string" ? p : p.name;
+        const modelInput = h("input", { "aria-label": `Model for ${pod}`, value: (p && p.model) || "", autocomplete: "off" });
+        return h("li", { class: "inline" }, h("code", {}, pod), " ", p.phase ? badge(p.phase) : null, modelInput,
+          h("button", { type: "button", class: "small secondary", onclick: () =>
+            post(`${base}/pool/assign${q}`, { pod, model: modelInput.value.trim() || null })
+              .then((a) => fill(status, `Assigning ${pod}: `, operationLink(a.operation_id)))
+              .catch((e) => { status.textContent = errorText(e); }) }, "Assign"),
+          h("button", { type: "button", class: "small secondary", onclick: () =>
+            post(`${base}/pool/unassign${q}`, { pod })
+              .then((a) => fill(status, `Unassigning ${pod}: `, operationLink(a.operation_id)))
+              .catch((e) => { status.textContent = errorText(e); }) }, "Unassign"));
+      })) : h("p", {}, "No pods reported."));
+    } catch (error) {
+      status.textContent = errorText(error);
+    }
+  }
+
+  const prompt = h("textarea", { id: "tryit-prompt", rows: "3" }, "Say hello in one sentence.");
+  const answer = h("pre", { class: "answer", "aria-live": "polite" });
+  const tryForm = h("form", { "aria-label": "Try the endpoint" },
+    h("label", { for: "tryit-prompt" }, "Prompt"), prompt,
+    formError(),
+    h("button", { type: "submit" }, "Send"), answer);
+  tryForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(tryForm);
+    answer.textContent = "…";
+    try {
+      const reply = await post(`${base}/invoke${q}`, { messages: [{ role: "user", content: prompt.value }] });
+      const text = reply && reply.choices && reply.choices[0] && reply.choices[0].message
+        ? reply.choices[0].message.content
+        : JSON.stringify(reply, null, 2);
+      answer.textContent = text;
+    } catch (error) {
+      answer.textContent = "";
+      showErrors(tryForm, error);
+    }
+  });
+  main.append(section("Try it", tryForm));
+  await load();
+  return () => clearTimeout(timer);
+}
