@@ -46,7 +46,12 @@ class StatusWatcher:
             rows = [
                 dict(r)
                 for r in await conn.fetch(
-                    "SELECT * FROM jobs WHERE status = ANY($1::text[])", list(WATCHED)
+                    # Only clusters that can be reached: a deleted or failed cluster's jobs
+                    # keep their last observation.
+                    "SELECT j.* FROM jobs j JOIN clusters c ON c.name = j.cluster"
+                    " WHERE j.status = ANY($1::text[]) AND c.status IN ('active', 'imported')"
+                    " AND c.endpoint IS NOT NULL",
+                    list(WATCHED),
                 )
             ]
         changes = 0
