@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page, Request, expect
@@ -187,3 +188,62 @@ def test_create_form_by_keyboard(page: Page) -> None:
     expect(page.locator(f"#{name.get_attribute('id')}-error")).to_be_visible()
     expect(name).to_be_focused()
     assert time.monotonic() - started < 10
+
+
+def test_submit_a_job_and_watch_its_logs_stream(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    job = unique("job")
+    page.goto(f"/#/clusters/{cluster}/jobs")
+    page.get_by_label("Job name").fill(job)
+    page.get_by_label("Restart budget (job retries)").fill("2")
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    page.get_by_role("button", name="Submit job").click()
+    page.get_by_role("link", name="job and logs").click()
+
+    expect(page.locator(".budget")).to_have_text("0 used of 2")
+    logs = page.get_by_label("Log lines")
+    expect(logs).to_contain_text("step 1/", timeout=60_000)
+    first = len(logs.inner_text())
+    # more lines arrive while the page is open (following, not one download)
+    page.wait_for_function(
+        "n => document.querySelector('pre.logs').textContent.length > n", arg=first
+    )
+    assert any("/logs/ws?" in url and "pod=" in url for url in sockets), sockets
+    # search filters the lines shown
+    page.get_by_label("Search").fill("step 1/")
+    expect(logs).to_contain_text("step 1/")
+    expect(logs).not_to_contain_text("world size ready")
+    page.get_by_label("Search").fill("")
+    # pause holds new lines back until resumed
+    page.get_by_role("button", name="Pause").click()
+    expect(page.get_by_role("button", name="Resume")).to_have_attribute("aria-pressed", "true")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download").click()
+    assert "step 1/" in Path(download.value.path()).read_text()
+    page.get_by_role("button", name="Resume").click()
+
+    deleted = stack.client.delete(f"/api/v1/clusters/{cluster}/jobs/{job}")
+    assert stack.client.wait(deleted.json()["operation_id"])["status"] == "succeeded"
+
+
+def test_deploy_an_endpoint_and_invoke_it(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    name = unique("ep")
+    page.goto("/#/endpoints")
+    page.get_by_label("Cluster", exact=True).select_option(cluster)
+    page.get_by_label("Endpoint name").fill(name)
+    page.get_by_role("button", name="Deploy").click()
+    page.locator("#main").get_by_role("link", name="endpoint", exact=True).click()
+
+    expect(page.locator(".summary .status-available")).to_be_visible(timeout=60_000)
+    page.get_by_label("Prompt").fill("Say hello")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("pre.answer")).to_contain_text("Say hello")
+
+    deleted = stack.client.delete(f"/api/v1/endpoints/{name}", params={"cluster": cluster})
+    assert stack.client.wait(deleted.json()["operation_id"])["status"] == "succeeded"
