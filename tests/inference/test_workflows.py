@@ -4,6 +4,7 @@ function and mutates only when actual differs; the wait stage polls to Available
 from __future__ import annotations
 
 import copy
+import time
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ from inference_svc.domain.plan import ClusterFacts
 from inference_svc.domain.render import render, scale_target
 from inference_svc.domain.status import Observed
 from inference_svc.domain.workflows import (
+    AVAILABLE_WITHIN,
     assign_workflow,
     delete_workflow,
     deploy_workflow,
@@ -166,6 +168,20 @@ async def test_the_wait_stage_polls_until_available() -> None:
     assert isinstance(await wait.poll(ctx), Pending)
     access.available = True
     assert isinstance(await wait.poll(ctx), Done)
+
+
+async def test_an_endpoint_that_never_becomes_available_fails_with_what_its_pods_say() -> None:
+    access = FakeAccess(make())
+    access.available = False
+    wait = deploy_workflow(access).stages[1]
+    assert wait.poll is not None
+    stale = time.time() - AVAILABLE_WITHIN - 1
+    ctx = StageContext(
+        uuid.uuid4(), "available", deploy(access.spec), {}, "x", {"since": stale}, _quiet
+    )
+    with pytest.raises(PermanentError) as info:
+        await wait.poll(ctx)
+    assert info.value.code == "EndpointNotAvailable" and "0/1 replicas" in info.value.message
 
 
 async def _quiet(message: str) -> None:

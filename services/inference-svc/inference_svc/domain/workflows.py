@@ -7,6 +7,7 @@ no mutating call. Deploy and scale then poll the endpoint's status to a terminal
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any, Protocol
 
@@ -44,6 +45,9 @@ from shared.errors import PermanentError
 from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
 
 DOMAIN = "inference"
+# How long an endpoint may take to become available (large serving images take minutes to pull
+# and models minutes to load) before the operation fails with what its pods report.
+AVAILABLE_WITHIN = 30 * 60.0
 
 
 class KubeOps(Protocol):
@@ -84,7 +88,7 @@ def _wait_available(access: Access, spec_of: Any) -> Stage:
             out.get("noop") for name, out in ctx.outputs.items() if name != "available"
         ):
             return Done(_observed(seen), noop=True)
-        return Submitted(f"{cluster}/{spec.namespace}/{spec.name}")
+        return Submitted(f"{cluster}/{spec.namespace}/{spec.name}", {"since": time.time()})
 
     async def poll(ctx: StageContext) -> Done | Pending:
         cluster, spec = await spec_of(ctx)
@@ -96,6 +100,15 @@ def _wait_available(access: Access, spec_of: Any) -> Stage:
                 "EndpointFailed",
                 seen.message or f"endpoint {spec.name} failed",
                 f"GET /api/v1/endpoints/{spec.name}?cluster={cluster} shows its pods",
+            )
+        since = float(ctx.own_outputs.get("since") or time.time())
+        if time.time() - since > AVAILABLE_WITHIN:
+            raise PermanentError(
+                "EndpointNotAvailable",
+                f"endpoint {spec.name} is not available after {AVAILABLE_WITHIN / 60:.0f} minutes: "
+                + (seen.message or f"{seen.ready_replicas}/{seen.replicas} replicas available"),
+                f"GET /api/v1/endpoints/{spec.name}?cluster={cluster} shows its pods; fix the "
+                "cause and retry the operation (POST /api/v1/operations/{id}/retry)",
             )
         return Pending(seen.message or f"{seen.ready_replicas}/{seen.replicas} available")
 
