@@ -395,3 +395,30 @@ def test_mlflow_tracking_server_created_and_linked_to_a_job(
     }
     assert api.get("/api/v1/mlflow/tracking-servers/no-such-server").status_code == 404
     api.wait(api.delete(f"{_jobs(cluster)}/tracked").json()["operation_id"])
+
+
+def test_log_monitoring_catches_a_hang_and_spends_the_budget(
+    created_cluster: tuple[RunningStack, str],
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    monitor = {
+        "name": "heartbeat",
+        "log_pattern": "^HEARTBEAT .*",  # the training never prints it: a hang
+        "expected_start_cutoff_seconds": 1,
+    }
+    spec = _pytorch(
+        "hangs",
+        run_policy={"job_max_retry_count": 1, "log_monitoring": [monitor]},
+    )
+    _submit(api, cluster, spec)
+    failed = _wait_job(api, cluster, "hangs", lambda j: j["status"] == "failed", timeout=90)
+    assert failed["reason"] == "JobMaxRetryCountExceeded"
+    assert "log monitor heartbeat" in failed["message"]
+    changes = [
+        e["payload"]
+        for e in api.get(f"{_jobs(cluster)}/hangs/events").json()
+        if e["type"] == "JobStatusChanged"
+    ]
+    assert any(c["restarts"] == 1 for c in changes), changes
+    api.wait(api.delete(f"{_jobs(cluster)}/hangs").json()["operation_id"])
