@@ -328,6 +328,56 @@ class PoolAssignment(Spec):
     )
 
 
+class ContainerChange(Spec):
+    """Fields of the serving container to change; the merged container is checked as a whole."""
+
+    engine: Engine | None = None
+    image: str | None = Field(None, min_length=3, max_length=255)
+    command: list[str] | None = Field(None, max_length=64)
+    args: list[str] | None = Field(None, max_length=128)
+    model: str | None = Field(None, min_length=1, max_length=255)
+    port: int | None = Field(None, ge=0, le=65535)
+    env: dict[str, str] | None = Field(None, max_length=64)
+    hf_token_secret: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+
+
+class EndpointChange(Spec):
+    """A change to a deployed endpoint: only the fields sent change (nested ones too); the
+    merged spec passes every rule of a deploy."""
+
+    instance_type: str | None = Field(None, pattern=ML_INSTANCE_PATTERN)
+    gpus: int | None = Field(None, ge=1, le=8)
+    replicas: int | None = Field(None, ge=0, le=64)
+    service: ServiceShape | None = None
+    container: ContainerChange | None = None
+    router: RouterSpec | None = None
+    autoscaling: AutoscalingSpec | None = None
+    managed: ManagedSpec | None = None
+    jumpstart: JumpStartSpec | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if not self.model_fields_set:
+            raise RuleViolation(
+                "the change names no field", "send only the fields to change, e.g. replicas"
+            )
+        return self
+
+    def merged(self, recorded: dict[str, Any]) -> dict[str, Any]:
+        """The recorded spec with this change laid over it (nested objects merged)."""
+        return _merge(recorded, self.model_dump(mode="json", exclude_unset=True))
+
+
+def _merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "env":
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 # ---- commands --------------------------------------------------------------------------------
 
 

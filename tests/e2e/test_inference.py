@@ -162,6 +162,23 @@ def test_vllm_internal_deploys_answers_and_is_deleted(
     assert reply["model"] == MODEL
     assert reply["choices"][0]["message"]["content"]
 
+    # PATCH carries only what changes; the diff names that field alone, and again is a noop.
+    patch = {"container": {"env": {"VLLM_LOGGING_LEVEL": "DEBUG"}}}
+    changed = api.http.patch("/api/v1/endpoints/chat", json=patch, params={"cluster": cluster})
+    assert changed.status_code == 202, changed.text
+    assert list(changed.json()["diff"]) == ["Deployment/chat.spec.template.spec.containers[0].env"]
+    assert api.wait(changed.json()["operation_id"])["status"] == "succeeded"
+    env = _kubectl(kube, "get", "deployment", "chat", "-n", "default")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+    assert env == [{"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"}]
+    same = api.http.patch("/api/v1/endpoints/chat", json=patch, params={"cluster": cluster})
+    assert same.json()["noop"] is True and api.wait(same.json()["operation_id"])["status"] == "noop"
+    bad = api.http.patch(
+        "/api/v1/endpoints/chat", json={"container": {"port": 10250}}, params={"cluster": cluster}
+    )
+    assert _field(bad)["field"] == "container.port"
+
     # A model pool selects its workers differently: refused in place, with the way out.
     field = _field(
         api.post(

@@ -143,3 +143,21 @@ def test_rule_violations_carry_a_hint() -> None:
         assert isinstance(error, RuleViolation) and error.hint
     else:
         raise AssertionError("gpus=None was accepted")
+
+
+def test_a_change_names_only_what_changes_and_merges_over_the_record() -> None:
+    from shared.contracts.inference import EndpointChange
+
+    recorded = EndpointSpec.model_validate(spec(replicas=2)).model_dump(mode="json")
+    change = EndpointChange.model_validate({"container": {"image": "vllm/vllm-openai:v0.11.0"}})
+    assert change.model_dump(exclude_unset=True) == {
+        "container": {"image": "vllm/vllm-openai:v0.11.0"}
+    }
+    merged = EndpointSpec.model_validate(change.merged(recorded))
+    assert merged.container is not None and merged.container.model == "Qwen/Qwen3-0.6B"
+    assert merged.container.image == "vllm/vllm-openai:v0.11.0" and merged.replicas == 2
+    with pytest.raises(ValidationError, match="names no field"):
+        EndpointChange.model_validate({})
+    wrong = EndpointChange.model_validate({"container": {"image": "lmsysorg/sglang:v0.5.2"}})
+    with pytest.raises(ValidationError, match="not a vllm image"):
+        EndpointSpec.model_validate(wrong.merged(recorded))

@@ -22,6 +22,7 @@ import asyncpg
 import orjson
 from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from gateway.accept import accept, dry_run
 from gateway.deps import Operator, Pool, Source, Viewer
@@ -36,6 +37,7 @@ from shared.contracts.inference import (
     AssignPoolWorker,
     DeleteEndpoint,
     DeployEndpoint,
+    EndpointChange,
     EndpointSpec,
     EndpointTarget,
     PoolAssignment,
@@ -252,6 +254,59 @@ async def describe_endpoint(
             record["live"] = None
             record["live_error"] = exc.body()["error"]
     return record
+
+
+def _merge_errors(exc: ValidationError) -> ApiError:
+    fields = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ())) or "body"
+        hint = getattr((err.get("ctx") or {}).get("error"), "hint", None)
+        fields.append(
+            {
+                "field": where,
+                "rule": err.get("type", "invalid"),
+                "message": str(err.get("msg", "invalid")).removeprefix("Value error, "),
+                "hint": str(hint) if hint else "correct this value",
+            }
+        )
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return ApiError(422, "validation_error", summary, fields=fields)
+
+
+@router.patch(
+    "/{name}",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Change a deployed endpoint: send only the fields that change",
+)
+async def update_endpoint(
+    name: EndpointNamePath,
+    body: EndpointChange,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+    cluster: ClusterQuery = None,
+    dry_run_: DryRun = False,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    cluster_name = await _cluster(pool, cluster)
+    record = await _endpoint(pool, cluster_name, name)
+    try:
+        spec = EndpointSpec.model_validate(body.merged(record["spec"]))
+    except ValidationError as exc:
+        raise _merge_errors(exc) from exc
+    return await _mutate(
+        request,
+        pool,
+        DeployEndpoint(cluster=cluster_name, spec=spec),
+        target=f"{cluster_name}/{name}",
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        principal=principal,
+        source=source,
+        dry=dry_run_,
+        idempotency_key=idempotency_key,
+    )
 
 
 @router.post(
