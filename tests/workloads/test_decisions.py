@@ -148,3 +148,15 @@ def test_log_pages_neither_lose_nor_repeat_lines() -> None:
     assert tail.lines == ["line 8", "line 9"] and tail.start == 8
     small = page(text, start=0, limit=100, max_bytes=14, uid="a", known_uid=None, running=True)
     assert small.lines == ["line 0", "line 1"] and small.more
+
+
+def test_a_group_at_zero_nodes_is_checked_against_its_instance_type() -> None:
+    from workload_svc.domain.instance_types import accelerators
+
+    assert accelerators("ml.g5.8xlarge") == (1, 1) and accelerators("ml.c5.large") is None
+    gpus, efa = accelerators("ml.p5.48xlarge") or (0, 0)
+    empty = facts(groups={"gpu": GroupFacts("gpu", "ml.p5.48xlarge", 0, gpus, efa)})
+    plan = plan_submit("c", spec(replicas=4, resources={"gpus": 8, "efa": 32}), empty)
+    assert any("scales up" in n for n in plan.notes)
+    with pytest.raises(PermanentError, match="has 8"):
+        plan_submit("c", spec(resources={"gpus": 16}), empty)

@@ -9,6 +9,7 @@ import asyncpg
 
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM
 from shared.errors import PermanentError
+from workload_svc.domain.instance_types import accelerators
 from workload_svc.domain.plan import ClusterFacts, GroupFacts
 from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL, RAY_API, RAY_KIND
 
@@ -133,12 +134,13 @@ class Clusters:
                 if members
                 else None
             )
+            published = accelerators(instance_type)
             groups[group_name] = GroupFacts(
                 name=group_name,
                 instance_type=instance_type,
                 nodes=len(members),
-                gpus_per_node=min(gpus) if gpus else None,
-                efa_per_node=min(efa) if efa else None,
+                gpus_per_node=min(gpus) if gpus else (published[0] if published else None),
+                efa_per_node=min(efa) if efa else (published[1] if published else None),
             )
         kinds: set[str] = set()
         for api, served in ((HPJ_API, HPJ_KIND), (RAY_API, RAY_KIND)):

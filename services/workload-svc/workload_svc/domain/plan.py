@@ -74,7 +74,10 @@ def check_placement(
         )
     label = f"{facts_of.instance_type or 'its instance type'}"
     if facts_of.gpus_per_node is None:
-        notes.append(f"group {group} has no registered node yet: GPU counts not checked")
+        notes.append(
+            f"group {group} has no registered node and {label} is not a known type:"
+            " GPU counts not checked"
+        )
         return notes
     if gpus > facts_of.gpus_per_node:
         raise violation(
@@ -89,7 +92,9 @@ def check_placement(
             f" {facts_of.efa_per_node or 0}",
             "request at most the instance type's EFA interfaces (0 for none)",
         )
-    if replicas > facts_of.nodes:
+    if facts_of.nodes == 0:
+        notes.append(f"group {group} has no node now: the pods wait until it scales up")
+    elif replicas > facts_of.nodes:
         raise violation(
             "replicas",
             f"{replicas} pods of one node each, but group {group} has {facts_of.nodes} node(s)",
@@ -181,7 +186,7 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
         )
     if spec.elastic is not None:
         group = facts.groups.get(spec.instance_group)
-        if group is not None and spec.elastic.min_replicas > group.nodes:
+        if group is not None and 0 < group.nodes < spec.elastic.min_replicas:
             raise violation(
                 "elastic.min_replicas",
                 f"{spec.elastic.min_replicas} but group {spec.instance_group} has"
