@@ -232,9 +232,14 @@ class ManagedSpec(Spec):
 
 
 class JumpStartSpec(Spec):
+    """A JumpStartModel: a SageMaker JumpStart model the operator deploys, with the same tiered
+    KV cache and intelligent routing options as a managed endpoint."""
+
     model_id: str = Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9\-_.]*$")
     model_version: str | None = Field(None, max_length=32)
     accept_eula: bool = False
+    kv_cache: KvCacheSpec | None = None
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = None
 
 
 class EndpointSpec(Spec):

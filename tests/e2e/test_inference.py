@@ -486,10 +486,18 @@ def test_managed_paths_need_the_operator_then_deploy(
         "kind": "jumpstart",
         "instance_type": instance_type,
         "gpus": 1,
-        "jumpstart": {"model_id": "deepseek-llm-r1-distill-qwen-1-5b", "accept_eula": True},
+        "jumpstart": {
+            "model_id": "deepseek-llm-r1-distill-qwen-1-5b",
+            "accept_eula": True,
+            "routing_strategy": "kvaware",
+        },
     }
     _deploy(api, cluster, jumpstart)
     model = _kubectl(kube, "get", "jumpstartmodel", "js", "-n", "default")
     assert model["spec"]["server"]["instanceType"] == instance_type
+    assert model["spec"]["intelligentRoutingSpec"] == {
+        "enabled": True,
+        "routingStrategy": "kvaware",
+    }
     assert model["status"]["state"] == "DeploymentComplete"
     _delete(api, cluster, "js")

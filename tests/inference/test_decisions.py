@@ -282,3 +282,25 @@ def test_a_new_worker_selector_is_refused_with_the_way_out() -> None:
     with pytest.raises(PermanentError) as info:
         deploy_plan(make(service="model_pool"), facts(actual))
     assert info.value.message.startswith("service: ") and "DELETE" in (info.value.hint or "")
+
+
+def test_jumpstart_takes_the_same_cache_and_routing_options() -> None:
+    (model,) = render(
+        make(
+            kind="jumpstart",
+            container=None,
+            jumpstart={
+                "model_id": "deepseek-llm-r1-distill-qwen-1-5b",
+                "accept_eula": True,
+                "kv_cache": {"l1": True},
+                "routing_strategy": "session",
+            },
+        )
+    )
+    assert model["kind"] == "JumpStartModel"
+    assert model["spec"]["model"] == {
+        "modelId": "deepseek-llm-r1-distill-qwen-1-5b",
+        "acceptEula": True,
+    }
+    assert model["spec"]["kvCacheSpec"] == {"enableL1Cache": True, "enableL2Cache": False}
+    assert model["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "session"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.contracts.inference import EndpointSpec
+from shared.contracts.inference import EndpointSpec, KvCacheSpec
 
 KubeObject = dict[str, Any]
 
@@ -335,6 +335,20 @@ def _autoscaling(spec: EndpointSpec) -> KubeObject | None:
     }
 
 
+def _cache_and_routing(kv_cache: KvCacheSpec | None, strategy: str | None) -> KubeObject:
+    """kvCacheSpec (L1 on the instance, L2 in the tiered-storage backend) and
+    intelligentRoutingSpec, as both operator kinds take them."""
+    body: KubeObject = {}
+    if kv_cache is not None:
+        kv: KubeObject = {"enableL1Cache": kv_cache.l1, "enableL2Cache": kv_cache.l2}
+        if kv_cache.l2:
+            kv["l2CacheSpec"] = {"l2CacheBackend": kv_cache.l2_backend}
+        body["kvCacheSpec"] = kv
+    if strategy is not None:
+        body["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": strategy}
+    return body
+
+
 def endpoint_config(spec: EndpointSpec) -> KubeObject:
     """An InferenceEndpointConfig for the HyperPod inference operator."""
     managed = spec.managed
@@ -376,19 +390,7 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
         "loadBalancer": {"healthCheckPath": managed.health_check_path},
         "metrics": {"enabled": managed.metrics},
     }
-    if managed.kv_cache is not None:
-        kv: KubeObject = {
-            "enableL1Cache": managed.kv_cache.l1,
-            "enableL2Cache": managed.kv_cache.l2,
-        }
-        if managed.kv_cache.l2:
-            kv["l2CacheSpec"] = {"l2CacheBackend": managed.kv_cache.l2_backend}
-        body["kvCacheSpec"] = kv
-    if managed.routing_strategy is not None:
-        body["intelligentRoutingSpec"] = {
-            "enabled": True,
-            "routingStrategy": managed.routing_strategy,
-        }
+    body.update(_cache_and_routing(managed.kv_cache, managed.routing_strategy))
     scaling = _autoscaling(spec)
     if scaling is not None:
         body["autoScalingSpec"] = scaling
@@ -415,6 +417,7 @@ def jumpstart_model(spec: EndpointSpec) -> KubeObject:
             "server": {"instanceType": spec.instance_type},
             "replicas": spec.replicas,
             "sageMakerEndpoint": {"name": spec.name},
+            **_cache_and_routing(js.kv_cache, js.routing_strategy),
         },
     }
 
