@@ -44,6 +44,7 @@ simulator under the load of items 1-3), each change measured before and after:
 | operations: one statement per event and per outbox row instead of 5 and 2 (`shared/operations.py`) | accept transaction 11 round trips; `create_operation` p50 3.70 ms | 6 round trips; 3.37 ms (360 interleaved runs each) |
 | service: 10 threads for blocking SDK calls instead of the default cores + 4 = 6 (`shared/service.py`) | bucket creates, 16 in flight, 1 replica: 5.9 ops/s | 10.6 ops/s (with the two changes above) |
 | gateway: request dependencies as coroutines, not `def`s run in a worker thread each (`services/gateway/gateway/deps.py`) | 3.0 ms of gateway CPU per accept (interleaved runs at 100 req/s) | 2.65 ms |
+| live stream: no task and timer per event per subscriber; keep-alives from the broadcaster (`services/gateway/gateway/stream.py`, `routes/events.py`) | 500 subscribers, two runs: p50 49.9 / 83.2 ms, p99 121.9 / 160.6 ms | interleaved with them: p50 41.4 / 60.3 ms, p99 99.6 / 130.9 ms |
 | the first three, item 2 (202 -> `OperationStarted` delivered, p50), consecutive runs | 23.8 ms, floor 2.2 ms (10.7x) | 13.6 ms, floor 1.6 ms (8.6x) |
 | the first three, item 3 (1 replica), consecutive runs | 6.5 ops/s, floor 25 ops/s (0.26) | 13.3 ops/s, floor 38 ops/s (0.35) |
 
