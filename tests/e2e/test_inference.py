@@ -473,6 +473,8 @@ def test_managed_paths_need_the_operator_then_deploy(
     assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
     assert config["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-models"
     assert config["status"]["state"] == "DeploymentComplete"
+    live = api.get("/api/v1/endpoints/managed", params=params).json()["live"]
+    assert live["status"] == "available" and [p["ready"] for p in live["pods"]] == [True]
     answer = api.post(
         "/api/v1/endpoints/managed/invoke",
         {"model": "qwen3", "messages": [{"role": "user", "content": "hi"}]},

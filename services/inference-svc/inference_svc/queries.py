@@ -194,7 +194,13 @@ class Responder:
         spec = await self.clusters.recorded(cluster, name)
         seen = await self.clusters.observe(cluster, spec)
         kube = await self.clusters.kube(cluster)
-        pods = await kube.pods(spec.namespace, f"{ENDPOINT_LABEL}={spec.name}")
+        # The operator labels the workers of a managed endpoint with app=<name>.
+        selector = (
+            f"app={spec.name}"
+            if spec.kind in ("managed", "jumpstart")
+            else f"{ENDPOINT_LABEL}={spec.name}"
+        )
+        pods = await kube.pods(spec.namespace, selector)
         return {
             "status": seen.status,
             "replicas": seen.replicas,
