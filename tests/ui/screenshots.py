@@ -77,6 +77,26 @@ def main(out: Path) -> None:
             expect(page.get_by_role("list", name="Diff")).to_be_visible()
             shoot(page, out, "cluster-detail")
 
+            page.goto("/#/clusters/research/jobs")
+            page.get_by_label("Job name").fill("llama-sft")
+            page.get_by_role("button", name="Submit job").click()
+            page.get_by_role("link", name="job and logs").click()
+            expect(page.get_by_label("Log lines")).to_contain_text("step 3/", timeout=120_000)
+            shoot(page, out, "training-job")
+            # the cluster's two GPUs: the job gives its own back for the endpoint
+            gone = api.delete("/api/v1/clusters/research/jobs/llama-sft").json()["operation_id"]
+            api.wait(gone)
+
+            page.goto("/#/endpoints")
+            page.get_by_label("Cluster", exact=True).select_option("research")
+            page.get_by_label("Endpoint name").fill("qwen-chat")
+            page.get_by_role("button", name="Deploy").click()
+            page.locator("#main").get_by_role("link", name="endpoint", exact=True).click()
+            expect(page.locator(".summary .status-available")).to_be_visible(timeout=120_000)
+            page.get_by_role("button", name="Send").click()
+            expect(page.locator("pre.answer")).not_to_be_empty()
+            shoot(page, out, "endpoint")
+
             page.goto("/#/operations")
             expect(page.locator("table.list tbody tr").first).to_be_visible()
             shoot(page, out, "operations")

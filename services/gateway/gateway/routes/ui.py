@@ -20,11 +20,22 @@ MEDIA_TYPES = {
     ".png": "image/png",
 }
 HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+# The page runs only its own files and talks only to its own origin (REST, SSE, WebSocket).
+PAGE_HEADERS = {
+    **HEADERS,
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+        " connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "Referrer-Policy": "no-referrer",
+}
 
 
 @router.get("/")
 async def index() -> FileResponse:
-    return FileResponse(UI_DIR / "index.html", media_type=MEDIA_TYPES[".html"], headers=HEADERS)
+    return FileResponse(
+        UI_DIR / "index.html", media_type=MEDIA_TYPES[".html"], headers=PAGE_HEADERS
+    )
 
 
 @router.get("/ui/{path:path}")

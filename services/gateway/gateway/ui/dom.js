@@ -140,6 +140,8 @@ const STATUS_ICON = {
   healthy: "✓",
   active: "✓",
   inservice: "✓",
+  available: "✓",
+  enabled: "✓",
   running: "◐",
   creating: "◐",
   updating: "◐",

@@ -49,7 +49,10 @@ export async function render(main, [cluster, name]) {
   const routerPolicy = h("select", { name: "router_policy" }, ...["cache_aware", "round_robin", "random", "power_of_two"].map((p) => h("option", { value: p }, p)));
   const routerField = field("Router policy", routerPolicy, { field: "router.policy" });
   routerField.hidden = true;
-  kind.addEventListener("change", () => { routerField.hidden = kind.value !== "sglang"; });
+  kind.addEventListener("change", () => {
+    routerField.hidden = kind.value !== "sglang";
+    model.dataset.field = kind.value === "managed" ? "managed" : "container.model";
+  });
   const form = h("form", { novalidate: true, "aria-label": "Deploy an endpoint" },
     h("div", { class: "row" },
       field("Endpoint name", ename, { field: "name" }),
@@ -66,7 +69,11 @@ export async function render(main, [cluster, name]) {
     event.preventDefault();
     clearErrors(form);
     const spec = { name: ename.value.trim(), kind: kind.value, instance_type: itype.value.trim(), replicas: Number(replicas.value), gpus: Number(gpus.value) };
-    if (kind.value === "managed") spec.managed = { model_name: model.value.trim(), model_source: { huggingface: model.value.trim() } };
+    if (kind.value === "managed") {
+      const id = model.value.trim();
+      const slug = id.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63);
+      spec.managed = { model_name: slug, model_source: { type: "huggingface", hf_model_id: id } };
+    }
     else spec.container = { engine: kind.value === "sglang" ? "sglang" : "vllm", model: model.value.trim() };
     if (kind.value === "sglang") spec.router = { policy: routerPolicy.value };
     try {
@@ -120,6 +127,7 @@ async function detail(main, cluster, name) {
         h("dt", {}, "Status"), h("dd", {}, badge(live.status || ep.status)),
         h("dt", {}, "Kind"), h("dd", {}, ep.kind || ""),
         h("dt", {}, "Instance type"), h("dd", {}, ep.instance_type || (ep.spec && ep.spec.instance_type) || ""),
+        (ep.message || live.message) ? [h("dt", {}, "Message"), h("dd", {}, ep.message || live.message)] : null,
         h("dt", {}, "Address"), h("dd", { class: "wrap" }, ep.address || live.address || (live.service ? `${live.service}:${live.port}` : "—")));
       const pods = live.pods || ep.pods || [];
       fill(podsBox, pods.length ? h("ul", { class: "plain" }, ...pods.map((p) => {

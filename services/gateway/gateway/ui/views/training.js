@@ -156,7 +156,7 @@ async function detail(main, cluster, jobName) {
     // the logs start once the job has pods; until then the job is read again every 2 s
     if (!viewer && podNames(job).length) {
       viewer = logsViewer(cluster, jobName, podNames(job));
-      logsSlot.append(viewer.element);
+      fill(logsSlot, viewer.element);
     }
     if (!viewer || !["succeeded", "failed", "cancelled"].includes(job.status)) {
       timer = setTimeout(refresh, viewer ? 5000 : 2000);
