@@ -12,7 +12,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, RequestId, count, submit
-from shared.contracts.inference import ENDPOINT_NAME_PATTERN, EndpointSpec
+from shared.contracts.inference import ENDPOINT_NAME_PATTERN, EndpointChange, EndpointSpec
 
 EndpointName = Annotated[
     str,
@@ -166,6 +166,36 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             body=endpoint.model_dump(mode="json", exclude_none=True),
             params={"cluster": cluster},
             what=f"endpoint {endpoint.name}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(area="inference", rest="PATCH /api/v1/endpoints/{name}", body_param="change")
+    async def update_endpoint(
+        name: EndpointName,
+        change: Annotated[
+            EndpointChange,
+            Field(description="Only the fields to change (nested ones too), e.g. container.env"),
+        ],
+        cluster: ClusterOption = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Change a deployed endpoint: only the fields sent change; the merged spec is checked
+        by every rule of a deploy, and a change that equals what runs is a noop."""
+        return await submit(
+            gateway,
+            tool="update_endpoint",
+            arguments={
+                "name": name,
+                "change": change,
+                "cluster": cluster,
+                "request_id": request_id,
+            },
+            method="PATCH",
+            path=f"/api/v1/endpoints/{name}",
+            body=change.model_dump(mode="json", exclude_unset=True),
+            params={"cluster": cluster},
+            what=f"change of {name}",
             dry_run=dry_run,
         )
 
