@@ -20,7 +20,6 @@ from hyperpilot.commands.common import (
     Region,
     Wait,
     Yes,
-    accepted,
     client,
     confirm,
     examples,
@@ -255,6 +254,7 @@ def create(
         list[str] | None, typer.Option("--tag", help="KEY=VALUE tag (repeatable)")
     ] = None,
     region: Region = None,
+    dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
 ) -> None:
@@ -294,7 +294,7 @@ def create(
     if region is not None:
         body["region"] = region
     with client() as api:
-        accepted(api, api.post(BASE, body), fmt(output), wait)
+        mutate(api, "POST", BASE, body, output=fmt(output), wait=wait, dry_run=dry_run)
 
 
 @app.command(
@@ -309,6 +309,7 @@ def import_(
         str | None, typer.Option(help="Its HyperPod cluster, if any")
     ] = None,
     region: Region = None,
+    dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
 ) -> None:
@@ -319,7 +320,7 @@ def import_(
     if region:
         body["region"] = region
     with client() as api:
-        accepted(api, api.post(f"{BASE}/import", body), fmt(output), wait)
+        mutate(api, "POST", f"{BASE}/import", body, output=fmt(output), wait=wait, dry_run=dry_run)
 
 
 @app.command(epilog=examples("hyperpilot clusters use llm-training"))
@@ -336,14 +337,18 @@ def use(name: Name, output: Output = None) -> None:
         "hyperpilot clusters delete llm-training --yes --wait -o json",
     )
 )
-def delete(name: Name, yes: Yes = False, wait: Wait = False, output: Output = None) -> None:
+def delete(
+    name: Name, yes: Yes = False, dry_run: DryRun = False, wait: Wait = False, output: Output = None
+) -> None:
     """Delete what Hyperpilot created for a cluster, in reverse dependency order (admin).
 
-    An imported cluster is only forgotten; its AWS resources are left alone.
+    An imported cluster is only forgotten; its AWS resources are left alone. --dry-run lists
+    the deletions without asking or doing anything.
     """
-    confirm(f"Delete cluster {name} and the AWS resources Hyperpilot created for it?", yes)
+    if not dry_run:
+        confirm(f"Delete cluster {name} and the AWS resources Hyperpilot created for it?", yes)
     with client() as api:
-        accepted(api, api.delete(f"{BASE}/{name}"), fmt(output), wait)
+        mutate(api, "DELETE", f"{BASE}/{name}", output=fmt(output), wait=wait, dry_run=dry_run)
 
 
 @app.command(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    DryRun,
     Output,
     Wait,
     active_cluster,
@@ -46,8 +47,10 @@ def list_(cluster: Cluster = None, output: Output = None) -> None:
         "hyperpilot dependencies reconcile -c llm-training --wait -o json",
     )
 )
-def reconcile(cluster: Cluster = None, wait: Wait = False, output: Output = None) -> None:
+def reconcile(
+    cluster: Cluster = None, dry_run: DryRun = False, wait: Wait = False, output: Output = None
+) -> None:
     """Install or upgrade what differs from the declared set (a second run changes nothing)."""
     with client() as api:
         path = f"{_path(active_cluster(api, cluster))}/reconcile"
-        mutate(api, "POST", path, output=fmt(output), wait=wait)
+        mutate(api, "POST", path, output=fmt(output), wait=wait, dry_run=dry_run)

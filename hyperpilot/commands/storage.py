@@ -8,15 +8,16 @@ import typer
 
 from hyperpilot.commands.common import (
     Area,
+    DryRun,
     Output,
     Region,
     Wait,
     Yes,
-    accepted,
     client,
     confirm,
     examples,
     fmt,
+    mutate,
 )
 from hyperpilot.commands.complete import bucket_names
 from hyperpilot.output import Column, emit, table
@@ -50,6 +51,7 @@ def _buckets(rows: list[dict[str, Any]]) -> Any:
 def create(
     name: Annotated[str, typer.Argument(help="3-63 lowercase letters, digits and hyphens")],
     region: Region = None,
+    dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
 ) -> None:
@@ -58,7 +60,7 @@ def create(
     if region:
         body["region"] = region
     with client() as api:
-        accepted(api, api.post(BASE, body), fmt(output), wait)
+        mutate(api, "POST", BASE, body, output=fmt(output), wait=wait, dry_run=dry_run)
 
 
 @app.command("list", epilog=examples("hyperpilot storage list", "hyperpilot storage list -o yaml"))
@@ -80,8 +82,11 @@ def describe(name: Name, output: Output = None) -> None:
         "hyperpilot storage delete team-llm-data --yes --wait",
     )
 )
-def delete(name: Name, yes: Yes = False, wait: Wait = False, output: Output = None) -> None:
+def delete(
+    name: Name, yes: Yes = False, dry_run: DryRun = False, wait: Wait = False, output: Output = None
+) -> None:
     """Empty and delete a bucket (needs the admin role)."""
-    confirm(f"Delete bucket {name} and every object in it?", yes)
+    if not dry_run:
+        confirm(f"Delete bucket {name} and every object in it?", yes)
     with client() as api:
-        accepted(api, api.delete(f"{BASE}/{name}"), fmt(output), wait)
+        mutate(api, "DELETE", f"{BASE}/{name}", output=fmt(output), wait=wait, dry_run=dry_run)

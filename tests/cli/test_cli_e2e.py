@@ -52,6 +52,19 @@ def test_storage_create_with_wait_prints_the_operation_as_json(cli: Cli, cli_in:
     assert "NAME" in table.stdout and name in table.stdout and "available" in table.stdout
 
 
+def test_dry_run_prints_the_plan_and_changes_nothing(cli_in: Cli) -> None:
+    name = unique("cli-dry")
+    planned = cli_in.run("storage", "create", name, "--dry-run", "-o", "json")
+    assert planned.returncode == 0, planned.stderr
+    plan = _json(planned.stdout)["plan"]
+    assert (
+        plan["command"] == "CreateStorageBucket" and plan["calls"][0]["operation"] == "CreateBucket"
+    )
+    assert cli_in.run("storage", "describe", name).returncode != 0  # nothing was stored
+    deleting = cli_in.run("clusters", "delete", "no-such-cluster", "--dry-run")
+    assert deleting.returncode == 2 and "no-such-cluster" in deleting.stderr
+
+
 def test_a_mutation_without_wait_answers_the_operation_and_how_to_follow_it(cli_in: Cli) -> None:
     name = unique("cli-nowait")
     done = cli_in.run("storage", "create", name)
