@@ -49,7 +49,17 @@ async def query(
     if not body.get("ok"):
         error = body.get("error") or {}
         # The service refused the request itself (a bad value): the caller's error, not ours.
-        status = 422 if error.get("code") in ("invalid_request", "unknown_query") else 502
+        code = str(error.get("code", ""))
+        if code in ("invalid_request", "unknown_query"):
+            status = 422
+        elif (
+            code.startswith("NoSuch")
+            or code.endswith("NotFound")
+            or code.endswith("NotFoundException")
+        ):
+            status = 404  # the thing asked about does not exist: not a failure of ours
+        else:
+            status = 502
         raise ApiError(
             status,
             str(error.get("code", "upstream_error")),
