@@ -9,6 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Page, Request, expect
 
+from sim.aws import SimulatedAws
 from tests.e2e.conftest import RunningStack, unique
 
 # Records every status a stage row shows, in order, as the DOM changes.
@@ -247,3 +248,36 @@ def test_deploy_an_endpoint_and_invoke_it(
 
     deleted = stack.client.delete(f"/api/v1/endpoints/{name}", params={"cluster": cluster})
     assert stack.client.wait(deleted.json()["operation_id"])["status"] == "succeeded"
+
+
+def test_failed_stage_shown_with_its_error_and_retried_from_its_row(
+    page: Page, module_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    from sim.testing import inject_fault
+
+    name = unique("uiretry")
+    page.goto("/#/clusters/new")
+    page.get_by_label("Cluster name").fill(name)
+    choose_zone_and_type(page)
+    with inject_fault(sim_aws, "insufficient_capacity", instance_type="ml.g5.8xlarge", times=None):
+        page.get_by_role("button", name="Create cluster").click()
+        failed = page.locator(".stage[data-stage='hyperpod_cluster'][data-status='failed']")
+        expect(failed).to_be_visible(timeout=150_000)
+        expect(page.locator(".op-summary .status-failed")).to_be_visible(timeout=60_000)
+    expect(failed.locator(".stage-message")).to_contain_text("InsufficientInstanceCapacity")
+    expect(page.locator(".stage[data-stage='eks_cluster']")).to_have_attribute(
+        "data-status", "succeeded"
+    )
+    expect(page.get_by_role("button", name="Cancel operation")).to_have_count(0)
+
+    failed.get_by_role("button", name="Retry stage").click()
+    row = page.locator(".stage[data-stage='hyperpod_cluster']")
+    expect(row).to_have_attribute("data-status", "succeeded", timeout=150_000)
+    expect(page.locator(".op-summary .status-succeeded")).to_be_visible(timeout=60_000)
+    op = module_stack.client.get("/api/v1/operations").json()["items"]
+    mine = next(o for o in op if o["target_id"] == name and o["kind"] == "cluster.create")
+    attempts = {
+        s["name"]: s["attempts"]
+        for s in module_stack.client.get(f"/api/v1/operations/{mine['id']}").json()["stages"]
+    }
+    assert attempts["hyperpod_cluster"] == 2 and attempts["eks_cluster"] == 1, attempts
