@@ -56,9 +56,12 @@ What remains, in order of cost:
 - **The gateway does far more per accept than the floor**: the accept transaction is 6 round
   trips (BEGIN, operation, outbox row, event, COMMIT, the pool's session reset) against 1, and
   the same process then publishes the command and the event (outbox relay), records the
-  event in the audit log (audit subscriber) and reads it for the live stream: about 2.7x the
-  floor's CPU per request. On a 2-core machine shared with the load generator, PostgreSQL,
-  NATS and other work, that CPU decides the sustained rate.
+  event in the audit log (audit subscriber) and reads it for the live stream: about 3x the
+  floor's CPU per request (`server_cpu_ms_per_request` in `bench/results/accept.json`), a
+  third of it in socket writes (one per statement, publish and response). On a 2-core machine
+  shared with the load generator, PostgreSQL, NATS and other work, that CPU decides the
+  sustained rate. Skipping asyncpg's session reset on release (one round trip fewer) was
+  tried and made no measurable difference, so it was not kept.
 - **Event order costs a lock held through COMMIT**: `seq` = commit order is kept by a
   transaction-level advisory lock taken with the event insert; every event-writing
   transaction (accepts, stage updates, audit aside) commits one after another. Removing the
@@ -68,7 +71,16 @@ What remains, in order of cost:
   (0.05 s growing x1.5 to `POLL_MAX_SECONDS`): tens to hundreds of milliseconds in the fast
   profile, up to 15 s for real EKS and HyperPod waits at about 5 describe calls per minute.
 - **The bucket create's S3 calls run through 10 threads of boto3** in cluster-svc; the
-  simulator's S3 alone sustains more than the pipeline completes.
+  simulator's S3 alone sustains more than the pipeline completes. A second replica of each
+  service adds processes to the same 2 cores (and `make up` now runs four services), so it
+  does not raise the rate here: replicas are for availability on this machine, and for
+  throughput only with cores to spread over.
+
+## Running
+
+`make bench` runs everything (`python -m bench`); `python -m bench --only accept,fanout` runs
+some and rewrites the table from the latest results; `python -m bench --report-only` only
+rewrites the table. Each module also runs alone (`python -m bench.pipeline --help`).
 """
 
 
