@@ -146,7 +146,7 @@ def run_step(target: Target, rate: float, seconds: float, prefix: str) -> dict[s
 def sustained(step: dict[str, Any], p99_limit_ms: float = 100.0) -> bool:
     """The server kept up: every request answered 202, at >= 95% of the offered rate, and no
     queue built up (p99 from the schedule within the limit)."""
-    return (
+    return bool(
         step["completed_2xx"] == step["requests"]
         and step["achieved_rate"] >= 0.95 * step["offered_rate"]
         and step["p99_from_schedule_ms"] <= p99_limit_ms
