@@ -4,6 +4,7 @@ simulated AWS -> events in PostgreSQL -> REST and the live stream."""
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 
@@ -205,7 +206,13 @@ def test_dry_runs_answer_the_plan_and_change_nothing(
 ) -> None:
     api = running_stack.client
     name = unique("dry")
-    planned = api.post("/api/v1/storage/buckets", {"name": name}, params={"dry_run": "true"})
+    deadline = time.monotonic() + 30
+    # A plan is computed by cluster-svc, which answers once it has connected to NATS.
+    while (
+        planned := api.post("/api/v1/storage/buckets", {"name": name}, params={"dry_run": "true"})
+    ).status_code == 503:
+        assert time.monotonic() < deadline, planned.text
+        time.sleep(0.1)
     assert planned.status_code == 200, planned.text
     plan = planned.json()["plan"]
     assert not plan["noop"] and plan["calls"][0]["operation"] == "CreateBucket"
