@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 
 import boto3
 import urllib3
-from botocore.signers import RequestSigner
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from cluster_svc.domain.components.base import ClusterAccess, KubeObject
+from shared.adapters.eks_kube import eks_token as shared_eks_token
 from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
@@ -45,28 +45,7 @@ FIELD_MANAGER = "hyperpilot"
 
 def eks_token(session: boto3.session.Session, cluster_name: str, region: str) -> str:
     """A bearer token for `cluster_name`, signed with the session's credentials."""
-    credentials = session.get_credentials()
-    if credentials is None:
-        raise PermanentError(
-            "NoCredentials",
-            "no AWS credentials to sign an EKS token with",
-            "configure credentials (environment, profile or instance role) for cluster-svc",
-        )
-    sts = session.client("sts", region_name=region)
-    signer = RequestSigner(
-        sts.meta.service_model.service_id, region, "sts", "v4", credentials, sts.meta.events
-    )
-    request = {
-        "method": "GET",
-        "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
-        "body": {},
-        "headers": {CLUSTER_ID_HEADER: cluster_name},
-        "context": {},
-    }
-    url = signer.generate_presigned_url(
-        request, region_name=region, expires_in=PRESIGN_EXPIRES, operation_name=""
-    )
-    return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return shared_eks_token(session, cluster_name, region, "cluster-svc")
 
 
 class EksTokens:

@@ -1,0 +1,270 @@
+"""A cluster's Kubernetes API, reached the way `aws eks get-token` does, for any service.
+
+The endpoint and CA come from the `clusters` read model (cluster-svc recorded DescribeCluster's
+answer there); the bearer token is `k8s-aws-v1.` + base64url of a presigned STS
+GetCallerIdentity URL signing the header `x-k8s-aws-id: <EKS cluster name>`, renewed well within
+the 15 minutes EKS accepts it. Objects are applied with server-side apply under the service's
+own field manager. The client is synchronous, so each call runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import boto3
+import urllib3
+from botocore.signers import RequestSigner
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+from shared.errors import PermanentError, StageError, TemporaryError
+
+T = TypeVar("T")
+KubeObject = dict[str, Any]
+RENEW_AFTER = 10 * 60.0
+
+
+@dataclass(frozen=True)
+class ClusterEndpoint:
+    eks_name: str
+    endpoint: str
+    ca_data: str  # base64 PEM
+
+
+def eks_token(session: boto3.session.Session, cluster: str, region: str, service: str) -> str:
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise PermanentError(
+            "NoCredentials",
+            "no AWS credentials to sign an EKS token with",
+            f"configure credentials (environment, profile or instance role) for {service}",
+        )
+    sts = session.client("sts", region_name=region)
+    signer = RequestSigner(
+        sts.meta.service_model.service_id, region, "sts", "v4", credentials, sts.meta.events
+    )
+    url = signer.generate_presigned_url(
+        {
+            "method": "GET",
+            "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
+            "body": {},
+            "headers": {"x-k8s-aws-id": cluster},
+            "context": {},
+        },
+        region_name=region,
+        expires_in=60,
+        operation_name="",
+    )
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+def kube_error(exc: Exception, what: str, *, service: str, invalid_hint: str) -> StageError:
+    """A Kubernetes failure as a stage error: 429/5xx and dropped connections are temporary."""
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        try:
+            message = str(json.loads(exc.body or "{}").get("message") or exc.reason)
+        except (TypeError, ValueError, AttributeError):
+            message = str(exc.reason)
+        if status == 429 or status >= 500:
+            return TemporaryError(f"Kubernetes{status}", f"{what}: {message}")
+        if status in (401, 403):
+            return PermanentError(
+                "KubernetesForbidden",
+                f"{what}: {message}",
+                f"give {service}'s IAM principal an EKS access entry on the cluster",
+            )
+        if status == 422:
+            return PermanentError("KubernetesInvalid", f"{what}: {message}", invalid_hint)
+        return PermanentError(f"Kubernetes{status}", f"{what}: {message}")
+    if isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError):
+        return TemporaryError("KubernetesApiUnreachable", f"{what}: {exc}")
+    return PermanentError(type(exc).__name__, f"{what}: {exc}")
+
+
+class ClusterKube:
+    """Apply, read and delete objects of any kind (CRDs found at run time); pods and nodes.
+
+    A service subclasses it with its own reads and sets who it is: `SERVICE`, `FIELD_MANAGER`
+    and the hint for an object the API server's schema refuses."""
+
+    SERVICE = "hyperpilot"
+    FIELD_MANAGER = "hyperpilot"
+    INVALID_HINT = "the API server's schema refused the object"
+
+    def __init__(self, api: k8s.ApiClient, cache_file: Path) -> None:
+        self.api = api
+        self.core = k8s.CoreV1Api(api)
+        self._cache_file = cache_file
+        self._dynamic: DynamicClient | None = None
+        self._lock = threading.Lock()
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        with self._lock:
+            if self._dynamic is None:
+                self._dynamic = DynamicClient(  # type: ignore[no-untyped-call]
+                    self.api, cache_file=str(self._cache_file)
+                )
+            try:
+                return self._dynamic.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError:
+                # A CRD installed after discovery: look again once.
+                self._dynamic.resources.invalidate_cache()
+                try:
+                    return self._dynamic.resources.get(api_version=api_version, kind=kind)
+                except ResourceNotFoundError:
+                    return None
+
+    async def _run(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except StageError:
+            raise
+        except Exception as exc:
+            raise kube_error(
+                exc, what, service=self.SERVICE, invalid_hint=self.INVALID_HINT
+            ) from exc
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        return await self._run(
+            f"discover {kind}", lambda: self._resource(api_version, kind) is not None
+        )
+
+    async def get(
+        self, api_version: str, kind: str, name: str, namespace: str
+    ) -> KubeObject | None:
+        def call() -> KubeObject | None:
+            resource = self._resource(api_version, kind)
+            if resource is None:
+                return None
+            try:
+                found: KubeObject = resource.get(name=name, namespace=namespace).to_dict()
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            return found
+
+        return await self._run(f"get {kind} {namespace}/{name}", call)
+
+    async def apply(self, obj: KubeObject) -> KubeObject:
+        meta = obj["metadata"]
+        what = f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}"
+
+        def call() -> KubeObject:
+            resource = self._resource(obj["apiVersion"], obj["kind"])
+            if resource is None:
+                raise PermanentError(
+                    "OperatorMissing",
+                    f"{what}: the API server does not serve {obj['apiVersion']} {obj['kind']}",
+                    "install the operator that brings this kind",
+                )
+            applied: KubeObject = resource.server_side_apply(
+                body=obj,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                field_manager=self.FIELD_MANAGER,
+                force_conflicts=True,
+            ).to_dict()
+            return applied
+
+        return await self._run(what, call)
+
+    async def delete(self, api_version: str, kind: str, name: str, namespace: str) -> bool:
+        def call() -> bool:
+            resource = self._resource(api_version, kind)
+            if resource is None:
+                return False
+            try:
+                resource.delete(
+                    name=name, namespace=namespace, body={"propagationPolicy": "Background"}
+                )
+            except ApiException as exc:
+                if exc.status == 404:
+                    return False
+                raise
+            return True
+
+        return await self._run(f"delete {kind} {namespace}/{name}", call)
+
+    async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
+        def call() -> list[KubeObject]:
+            found = self.core.list_namespaced_pod(namespace, label_selector=selector)
+            return [self.api.sanitize_for_serialization(p) for p in found.items]  # type: ignore[no-untyped-call]
+
+        return await self._run(f"list pods {selector}", call)
+
+    async def nodes(self, selector: str = "") -> list[KubeObject]:
+        def call() -> list[KubeObject]:
+            found = self.core.list_node(label_selector=selector)
+            return [self.api.sanitize_for_serialization(n) for n in found.items]  # type: ignore[no-untyped-call]
+
+        return await self._run("list nodes", call)
+
+    def close(self) -> None:
+        self.api.close()  # type: ignore[no-untyped-call]
+
+
+K = TypeVar("K", bound=ClusterKube)
+
+
+class KubeClients(Generic[K]):
+    """One client per cluster endpoint, reused; tokens renewed before EKS refuses them."""
+
+    def __init__(self, region: str, kube: type[K]) -> None:
+        self.region = region
+        self.kube = kube
+        self.session = boto3.session.Session(region_name=region)
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{kube.FIELD_MANAGER}-"))
+        self._clients: dict[ClusterEndpoint, K] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, target: ClusterEndpoint) -> K:
+        with self._lock:
+            found = self._clients.get(target)
+            if found is None:
+                found = self.kube(
+                    self._api(target), self._dir / f"{target.eks_name}-{len(self._clients)}.json"
+                )
+                self._clients[target] = found
+            return found
+
+    def _api(self, target: ClusterEndpoint) -> k8s.ApiClient:
+        ca_file = self._dir / f"{target.eks_name}-{abs(hash(target.ca_data))}.crt"
+        ca_file.write_bytes(base64.b64decode(target.ca_data))
+        config = k8s.Configuration(host=target.endpoint)
+        config.ssl_ca_cert = str(ca_file)
+        config.verify_ssl = True
+        config.api_key_prefix["authorization"] = "Bearer"
+        state: dict[str, Any] = {"token": "", "issued": 0.0}
+        lock = threading.Lock()
+        service = self.kube.SERVICE
+
+        def refresh(configuration: k8s.Configuration) -> None:
+            with lock:
+                if not state["token"] or time.monotonic() - float(state["issued"]) > RENEW_AFTER:
+                    state["token"] = eks_token(self.session, target.eks_name, self.region, service)
+                    state["issued"] = time.monotonic()
+                configuration.api_key["authorization"] = str(state["token"])
+
+        config.refresh_api_key_hook = refresh  # type: ignore[assignment]
+        refresh(config)
+        return k8s.ApiClient(config)
+
+    def close(self) -> None:
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            client.close()
