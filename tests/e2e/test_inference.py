@@ -288,10 +288,14 @@ def test_external_endpoint_scales_and_reports_its_load_balancer(
         check=True,
         capture_output=True,
     )
-    degraded = _status_event(api, "public", after, lambda p: p["status"] != "available")
-    assert degraded["previous"] == "available"
-    assert "ImagePull" in (degraded["message"] or ""), degraded
-    server.faults.clear_image_pull_failure("vllm/*")
+    try:
+        degraded = _status_event(api, "public", after, lambda p: p["status"] != "available")
+        assert degraded["previous"] == "available"
+        # The replacement may first be reported as merely pending; its pull failure follows.
+        pulling = _status_event(api, "public", after, lambda p: "ImagePull" in (p["message"] or ""))
+        assert pulling["status"] != "available", pulling
+    finally:
+        server.faults.clear_image_pull_failure("vllm/*")
     recovered = _status_event(api, "public", after, lambda p: p["status"] == "available")
     assert recovered["ready_replicas"] == 2
     _delete(api, cluster, "public")
