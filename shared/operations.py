@@ -53,11 +53,11 @@ class IdempotencyConflict(Exception):
 
 
 class OperationNotFound(Exception):
-    pass
+    """No operation has this id."""
 
 
 class NotRetryable(Exception):
-    pass
+    """The operation is in a state that retry (or cancel) does not apply to."""
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
+import orjson
 from fastapi.responses import JSONResponse
 
 from gateway.auth import Principal
-from gateway.errors import ApiError
+from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from shared.bus import Bus
 from shared.contracts.commands import Command
@@ -96,3 +97,82 @@ async def dry_run(bus: Bus, command: Command) -> JSONResponse:
         {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
     )
     return JSONResponse({"dry_run": True, "plan": plan}, status_code=200)
+
+
+Refusal = Callable[[ApiError], ApiError]
+
+
+def refusal_mapper(
+    invalid_code: str,
+    rule: str,
+    conflicts: frozenset[str] | set[str],
+    missing: frozenset[str] | set[str],
+) -> Refusal:
+    """How a domain service's refusal reads at the edge: a rule on a field (422), a state
+    conflict (409), something gone (404), a malformed request (400)."""
+
+    def refusal(exc: ApiError) -> ApiError:
+        if exc.code == invalid_code:
+            field, _, message = exc.message.partition(": ")
+            return field_error(field, rule, message or exc.message, exc.hint or "")
+        if exc.code in conflicts:
+            return ApiError(409, exc.code, exc.message, hint=exc.hint)
+        if exc.code in missing:
+            return ApiError(404, "not_found", exc.message, hint=exc.hint)
+        if exc.code == "invalid_request":
+            return ApiError(400, exc.code, exc.message, hint=exc.hint)
+        return exc
+
+    return refusal
+
+
+async def domain_plan(bus: Bus, command: Command, refusal: Refusal) -> dict[str, Any]:
+    """The plan the owning service computes from actual state (its refusals translated)."""
+    try:
+        plan: dict[str, Any] = await query(
+            bus,
+            owning_service(command.domain),
+            "plan",
+            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
+            timeout=30,
+        )
+    except ApiError as exc:
+        raise refusal(exc) from exc
+    return plan
+
+
+async def plan_then_accept(
+    bus: Bus,
+    pool: asyncpg.Pool,
+    command: Command,
+    *,
+    target_type: str,
+    target_id: str,
+    requested: dict[str, Any],
+    principal: Principal,
+    source: str,
+    dry: bool,
+    idempotency_key: str | None,
+    refusal: Refusal,
+) -> JSONResponse:
+    """A dry run answers the plan; otherwise the plan's verdict (a refused rule is a 4xx before
+    anything is stored) and the operation, with the computed diff. With NATS down the command is
+    still accepted and its workflow checks the same rules."""
+    if dry:
+        return JSONResponse({"dry_run": True, "plan": await domain_plan(bus, command, refusal)})
+    plan = await domain_plan(bus, command, refusal) if bus.connected else None
+    accepted = await accept(
+        pool,
+        command,
+        target_type=target_type,
+        target_id=target_id,
+        request=requested,
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
+    body = orjson.loads(accepted.body)
+    body["noop"] = plan.get("noop") if plan is not None else None
+    body["diff"] = plan.get("diff") if plan is not None else None
+    body["plan"] = plan
+    return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})

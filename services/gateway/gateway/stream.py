@@ -30,7 +30,7 @@ KEEP_ALIVE: dict[str, Any] = {}  # yielded by `subscribe` (compare by identity)
 
 
 class SubscriberTooSlow(Exception):
-    pass
+    """The subscriber fell behind the live feed; it resumes from its last sequence number."""
 
 
 class _Subscriber:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import asyncpg
-import orjson
 from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gateway.accept import accept, dry_run
+from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
 from gateway.deps import Operator, Pool, Source, Viewer
-from gateway.errors import ApiError, field_error
+from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
 from shared.bus import Bus
@@ -97,32 +96,11 @@ async def _job(pool: asyncpg.Pool, cluster: str, name: str) -> dict[str, Any]:
     return _job_json(row)
 
 
-def _refusal(exc: ApiError) -> ApiError:
-    """A refusal from workload-svc: a rule on a field (422), a state conflict (409), gone (404)."""
-    if exc.code == "InvalidJob":
-        field, _, message = exc.message.partition(": ")
-        return field_error(field, "job_rule", message or exc.message, exc.hint or "")
-    if exc.code in CONFLICTS:
-        return ApiError(409, exc.code, exc.message, hint=exc.hint)
-    if exc.code in MISSING:
-        return ApiError(404, "not_found", exc.message, hint=exc.hint)
-    if exc.code == "invalid_request":
-        return ApiError(400, exc.code, exc.message, hint=exc.hint)
-    return exc
+_refusal = refusal_mapper("InvalidJob", "job_rule", CONFLICTS, MISSING)
 
 
 async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
-    try:
-        plan: dict[str, Any] = await query(
-            bus,
-            "workload",
-            "plan",
-            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
-            timeout=30,
-        )
-    except ApiError as exc:
-        raise _refusal(exc) from exc
-    return plan
+    return await domain_plan(bus, command, _refusal)
 
 
 async def _mutate(
@@ -138,28 +116,19 @@ async def _mutate(
     idempotency_key: str | None,
     target_type: str = "job",
 ) -> JSONResponse:
-    bus: Bus = request.app.state.bus
-    if dry:
-        try:
-            return await dry_run(bus, command)
-        except ApiError as exc:
-            raise _refusal(exc) from exc
-    plan = await _plan(bus, command) if bus.connected else None
-    accepted = await accept(
+    return await plan_then_accept(
+        request.app.state.bus,
         pool,
         command,
         target_type=target_type,
         target_id=target,
-        request=requested,
+        requested=requested,
         principal=principal,
         source=source,
+        dry=dry,
         idempotency_key=idempotency_key,
+        refusal=_refusal,
     )
-    body = orjson.loads(accepted.body)
-    body["noop"] = plan.get("noop") if plan is not None else None
-    body["diff"] = plan.get("diff") if plan is not None else None
-    body["plan"] = plan
-    return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})
 
 
 @router.post(
