@@ -289,16 +289,17 @@ def test_external_endpoint_scales_and_reports_its_load_balancer(
         capture_output=True,
     )
     try:
+        # The replacement that cannot pull its image degrades the endpoint (the watcher's
+        # message is what the pods report at that moment: pending, or the pull failure).
         degraded = _status_event(api, "public", after, lambda p: p["status"] != "available")
         assert degraded["previous"] == "available"
-        # The replacement may first be reported as merely pending; its pull failure follows.
-        pulling = _status_event(api, "public", after, lambda p: "ImagePull" in (p["message"] or ""))
-        assert pulling["status"] != "available", pulling
-    finally:
         server.faults.clear_image_pull_failure("vllm/*")
-    recovered = _status_event(api, "public", after, lambda p: p["status"] == "available")
-    assert recovered["ready_replicas"] == 2
-    _delete(api, cluster, "public")
+        recovered = _status_event(api, "public", after, lambda p: p["status"] == "available")
+        assert recovered["ready_replicas"] == 2
+    finally:
+        # Whatever happened, free the cluster's GPUs for the tests that follow.
+        server.faults.clear_image_pull_failure("vllm/*")
+        _delete(api, cluster, "public")
 
 
 def _status_event(
