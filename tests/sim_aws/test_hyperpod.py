@@ -357,7 +357,8 @@ def test_insufficient_capacity_at_scale_rolls_back(
     name = create_hyperpod(sim, network, eks_cluster, [group_spec(network, count=1)])
     with inject_fault(sim, "insufficient_capacity", instance_type="ml.g5.8xlarge"):
         sm.update_cluster(ClusterName=name, InstanceGroups=[group_spec(network, count=4)])
-        assert len(nodes(sim, name)) == 4
+        # The nodes that were launched and then rolled back may already be gone on a
+        # loaded machine; the outcome below is what is promised.
         described = wait_for(
             lambda: (
                 (d := sm.describe_cluster(ClusterName=name))["ClusterStatus"] == "InService" and d
