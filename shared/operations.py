@@ -44,6 +44,33 @@ _APPEND_EVENT = (
 )
 
 
+_INSERT_OPERATION = (
+    "INSERT INTO operations (id, kind, domain, target_type, target_id, request,"
+    " command_type, command, principal, source, idempotency_key, request_hash)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    " ON CONFLICT (principal, idempotency_key) DO NOTHING RETURNING id"
+)
+
+# Accepting a command in one statement: the operation (nothing else when its Idempotency-Key
+# was used before), then under the event-order lock its OperationAccepted event, and the
+# command and the event queued for the bus in that order; the relay and the live stream are
+# notified at commit.
+_ACCEPT = (
+    "WITH op AS (" + _INSERT_OPERATION + "),"
+    " ordered AS (SELECT pg_advisory_xact_lock($13) FROM op),"
+    " event AS (INSERT INTO events"
+    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
+    " SELECT $17::uuid, $1::uuid, $18::text, $19::text, $9::text, $20::timestamptz, $21::jsonb"
+    " FROM ordered RETURNING seq),"
+    " queued AS (INSERT INTO outbox (subject, message_id, body)"
+    " SELECT v.subject, v.message_id, v.body FROM op, (VALUES"
+    " (1, $14::text, $15::uuid, $16::bytea), (2, $19::text, $17::uuid, $22::bytea))"
+    " AS v(n, subject, message_id, body) ORDER BY v.n)"
+    " SELECT op.id, pg_notify('outbox', ''), pg_notify('events', event.seq::text)"
+    " FROM op, event"
+)
+
+
 class IdempotencyConflict(Exception):
     """The same Idempotency-Key was used with a different request."""
 
@@ -83,6 +110,18 @@ async def enqueue(conn: asyncpg.Connection, subject: str, envelope: Envelope) ->
     )
 
 
+def _event_envelope(
+    operation_id: uuid.UUID | None, event: Event, *, principal: str, source: str
+) -> Envelope:
+    return Envelope(
+        correlation_id=operation_id or uuid.UUID(int=0),
+        type=type(event).__name__,
+        principal=principal,
+        source=source,
+        payload=event.model_dump(mode="json"),
+    )
+
+
 async def append_event(
     conn: asyncpg.Connection,
     *,
@@ -93,13 +132,7 @@ async def append_event(
     source: str = "system",
 ) -> int:
     """Record an event (totally ordered) and queue it for `evt.>`; returns its sequence number."""
-    envelope = Envelope(
-        correlation_id=operation_id or uuid.UUID(int=0),
-        type=type(event).__name__,
-        principal=principal,
-        source=source,
-        payload=event.model_dump(mode="json"),
-    )
+    envelope = _event_envelope(operation_id, event, principal=principal, source=source)
     subject = event_subject(domain, event.what)
     seq: int = await conn.fetchval(
         _APPEND_EVENT,
@@ -148,44 +181,47 @@ async def create_operation(
     `reserve` runs in the same transaction, e.g. to claim a cluster's name in the read model, so a
     conflicting request fails before anything is queued.
     """
+    if reserve is None:
+        prepared = new_operation(
+            command,
+            target_type=target_type,
+            target_id=target_id,
+            request=request,
+            principal=principal,
+            source=source,
+            idempotency_key=idempotency_key,
+        )
+        outcome = (await persist_operations(conn, [prepared]))[0]
+        if isinstance(outcome, IdempotencyConflict):
+            raise outcome
+        return outcome
     kind = command.kind()
     digest = request_hash(kind, target_id, request)
     operation_id = uuid.uuid4()
     async with conn.transaction():
         inserted = await conn.fetchval(
-            "INSERT INTO operations (id, kind, domain, target_type, target_id, request,"
-            " command_type, command, principal, source, idempotency_key, request_hash)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-            " ON CONFLICT (principal, idempotency_key) DO NOTHING RETURNING id",
-            operation_id,
-            kind,
-            command.domain,
-            target_type,
-            target_id,
-            request,
-            type(command).__name__,
-            command.model_dump(mode="json"),
-            principal,
-            source,
-            idempotency_key,
-            digest,
+            _INSERT_OPERATION,
+            *_operation_row(
+                command,
+                operation_id,
+                kind,
+                target_type,
+                target_id,
+                request,
+                principal,
+                source,
+                idempotency_key,
+                digest,
+            ),
         )
         if inserted is None:
-            existing = await conn.fetchrow(
-                "SELECT id, request_hash FROM operations WHERE principal = $1 AND idempotency_key = $2",
-                principal,
-                idempotency_key,
-            )
-            assert existing is not None
-            if existing["request_hash"] != digest:
-                raise IdempotencyConflict(existing["id"])
-            return Accepted(existing["id"], created=False)
-        if reserve is not None:
-            await reserve(conn, operation_id)
-        envelope = command_envelope(
-            command, operation_id, principal=principal, source=source, attempt=1
+            return await _replayed(conn, principal, idempotency_key, digest)
+        await reserve(conn, operation_id)
+        await enqueue(
+            conn,
+            command.subject(),
+            command_envelope(command, operation_id, principal=principal, source=source, attempt=1),
         )
-        await enqueue(conn, command.subject(), envelope)
         await append_event(
             conn,
             operation_id=operation_id,
@@ -197,6 +233,150 @@ async def create_operation(
             source=source,
         )
     return Accepted(operation_id, created=True)
+
+
+def _operation_row(
+    command: Command,
+    operation_id: uuid.UUID,
+    kind: str,
+    target_type: str,
+    target_id: str,
+    request: dict[str, Any],
+    principal: str,
+    source: str,
+    idempotency_key: str | None,
+    digest: str,
+) -> tuple[Any, ...]:
+    return (
+        operation_id,
+        kind,
+        command.domain,
+        target_type,
+        target_id,
+        request,
+        type(command).__name__,
+        command.model_dump(mode="json"),
+        principal,
+        source,
+        idempotency_key,
+        digest,
+    )
+
+
+@dataclass(frozen=True)
+class NewOperation:
+    """An operation ready to be written by `persist_operations`: its row, its command's
+    outbox message and its OperationAccepted event, as the arguments of `_ACCEPT`."""
+
+    operation_id: uuid.UUID
+    principal: str
+    idempotency_key: str | None
+    digest: str
+    arguments: tuple[Any, ...]
+
+
+def new_operation(
+    command: Command,
+    *,
+    target_type: str,
+    target_id: str,
+    request: dict[str, Any],
+    principal: str,
+    source: str,
+    idempotency_key: str | None,
+) -> NewOperation:
+    kind = command.kind()
+    digest = request_hash(kind, target_id, request)
+    operation_id = uuid.uuid4()
+    message = command_envelope(command, operation_id, principal=principal, source=source, attempt=1)
+    accepted = OperationAccepted(
+        kind=kind, target_type=target_type, target_id=target_id, request=request
+    )
+    event = _event_envelope(operation_id, accepted, principal=principal, source=source)
+    row = _operation_row(
+        command,
+        operation_id,
+        kind,
+        target_type,
+        target_id,
+        request,
+        principal,
+        source,
+        idempotency_key,
+        digest,
+    )
+    return NewOperation(
+        operation_id,
+        principal,
+        idempotency_key,
+        digest,
+        (
+            *row,
+            _EVENT_ORDER_LOCK,
+            command.subject(),
+            message.message_id,
+            message.to_bytes(),
+            event.message_id,
+            event.type,
+            event_subject(command.domain, accepted.what),
+            event.occurred_at,
+            event.payload,
+            event.to_bytes(),
+        ),
+    )
+
+
+async def persist_operations(
+    conn: asyncpg.Connection, operations: list[NewOperation]
+) -> list[Accepted | IdempotencyConflict]:
+    """Write operations, one outcome per operation in order: created, replayed (an earlier
+    request with the same Idempotency-Key) or an IdempotencyConflict.
+
+    One operation is one statement, its own transaction: the event-order lock is taken and
+    released inside the server, never held across a round trip to this process. Several are
+    one transaction, their statements pipelined in one round trip: one commit (one WAL flush)
+    for all of them, which is what lets accepts keep up under load while events stay in commit
+    order."""
+    if len(operations) == 1:
+        inserted = await conn.fetchval(_ACCEPT, *operations[0].arguments)
+        created = {operations[0].operation_id} if inserted is not None else set()
+    else:
+        async with conn.transaction():
+            await conn.executemany(_ACCEPT, [o.arguments for o in operations])
+            rows = await conn.fetch(
+                "SELECT id FROM operations WHERE id = ANY($1::uuid[])",
+                [o.operation_id for o in operations],
+            )
+        created = {r["id"] for r in rows}
+    outcomes: list[Accepted | IdempotencyConflict] = []
+    for operation in operations:
+        if operation.operation_id in created:
+            outcomes.append(Accepted(operation.operation_id, created=True))
+            continue
+        try:
+            outcomes.append(
+                await _replayed(
+                    conn, operation.principal, operation.idempotency_key, operation.digest
+                )
+            )
+        except IdempotencyConflict as conflict:
+            outcomes.append(conflict)
+    return outcomes
+
+
+async def _replayed(
+    conn: asyncpg.Connection, principal: str, idempotency_key: str | None, digest: str
+) -> Accepted:
+    """The operation an earlier request with the same Idempotency-Key created."""
+    existing = await conn.fetchrow(
+        "SELECT id, request_hash FROM operations WHERE principal = $1 AND idempotency_key = $2",
+        principal,
+        idempotency_key,
+    )
+    assert existing is not None
+    if existing["request_hash"] != digest:
+        raise IdempotencyConflict(existing["id"])
+    return Accepted(existing["id"], created=False)
 
 
 async def retry_operation(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,17 @@ from gateway.queries import query
 from shared.bus import Bus
 from shared.contracts.commands import Command
 from shared.contracts.subjects import owning_service
-from shared.operations import IdempotencyConflict, create_operation
+from shared.logging import get_logger
+from shared.operations import (
+    Accepted,
+    IdempotencyConflict,
+    NewOperation,
+    create_operation,
+    new_operation,
+    persist_operations,
+)
+
+log = get_logger("gateway.accept")
 
 _KEY = re.compile(r"^[A-Za-z0-9._:\-]{1,200}$")
 
@@ -41,6 +52,73 @@ def check_idempotency_key(key: str | None) -> str | None:
     return key
 
 
+class AcceptQueue:
+    """Group commit for accepts: while one batch of operations is being written, the ones that
+    arrive wait and go together in the next (one transaction, one WAL flush). Under light load
+    a batch is one operation and nothing waits; under heavy load the event-order lock and the
+    flush are paid once per batch instead of once per request."""
+
+    MAX_BATCH = 64
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self._waiting: list[tuple[NewOperation, asyncio.Future[Accepted]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def submit(self, operation: NewOperation) -> Accepted:
+        future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
+        self._waiting.append((operation, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="accept-writer")
+        return await future
+
+    async def _write(self) -> None:
+        while self._waiting:
+            batch = self._waiting[: self.MAX_BATCH]
+            del self._waiting[: self.MAX_BATCH]
+            try:
+                await self._settle(batch)
+            except Exception as exc:
+                if len(batch) == 1:
+                    _resolve(batch[0][1], exc)
+                    continue
+                # One bad row must not fail its neighbours: write them one by one.
+                log.warning("batched accept failed; writing singly", error=type(exc).__name__)
+                for one in batch:
+                    try:
+                        await self._settle([one])
+                    except Exception as single:
+                        _resolve(one[1], single)
+
+    async def _settle(self, batch: list[tuple[NewOperation, asyncio.Future[Accepted]]]) -> None:
+        async with self.pool.acquire() as conn:
+            outcomes = await persist_operations(conn, [operation for operation, _ in batch])
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            _resolve(future, outcome)
+
+
+def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException) -> None:
+    if future.done():  # the request went away (client disconnect); its outcome is stored
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+_queues: dict[int, AcceptQueue] = {}
+
+
+def open_accept_queue(pool: asyncpg.Pool) -> AcceptQueue:
+    """Route this pool's accepts through a queue (the gateway does it at startup)."""
+    queue = _queues[id(pool)] = AcceptQueue(pool)
+    return queue
+
+
+def close_accept_queue(pool: asyncpg.Pool) -> None:
+    _queues.pop(id(pool), None)
+
+
 async def accept(
     pool: asyncpg.Pool,
     command: Command,
@@ -54,27 +132,41 @@ async def accept(
     reserve: Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]] | None = None,
 ) -> JSONResponse:
     key = check_idempotency_key(idempotency_key)
-    async with pool.acquire() as conn:
-        try:
-            accepted = await create_operation(
-                conn,
-                command,
-                target_type=target_type,
-                target_id=target_id,
-                request=request,
-                principal=principal.name,
-                source=source,
-                idempotency_key=key,
-                reserve=reserve,
+    try:
+        queue = _queues.get(id(pool))
+        if queue is not None and reserve is None:
+            accepted = await queue.submit(
+                new_operation(
+                    command,
+                    target_type=target_type,
+                    target_id=target_id,
+                    request=request,
+                    principal=principal.name,
+                    source=source,
+                    idempotency_key=key,
+                )
             )
-        except IdempotencyConflict as exc:
-            raise ApiError(
-                409,
-                "idempotency_conflict",
-                "this Idempotency-Key was already used with a different request",
-                hint="use a new key for a new request, or resend the original body",
-                extra={"operation_id": str(exc.operation_id)},
-            ) from exc
+        else:
+            async with pool.acquire() as conn:
+                accepted = await create_operation(
+                    conn,
+                    command,
+                    target_type=target_type,
+                    target_id=target_id,
+                    request=request,
+                    principal=principal.name,
+                    source=source,
+                    idempotency_key=key,
+                    reserve=reserve,
+                )
+    except IdempotencyConflict as exc:
+        raise ApiError(
+            409,
+            "idempotency_conflict",
+            "this Idempotency-Key was already used with a different request",
+            hint="use a new key for a new request, or resend the original body",
+            extra={"operation_id": str(exc.operation_id)},
+        ) from exc
     operation_id = str(accepted.operation_id)
     return JSONResponse(
         {

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from gateway import errors
+from gateway.accept import close_accept_queue, open_accept_queue
 from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit
@@ -56,6 +57,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     bus.start()
     app.state.pool = pool
     app.state.bus = bus
+    open_accept_queue(pool)
     oidc = None
     if settings.oidc_issuer and settings.oidc_audience and settings.oidc_jwks:
         oidc = OidcVerifier(
@@ -87,6 +89,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        close_accept_queue(pool)
         await bus.close()
         await pool.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
@@ -63,6 +64,17 @@ class TokenVerifier:
         self.pool = pool
         self.oidc = oidc
         self._cache: dict[str, tuple[float, Principal | None]] = {}
+        self._lookups: dict[str, asyncio.Future[Principal | None]] = {}
+
+    async def _lookup(self, digest: str) -> Principal | None:
+        async with self.pool.acquire() as conn:
+            row = await conn.fetchrow(
+                "SELECT name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
+                digest,
+            )
+        principal = Principal(row["name"], row["role"]) if row else None
+        self._cache[digest] = (time.monotonic(), principal)
+        return principal
 
     async def verify(self, authorization: str | None) -> Principal:
         if not authorization or not authorization.lower().startswith("bearer "):
@@ -76,18 +88,17 @@ class TokenVerifier:
         if self.oidc is not None and looks_like_jwt(token):
             return await self.oidc.verify(token)
         digest = hash_token(token)
-        now = time.monotonic()
         cached = self._cache.get(digest)
-        if cached is not None and now - cached[0] < _CACHE_SECONDS:
+        if cached is not None and time.monotonic() - cached[0] < _CACHE_SECONDS:
             principal = cached[1]
         else:
-            async with self.pool.acquire() as conn:
-                row = await conn.fetchrow(
-                    "SELECT name, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
-                    digest,
-                )
-            principal = Principal(row["name"], row["role"]) if row else None
-            self._cache[digest] = (now, principal)
+            # One lookup per token at a time: requests that arrive while it runs share it.
+            pending = self._lookups.get(digest)
+            if pending is None:
+                pending = asyncio.ensure_future(self._lookup(digest))
+                self._lookups[digest] = pending
+                pending.add_done_callback(lambda _: self._lookups.pop(digest, None))
+            principal = await asyncio.shield(pending)
         if principal is None:
             raise ApiError(
                 401,
