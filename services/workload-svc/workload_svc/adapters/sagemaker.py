@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -30,9 +31,16 @@ def _error(exc: Exception, what: str) -> StageError:
 
 class TrackingServers:
     def __init__(self, region: str, endpoint_url: str | None = None) -> None:
-        self.client: Any = boto3.session.Session(region_name=region).client(
+        self.region = region
+        self.endpoint_url = endpoint_url
+
+    @functools.cached_property
+    def client(self) -> Any:
+        # Made on first use: SageMaker's service model costs the process about 20 MB, and
+        # tracking-server calls are rare.
+        return boto3.session.Session(region_name=self.region).client(
             "sagemaker",
-            endpoint_url=endpoint_url,
+            endpoint_url=self.endpoint_url,
             config=Config(retries={"max_attempts": 3, "mode": "standard"}),
         )
 
