@@ -8,6 +8,7 @@ from __future__ import annotations
 from hyperpilot.commands import (
     clusters,
     dependencies,
+    diagnose,
     endpoints,
     events,
     features,
@@ -29,6 +30,7 @@ AREAS: tuple[Area, ...] = (
     dependencies.app,
     jobs.app,
     endpoints.app,
+    diagnose.app,
     storage.app,
     operations.app,
     events.app,

@@ -182,9 +182,14 @@ def delete(
         mutate(api, "DELETE", path, output=fmt(output), wait=wait, dry_run=dry_run)
 
 
-def _log_page(api: Client, path: str, pod: str, start: int) -> tuple[str, int]:
+def _log_page(
+    api: Client, path: str, pod: str, start: int, previous: bool = False
+) -> tuple[str, int]:
     """Lines of one pod from line `start`: the text and the next line number."""
-    response = api.send("GET", f"{path}/logs", params={"pod": pod, "from": start})
+    params: dict[str, Any] = {"pod": pod, "from": start}
+    if previous:
+        params["previous"] = "true"
+    response = api.send("GET", f"{path}/logs", params=params)
     next_line = response.headers.get("X-Next-Line", "")
     text = response.text
     return text, int(next_line) if next_line.isdigit() else start + text.count("\n")
@@ -195,6 +200,7 @@ def _log_page(api: Client, path: str, pod: str, start: int) -> tuple[str, int]:
         "hyperpilot jobs logs llama-sft",
         "hyperpilot jobs logs llama-sft -f",
         "hyperpilot jobs logs llama-sft --pod llama-sft-worker-1 --from 100",
+        "hyperpilot jobs logs get-qwen --previous",
     )
 )
 def logs(
@@ -210,8 +216,22 @@ def logs(
     interval: Annotated[
         float, typer.Option(min=0.1, help="Seconds between reads while following")
     ] = 1.0,
+    previous: Annotated[
+        bool,
+        typer.Option(
+            "--previous",
+            "-p",
+            help="The log of the pod's container before its last restart (not with -f)",
+        ),
+    ] = False,
 ) -> None:
-    """Print a pod's log; with -f keep printing new lines until the job ends (Ctrl-C stops)."""
+    """Print a pod's log; with -f keep printing new lines until the job ends (Ctrl-C stops).
+
+    --previous prints what the pod's container logged before it last restarted in place.
+    A pod the training operator recreated has none: `hyperpilot diagnose events` tells why.
+    """
+    if previous and follow:
+        raise UsageError("--previous and --follow do not go together", "drop one of them")
     with client() as api:
         path = f"{_base(active_cluster(api, cluster))}/{job}"
         if pod is None:
@@ -220,6 +240,11 @@ def logs(
                 raise UsageError(f"job {job} has no pods yet", "retry shortly, or pass --pod")
             pod = pods[0]
         cursor = start
+        if previous:
+            text, _ = _log_page(api, path, pod, cursor, previous=True)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
         try:
             while True:
                 text, cursor = _log_page(api, path, pod, cursor)

@@ -205,3 +205,97 @@ def test_jobs_and_endpoints_requests(sent: list[httpx.Request]) -> None:
     assert _run("endpoints", "list", "--all").exit_code == 0
     assert sent[-1].url.params["cluster"] == "*"
     assert _run("endpoints", "invoke", "qwen").exit_code == 2  # nothing to send
+
+
+def test_diagnose_commands_and_jobs_logs_previous(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    requests: list[httpx.Request] = []
+    pod = {
+        "name": "web-0",
+        "namespace": "default",
+        "status": "CrashLoopBackOff",
+        "ready": "0/1",
+        "restarts": 4,
+        "node": "hyperpod-i-0",
+        "containers": [
+            {
+                "name": "main",
+                "state": "waiting",
+                "reason": "CrashLoopBackOff",
+                "last_termination": {"reason": "OOMKilled", "exit_code": 137},
+            }
+        ],
+    }
+    event = {
+        "type": "Warning",
+        "reason": "BackOff",
+        "message": "container main exited with code 137",
+        "object": {"kind": "Pod", "name": "web-0", "namespace": "default"},
+        "count": 3,
+        "last_timestamp": "2026-01-01T00:00:09Z",
+    }
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        path = request.url.path
+        if path.endswith("/kubernetes-events"):
+            return httpx.Response(200, json={"namespace": "*", "events": [event]})
+        if path.endswith("/pods"):
+            return httpx.Response(200, json={"namespace": "default", "pods": [pod]})
+        if "/pods/" in path:
+            return httpx.Response(
+                200,
+                text="before the crash\n",
+                headers={"X-Container": "main", "X-Restart-Count": "4"},
+            )
+        if path.endswith("/logs"):
+            return httpx.Response(200, text="step 9\n", headers={"X-Next-Line": "1"})
+        return httpx.Response(200, json={"name": "llm", "status": "active"})
+
+    monkeypatch.setattr(
+        common,
+        "Client",
+        lambda url, token: Client(url, token, transport=httpx.MockTransport(handler)),
+    )
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("HYPERPILOT_URL", "http://gw")
+    monkeypatch.setenv("COLUMNS", "200")
+
+    shown = _run("diagnose", "events", "-c", "llm", "--type", "Warning", "--kind", "Pod",
+                 "--object", "web-0", "--limit", "5")  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert requests[-1].url.path == "/api/v1/clusters/llm/kubernetes-events"
+    assert dict(requests[-1].url.params) == {
+        "kind": "Pod", "object": "web-0", "type": "Warning", "limit": "5"
+    }  # fmt: skip
+    assert (
+        "BackOff" in shown.stdout
+        and "Pod/web-0" in shown.stdout
+        and "exited with code 137" in shown.stdout
+    )
+
+    listed = _run("diagnose", "pods", "-c", "llm", "-A", "-l", "app=web")
+    assert listed.exit_code == 0, listed.output
+    assert dict(requests[-1].url.params) == {"namespace": "*", "selector": "app=web"}
+    assert "CrashLoopBackOff" in listed.stdout and "OOMKilled (137)" in listed.stdout
+    as_yaml = yaml.safe_load(_run("diagnose", "pods", "-c", "llm", "-o", "yaml").stdout)
+    assert as_yaml["pods"][0]["containers"][0]["last_termination"]["exit_code"] == 137
+    assert requests[-1].url.params["namespace"] == "default"
+
+    text = _run("diagnose", "logs", "web-0", "-c", "llm", "--previous", "--tail", "50")
+    assert text.exit_code == 0 and text.stdout == "before the crash\n"
+    assert requests[-1].url.path == "/api/v1/clusters/llm/pods/default/web-0/logs"
+    assert dict(requests[-1].url.params) == {"tail": "50", "previous": "true"}
+    as_json = json.loads(
+        _run("diagnose", "logs", "web-0", "-c", "llm", "-n", "tools", "-o", "json").stdout
+    )
+    assert as_json["lines"] == ["before the crash"] and as_json["restart_count"] == 4
+    assert requests[-1].url.path == "/api/v1/clusters/llm/pods/tools/web-0/logs"
+    assert "previous" not in requests[-1].url.params
+
+    previous = _run("jobs", "logs", "ddp", "-c", "llm", "--pod", "ddp-pods-0", "--previous")
+    assert previous.exit_code == 0 and previous.stdout == "step 9\n"
+    assert requests[-1].url.params["previous"] == "true"
+    both = _run("jobs", "logs", "ddp", "-c", "llm", "--previous", "-f")
+    assert both.exit_code == 2 and "--previous and --follow" in both.stderr

@@ -374,6 +374,7 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     }
 
     _job_logs_follow_to_the_end(cli, cli_in)
+    _diagnose_the_job_pod(cli, cli_in)
 
     duplicate = cli_in.run("clusters", "create", *_cluster_args(cli_in, name))
     assert duplicate.returncode == 2
@@ -384,6 +385,38 @@ def test_create_a_cluster_with_wait_and_json_then_use_describe_and_delete_it(
     assert _json(deleted.stdout)["status"] == "succeeded"
     gone = cli_in.run("clusters", "describe", name)
     assert gone.returncode == 2 and "not_found" in gone.stderr
+
+
+def _diagnose_the_job_pod(cli: Cli, cli_in: Cli) -> None:
+    """`diagnose pods|events|logs` on the finished job's pod; `--previous` of a pod that never
+    restarted is a 404 that says so; a bad selector exits 2 naming the field."""
+    pods = _json(
+        cli_in.run("diagnose", "pods", "-l", "hyperpilot.dev/job=cli-ddp", "-o", "json").stdout
+    )
+    (pod,) = pods["pods"]
+    assert pod["namespace"] == "default" and pod["status"] == "Completed"
+    assert pod["restarts"] == 0 and pod["containers"][0]["exit_code"] == 0
+    table = cli.run("diagnose", "pods", "-l", "hyperpilot.dev/job=cli-ddp")
+    assert table.returncode == 0 and "STATUS" in table.stdout and pod["name"] in table.stdout
+    events = _json(
+        cli_in.run(
+            "diagnose", "events", "-n", "default", "--kind", "Pod", "--object", pod["name"],
+            "-o", "json",
+        ).stdout
+    )  # fmt: skip
+    reasons = [e["reason"] for e in events["events"]]
+    assert "Scheduled" in reasons and "Started" in reasons, reasons
+    tail = cli.run("diagnose", "logs", pod["name"], "--tail", "3")
+    assert tail.returncode == 0, tail.stderr
+    steps = [int(m.group(1)) for line in tail.stdout.splitlines() if (m := STEP.match(line))]
+    assert len(tail.stdout.splitlines()) == 3 and steps[-1] == 100, tail.stdout
+    never = cli.run("diagnose", "logs", pod["name"], "--previous")
+    assert never.returncode == 2 and "not_found (HTTP 404)" in never.stderr
+    assert "has not restarted" in never.stderr and "hint:" in never.stderr
+    job_previous = cli_in.run("jobs", "logs", "cli-ddp", "--previous")
+    assert job_previous.returncode == 2 and "has not restarted" in job_previous.stderr
+    bad = cli.run("diagnose", "pods", "-l", "app in (")
+    assert bad.returncode == 2 and "query.selector" in bad.stderr and "hint:" in bad.stderr
 
 
 def test_a_cluster_in_a_zone_without_the_instance_type_is_refused_with_the_field(

@@ -2,7 +2,9 @@
 custom resource the emulator's schema accepts and whose pods run and log; validation answers 4xx
 with the field; logs stream over WebSocket with no lost or repeated line; an injected pod fault
 spends the retry budget and exhausting it fails the job with the reason; a Hugging Face token
-is found nowhere in the database, the event stream or the services' logs."""
+is found nowhere in the database, the event stream or the services' logs; the diagnostics reads
+show a failing pod's Warning events, its restarts and their reasons, and the log it wrote before
+it restarted."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from typing import Any
 import asyncpg
 import pytest
 import websockets
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
@@ -294,6 +298,24 @@ def test_pod_fault_spends_the_budget_then_fails_the_job(
     restarted = _wait_job(api, cluster, "faulty", lambda j: j["restarts"] == 1)
     assert restarted["restart_budget"] == {"used": 1, "allowed": 1}
     assert restarted["faulty_pods"] == ["faulty-pods-0"]
+    # The crash is a Warning event of the pod; the operator recreated the pod, so there is no
+    # earlier container instance whose log could be read.
+    warnings = api.get(
+        f"/api/v1/clusters/{cluster}/kubernetes-events",
+        params={
+            "namespace": "default",
+            "kind": "Pod",
+            "object": "faulty-pods-0",
+            "type": "Warning",
+        },
+    ).json()["events"]
+    assert any("exited with code 137" in e["message"] for e in warnings), warnings
+    previous = api.get(
+        f"{_jobs(cluster)}/faulty/logs", params={"pod": "faulty-pods-0", "previous": "true"}
+    )
+    assert previous.status_code == 404, previous.text
+    assert "has not restarted" in previous.json()["error"]["message"]
+    assert "recreated" in previous.json()["error"]["hint"]
     _wait_job(api, cluster, "faulty", lambda j: j["status"] == "running")
 
     server.faults.crash_pod("default", "faulty-pods-0", exit_code=137)
@@ -422,3 +444,166 @@ def test_log_monitoring_catches_a_hang_and_spends_the_budget(
     ]
     assert any(c["restarts"] == 1 for c in changes), changes
     api.wait(api.delete(f"{_jobs(cluster)}/hangs").json()["operation_id"])
+
+
+def _until(check: Callable[[], Any], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.2)
+    return found
+
+
+def _steps(text: str) -> list[int]:
+    return [int(m.group(1)) for line in text.splitlines() if (m := STEP.match(line))]
+
+
+def test_diagnostics_read_events_pods_and_the_log_before_a_restart(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    """Pods of another namespace fail in four ways (killed for memory and restarted, a crash
+    loop, an image that cannot be pulled, no node with the GPUs asked for): the pods route
+    names each reason with restart counts and exit codes, the events route the Warning events,
+    and the previous log the lines the killed container wrote before its restart."""
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(server.kubeconfig()))
+    base = f"/api/v1/clusters/{cluster}"
+    ns = "diag"
+
+    def pod(name: str, image: str, command: list[str], **extra: Any) -> dict[str, Any]:
+        container = {"name": "main", "image": image, "command": command, **extra}
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {"app": "diag", "role": name},
+                "annotations": {"sim.hyperpilot.dev/steps": "100000"},
+            },
+            "spec": {"containers": [container]},
+        }
+
+    core.create_namespace({"metadata": {"name": ns}})
+    server.faults.image_pull_failure("registry.example.com/missing/*", "manifest unknown")
+    try:
+        core.create_namespaced_pod(ns, pod("trainer", "pytorch:2", ["python", "train.py"]))
+        core.create_namespaced_pod(
+            ns, pod("looper", "busybox:1", ["sh", "-c", "echo attempt; exit 3"])
+        )
+        core.create_namespaced_pod(
+            ns, pod("puller", "registry.example.com/missing/app:1", ["serve"])
+        )
+        gpus = {"limits": {"nvidia.com/gpu": "64"}}
+        core.create_namespaced_pod(
+            ns, pod("hungry", "pytorch:2", ["python", "train.py"], resources=gpus)
+        )
+
+        logs = f"{base}/pods/{ns}/trainer/logs"
+        _until(lambda: "step 3/" in api.get(logs).text)
+        # The container is killed for memory (137, OOMKilled) and the kubelet restarts it.
+        server.run_on_loop(server.kubelet.crash, ns, "trainer", None, 137, "OOMKilled")
+
+        def all_failing() -> dict[str, Any] | None:
+            answer = api.get(f"{base}/pods", params={"namespace": ns, "selector": "app=diag"})
+            assert answer.status_code == 200, answer.text
+            found = {p["name"]: p for p in answer.json()["pods"]}
+            seen = {name: p["status"] for name, p in found.items()}
+            expected = {
+                "looper": "CrashLoopBackOff",
+                "puller": "ImagePullBackOff",
+                "hungry": "Pending",
+            }
+            restarted = found["trainer"]["restarts"] >= 1 and found["looper"]["restarts"] >= 1
+            if restarted and all(seen[k] == v for k, v in expected.items()):
+                return found
+            return None
+
+        pods = _until(all_failing)
+        (trainer,) = pods["trainer"]["containers"]
+        assert trainer["restart_count"] == 1 and trainer["state"] == "running"
+        assert trainer["last_termination"]["reason"] == "OOMKilled"
+        assert trainer["last_termination"]["exit_code"] == 137
+        assert pods["trainer"]["node"] and pods["trainer"]["ready"] == "1/1"
+        (looper,) = pods["looper"]["containers"]
+        assert (
+            looper["reason"] == "CrashLoopBackOff" and looper["last_termination"]["exit_code"] == 3
+        )
+        assert pods["puller"]["containers"][0]["reason"] == "ImagePullBackOff"
+        assert pods["hungry"]["node"] is None
+        role = api.get(f"{base}/pods", params={"namespace": ns, "selector": "role in (looper)"})
+        assert [p["name"] for p in role.json()["pods"]] == ["looper"]
+        everywhere = api.get(f"{base}/pods", params={"namespace": "*", "selector": "app=diag"})
+        assert {p["namespace"] for p in everywhere.json()["pods"]} == {ns}
+
+        # The log from before the restart: the steps up to the kill, from step 1.
+        before = api.get(logs, params={"previous": "true"})
+        assert before.status_code == 200, before.text
+        assert before.headers["x-previous"] == "true" and before.headers["x-container"] == "main"
+        assert before.headers["x-restart-count"] == "1"
+        steps = _steps(before.text)
+        assert steps[:3] == [1, 2, 3] and steps == list(range(1, len(steps) + 1))
+        assert _steps(api.get(logs).text)[:1] == [1]  # the new instance starts again
+        assert api.get(logs, params={"previous": "true", "tail": 2}).text.count("\n") == 2
+        looped = api.get(f"{base}/pods/{ns}/looper/logs", params={"previous": "true"})
+        assert looped.status_code == 200 and looped.text == "attempt\n"
+
+        # The Warning events, newest last: the kill, the crash loop, the pulls, the scheduling.
+        def warnings() -> list[dict[str, Any]] | None:
+            answer = api.get(
+                f"{base}/kubernetes-events", params={"namespace": ns, "type": "Warning"}
+            )
+            assert answer.status_code == 200, answer.text
+            events: list[dict[str, Any]] = answer.json()["events"]
+            reasons = {(e["object"]["name"], e["reason"]) for e in events}
+            wanted = {("trainer", "BackOff"), ("looper", "BackOff"), ("hungry", "FailedScheduling")}
+            pulled = any(name == "puller" for name, _ in reasons)
+            return events if wanted <= reasons and pulled else None
+
+        events = _until(warnings)
+        assert all(e["type"] == "Warning" and e["object"]["namespace"] == ns for e in events)
+        times = [e["last_timestamp"] for e in events]
+        assert times == sorted(times)
+        killed = [e for e in events if e["object"]["name"] == "trainer"]
+        assert any("exited with code 137" in e["message"] for e in killed)
+        assert all(e["source"] == "kubelet" for e in killed)
+        looped_events = [e for e in events if e["object"]["name"] == "looper"]
+        assert max(e["count"] for e in looped_events) >= 1
+        about = api.get(
+            f"{base}/kubernetes-events",
+            params={"kind": "Pod", "object": "hungry", "limit": 1},  # every namespace
+        ).json()
+        assert about["namespace"] == "*" and len(about["events"]) == 1
+        assert about["events"][0]["object"] == {"kind": "Pod", "name": "hungry", "namespace": ns}
+
+        # Bad input: 422 naming the field, the rule and what to do.
+        for path, params, field in [
+            ("kubernetes-events", {"type": "Fatal"}, "query.type"),
+            ("kubernetes-events", {"limit": 0}, "query.limit"),
+            ("kubernetes-events", {"namespace": "Bad_NS"}, "query.namespace"),
+            ("pods", {"selector": "app in ("}, "query.selector"),
+            (f"pods/{ns}/trainer/logs", {"tail": 0}, "query.tail"),
+            (f"pods/{ns}/trainer/logs", {"container": "sidecar"}, "query.container"),
+        ]:
+            refused = api.get(f"{base}/{path}", params=params)
+            assert refused.status_code == 422, (path, params, refused.text)
+            (error,) = refused.json()["error"]["fields"]
+            assert error["field"] == field and error["rule"] and error["hint"], error
+        assert (
+            "main"
+            in api.get(logs, params={"container": "sidecar"}).json()["error"]["fields"][0]["hint"]
+        )
+
+        # Unknown pods and clusters: 404 with where to look.
+        missing = api.get(f"{base}/pods/{ns}/no-such-pod/logs")
+        assert (
+            missing.status_code == 404 and "pods?namespace=diag" in missing.json()["error"]["hint"]
+        )
+        unknown = api.get("/api/v1/clusters/no-such-cluster/kubernetes-events")
+        assert unknown.status_code == 404 and unknown.json()["error"]["hint"]
+        never = api.get(f"{base}/pods/{ns}/hungry/logs", params={"previous": "true"})
+        assert never.status_code == 404 and "has not restarted" in never.json()["error"]["message"]
+    finally:
+        server.faults.clear_image_pull_failure("registry.example.com/missing/*")
+        for name in ("trainer", "looper", "puller", "hungry"):
+            core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+        core.delete_namespace(ns)

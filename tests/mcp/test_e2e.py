@@ -12,9 +12,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 from mcp import Client, StdioServerParameters
 
 from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
 from tests.e2e.conftest import RunningStack, unique
 from tests.mcp.conftest import MCP_TOKEN_NAME, McpProcess, mcp_env
 
@@ -274,6 +277,90 @@ async def test_training_and_inference_tools_share_the_rest_rules(
         error = await refused(client, "deploy_endpoint", {"endpoint": no_gpus, "cluster": name})
         assert error["message"] == rest.json()["error"]["message"]
         assert error["fields"][0]["field"] == "gpus"
+
+
+async def test_the_diagnostics_tools_read_a_crash_looping_pod(
+    playbook_cluster: dict[str, Any],
+    mcp_server: McpProcess,
+    module_stack: RunningStack,
+    sim_aws: SimulatedAws,
+) -> None:
+    """list_pods, list_kubernetes_events and get_pod_logs(previous=true) over streamable HTTP
+    on a pod that crashes in a loop: its status and exit code, its Warning events, the line it
+    wrote before the restart; bad arguments and unknown pods answer as REST does."""
+    api = module_stack.client
+    name = playbook_cluster["name"]
+    world = sim_aws.ctx.kube
+    assert isinstance(world, KubeWorld)
+    core = k8s.CoreV1Api(
+        k8s_config.new_client_from_config_dict(world.api_server(name).kubeconfig())
+    )
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "mcp-looper", "labels": {"app": "mcp-diag"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox:1",
+                        "command": ["sh", "-c", "echo before-the-crash; exit 2"],
+                    }
+                ]
+            },
+        },
+    )
+    try:
+        async with Client(mcp_server.url) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                pods = await ok(client, "list_pods", {"cluster": name, "selector": "app=mcp-diag"})
+                (pod,) = pods["pods"]
+                if pod["restarts"] >= 1 and pod["status"] == "CrashLoopBackOff":
+                    break
+                assert time.monotonic() < deadline, pods["summary"]
+                await asyncio.sleep(0.2)
+            assert "mcp-looper (CrashLoopBackOff" in pods["summary"]
+            assert pod["containers"][0]["last_termination"]["exit_code"] == 2
+
+            events = await ok(
+                client,
+                "list_kubernetes_events",
+                {
+                    "cluster": name,
+                    "namespace": "default",
+                    "kind": "Pod",
+                    "object_name": "mcp-looper",
+                    "event_type": "Warning",
+                },
+            )
+            assert events["events"] and all(e["type"] == "Warning" for e in events["events"])
+            assert any(
+                e["reason"] == "BackOff" and "exited with code 2" in e["message"]
+                for e in events["events"]
+            )
+
+            log = await ok(
+                client,
+                "get_pod_logs",
+                {"cluster": name, "namespace": "default", "pod": "mcp-looper", "previous": True},
+            )
+            assert log["lines"] == ["before-the-crash"] and log["previous"] is True
+            assert log["container"] == "main" and log["restart_count"] >= 1
+
+            missing = await refused(
+                client,
+                "get_pod_logs",
+                {"cluster": name, "namespace": "default", "pod": "no-such-pod"},
+            )
+            assert missing["code"] == "not_found" and "pods?namespace=default" in missing["hint"]
+            rest = api.get(f"/api/v1/clusters/{name}/pods", params={"selector": "app in ("})
+            assert rest.status_code == 422, rest.text
+            error = await refused(client, "list_pods", {"cluster": name, "selector": "app in ("})
+            assert error["message"] == rest.json()["error"]["message"]
+            assert error["fields"][0]["field"] == "query.selector"
+    finally:
+        core.delete_namespaced_pod("mcp-looper", "default", grace_period_seconds=0)
 
 
 async def test_the_same_mutating_call_twice_is_one_mutation(

@@ -110,3 +110,69 @@ async def test_secret_claim_and_missing_log(kube: WorkloadKube) -> None:
     assert await kube.secret_exists("default", "hf-token")
     assert not await kube.claim_exists("default", "s3-claim")
     assert await kube.pod_log("default", "no-such-pod") == ""
+
+
+async def _until(check: Any, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := await check()):
+        assert time.monotonic() < deadline, "not reached in time"
+        await asyncio.sleep(0.05)
+    return found
+
+
+async def test_diagnostics_reads_pods_events_and_the_previous_log(
+    world: KubeWorld, kube: WorkloadKube
+) -> None:
+    """A container crashed with OOMKilled and restarted: the pod is read in any namespace, its
+    events with a field selector, and the log of the instance before the restart."""
+    await kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "diag"}})
+    await kube.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "looper", "namespace": "diag", "labels": {"app": "looper"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox:1",
+                        "command": ["sh", "-c", "echo first-life; sleep 3600"],
+                    }
+                ]
+            },
+        }
+    )
+
+    async def logged() -> bool:
+        return "first-life" in await kube.pod_log("diag", "looper")
+
+    await _until(logged)
+    assert await kube.pod_log("diag", "looper", previous=True) == ""  # no earlier instance
+    server = world.api_server("wl")
+    server.run_on_loop(server.kubelet.crash, "diag", "looper", None, 137, "OOMKilled")
+
+    async def restarted() -> dict[str, Any] | None:
+        pod = await kube.pod("diag", "looper")
+        statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+        return pod if statuses and statuses[0].get("restartCount") == 1 else None
+
+    pod = await _until(restarted)
+    last = pod["status"]["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["reason"], last["exitCode"]) == ("OOMKilled", 137)
+    assert await kube.pod_log("diag", "looper", "main", previous=True, tail=1) == "first-life\n"
+    assert await kube.pod("diag", "no-such-pod") is None
+
+    everywhere = await kube.pods_in(None, "app=looper")
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in everywhere] == [
+        ("diag", "looper")
+    ]
+    assert [p["metadata"]["name"] for p in await kube.pods_in("diag")] == ["looper"]
+
+    selector = "involvedObject.kind=Pod,involvedObject.name=looper,type=Warning"
+    warnings = await kube.events("diag", selector, 100)
+    assert warnings and {e["reason"] for e in warnings} == {"BackOff"}
+    assert "exited with code 137" in warnings[0]["message"]
+    all_of_it = await kube.events(None, "involvedObject.name=looper", 100)
+    assert {e["type"] for e in all_of_it} == {"Normal", "Warning"}
+    paged = await kube.events(None, None, 2)  # at most the limit, across pages
+    assert len(paged) == 2

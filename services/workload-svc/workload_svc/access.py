@@ -34,7 +34,22 @@ class Kube(Protocol):
 
     async def claim_exists(self, namespace: str, name: str) -> bool: ...
 
-    async def pod_log(self, namespace: str, pod: str, container: str | None = None) -> str: ...
+    async def pod(self, namespace: str, name: str) -> KubeObject | None: ...
+
+    async def pods_in(self, namespace: str | None, selector: str = "") -> list[KubeObject]: ...
+
+    async def events(
+        self, namespace: str | None, field_selector: str | None, limit: int
+    ) -> list[KubeObject]: ...
+
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail: int | None = None,
+    ) -> str: ...
 
     async def put_secret(self, namespace: str, name: str, data: dict[str, str]) -> None: ...
 
@@ -69,7 +84,9 @@ class Clusters:
         self.kubes = kubes
         self.endpoint = endpoint
 
-    async def row(self, cluster: str) -> asyncpg.Record:
+    async def row(self, cluster: str, *, any_status: bool = False) -> asyncpg.Record:
+        """The cluster's record; refused unless it is usable (active or imported) with its
+        Kubernetes API recorded, or (`any_status`, for reads) the API is recorded at all."""
         async with self.pool.acquire() as conn:
             row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", cluster)
         if row is None:
@@ -78,7 +95,8 @@ class Clusters:
                 f"cluster {cluster} is not known here",
                 "GET /api/v1/clusters lists the clusters",
             )
-        if row["status"] not in USABLE or not row["endpoint"] or not row["ca_data"]:
+        usable = any_status or row["status"] in USABLE
+        if not usable or not row["endpoint"] or not row["ca_data"]:
             raise PermanentError(
                 "ClusterNotReady",
                 f"cluster {cluster} is {row['status']} and its Kubernetes API is not recorded yet",
@@ -86,8 +104,8 @@ class Clusters:
             )
         return row
 
-    async def kube(self, cluster: str) -> Kube:
-        row = await self.row(cluster)
+    async def kube(self, cluster: str, *, any_status: bool = False) -> Kube:
+        row = await self.row(cluster, any_status=any_status)
         resources: dict[str, Any] = row["resources"] or {}
         spec: dict[str, Any] = row["spec"] or {}
         if row["managed"]:

@@ -2,7 +2,11 @@
 
 - `plan`: the dry run of a workload command, from actual state (the workflows' own function);
 - `job`: a job's live status, pods and (for Ray) the dashboard's address;
-- `logs`: lines of one pod's log from a line number (the WebSocket and the download read them);
+- `logs`: lines of one pod's log from a line number (the WebSocket and the download read them),
+  or (`previous`) of its container's instance before the last restart;
+- `kube_events`, `pods`, `pod_logs`: diagnostics reads of any namespace: Kubernetes events
+  (newest last), pods with their containers' states and restarts, the tail of a container's
+  current or previous log (`shared.contracts.diagnostics`);
 - `hf_token`: writes a Hugging Face token to a Kubernetes Secret and answers only its name.
 
 Every reply is `{"ok": true, "data": ...}` or `{"ok": false, "error": {code, message, hint}}`.
@@ -24,6 +28,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from pydantic import ValidationError
 
+from shared.contracts.diagnostics import ALL_NAMESPACES, KubeEventsQuery, PodLogsQuery, PodsQuery
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
 from shared.contracts.workloads import (
@@ -38,9 +43,10 @@ from shared.errors import StageError
 from shared.logging import get_logger
 from shared.operations import append_event
 from workload_svc.access import Clusters, Kube
+from workload_svc.domain import diagnostics
 from workload_svc.domain.logs import LogPage, page
 from workload_svc.domain.mlflow import TrackingServerApi, plan_tracking_server
-from workload_svc.domain.status import observe, progress
+from workload_svc.domain.status import newest_pod, observe, progress
 from workload_svc.domain.workflows import plan_of
 
 log = get_logger("workload_svc.queries")
@@ -51,8 +57,12 @@ JOB = query_subject("workload", "job")
 LOGS = query_subject("workload", "logs")
 HF_TOKEN = query_subject("workload", "hf_token")
 TRACKING_SERVER = query_subject("workload", "tracking_server")
+KUBE_EVENTS = query_subject("workload", "kube_events")
+PODS = query_subject("workload", "pods")
+POD_LOGS = query_subject("workload", "pod_logs")
 MAX_LINES = 5000
 MAX_BYTES = 512 * 1024
+MAX_EVENTS_SCANNED = 5000  # events read from the API server to pick the newest from
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 Route = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -70,6 +80,26 @@ def _name(request: dict[str, Any], key: str) -> str:
     if not isinstance(value, str) or not NAME.match(value):
         raise BadRequest(f"{key} is missing or not a valid name", f"pass {key} as a DNS name")
     return value
+
+
+def _only(request: dict[str, Any], fields: Any) -> dict[str, Any]:
+    """The request's fields a query model knows (the principal and source travel beside)."""
+    return {k: v for k, v in request.items() if k in fields}
+
+
+def _require_previous(pod: dict[str, Any], container: str | None, what: str) -> None:
+    if container is not None and diagnostics.has_previous(pod, container):
+        return
+    status = diagnostics.container_status(pod, container or "")
+    stopped = ((status.get("lastState") or {}).get("terminated")) is not None
+    raise StageError(
+        "PreviousLogNotFound",
+        f"{what}: container {container} has not restarted, so it has no previous log",
+        "its current log is the one that stopped; read it without previous"
+        if stopped
+        else "read the current log; a pod recreated under the same name (a training restart)"
+        " starts with no previous log: the job's events and faulty pods tell what happened",
+    )
 
 
 def _error(code: str, message: str, hint: str | None) -> dict[str, Any]:
@@ -92,6 +122,9 @@ class Responder:
             LOGS: self.logs,
             HF_TOKEN: self.hf_token,
             TRACKING_SERVER: self.tracking_server,
+            KUBE_EVENTS: self.kube_events,
+            PODS: self.pods,
+            POD_LOGS: self.pod_logs,
         }
 
     async def start(self) -> None:
@@ -138,8 +171,9 @@ class Responder:
         except ValidationError as exc:
             errors = exc.errors()
             where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            what = errors[0]["msg"] if errors else "invalid"
-            return _error("invalid_request", f"{where}: {what}", None)
+            what = str(errors[0]["msg"]).removeprefix("Value error, ") if errors else "invalid"
+            rule = (errors[0].get("ctx") or {}).get("error") if errors else None
+            return _error("invalid_request", f"{where}: {what}", getattr(rule, "hint", None))
         except StageError as exc:
             return _error(exc.code, exc.message, exc.hint)
         except Exception as exc:
@@ -226,8 +260,8 @@ class Responder:
                 "port_forward": f"kubectl port-forward -n {NAMESPACE} svc/{service} {port}:{port}",
                 "proxy": f"/api/v1/namespaces/{NAMESPACE}/services/{service}:{port}/proxy/",
             }
-        if job["recipe"] == "model-download" and pods:
-            text = await kube.pod_log(NAMESPACE, pods[-1]["metadata"]["name"])
+        if job["recipe"] == "model-download" and (current := newest_pod(pods)) is not None:
+            text = await kube.pod_log(NAMESPACE, current["metadata"]["name"])
             answer["progress"] = progress(text.splitlines()[-50:])
         return answer
 
@@ -241,14 +275,25 @@ class Responder:
         limit = request.get("limit", MAX_LINES)
         uid = request.get("uid")
         tail = request.get("tail")
+        previous = request.get("previous", False)
         if tail is not None and (not isinstance(tail, int) or tail < 0):
             raise BadRequest("tail must be a whole number", "tail >= 0: the last lines to send")
         if not isinstance(start, int) or start < 0 or not isinstance(limit, int) or limit < 1:
             raise BadRequest("from and limit must be whole numbers", "from >= 0, limit >= 1")
+        if not isinstance(previous, bool):
+            raise BadRequest(
+                "previous must be true or false",
+                "previous: true reads the log of the container's instance before its last restart",
+            )
         await self._job(cluster, name)
         kube = await self.clusters.kube(cluster)
         found = await self._pod(kube, name, pod)
-        text = await kube.pod_log(NAMESPACE, pod)
+        if previous:
+            container = diagnostics.default_container(found)
+            _require_previous(found, container, f"pod {pod} of job {name}")
+            text = await kube.pod_log(NAMESPACE, pod, container, previous=True)
+        else:
+            text = await kube.pod_log(NAMESPACE, pod)
         result: LogPage = page(
             text,
             start=start,
@@ -256,11 +301,14 @@ class Responder:
             limit=min(limit, MAX_LINES),
             max_bytes=MAX_BYTES,
             uid=found["metadata"].get("uid"),
-            known_uid=uid if isinstance(uid, str) else None,
-            running=((found.get("status") or {}).get("phase") in ("Pending", "Running")),
+            known_uid=uid if isinstance(uid, str) and not previous else None,
+            running=(
+                not previous and (found.get("status") or {}).get("phase") in ("Pending", "Running")
+            ),
         )
         answer = result.as_dict()
         answer["phase"] = (found.get("status") or {}).get("phase")
+        answer["previous"] = bool(previous)
         return answer
 
     async def _pod(self, kube: Kube, job: str, pod: str) -> dict[str, Any]:
@@ -272,6 +320,75 @@ class Responder:
             f"job {job} has no pod {pod}",
             "GET /api/v1/clusters/{name}/jobs/{job} lists the job's pods",
         )
+
+    # ---- diagnostics: any namespace, read-only -------------------------------------------
+
+    async def kube_events(self, request: dict[str, Any]) -> Any:
+        query = KubeEventsQuery.model_validate(_only(request, KubeEventsQuery.model_fields))
+        namespace = None if query.namespace in (None, ALL_NAMESPACES) else query.namespace
+        kube = await self.clusters.kube(query.cluster, any_status=True)
+        found = await kube.events(
+            namespace,
+            diagnostics.field_selector(query.kind, query.object, query.type),
+            MAX_EVENTS_SCANNED,
+        )
+        events = diagnostics.newest_events(found, query.limit)
+        return {
+            "cluster": query.cluster,
+            "namespace": namespace or ALL_NAMESPACES,
+            "events": events,
+            "matched": len(found),
+            "scanned_all": len(found) < MAX_EVENTS_SCANNED,
+        }
+
+    async def pods(self, request: dict[str, Any]) -> Any:
+        query = PodsQuery.model_validate(_only(request, PodsQuery.model_fields))
+        namespace = None if query.namespace == ALL_NAMESPACES else query.namespace
+        kube = await self.clusters.kube(query.cluster, any_status=True)
+        found = await kube.pods_in(namespace, query.selector)
+        return {
+            "cluster": query.cluster,
+            "namespace": query.namespace,
+            "selector": query.selector,
+            "pods": diagnostics.pod_views(found),
+        }
+
+    async def pod_logs(self, request: dict[str, Any]) -> Any:
+        query = PodLogsQuery.model_validate(_only(request, PodLogsQuery.model_fields))
+        kube = await self.clusters.kube(query.cluster, any_status=True)
+        found = await kube.pod(query.namespace, query.pod)
+        if found is None:
+            raise StageError(
+                "PodNotFound",
+                f"namespace {query.namespace} of cluster {query.cluster} has no pod {query.pod}",
+                f"GET /api/v1/clusters/{query.cluster}/pods?namespace={query.namespace}"
+                " lists its pods",
+            )
+        names = diagnostics.container_names(found) + diagnostics.init_container_names(found)
+        container = query.container or diagnostics.default_container(found)
+        if container is None or container not in names:
+            raise BadRequest(
+                f"container: pod {query.pod} has no container {container}",
+                f"use one of: {', '.join(names) or '(none)'}",
+            )
+        if query.previous:
+            _require_previous(found, container, f"pod {query.pod}")
+        text = await kube.pod_log(
+            query.namespace, query.pod, container, previous=query.previous, tail=query.tail
+        )
+        lines, truncated = diagnostics.tail_lines(text, query.tail, MAX_BYTES)
+        status = diagnostics.container_status(found, container)
+        return {
+            "cluster": query.cluster,
+            "namespace": query.namespace,
+            "pod": query.pod,
+            "container": container,
+            "containers": names,
+            "previous": query.previous,
+            "restart_count": int(status.get("restartCount") or 0),
+            "lines": lines,
+            "truncated": truncated,
+        }
 
     async def hf_token(self, request: dict[str, Any]) -> Any:
         cluster = _name(request, "cluster")
@@ -315,4 +432,4 @@ class Responder:
         }
 
 
-__all__ = ["HF_TOKEN", "JOB", "LOGS", "PLAN", "Responder"]
+__all__ = ["HF_TOKEN", "JOB", "KUBE_EVENTS", "LOGS", "PLAN", "PODS", "POD_LOGS", "Responder"]

@@ -48,7 +48,7 @@ IdempotencyKey = Annotated[
 DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
 USABLE = ("active", "imported")
 CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady", "TrackingServerExists"})
-MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound"})
+MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound", "PreviousLogNotFound"})
 JOB_COLUMNS = (
     "cluster, name, recipe, kind, api_version, namespace, status, restarts, budget,"
     " faulty_pods, pods, reason, message, spec, operation_id, created_at, updated_at"
@@ -295,7 +295,8 @@ async def job_events(
 @router.get(
     "/clusters/{name}/jobs/{job}/logs",
     response_class=PlainTextResponse,
-    summary="Download one pod's log (text); `from` skips the lines already read",
+    summary="Download one pod's log (text); `from` skips the lines already read; `previous`"
+    " reads its container's instance before the last restart",
 )
 async def download_logs(
     name: ClusterNamePath,
@@ -305,6 +306,9 @@ async def download_logs(
     pool: Pool,
     _: Viewer,
     from_: Annotated[int, Query(alias="from", ge=0)] = 0,
+    previous: Annotated[
+        bool, Query(description="The log of the pod's container before its last restart")
+    ] = False,
 ) -> PlainTextResponse:
     await _job(pool, name, job)
     lines: list[str] = []
@@ -315,7 +319,7 @@ async def download_logs(
                 request.app.state.bus,
                 "workload",
                 "logs",
-                {"cluster": name, "job": job, "pod": pod, "from": cursor},
+                {"cluster": name, "job": job, "pod": pod, "from": cursor, "previous": previous},
             )
         except ApiError as exc:
             raise _refusal(exc) from exc
@@ -326,7 +330,9 @@ async def download_logs(
     return PlainTextResponse(
         "".join(line + "\n" for line in lines),
         headers={
-            "Content-Disposition": f'attachment; filename="{job}-{pod}.log"',
+            "Content-Disposition": (
+                f'attachment; filename="{job}-{pod}{"-previous" if previous else ""}.log"'
+            ),
             "X-Next-Line": str(cursor),
         },
     )

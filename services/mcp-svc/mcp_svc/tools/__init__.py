@@ -9,6 +9,7 @@ from mcp_svc.registry import HyperpilotServer
 from mcp_svc.tools import (
     clusters,
     dependencies,
+    diagnostics,
     events,
     features,
     inference,
@@ -31,6 +32,7 @@ AREAS: tuple[tuple[str, Register], ...] = (
     ("nodes", nodes.register),
     ("storage", storage.register),
     ("training", training.register),
+    ("diagnostics", diagnostics.register),
     ("inference", inference.register),
     ("operations", operations.register),
     ("events", events.register),

@@ -133,11 +133,21 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         tail_lines: Annotated[
             int, Field(ge=1, le=2000, description="Return at most this many of the last lines")
         ] = 200,
+        previous: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Read the log of the pod's container before its last restart in place"
+                    " (a pod the training operator recreated has none: read its events)"
+                )
+            ),
+        ] = False,
     ) -> JobLog:
         """One pod's log: the last lines from `from_line` on, and where to continue. Read it to
         find the error a job failed with (NCCL, out of memory, a script traceback)."""
         text, headers = await gateway.get_text(
-            f"/api/v1/clusters/{cluster}/jobs/{job}/logs", {"pod": pod, "from": from_line}
+            f"/api/v1/clusters/{cluster}/jobs/{job}/logs",
+            {"pod": pod, "from": from_line, "previous": previous},
         )
         lines = text.splitlines()
         next_line = headers.get("x-next-line")

@@ -1,5 +1,6 @@
 """A cluster's Kubernetes API for workloads (see `shared.adapters.eks_kube`): the shared
-client plus what workloads read and write: claims, pod logs and Secrets."""
+client plus what workloads read and write: claims, pods and their logs (current and previous),
+Kubernetes events and Secrets."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ __all__ = ["ClusterEndpoint", "KubeClients", "KubeObject", "WorkloadKube"]
 
 
 class WorkloadKube(ClusterKube):
-    """Apply, read and delete workload objects; pods, their logs, nodes, claims, secrets."""
+    """Apply, read and delete workload objects; pods, their logs, events, nodes, claims, secrets."""
 
     SERVICE = "workload-svc"
     FIELD_MANAGER = "hyperpilot-workloads"
@@ -34,14 +35,85 @@ class WorkloadKube(ClusterKube):
 
         return await self._run(f"get pvc {namespace}/{name}", call)
 
-    async def pod_log(self, namespace: str, pod: str, container: str | None = None) -> str:
-        """The container's whole current log ('' when the pod has not started)."""
+    async def pod(self, namespace: str, name: str) -> KubeObject | None:
+        """One pod, or None when there is none by that name."""
+
+        def call() -> KubeObject | None:
+            try:
+                found = self.core.read_namespaced_pod(name, namespace)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            pod: KubeObject = self.api.sanitize_for_serialization(found)  # type: ignore[no-untyped-call]
+            return pod
+
+        return await self._run(f"get pod {namespace}/{name}", call)
+
+    async def pods_in(self, namespace: str | None, selector: str = "") -> list[KubeObject]:
+        """Pods matching a label selector in one namespace, or in every namespace (None)."""
+        if namespace is not None:
+            return await self.pods(namespace, selector)
+
+        def call() -> list[KubeObject]:
+            found = self.core.list_pod_for_all_namespaces(label_selector=selector)
+            return [self.api.sanitize_for_serialization(p) for p in found.items]  # type: ignore[no-untyped-call]
+
+        return await self._run(f"list pods in every namespace {selector}", call)
+
+    async def events(
+        self, namespace: str | None, field_selector: str | None, limit: int
+    ) -> list[KubeObject]:
+        """core/v1 Events of one namespace (or every namespace: None) matching the field
+        selector, at most `limit` of them, read a page at a time; in the API server's order
+        (the caller orders them by time)."""
+
+        def call() -> list[KubeObject]:
+            items: list[KubeObject] = []
+            token: str | None = None
+            while len(items) < limit:
+                page = min(500, limit - len(items))
+                kwargs: dict[str, Any] = {"limit": page}
+                if field_selector:
+                    kwargs["field_selector"] = field_selector
+                if token:
+                    kwargs["_continue"] = token
+                if namespace is None:
+                    found = self.core.list_event_for_all_namespaces(**kwargs)
+                else:
+                    found = self.core.list_namespaced_event(namespace, **kwargs)
+                items.extend(
+                    self.api.sanitize_for_serialization(e)  # type: ignore[no-untyped-call]
+                    for e in found.items
+                )
+                token = found.metadata._continue if found.metadata else None
+                if not token:
+                    break
+            return items[:limit]
+
+        where = namespace if namespace is not None else "every namespace"
+        return await self._run(f"list events in {where}", call)
+
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str | None = None,
+        previous: bool = False,
+        tail: int | None = None,
+    ) -> str:
+        """The container's current log, or (previous) the log of its instance before the last
+        restart; the last `tail` lines if given. '' when there is none (not started yet, no
+        earlier instance)."""
 
         def call() -> str:
+            kwargs: dict[str, Any] = {"container": container, "_preload_content": False}
+            if previous:
+                kwargs["previous"] = True
+            if tail is not None:
+                kwargs["tail_lines"] = tail
             try:
-                response = self.core.read_namespaced_pod_log(
-                    pod, namespace, container=container, _preload_content=False
-                )
+                response = self.core.read_namespaced_pod_log(pod, namespace, **kwargs)
             except ApiException as exc:
                 if exc.status in (400, 404):
                     return ""
@@ -49,7 +121,8 @@ class WorkloadKube(ClusterKube):
             data: bytes = response.data  # type: ignore[attr-defined]
             return data.decode("utf-8", errors="replace")
 
-        return await self._run(f"logs {namespace}/{pod}", call)
+        what = f"{'previous ' if previous else ''}logs {namespace}/{pod}"
+        return await self._run(what, call)
 
     async def put_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
         """Create or replace an Opaque Secret (values are not echoed in any error)."""

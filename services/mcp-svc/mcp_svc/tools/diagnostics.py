@@ -1,0 +1,236 @@
+"""Diagnostics reads of a cluster's Kubernetes API: events, pods, a container's log (current or
+before its last restart). Read-only: they change nothing, so an agent may call them on its own."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from mcp_svc.client import Gateway
+from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.tools.common import ClusterRef, count
+from shared.contracts.diagnostics import (
+    CONTAINER_PATTERN,
+    DEFAULT_EVENTS,
+    DEFAULT_TAIL,
+    KIND_PATTERN,
+    MAX_EVENTS,
+    MAX_SELECTOR,
+    MAX_TAIL,
+    NAMESPACE_OR_ALL_PATTERN,
+    NAMESPACE_PATTERN,
+    OBJECT_PATTERN,
+    POD_PATTERN,
+    EventType,
+)
+
+Namespace = Annotated[
+    str,
+    Field(pattern=NAMESPACE_PATTERN, description="The pod's namespace (list_pods shows it)"),
+]
+PodName = Annotated[
+    str,
+    Field(max_length=253, pattern=POD_PATTERN, description="A pod's name (see list_pods)"),
+]
+
+
+class KubeEvent(Passthrough):
+    type: str | None = Field(None, description="Normal or Warning")
+    reason: str | None = Field(None, description="e.g. BackOff, Failed, FailedScheduling")
+    message: str | None = None
+    object: dict[str, Any] = Field(
+        default_factory=dict, description="The object it is about: kind, name, namespace"
+    )
+    count: int = Field(1, description="How many times it happened")
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    source: str | None = Field(None, description="The component that reported it (kubelet...)")
+
+
+class KubeEvents(ToolResult):
+    cluster: str
+    namespace: str = Field(description="The namespace read, or * for all")
+    events: list[KubeEvent] = Field(description="The newest events, newest last")
+
+
+class Container(Passthrough):
+    name: str | None = None
+    ready: bool = False
+    restart_count: int = 0
+    state: str | None = Field(None, description="running, waiting or terminated")
+    reason: str | None = Field(
+        None, description="Why it waits or ended: CrashLoopBackOff, ImagePullBackOff, OOMKilled"
+    )
+    exit_code: int | None = None
+    last_termination: dict[str, Any] | None = Field(
+        None, description="How the instance before the last restart ended: reason, exit_code"
+    )
+
+
+class Pod(Passthrough):
+    name: str | None = None
+    namespace: str | None = None
+    phase: str | None = None
+    status: str | None = Field(None, description="kubectl's STATUS: Running, CrashLoopBackOff...")
+    node: str | None = None
+    ready: str | None = Field(None, description="ready containers / containers")
+    restarts: int = 0
+    containers: list[Container] = []
+
+
+class PodList(ToolResult):
+    cluster: str
+    namespace: str
+    selector: str = ""
+    pods: list[Pod]
+
+
+class PodLog(ToolResult):
+    pod: str
+    namespace: str
+    container: str | None = None
+    previous: bool = Field(description="True: the log of the instance before the last restart")
+    restart_count: int | None = None
+    lines: list[str] = Field(description="The last lines of the log")
+
+
+def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="diagnostics", rest="GET /api/v1/clusters/{name}/kubernetes-events")
+    async def list_kubernetes_events(
+        cluster: ClusterRef,
+        namespace: Annotated[
+            str | None,
+            Field(
+                pattern=NAMESPACE_OR_ALL_PATTERN,
+                description="A namespace (default for training jobs); omitted or *: all",
+            ),
+        ] = None,
+        kind: Annotated[
+            str | None,
+            Field(pattern=KIND_PATTERN, description="Only about objects of this kind, e.g. Pod"),
+        ] = None,
+        object_name: Annotated[
+            str | None,
+            Field(pattern=OBJECT_PATTERN, description="Only about the object of this name"),
+        ] = None,
+        event_type: Annotated[
+            EventType | None,
+            Field(description="Warning for problems only, Normal, or omitted for both"),
+        ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_EVENTS, description="The newest this many events")
+        ] = DEFAULT_EVENTS,
+    ) -> KubeEvents:
+        """Kubernetes events of a cluster, newest last: why a pod does not start (scheduling,
+        image pulls, volumes), why a container restarts (BackOff with its exit code), nodes
+        becoming NotReady, operators' restarts of training jobs. Filter by namespace, object
+        (kind and name) and type; start with type=Warning."""
+        raw = await gateway.get(
+            f"/api/v1/clusters/{cluster}/kubernetes-events",
+            {
+                "namespace": namespace,
+                "kind": kind,
+                "object": object_name,
+                "type": event_type,
+                "limit": limit,
+            },
+        )
+        events = [KubeEvent.model_validate(e) for e in raw.get("events") or []]
+        warnings = sum(1 for e in events if e.type == "Warning")
+        latest = events[-1] if events else None
+        summary = f"{cluster}: {count(len(events), 'event')} ({warnings} Warning)" + (
+            f"; the latest: {latest.reason} on {latest.object.get('kind')}"
+            f" {latest.object.get('name')}: {latest.message}"
+            if latest
+            else "."
+        )
+        return KubeEvents(
+            summary=summary,
+            cluster=cluster,
+            namespace=str(raw.get("namespace") or namespace or "*"),
+            events=events,
+        )
+
+    @server.read_tool(area="diagnostics", rest="GET /api/v1/clusters/{name}/pods")
+    async def list_pods(
+        cluster: ClusterRef,
+        namespace: Annotated[
+            str,
+            Field(
+                pattern=NAMESPACE_OR_ALL_PATTERN,
+                description="A namespace (training jobs run in default), or * for all",
+            ),
+        ] = "default",
+        selector: Annotated[
+            str,
+            Field(
+                max_length=MAX_SELECTOR,
+                description="A label selector, e.g. hyperpilot.dev/job=<job> for a job's pods",
+            ),
+        ] = "",
+    ) -> PodList:
+        """Pods with their status as kubectl shows it (Running, CrashLoopBackOff,
+        ImagePullBackOff, OOMKilled, Pending...), node, readiness, restarts and each container's
+        state and last termination (reason and exit code of the instance before the restart)."""
+        raw = await gateway.get(
+            f"/api/v1/clusters/{cluster}/pods", {"namespace": namespace, "selector": selector}
+        )
+        pods = [Pod.model_validate(p) for p in raw.get("pods") or []]
+        troubled = [
+            f"{p.name} ({p.status}, {p.restarts} restarts)"
+            for p in pods
+            if p.status not in ("Running", "Completed", "Succeeded") or p.restarts
+        ]
+        summary = f"{cluster}/{namespace}: {count(len(pods), 'pod')}" + (
+            f"; not running cleanly: {', '.join(troubled[:10])}." if troubled else "."
+        )
+        return PodList(
+            summary=summary, cluster=cluster, namespace=namespace, selector=selector, pods=pods
+        )
+
+    @server.read_tool(
+        area="diagnostics", rest="GET /api/v1/clusters/{name}/pods/{namespace}/{pod}/logs"
+    )
+    async def get_pod_logs(
+        cluster: ClusterRef,
+        namespace: Namespace,
+        pod: PodName,
+        container: Annotated[
+            str | None,
+            Field(pattern=CONTAINER_PATTERN, description="The pod's default container if omitted"),
+        ] = None,
+        tail_lines: Annotated[
+            int, Field(ge=1, le=MAX_TAIL, description="The last this many lines")
+        ] = DEFAULT_TAIL,
+        previous: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Read the log of the container's instance before its last restart: what it"
+                    " printed before it crashed (list_pods shows restart counts)"
+                )
+            ),
+        ] = False,
+    ) -> PodLog:
+        """The last lines of a container's log in any namespace; with previous=true, the log
+        of the instance that crashed before the last restart (the error is usually at its
+        end)."""
+        text, headers = await gateway.get_text(
+            f"/api/v1/clusters/{cluster}/pods/{namespace}/{pod}/logs",
+            {"container": container, "tail": tail_lines, "previous": previous},
+        )
+        lines = text.splitlines()
+        restarts = headers.get("x-restart-count", "")
+        chosen = headers.get("x-container") or container
+        which = "previous log" if previous else "log"
+        return PodLog(
+            summary=f"{namespace}/{pod} ({chosen}): {count(len(lines), 'line')} of its {which}.",
+            pod=pod,
+            namespace=namespace,
+            container=chosen,
+            previous=previous,
+            restart_count=int(restarts) if restarts.isdigit() else None,
+            lines=lines,
+        )
