@@ -4,7 +4,9 @@ The whole path is the product's: the emulated cluster's pod log API -> workload-
 over NATS request/reply) -> the gateway -> a WebSocket client. A training job is submitted
 through REST; pods of that job (labelled as its pods) print `--lines` numbered lines each as
 fast as the emulator writes them; the client follows every pod until it ends, checks the
-sequence (no line lost or repeated) and records lines/s. Writes bench/results/logs.json.
+sequence (no line lost or repeated) and records lines/s. Floor, in the same run: `kubectl logs -f`
+of the same pods on the same emulator, one kubectl per pod in parallel, straight from the API
+server (no control plane in between). Writes bench/results/logs.json.
 
     .venv/bin/python -m bench.logs [--pods 4] [--lines 20000]
 """
@@ -14,7 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -78,6 +84,32 @@ def _flood_pods(sim: Any, cluster: str, job: str, pods: int, lines: int) -> list
         )
         names.append(name)
     return names
+
+
+def _kubectl_floor(sim: Any, cluster: str, pods: list[str], lines: int) -> float:
+    """Seconds for `kubectl logs -f` (one per pod, in parallel) to read every pod's log."""
+    import yaml
+
+    kubectl = Path(sys.executable).parent / "kubectl"
+    server = sim.ctx.kube.api_server(cluster)
+    with tempfile.NamedTemporaryFile("w", suffix=".kubeconfig", delete=False) as f:
+        yaml.safe_dump(server.kubeconfig(), f)
+        config = f.name
+    started = time.perf_counter()
+    runs = [
+        subprocess.Popen(
+            [str(kubectl), "--kubeconfig", config, "logs", "-f", "-n", "default", pod],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        for pod in pods
+    ]
+    outputs = [run.communicate(timeout=120)[0] for run in runs]
+    seconds = time.perf_counter() - started
+    Path(config).unlink()
+    for pod, output in zip(pods, outputs, strict=True):
+        assert output.count(b"\n") >= lines - 1, f"kubectl logs -f {pod}: short read"
+    return seconds
 
 
 async def _stream(url: str, pods: list[str]) -> tuple[dict[str, list[str]], float]:
@@ -145,6 +177,8 @@ def main() -> None:
             assert lines == [f"line {i}" for i in range(args.lines)], f"{pod}: sequence broken"
         total = sum(len(v) for v in received.values())
         rate = total / seconds
+        floor_seconds = _kubectl_floor(sim, cluster, pods, args.lines)
+        floor_rate = total / floor_seconds
         result = {
             "pods": args.pods,
             "lines_per_pod": args.lines,
@@ -153,6 +187,10 @@ def main() -> None:
             "lines_per_second_per_job": round(rate),
             "goal_lines_per_second_per_job": GOAL_LINES_PER_SECOND,
             "meets_goal": rate >= GOAL_LINES_PER_SECOND,
+            "floor": "kubectl logs -f, one per pod in parallel, same pods, same emulator",
+            "floor_seconds": round(floor_seconds, 3),
+            "floor_lines_per_second": round(floor_rate),
+            "ratio_to_floor": round(rate / floor_rate, 3),
             "sequence_check": "every line once, in order",
         }
         path = record("logs", result)
