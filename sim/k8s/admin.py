@@ -3,6 +3,7 @@ fault injection, installs and KEDA metrics under `/_sim/`, with the cluster's be
 
 POST /_sim/faults/throttle        {requests?, seconds?, retry_after?, paths?}
 POST /_sim/faults/crash-pod       {namespace, name, exit_code?, container?}
+POST /_sim/faults/kill-pod        {namespace, name, reason?, message?}
 POST /_sim/faults/node-not-ready  {node}        POST /_sim/faults/node-ready {node}
 POST /_sim/faults/node-health     {node, status, reason?}
 POST /_sim/faults/slow-image-pull {image, seconds}
@@ -53,6 +54,12 @@ def handle(server: ApiServer, method: str, path: str, body: dict[str, Any]) -> d
             str(_field(body, "name")),
             int(body.get("exit_code", 1)),
             body.get("container"),
+        ),
+        "/_sim/faults/kill-pod": lambda: faults.kill_pod(
+            str(_field(body, "namespace")),
+            str(_field(body, "name")),
+            str(body.get("reason", "Killed")),
+            str(body.get("message", "The pod was killed (injected fault)")),
         ),
         "/_sim/faults/node-not-ready": lambda: faults.node_not_ready(str(_field(body, "node"))),
         "/_sim/faults/node-ready": lambda: faults.node_ready(str(_field(body, "node"))),

@@ -1,5 +1,5 @@
-"""Fault injection: API throttling, pod crashes, NotReady nodes, node health faults, slow and
-failing image pulls."""
+"""Fault injection: API throttling, container crashes, pod kills, NotReady nodes, node health
+faults, slow and failing image pulls."""
 
 from __future__ import annotations
 
@@ -102,6 +102,21 @@ class Faults:
         """The container (default: the first) exits with `exit_code` now."""
         self.server.run_on_loop(
             self.server.kubelet.crash, namespace, name, container, exit_code, "Error"
+        )
+
+    def kill_pod(
+        self,
+        namespace: str,
+        name: str,
+        reason: str = "Killed",
+        message: str = "The pod was killed (injected fault)",
+    ) -> None:
+        """The pod is lost mid-run, as when its node's kubelet kills or evicts it: every
+        container stops with exit code 137 and the pod fails for good (no container restart,
+        whatever its restartPolicy); its owner decides what comes next (a Job starts a new pod
+        and counts the failure against backoffLimit; the training operator restarts the job)."""
+        self.server.run_on_loop(
+            self.server.kubelet.fail_pod, namespace, name, reason, message, "TerminationByKubelet"
         )
 
     def node_not_ready(self, node: str) -> None:

@@ -21,6 +21,7 @@ from sim.k8s.bootstrap import bootstrap
 from sim.k8s.controllers import roster
 from sim.k8s.events import EventRecorder
 from sim.k8s.faults import Faults
+from sim.k8s.files import SharedFiles
 from sim.k8s.http import HttpServer, Request
 from sim.k8s.logs import LogBook
 from sim.k8s.operators.install import install
@@ -50,6 +51,7 @@ class ApiServer:
         system_nodes: int = 2,
         history: int = 5000,
         credentials: dict[str, str] | None = None,
+        files: SharedFiles | None = None,
     ) -> None:
         self.cluster = cluster
         self.profile = profile
@@ -62,6 +64,8 @@ class ApiServer:
         self.registry = Registry()
         self.api = Api(self.store, self.registry, kubernetes_version)
         self.logs = LogBook()
+        # what containers wrote to mounted storage (a world's clusters share its buckets)
+        self.files = files if files is not None else SharedFiles()
         self.events = EventRecorder(self.api)
         self.faults = Faults(self)
         self.bookmark_interval = 5.0

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 from sim.interfaces import ClusterEndpoint, SimNode
+from sim.k8s.files import SharedFiles
 from sim.k8s.server import ApiServer
 from sim.profile import TimeProfile
 
@@ -30,6 +31,7 @@ class KubeWorld:
         self.system_nodes = system_nodes
         self.credentials = credentials
         self.servers: dict[str, ApiServer] = {}
+        self.files = SharedFiles()  # the buckets every cluster's pods mount, as S3 is shared
         # called with (cluster, instance id, health status) on an injected node health fault,
         # for every cluster: how the simulated AWS learns it must replace or reboot an instance
         self.node_fault_listeners: list[Callable[[str, str, str], None]] = []
@@ -47,6 +49,7 @@ class KubeWorld:
                     region=self.region,
                     system_nodes=self.system_nodes,
                     credentials=self.credentials,
+                    files=self.files,
                 )
                 server.node_fault_listeners.append(self._node_fault)
                 server.start()

@@ -2,9 +2,11 @@
 custom resource the emulator's schema accepts and whose pods run and log; validation answers 4xx
 with the field; logs stream over WebSocket with no lost or repeated line; an injected pod fault
 spends the retry budget and exhausting it fails the job with the reason; a Hugging Face token
-is found nowhere in the database, the event stream or the services' logs; the diagnostics reads
-show a failing pod's Warning events, its restarts and their reasons, and the log it wrote before
-it restarted."""
+is found nowhere in the database, the event stream or the services' logs; a model download whose
+pod is killed mid-way resumes in the Job's next pod and reaches 100%; an elastic job starts with
+the nodes it finds and grows and shrinks with its instance group; the diagnostics reads show a
+failing pod's Warning events, its restarts and their reasons, and the log it wrote before it
+restarted."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from sim.k8s.server import ApiServer
 from tests.e2e.conftest import TOKEN, Client, RunningStack
 
 STEP = re.compile(r"^step (\d+)/(\d+) ")
+GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 
 
 def _api_server(sim_aws: SimulatedAws, cluster: str) -> ApiServer:
@@ -444,6 +447,197 @@ def test_log_monitoring_catches_a_hang_and_spends_the_budget(
     ]
     assert any(c["restarts"] == 1 for c in changes), changes
     api.wait(api.delete(f"{_jobs(cluster)}/hangs").json()["operation_id"])
+
+
+def _poll(check: Callable[[], Any], timeout: float = 60, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"not met within {timeout}s"
+        time.sleep(interval)
+    return found
+
+
+def _pods_of(server: ApiServer, job: str) -> list[dict[str, Any]]:
+    pods = server.store.items("pods", "default")
+    return [p for p in pods if (p["metadata"].get("labels") or {}).get("hyperpilot.dev/job") == job]
+
+
+def test_a_killed_model_download_resumes_in_the_next_pod(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    token = f"hf_{time.time_ns()}ReSuMeToKeN"
+    stored = api.post(
+        f"/api/v1/clusters/{cluster}/secrets/hf-token", {"token": token, "secret": "hf-resume"}
+    )
+    assert stored.status_code == 200, stored.text
+    target = f"models/resume-{time.time_ns() % 10**9}"
+    download = {
+        "name": "get-resumed",
+        "repo_id": "Qwen/Qwen2.5-7B",  # 14 files, 14 GB: four 3.5 GB shards
+        "target": target,
+        "token_secret": "hf-resume",
+    }
+    answer = api.post(f"/api/v1/clusters/{cluster}/model-downloads", download)
+    assert answer.status_code == 202, answer.text
+    assert api.wait(answer.json()["operation_id"])["status"] == "succeeded"
+
+    # Kill the pod once the first shard is on the bucket, while the second one transfers.
+    first = _poll(lambda: [p["metadata"]["name"] for p in _pods_of(server, "get-resumed")])[0]
+    _poll(
+        lambda: any(
+            line.startswith("downloaded model-00001-of-00004.safetensors ")
+            for line in server.logs.lines("default", first, "download")
+        ),
+        interval=0.01,
+    )
+    server.faults.kill_pod("default", first)
+
+    done = _wait_job(api, cluster, "get-resumed", lambda j: j["status"] == "succeeded", 90)
+    assert done["restarts"] == 1 and done["restart_budget"] == {"used": 1, "allowed": 6}
+    described = api.get(f"{_jobs(cluster)}/get-resumed").json()
+    live = described["live"]
+    assert live["progress"].startswith("download progress: 100% (14/14 files")
+    assert live["observed"]["restarts"] == 1
+    phases = {p["name"]: p["phase"] for p in live["observed"]["pods"]}
+    assert phases.pop(first) == "Failed"
+    [(second, phase)] = phases.items()
+    assert phase == "Succeeded"
+    changes = [
+        e["payload"]
+        for e in api.get(f"{_jobs(cluster)}/get-resumed/events").json()
+        if e["type"] == "JobStatusChanged"
+    ]
+    assert changes[-1]["status"] == "succeeded" and changes[-1]["restarts"] == 1
+
+    def log(pod: str) -> str:
+        text = api.get(f"{_jobs(cluster)}/get-resumed/logs", params={"pod": pod}).text
+        return str(text)
+
+    before, after = log(first), log(second)
+    finished = [line.split()[1] for line in before.splitlines() if line.startswith("downloaded ")]
+    assert "model-00001-of-00004.safetensors" in finished and "100%" not in before
+    for path in finished:  # the second pod skips what the first one completed
+        assert f"skipping {path}: already complete in /s3/{target}" in after
+        assert f"downloaded {path} " not in after
+    assert f"resuming: {len(finished)} of 14 files" in after
+    assert "downloaded model-00002-of-00004.safetensors" in after  # the shard cut mid-way
+    assert "download progress: 100% (14/14 files" in after
+
+    # The token is in its Secret, and nowhere else.
+    assert token not in before + after + json.dumps(described)
+    assert token not in asyncio.run(_database_text(stack.stack.database_url or ""))
+    assert token not in api.get("/api/v1/events", params={"limit": 1000}).text
+    logs = "".join(p.read_text(errors="replace") for p in Path(stack.stack.state_dir).glob("*.log"))
+    assert logs and token not in logs
+    api.wait(api.delete(f"{_jobs(cluster)}/get-resumed").json()["operation_id"])
+
+
+def _gpu_pods_on(server: ApiServer, group: str) -> list[str]:
+    """Unfinished pods that take GPUs on the group's nodes (an earlier test's, still going)."""
+    nodes = {
+        n["metadata"]["name"]
+        for n in server.store.items("nodes")
+        if (n["metadata"].get("labels") or {}).get(GROUP_LABEL) == group
+    }
+    busy = []
+    for pod in server.store.items("pods"):
+        if pod["spec"].get("nodeName") not in nodes:
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        limits = [(c.get("resources") or {}).get("limits") or {} for c in pod["spec"]["containers"]]
+        if any("nvidia.com/gpu" in lim for lim in limits):
+            busy.append(pod["metadata"]["name"])
+    return busy
+
+
+def _scale_group(api: Client, cluster: str, count: int) -> None:
+    answer = api.http.patch(
+        f"/api/v1/clusters/{cluster}/instance-groups/gpu", json={"count": count}
+    )
+    assert answer.status_code == 202, answer.text
+    op = api.wait(answer.json()["operation_id"], timeout=90)
+    assert op["status"] in ("succeeded", "noop"), op.get("error")
+
+
+def test_an_elastic_job_grows_and_shrinks_with_its_instance_group(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    _poll(lambda: not _gpu_pods_on(server, "gpu"), timeout=60, interval=0.2)
+    groups = {g["name"]: g for g in api.get(f"/api/v1/clusters/{cluster}/instance-groups").json()}
+    free = groups["gpu"]["count"]  # one 1-GPU pod per node, and no other job on them now
+    assert free == 2
+    spec = _pytorch(
+        "elastic-ddp",
+        elastic={"min_replicas": 1, "max_replicas": 3},
+        run_policy={"job_max_retry_count": 2},
+        args=["--max_steps", "100000"],  # runs until deleted
+    )
+    dry = api.post(_jobs(cluster), spec, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    assert any(n.startswith("elastic: 1 to 3 pod(s)") for n in dry.json()["plan"]["notes"])
+
+    def observed() -> dict[str, Any]:
+        found: dict[str, Any] = api.get(f"{_jobs(cluster)}/elastic-ddp").json()
+        return dict(found["live"]["observed"])
+
+    def settled(target: int) -> dict[str, Any] | None:
+        seen = observed()
+        replicas = seen["replicas"]
+        ok = replicas["target"] == target and replicas["current"] == target
+        return seen if ok and seen["status"] == "running" else None
+
+    _submit(api, cluster, spec)
+    try:
+        # Three allowed, two nodes free: it starts with two.
+        started = _poll(lambda: settled(free), timeout=60, interval=0.2)
+        assert started["replicas"] == {
+            "current": 2,
+            "target": 2,
+            "elastic": True,
+            "min": 1,
+            "max": 3,
+            "last_scaling_time": None,
+        }
+
+        # The group scales up through the product: the job grows onto the new node.
+        _scale_group(api, cluster, 3)
+        grown = _poll(lambda: settled(3), timeout=60, interval=0.2)
+        assert grown["replicas"]["last_scaling_time"]
+        assert grown["restarts"] == 0
+        assert sorted(p["name"] for p in grown["pods"] if p["phase"] == "Running") == [
+            f"elastic-ddp-pods-{n}" for n in range(3)
+        ]
+        grown_at = grown["replicas"]["last_scaling_time"]
+
+        # And back down: the job shrinks with it, without spending its retry budget.
+        _scale_group(api, cluster, 2)
+        shrunk = _poll(lambda: settled(2), timeout=60, interval=0.2)
+        assert shrunk["replicas"]["last_scaling_time"] >= grown_at
+        assert shrunk["restarts"] == 0
+        record = api.get(f"{_jobs(cluster)}/elastic-ddp", params={"live": "false"}).json()
+        assert record["status"] == "running"
+        assert record["restart_budget"] == {"used": 0, "allowed": 2}
+        hpj = server.get(
+            "sagemaker.amazonaws.com/v1", "HyperPodPyTorchJob", "elastic-ddp", "default"
+        )
+        assert hpj is not None
+        assert hpj["status"]["elasticScalingStatus"]["targetReplicas"] == {"pods": 2}
+        reasons = {
+            e["reason"]
+            for e in server.list_objects("v1", "Event", "default")
+            if (e.get("involvedObject") or {}).get("name") == "elastic-ddp"
+        }
+        assert {"ElasticJobStarted", "ElasticScaleUp", "ElasticScaleDown"} <= reasons
+    finally:
+        api.wait(api.delete(f"{_jobs(cluster)}/elastic-ddp").json()["operation_id"])
+        _scale_group(api, cluster, 2)
 
 
 def _until(check: Callable[[], Any], timeout: float = 60) -> Any:

@@ -546,6 +546,14 @@ def test_admin_api_injects_faults_over_https(
             == 1
         )
     )
+    assert post("/_sim/faults/kill-pod", {"namespace": "default", "name": "remote"})["status"] == (
+        "Success"
+    )
+    killed = eventually(
+        lambda: (p := core.read_namespaced_pod("remote", "default")).status.phase == "Failed" and p
+    )
+    assert killed.status.reason == "Killed"
+    assert killed.status.container_statuses[0].state.terminated.exit_code == 137
     try:
         post("/_sim/faults/crash-pod", {"namespace": "default"})
     except urllib.error.HTTPError as exc:

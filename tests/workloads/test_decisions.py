@@ -12,7 +12,7 @@ from shared.errors import PermanentError
 from workload_svc.domain.logs import page
 from workload_svc.domain.plan import ClusterFacts, GroupFacts, plan_submit
 from workload_svc.domain.render import render
-from workload_svc.domain.status import observe
+from workload_svc.domain.status import newest_pod, observe, progress
 
 SPEC: TypeAdapter[Any] = TypeAdapter(JobSpec)
 
@@ -119,6 +119,60 @@ def test_observed_restarts_against_the_budget_and_faulty_pods() -> None:
     assert failed is not None and failed.status == "failed"
     assert failed.reason == "JobMaxRetryCountExceeded"
     assert observe("HyperPodPyTorchJob", None, []) is None
+
+
+def pod(name: str, phase: str, created: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+    return {"metadata": {"name": name, "creationTimestamp": created}, "status": {"phase": phase}}
+
+
+def test_observed_replicas_of_an_elastic_job_against_its_bounds() -> None:
+    job = hpj(
+        {
+            "conditions": [cond("Running")],
+            "elasticScalingStatus": {
+                "targetReplicas": {"pods": 3},
+                "lastScalingTime": "2026-01-01T00:01:00Z",
+            },
+        }
+    )
+    job["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4}
+    job["spec"]["replicaSpecs"] = [{"name": "pods", "replicas": 1, "maxReplicas": 4}]
+    pods = [pod("j-pods-0", "Running"), pod("j-pods-1", "Running"), pod("j-pods-2", "Pending")]
+    seen = observe("HyperPodPyTorchJob", job, pods)
+    assert seen is not None and seen.status == "running"
+    assert seen.replicas == {
+        "current": 2,
+        "target": 3,
+        "elastic": True,
+        "min": 1,
+        "max": 4,
+        "last_scaling_time": "2026-01-01T00:01:00Z",
+    }
+    fixed = hpj({"conditions": [cond("Running")]})
+    fixed["spec"]["replicaSpecs"] = [{"name": "pods", "replicas": 2}]
+    plain = observe("HyperPodPyTorchJob", fixed, pods[:2])
+    assert plain is not None and plain.replicas is not None
+    assert (plain.replicas["current"], plain.replicas["target"]) == (2, 2)
+    assert plain.replicas["elastic"] is False and plain.replicas["min"] is None
+
+
+def test_an_elastic_plan_says_how_the_job_scales() -> None:
+    plan = plan_submit("c", spec(elastic={"min_replicas": 1, "max_replicas": 4}), facts())
+    assert any(n.startswith("elastic: 1 to 4 pod(s)") for n in plan.notes)
+    body = plan.objects[0].body["spec"]
+    assert body["elasticPolicy"] == {"minReplicas": 1, "maxReplicas": 4}
+    assert body["replicaSpecs"][0]["maxReplicas"] == 4
+
+
+def test_a_download_progress_is_read_from_the_pod_the_job_runs_now() -> None:
+    killed = pod("get-zzzzz", "Failed", "2026-01-01T00:00:05Z")
+    replacement = pod("get-aaaaa", "Running", "2026-01-01T00:00:05Z")  # same second
+    assert newest_pod([killed, replacement]) is replacement
+    later = pod("get-bbbbb", "Failed", "2026-01-01T00:00:09Z")
+    assert newest_pod([killed, later]) is later
+    assert newest_pod([]) is None
+    lines = ["skipping config.json: already complete", "download progress: 40% (6/14 files)"]
+    assert progress(lines) == "download progress: 40% (6/14 files)"
 
 
 def test_observed_ray_job_gives_the_dashboard() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sim.k8s.controllers.base import Controller, Rule, set_condition
 from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.programs import Program, program_for
+from sim.k8s.files import locate, pod_volume
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
 from sim.profile import REAL
@@ -84,6 +85,7 @@ class Kubelet(Controller):
         self.server.logs.forget_pod(
             event.obj["metadata"]["namespace"], event.obj["metadata"]["name"]
         )
+        self.server.files.forget(pod_volume(event.obj) + "/")
 
     # -- predicates --------------------------------------------------------------------
 
@@ -296,7 +298,13 @@ class Kubelet(Controller):
         self.update_status("pods", pod)
 
     def _launch(self, pod: Obj, container: Obj) -> None:
-        program = program_for(pod, container, self.profile)
+        program = program_for(
+            pod,
+            container,
+            self.profile,
+            self.server.files,
+            lambda path: locate(self.store, self.server.cluster, pod, container, path),
+        )
         key = (pod["metadata"]["uid"], container["name"])
         old = self.tasks.pop(key, None)
         if old is not None:
@@ -319,7 +327,9 @@ class Kubelet(Controller):
             if delay > 0:
                 await asyncio.sleep(delay)
             logs.write(ns, name, cname, line)
-        if program.step_line is not None:
+        if program.body is not None:
+            await program.body(lambda line: logs.write(ns, name, cname, line))
+        elif program.step_line is not None:
             step = 0
             while program.steps is None or step < program.steps:
                 await asyncio.sleep(program.interval)
@@ -454,6 +464,8 @@ class Kubelet(Controller):
         self._ready_conditions(pod["status"])
         self.update_status("pods", pod)
         self.server.logs.restart(ns, name, cname)
+        # the new container instance starts from a fresh filesystem (mounted volumes stay)
+        self.server.files.forget(f"{pod_volume(pod)}/rootfs/{cname}")
         self.event(pod, "Started", f"Started container {cname}")
         self._launch(pod, container)
         if delay > 0:
@@ -471,8 +483,16 @@ class Kubelet(Controller):
             task.cancel()
         self.container_exited(ns, name, pod["metadata"]["uid"], cname, code, reason)
 
-    def fail_pod(self, ns: str, name: str, reason: str, message: str) -> None:
-        """The whole pod is lost (its node died or was replaced)."""
+    def fail_pod(
+        self,
+        ns: str,
+        name: str,
+        reason: str,
+        message: str,
+        disruption: str = "DeletionByTaintManager",
+    ) -> None:
+        """The whole pod is lost: its node died or was replaced (the taint manager), or the
+        kubelet killed it (`TerminationByKubelet`: node-pressure eviction, a pod kill)."""
         current = self.store.get("pods", ns, name)
         if current is None:
             return
@@ -489,7 +509,7 @@ class Kubelet(Controller):
                 }
             cs["ready"] = False
         status.update(phase="Failed", reason=reason, message=message)
-        set_condition(status, "DisruptionTarget", "True", "DeletionByTaintManager", message)
+        set_condition(status, "DisruptionTarget", "True", disruption, message)
         self._ready_conditions(status)
         self.update_status("pods", pod)
         self.event(pod, reason, message, "Warning")

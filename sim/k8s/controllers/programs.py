@@ -4,8 +4,10 @@ Decided from the container itself, in this order:
 1. pod annotations `sim.hyperpilot.dev/exit-code`, `/run-seconds`, `/steps`, `/hang-after-steps`;
 2. the command: `echo`, `printf`, `print(...)`, `sleep N`, `exit N`, `true`, `false` are
    interpreted; a command that is only made of these ends when they end;
-3. the kind of program: training launchers (torchrun, train*.py, ...) log step/loss lines,
-   model downloads log progress and finish, inference servers log their startup and serve,
+3. the kind of program: training launchers (torchrun, train*.py, ...) log step/loss lines
+   (`--max_steps N` in the command sets how many), model downloads fetch the repository's files
+   into the storage they mount and resume from what is already there (`downloads.py`),
+   inference servers log their startup and serve,
    base images without a command exit 0; anything else runs to completion in a
    run-to-completion pod (restartPolicy Never/OnFailure) and keeps running otherwise.
 """
@@ -15,11 +17,17 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from sim.k8s.controllers.downloads import parse as parse_download
+from sim.k8s.controllers.downloads import run_download
+from sim.k8s.files import SharedFiles
 from sim.k8s.store import Obj
 from sim.profile import TimeProfile
+
+# an absolute path as the container sees it -> (volume key, path inside the volume)
+Locator = Callable[[str], tuple[str, str]]
 
 ANNOTATION = "sim.hyperpilot.dev/"
 TRAINING = re.compile(
@@ -29,6 +37,7 @@ TRAINING = re.compile(
 SERVING = re.compile(
     r"vllm|sglang|text-generation|tgi|triton|tensorrt|djl|lmi|sagemaker-inference|serve", re.I
 )
+MAX_STEPS = re.compile(r"--max[_-]steps[= ](\d+)|(?<![\w.])max_steps=(\d+)")
 DOWNLOAD = re.compile(
     r"huggingface-cli download|hf download|snapshot_download|aws s3 (cp|sync)|s5cmd", re.I
 )
@@ -63,6 +72,8 @@ class Program:
     interval: float = 1.0
     steps: int | None = None
     hang_after: int | None = None  # stop logging after this many steps (keeps running)
+    # a program with its own logic (after the start lines): awaited with a line writer
+    body: Callable[[Callable[[str], None]], Awaitable[None]] | None = None
 
 
 def _script(container: Obj) -> str:
@@ -144,7 +155,19 @@ def _training_line(total: int | None) -> Callable[[int], str]:
     return line
 
 
-def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
+def _steps(script: str) -> int | None:
+    found = MAX_STEPS.search(script)
+    return int(found.group(1) or found.group(2)) if found else None
+
+
+def program_for(
+    pod: Obj,
+    container: Obj,
+    profile: TimeProfile,
+    files: SharedFiles | None = None,
+    locate: Locator | None = None,
+) -> Program:
+    """`files` and `locate` give a program the storage it mounts (without: nothing persists)."""
     annotations = pod["metadata"].get("annotations") or {}
 
     def ann(name: str) -> str | None:
@@ -159,7 +182,7 @@ def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
     if script and (interpreted := _interpret(script)) is not None:
         program = interpreted
     elif TRAINING.search(text):
-        steps = int(ann("steps") or 100)
+        steps = int(ann("steps") or _steps(script) or 100)
         program = Program(
             [
                 f"[sim] {container['name']}: initializing process group (NCCL)",
@@ -170,6 +193,12 @@ def program_for(pod: Obj, container: Obj, profile: TimeProfile) -> Program:
             interval=interval,
             steps=steps,
             hang_after=int(hang) if (hang := ann("hang-after-steps")) else None,
+        )
+    elif DOWNLOAD.search(text) and (download := parse_download(script)) is not None:
+        volume, prefix = (locate or (lambda path: ("", path)))(download.local_dir)
+        program = Program(
+            [f"[sim] {script}"],
+            body=run_download(download, files or SharedFiles(), volume, prefix, interval * 2),
         )
     elif DOWNLOAD.search(text):
         program = Program(

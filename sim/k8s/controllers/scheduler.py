@@ -10,7 +10,7 @@ from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.errors import ApiError
 from sim.k8s.quantity import parse, pod_requests
 from sim.k8s.selectors import match_expression
-from sim.k8s.store import Obj, WatchEvent, clone
+from sim.k8s.store import Obj, Store, WatchEvent, clone
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -56,6 +56,49 @@ def affinity_ok(pod: Obj, node: Obj) -> bool:
     return not terms or any(_term_matches(t, labels, node) for t in terms)
 
 
+def node_usage(
+    store: Store, ignore: frozenset[str] = frozenset()
+) -> dict[str, defaultdict[str, float]]:
+    """What the bound, unfinished pods request on each node (pods whose uid is in `ignore` aside)."""
+    used: dict[str, defaultdict[str, float]] = {}
+    for pod in store.items("pods"):
+        node = pod["spec"].get("nodeName")
+        if not node or (pod.get("status") or {}).get("phase") in TERMINAL:
+            continue
+        if pod["metadata"].get("uid") in ignore:
+            continue
+        counter = used.setdefault(node, defaultdict(float))
+        for name, qty in pod_requests(pod["spec"]).items():
+            counter[name] += qty
+        counter["pods"] += 1
+    return used
+
+
+def room_for(store: Store, pods: list[Obj], ignore: frozenset[str] = frozenset()) -> int:
+    """How many of `pods` (in order, each on the first node it fits, by the scheduler's rules)
+    fit on the nodes now, the pods whose uid is in `ignore` counted as gone: what an elastic
+    workload can grow or shrink to, its own pods' places included."""
+    used = node_usage(store, ignore)
+    nodes = [n for n in store.items("nodes") if not n["metadata"].get("deletionTimestamp")]
+    placed = 0
+    for pod in pods:
+        requests = pod_requests(pod["spec"])
+        tolerations = pod["spec"].get("tolerations") or []
+        fits = [
+            n["metadata"]["name"]
+            for n in nodes
+            if Scheduler.misfit(n, pod, requests, tolerations, used) is None
+        ]
+        if not fits:
+            break
+        counter = used.setdefault(fits[0], defaultdict(float))
+        for name, qty in requests.items():
+            counter[name] += qty
+        counter["pods"] += 1
+        placed += 1
+    return placed
+
+
 class Scheduler(Controller):
     name = "default-scheduler"
 
@@ -77,16 +120,7 @@ class Scheduler(Controller):
         return []
 
     def _used(self) -> dict[str, defaultdict[str, float]]:
-        used: dict[str, defaultdict[str, float]] = {}
-        for pod in self.store.items("pods"):
-            node = pod["spec"].get("nodeName")
-            if not node or (pod.get("status") or {}).get("phase") in TERMINAL:
-                continue
-            counter = used.setdefault(node, defaultdict(float))
-            for name, qty in pod_requests(pod["spec"]).items():
-                counter[name] += qty
-            counter["pods"] += 1
-        return used
+        return node_usage(self.store)
 
     def _volume_problem(self, pod: Obj) -> str | None:
         for vol in pod["spec"].get("volumes") or []:
@@ -110,7 +144,7 @@ class Scheduler(Controller):
             requests = pod_requests(pod["spec"])
             tolerations = pod["spec"].get("tolerations") or []
             for node in nodes:
-                reason = self._misfit(node, pod, requests, tolerations, used)
+                reason = self.misfit(node, pod, requests, tolerations, used)
                 if reason:
                     reasons[reason] += 1
                 else:
@@ -150,8 +184,8 @@ class Scheduler(Controller):
         self.update_status("pods", pod)
         self.event(pod, "FailedScheduling", message, "Warning")
 
-    def _misfit(
-        self,
+    @staticmethod
+    def misfit(
         node: Obj,
         pod: Obj,
         requests: dict[str, float],

@@ -1,6 +1,17 @@
 """The HyperPod training operator: runs HyperPodPyTorchJob pods, restarts them after faults
 (pod-level first, then whole-job, per runPolicy), detects hangs from log patterns, and fails
-the job with the reason once the retry budget is spent. Active only once its CRD exists."""
+the job with the reason once the retry budget is spent. Active only once its CRD exists.
+
+Elastic jobs (`spec.elasticPolicy`): the job runs as many replicas as the nodes its pods may go
+to can hold, among the sizes the policy allows (`minReplicas + N * replicaIncrementStep` up to
+`maxReplicas`, or `replicaDiscreteValues`): it starts at the largest that fits (at
+`minReplicas`, its pods waiting, when not even that fits), grows when nodes appear or free up
+(once the room has lasted `scalingTimeoutInSeconds`), and shrinks, never below
+`minReplicas`, when nodes go away, replacing the pods it lost rather than spending the retry
+budget on them. Each scaling is recorded in `status.elasticScalingStatus` (`targetReplicas`
+per replica spec, `lastScalingTime`, `isFaultyPodScaleDown`) and as an event; the pods that
+keep running are told in their log (the elastic agent restarts their workers at the new world
+size from the last checkpoint) and the new pods start with it."""
 
 from __future__ import annotations
 
@@ -9,7 +20,8 @@ import time
 from typing import TYPE_CHECKING
 
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition, template_pod
-from sim.k8s.controllers.nodes import HP
+from sim.k8s.controllers.nodes import HP, is_ready
+from sim.k8s.controllers.scheduler import room_for
 from sim.k8s.controllers.workloads import pod_ready
 from sim.k8s.quantity import pod_requests
 from sim.k8s.store import Obj, WatchEvent, clone
@@ -30,6 +42,42 @@ def terminal(job: Obj) -> bool:
     )
 
 
+def _spec_cap(spec: Obj) -> int:
+    return int(spec.get("maxReplicas") or spec.get("replicas", 0))
+
+
+def elastic_sizes(job: Obj) -> list[int]:
+    """The replica counts an elastic job may run at, smallest first ([] when not elastic)."""
+    policy = job["spec"].get("elasticPolicy")
+    if not policy:
+        return []
+    specs = job["spec"].get("replicaSpecs") or []
+    low = max(int(policy.get("minReplicas") or 1), 1)
+    high = min(
+        int(policy.get("maxReplicas") or sum(_spec_cap(s) for s in specs)),
+        sum(_spec_cap(s) for s in specs),
+    )
+    discrete = sorted({int(v) for v in policy.get("replicaDiscreteValues") or []})
+    if discrete:
+        sizes = [v for v in discrete if low <= v <= high]
+    else:
+        step = max(int(policy.get("replicaIncrementStep") or 1), 1)
+        sizes = list(range(low, high + 1, step))
+    return sizes or [low]
+
+
+def split(job: Obj, total: int) -> dict[str, int]:
+    """`total` replicas over the replica specs in order, each up to its maxReplicas."""
+    counts: dict[str, int] = {}
+    specs = job["spec"].get("replicaSpecs") or []
+    left = total
+    for n, spec in enumerate(specs):
+        take = left if n == len(specs) - 1 else min(left, _spec_cap(spec))
+        counts[spec["name"]] = max(take, 0)
+        left -= counts[spec["name"]]
+    return counts
+
+
 class HyperPodTrainingOperator(Controller):
     name = "hyperpod-training-operator"
 
@@ -38,6 +86,7 @@ class HyperPodTrainingOperator(Controller):
         self.expected: dict[str, set[str]] = {}  # job uid -> uids of pods it should still have
         self.pod_restarts: dict[str, list[float]] = {}  # job uid -> times of pod-level restarts
         self.hung: dict[str, str] = {}  # pod uid -> why the log monitor calls it hung
+        self.room_since: dict[str, float] = {}  # elastic job uid -> since when it could grow
 
     def active(self) -> bool:
         return self.api.registry.has_crd("sagemaker.amazonaws.com", "hyperpodpytorchjobs")
@@ -53,19 +102,35 @@ class HyperPodTrainingOperator(Controller):
         ]
 
     def extra_watches(self) -> tuple[str, ...]:
-        return ("pods",)
+        return ("pods", "nodes")
 
     def related(self, event: WatchEvent) -> list[tuple[str, str, str]]:
+        if event.key == "nodes":  # capacity changed: elastic jobs may grow or shrink
+            return [
+                (KEY, j["metadata"]["namespace"], j["metadata"]["name"])
+                for j in self.store.items(KEY)
+                if j["spec"].get("elasticPolicy") and not terminal(j)
+            ]
         return self.owner_of(event, KEY, "HyperPodPyTorchJob") if event.key == "pods" else []
 
     # -- pods --------------------------------------------------------------------------
 
-    def _layout(self, job: Obj) -> list[tuple[Obj, int, int]]:
-        """(replica spec, index within it, global rank) for every pod the job runs."""
+    def _layout(self, job: Obj, total: int | None = None) -> list[tuple[Obj, int, int]]:
+        """(replica spec, index within it, global rank) for every pod the job runs: its
+        replicaSpecs' replicas, or an elastic job's target (`total`, else its status's)."""
+        target = ((job.get("status") or {}).get("elasticScalingStatus") or {}).get("targetReplicas")
+        if total is not None:
+            counts = split(job, total)
+        elif elastic_sizes(job) and target:
+            counts = {k: int(v) for k, v in target.items()}
+        else:
+            counts = {
+                s["name"]: int(s.get("replicas", 0)) for s in job["spec"].get("replicaSpecs") or []
+            }
         out = []
         rank = 0
         for spec in job["spec"].get("replicaSpecs") or []:
-            for index in range(int(spec.get("replicas", 0))):
+            for index in range(counts.get(spec["name"], 0)):
                 out.append((spec, index, rank))
                 rank += 1
         return out
@@ -80,7 +145,8 @@ class HyperPodTrainingOperator(Controller):
     def _pod(self, job: Obj, spec: Obj, index: int, rank: int, world: int) -> Obj:
         name = job["metadata"]["name"]
         pod_name = f"{name}-{spec['name']}-{index}"
-        first = self._layout(job)[0][0]["name"]
+        layout = self._layout(job)
+        first = layout[0][0]["name"] if layout else spec["name"]
         labels = {
             JOB_LABEL: name,
             "sagemaker.amazonaws.com/replica-spec": spec["name"],
@@ -149,13 +215,16 @@ class HyperPodTrainingOperator(Controller):
             return
         if condition({"status": status}, "Suspended"):
             set_condition(status, "Suspended", "False", "JobResumed", "job is resumed")
-        layout = self._layout(job)
         pods = {
             p["metadata"]["name"]: p
             for p in self.children("pods", job)
             if not p["metadata"].get("deletionTimestamp")
         }
         expected = self.expected.setdefault(uid, set())
+        if elastic_sizes(job):
+            self._scale(job, status, pods, expected)
+            job["status"] = status
+        layout = self._layout(job)
         present = {p["metadata"]["uid"] for p in pods.values()}
         faults: list[tuple[str, str]] = []
         for pod in pods.values():
@@ -217,11 +286,107 @@ class HyperPodTrainingOperator(Controller):
             set_condition(status, "Running", "True", "PodsRunning", f"{world} pod(s) running")
             if condition({"status": status}, "Restarting"):
                 set_condition(status, "Restarting", "False", "PodsRunning", "job resumed")
+            scaling = status.get("elasticScalingStatus")
+            if scaling is not None and not scaling.get("podsScaled"):
+                scaling.update(podsScaled=True, lastUpdated=now_iso())
         job["status"] = status
         if status != (
             self.store.get(KEY, job["metadata"]["namespace"], job["metadata"]["name"]) or {}
         ).get("status"):
             self.update_status(KEY, job)
+
+    # -- elastic scaling ---------------------------------------------------------------
+
+    def _healthy(self, pod: Obj) -> bool:
+        """Not failed, and not on a node that is gone, not Ready or being deleted."""
+        if (pod.get("status") or {}).get("phase") == "Failed":
+            return False
+        node_name = pod["spec"].get("nodeName")
+        if not node_name:
+            return True
+        node = self.store.get("nodes", "", node_name)
+        return node is not None and is_ready(node) and not node["metadata"].get("deletionTimestamp")
+
+    def _scale(self, job: Obj, status: Obj, pods: dict[str, Obj], expected: set[str]) -> None:
+        """Set the elastic job's target to the largest allowed size its nodes hold now; on a
+        scale-down, remove the pods beyond it and the lost ones (they are replaced, not
+        counted as faults). Mutates `status`, `pods` and `expected`."""
+        sizes = elastic_sizes(job)
+        policy = job["spec"]["elasticPolicy"]
+        scaling = status.get("elasticScalingStatus")
+        current = sum(int(v) for v in ((scaling or {}).get("targetReplicas") or {}).values())
+        candidates = [
+            self._pod(job, spec, index, rank, sizes[-1])
+            for spec, index, rank in self._layout(job, sizes[-1])
+        ]
+        own = frozenset(p["metadata"]["uid"] for p in pods.values())
+        room = room_for(self.store, candidates, own)
+        fitting = [size for size in sizes if size <= room]
+        wanted = fitting[-1] if fitting else sizes[0]
+        now = now_iso()
+        if scaling is None:
+            status["elasticScalingStatus"] = {
+                "targetReplicas": split(job, wanted),
+                "lastUpdated": now,
+                "podsScaled": False,
+                "isFaultyPodScaleDown": False,
+                "consecutiveScalingFailures": 0,
+            }
+            self.event(
+                job,
+                "ElasticJobStarted",
+                f"starting with {wanted} replica(s) (elastic {sizes[0]}-{sizes[-1]};"
+                f" room for {room} now)",
+            )
+            return
+        uid = job["metadata"]["uid"]
+        if wanted == current:
+            self.room_since.pop(uid, None)
+            return
+        if wanted > current:
+            # scalingTimeoutInSeconds: how long the room must last before the job grows
+            seen = self.room_since.setdefault(uid, time.monotonic())
+            if time.monotonic() - seen < float(policy.get("scalingTimeoutInSeconds") or 0):
+                return  # the periodic resync comes back
+        self.room_since.pop(uid, None)
+        faulty = False
+        if wanted < current:
+            keep = {
+                f"{job['metadata']['name']}-{s['name']}-{i}"
+                for s, i, _ in self._layout(job, wanted)
+            }
+            for name, pod in list(pods.items()):
+                if name in keep and self._healthy(pod):
+                    continue
+                faulty = faulty or not self._healthy(pod)
+                self.hung.pop(pod["metadata"]["uid"], None)
+                expected.discard(pod["metadata"]["uid"])
+                self.delete("pods", pod)
+                del pods[name]
+        verb = "up" if wanted > current else "down"
+        scaling.update(
+            targetReplicas=split(job, wanted),
+            lastUpdated=now,
+            lastScalingTime=now,
+            podsScaled=False,
+            isFaultyPodScaleDown=faulty,
+        )
+        message = (
+            f"scaled {verb} from {current} to {wanted} replica(s): room for {room} on the"
+            f" nodes (elastic {sizes[0]}-{sizes[-1]})"
+        )
+        self.event(job, f"ElasticScale{verb.capitalize()}", message)
+        for pod in pods.values():
+            if (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            for container in pod["spec"].get("containers") or []:
+                self.server.logs.write(
+                    pod["metadata"]["namespace"],
+                    pod["metadata"]["name"],
+                    container["name"],
+                    f"[sim] elastic scaling event: world size {current} -> {wanted} replica(s);"
+                    " checkpoint saved, workers restart at the new world size",
+                )
 
     def _why(self, pod: Obj) -> str:
         status = pod.get("status") or {}
@@ -385,3 +550,4 @@ class HyperPodTrainingOperator(Controller):
             uid = event.obj["metadata"]["uid"]
             self.expected.pop(uid, None)
             self.pod_restarts.pop(uid, None)
+            self.room_since.pop(uid, None)

@@ -197,6 +197,14 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
         f"{spec.replicas} pod(s) x {nproc(spec)} process(es) on group {spec.instance_group};"
         f" retry budget {spec.run_policy.job_max_retry_count}"
     )
+    if spec.elastic is not None:
+        step = spec.elastic.replica_increment_step or 1
+        notes.append(
+            f"elastic: {spec.elastic.min_replicas} to {spec.elastic.max_replicas} pod(s) in"
+            f" steps of {step}; the training operator runs as many as the group's nodes hold,"
+            " grows when nodes are added or freed and shrinks (not below the minimum) when"
+            " they go"
+        )
     return _object_plan("SubmitJob", f"{cluster}/jobs/{spec.name}", rendered, facts, notes)
 
 

@@ -311,8 +311,9 @@ def render(spec: JobBase) -> Rendered:
 
 
 def download_job(spec: ModelDownloadSpec) -> Rendered:
-    """`huggingface-cli download` into the bucket: resumable (it skips finished files and
-    continues partial ones), retried by the Job's back-off; the token by Secret reference."""
+    """`huggingface-cli download` into the bucket, retried by the Job's back-off: a retry
+    resumes (the files already complete under the target are skipped; a file cut mid-transfer
+    is fetched again); the token by Secret reference."""
     volumes, mounts = _volume()
     target = spec.target_path()
     env: list[KubeObject] = [{"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"}]

@@ -1,8 +1,10 @@
 """A job's status read from its custom resource and pods (pure).
 
 HyperPodPyTorchJob: conditions (Created, Running, Restarting, Completed, Failed), restartCount
-against runPolicy.jobMaxRetryCount, latestFaultyPodInstanceList. RayJob: jobStatus and
-jobDeploymentStatus. batch/v1 Job: succeeded/failed counts and conditions.
+against runPolicy.jobMaxRetryCount, latestFaultyPodInstanceList, and the replicas: running
+against the operator's target, within elasticPolicy's bounds for an elastic job (its
+elasticScalingStatus). RayJob: jobStatus and jobDeploymentStatus. batch/v1 Job: succeeded/failed
+counts and conditions (a failed pod the Job replaced is a restart).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class Observed:
     reason: str | None = None
     message: str | None = None
     dashboard: str | None = None
+    # HyperPodPyTorchJob: {current (pods running), target, elastic, min, max, last_scaling_time}
+    replicas: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,19 +76,49 @@ def observe(kind: str, obj: KubeObject | None, pods: list[KubeObject]) -> Observ
     return _batch(obj, summary)
 
 
+def replicas(obj: KubeObject, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pods running against the target: the replica specs' replicas, or for an elastic job the
+    operator's current target (elasticScalingStatus.targetReplicas) within its bounds."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    elastic = spec.get("elasticPolicy") or None
+    scaling = status.get("elasticScalingStatus") or {}
+    targets = scaling.get("targetReplicas") or {}
+    if elastic is not None and targets:
+        target = sum(int(v) for v in targets.values())
+    else:
+        target = sum(int(r.get("replicas", 0)) for r in spec.get("replicaSpecs") or [])
+    return {
+        "current": sum(1 for p in pods if p["phase"] == "Running"),
+        "target": target,
+        "elastic": elastic is not None,
+        "min": int(elastic["minReplicas"]) if elastic and "minReplicas" in elastic else None,
+        "max": int(elastic["maxReplicas"]) if elastic and "maxReplicas" in elastic else None,
+        "last_scaling_time": scaling.get("lastScalingTime"),
+    }
+
+
 def _hyperpod(obj: KubeObject, pods: list[dict[str, Any]]) -> Observed:
     status = obj.get("status") or {}
     budget = int(((obj.get("spec") or {}).get("runPolicy") or {}).get("jobMaxRetryCount", 0))
     restarts = int(status.get("restartCount", 0))
     faulty = list((status.get("latestFaultyPodInstanceList") or {}).get("faultyPodList") or [])
+    sized = replicas(obj, pods)
     if failed := _true(obj, "Failed"):
         return Observed(
-            "failed", restarts, budget, faulty, pods, failed.get("reason"), failed.get("message")
+            "failed",
+            restarts,
+            budget,
+            faulty,
+            pods,
+            failed.get("reason"),
+            failed.get("message"),
+            replicas=sized,
         )
     if done := _true(obj, "Completed"):
-        return Observed("succeeded", restarts, budget, [], pods, done.get("reason"))
+        return Observed("succeeded", restarts, budget, [], pods, done.get("reason"), replicas=sized)
     if _true(obj, "Suspended"):
-        return Observed("suspended", restarts, budget, faulty, pods, "JobSuspended")
+        return Observed("suspended", restarts, budget, faulty, pods, "JobSuspended", replicas=sized)
     if restarting := _true(obj, "Restarting"):
         return Observed(
             "restarting",
@@ -94,10 +128,11 @@ def _hyperpod(obj: KubeObject, pods: list[dict[str, Any]]) -> Observed:
             pods,
             restarting.get("reason"),
             restarting.get("message"),
+            replicas=sized,
         )
     if _true(obj, "Running"):
-        return Observed("running", restarts, budget, faulty, pods)
-    return Observed("pending", restarts, budget, faulty, pods)
+        return Observed("running", restarts, budget, faulty, pods, replicas=sized)
+    return Observed("pending", restarts, budget, faulty, pods, replicas=sized)
 
 
 def _ray(obj: KubeObject, pods: list[dict[str, Any]]) -> Observed:
@@ -144,6 +179,21 @@ def _batch(obj: KubeObject, pods: list[dict[str, Any]]) -> Observed:
     if int(status.get("active") or 0) > 0 and any(p["phase"] == "Running" for p in pods):
         return Observed("running", restarts, budget, faulty, pods)
     return Observed("pending", restarts, budget, faulty, pods)
+
+
+def newest_pod(pods: list[KubeObject]) -> KubeObject | None:
+    """The pod a Job runs now: its pods fail one after another, the replacement comes last
+    (creation times are whole seconds, so a failed pod sorts before one that is not)."""
+    if not pods:
+        return None
+    return max(
+        pods,
+        key=lambda p: (
+            (p.get("status") or {}).get("phase") != "Failed",
+            str(p["metadata"].get("creationTimestamp") or ""),
+            p["metadata"]["name"],
+        ),
+    )
 
 
 def progress(lines: list[str]) -> str | None:
