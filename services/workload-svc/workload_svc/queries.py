@@ -46,7 +46,7 @@ from workload_svc.access import Clusters, Kube
 from workload_svc.domain import diagnostics
 from workload_svc.domain.logs import LogPage, page
 from workload_svc.domain.mlflow import TrackingServerApi, plan_tracking_server
-from workload_svc.domain.status import observe, progress
+from workload_svc.domain.status import newest_pod, observe, progress
 from workload_svc.domain.workflows import plan_of
 
 log = get_logger("workload_svc.queries")
@@ -260,8 +260,8 @@ class Responder:
                 "port_forward": f"kubectl port-forward -n {NAMESPACE} svc/{service} {port}:{port}",
                 "proxy": f"/api/v1/namespaces/{NAMESPACE}/services/{service}:{port}/proxy/",
             }
-        if job["recipe"] == "model-download" and pods:
-            text = await kube.pod_log(NAMESPACE, pods[-1]["metadata"]["name"])
+        if job["recipe"] == "model-download" and (current := newest_pod(pods)) is not None:
+            text = await kube.pod_log(NAMESPACE, current["metadata"]["name"])
             answer["progress"] = progress(text.splitlines()[-50:])
         return answer
 
