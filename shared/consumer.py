@@ -177,19 +177,22 @@ class CommandConsumer:
         lock_conn: asyncpg.Connection | None = None
         heartbeat: asyncio.Task[None] | None = None
         try:
-            async with self.pool.acquire() as conn:
-                seen = await conn.fetchval(
-                    "SELECT 1 FROM inbox WHERE consumer = $1 AND message_id = $2",
-                    self.name,
-                    envelope.message_id,
-                )
-            if seen:
-                await msg.ack()
-                return
             locks = await self._locks()
             lock_conn = await locks.acquire()
-            key = operation_lock_key(envelope.correlation_id)
-            if not await lock_conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+            # One round trip: a message already handled (its inbox row) is only acknowledged;
+            # otherwise the operation's lock is tried (NULL: handled, no lock taken).
+            locked = await lock_conn.fetchval(
+                "SELECT CASE WHEN EXISTS"
+                " (SELECT 1 FROM inbox WHERE consumer = $1 AND message_id = $2)"
+                " THEN NULL ELSE pg_try_advisory_lock($3) END",
+                self.name,
+                envelope.message_id,
+                operation_lock_key(envelope.correlation_id),
+            )
+            if locked is None:
+                await msg.ack()
+                return
+            if not locked:
                 # Another replica is working this operation: look again later.
                 await msg.nak(delay=self.settings.ack_wait / 2)
                 return
