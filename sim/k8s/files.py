@@ -29,6 +29,10 @@ class SharedFiles:
         with self._lock:
             self._volumes.setdefault(volume, {})[path] = size
 
+    def remove(self, volume: str, path: str) -> None:
+        with self._lock:
+            self._volumes.get(volume, {}).pop(path, None)
+
     def size(self, volume: str, path: str) -> int | None:
         with self._lock:
             return self._volumes.get(volume, {}).get(path)

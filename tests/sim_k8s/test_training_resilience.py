@@ -11,13 +11,16 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from shared.contracts.workloads import ModelDownloadSpec
 from sim.interfaces import SimNode
 from sim.k8s import ApiServer
 from sim.k8s.controllers.downloads import human, parse, repo_files
 from sim.k8s.controllers.programs import program_for
+from sim.k8s.files import pod_volume
 from sim.k8s.operators.hyperpod_training import elastic_sizes
 from sim.profile import get_profile
 from tests.sim_k8s.conftest import eventually
+from workload_svc.domain.render import download_job as rendered_download
 
 HPJ = ("sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs")
 BUCKET = "team-models"
@@ -73,7 +76,8 @@ def bucket(cluster: ApiServer) -> ApiServer:
     return cluster
 
 
-def download_job(name: str, repo: str, target: str) -> dict[str, Any]:
+def cli_download_job(name: str, repo: str, target: str) -> dict[str, Any]:
+    """`huggingface-cli download --local-dir` straight into the bucket (what users write)."""
     script = (
         "pip install -q 'huggingface_hub[cli,hf_transfer]' && huggingface-cli download"
         f" {repo} --revision main --local-dir {target}"
@@ -104,6 +108,15 @@ def download_job(name: str, repo: str, target: str) -> dict[str, Any]:
     }
 
 
+def rendered_download_job(name: str, repo: str, target: str) -> dict[str, Any]:
+    """The Job workload-svc renders: fetched to an emptyDir, copied to the bucket file by file."""
+    spec = ModelDownloadSpec(name=name, repo_id=repo, target=target)
+    return rendered_download(spec).body
+
+
+DOWNLOADS = {"cli": cli_download_job, "rendered": rendered_download_job}
+
+
 def test_the_download_program_knows_the_repository_and_the_target() -> None:
     script = "pip install x && huggingface-cli download Qwen/Qwen2.5-7B --local-dir /s3/m/q"
     found = parse(script)
@@ -126,15 +139,18 @@ def test_the_download_program_knows_the_repository_and_the_target() -> None:
     assert training.steps == 5000
 
 
+@pytest.mark.parametrize("shape", DOWNLOADS)
 def test_a_killed_download_resumes_in_the_next_pod(
-    bucket: ApiServer, core: client.CoreV1Api, batch: client.BatchV1Api
+    shape: str, bucket: ApiServer, core: client.CoreV1Api, batch: client.BatchV1Api
 ) -> None:
-    target = "/s3/models/Qwen2.5-7B"
+    download_job = DOWNLOADS[shape]
+    name = f"get-7b-{shape}"
+    target = f"/s3/models/{shape}/Qwen2.5-7B"
     files = repo_files("Qwen/Qwen2.5-7B")
-    bucket.apply(download_job("get-7b", "Qwen/Qwen2.5-7B", target))
+    bucket.apply(download_job(name, "Qwen/Qwen2.5-7B", target))
 
     def pods() -> list[Any]:
-        items = core.list_namespaced_pod("default", label_selector="job-name=get-7b").items
+        items = core.list_namespaced_pod("default", label_selector=f"job-name={name}").items
         return sorted(items, key=lambda p: p.metadata.creation_timestamp)
 
     first = eventually(lambda: pods() and pods()[0].metadata.name)
@@ -149,7 +165,7 @@ def test_a_killed_download_resumes_in_the_next_pod(
     bucket.faults.kill_pod("default", first)
 
     job = eventually(
-        lambda: (j := batch.read_namespaced_job("get-7b", "default")).status.succeeded == 1 and j,
+        lambda: (j := batch.read_namespaced_job(name, "default")).status.succeeded == 1 and j,
         timeout=60,
     )
     assert job.status.failed == 1  # the killed pod, counted against backoffLimit
@@ -171,16 +187,18 @@ def test_a_killed_download_resumes_in_the_next_pod(
         for line in after
     )
     assert after[-1] == target
-    on_bucket = bucket.files.listing(f"s3://{BUCKET}", "models/Qwen2.5-7B")
+    on_bucket = bucket.files.listing(f"s3://{BUCKET}", f"models/{shape}/Qwen2.5-7B")
     assert {p.rsplit("/", 1)[1]: s for p, s in on_bucket.items()} == {f.path: f.size for f in files}
+    if shape == "rendered":  # every file went through the pod's scratch and left it
+        assert not bucket.files.listing(f"{pod_volume(second.to_dict())}/scratch")
 
     # Downloading it again fetches nothing: every file is already complete on the bucket.
-    bucket.apply(download_job("get-7b-again", "Qwen/Qwen2.5-7B", target))
+    bucket.apply(download_job(f"{name}-again", "Qwen/Qwen2.5-7B", target))
     eventually(
-        lambda: batch.read_namespaced_job("get-7b-again", "default").status.succeeded == 1,
+        lambda: batch.read_namespaced_job(f"{name}-again", "default").status.succeeded == 1,
         timeout=30,
     )
-    [again] = core.list_namespaced_pod("default", label_selector="job-name=get-7b-again").items
+    [again] = core.list_namespaced_pod("default", label_selector=f"job-name={name}-again").items
     lines = bucket.logs.lines("default", again.metadata.name, "download")
     total = human(sum(f.size for f in files))
     assert (

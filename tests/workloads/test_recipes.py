@@ -172,4 +172,5 @@ def test_model_download_takes_the_token_by_reference_only() -> None:
         "name": "HF_TOKEN",
         "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}},
     }
-    assert "huggingface-cli download" in container["command"][2]
+    assert "hf_hub_download" in container["command"][-1]  # not huggingface-cli: see render
+    assert "hf-token" not in " ".join(container["command"])

@@ -1,7 +1,11 @@
-"""A model download as `huggingface-cli download` (or `hf download`) runs it in a container.
+"""A model download as it runs in a container: `huggingface-cli download` (or `hf download`)
+into `--local-dir`, or the program workload-svc renders for a bucket mounted by Mountpoint for
+S3 (recognised by its `hf_hub_download` and its HF_REPO / HF_TARGET / HF_SCRATCH environment):
+each file is fetched into the local scratch directory (an emptyDir: lost with the pod), then
+copied into HF_TARGET with one sequential write and removed from scratch.
 
-It fetches the repository's files in order into `--local-dir`, logging a progress line per
-transfer tick and a line per finished file. What it writes lands on the storage the container
+It fetches the repository's files in order, logging a progress line per transfer tick and a
+line per finished file. What it writes lands on the storage the container
 mounts at that path (`sim.k8s.files`): on the shared bucket, a file stays once complete. A
 restarted download (a new pod of the Job, or the container restarted) lists the target first
 and skips every file already complete there: it resumes. A file that was cut mid-transfer is
@@ -21,6 +25,7 @@ import re
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sim.k8s.files import SharedFiles
 
@@ -52,6 +57,23 @@ class Download:
     repo_id: str
     revision: str
     local_dir: str
+    scratch: str | None = None  # fetched here first, then copied to local_dir (the target)
+
+
+def from_env(container: dict[str, Any], script: str) -> Download | None:
+    """The download of the rendered Mountpoint-safe program: its repository, revision, target
+    and scratch directory come from the container's environment."""
+    if "hf_hub_download" not in script:
+        return None
+    env = {
+        e.get("name"): e.get("value")
+        for e in container.get("env") or []
+        if isinstance(e, dict) and isinstance(e.get("value"), str)
+    }
+    repo_id, target, scratch = env.get("HF_REPO"), env.get("HF_TARGET"), env.get("HF_SCRATCH")
+    if not repo_id or not target or not scratch:
+        return None
+    return Download(repo_id, env.get("HF_REVISION") or "main", target, scratch)
 
 
 def parse(script: str) -> Download | None:
@@ -127,11 +149,20 @@ def run_download(
     volume: str,
     prefix: str,
     tick: float,
+    scratch: tuple[str, str] | None = None,
 ) -> Callable[[Callable[[str], None]], Awaitable[None]]:
-    """The container's work: `write` logs a line. `volume`/`prefix` are where --local-dir is."""
+    """The container's work: `write` logs a line. `volume`/`prefix` are where the target
+    (--local-dir) is; `scratch` (volume, prefix) where a file is fetched before its copy."""
 
-    def inside(path: str) -> str:
-        return f"{prefix}/{path}" if prefix else path
+    def inside(path: str, where: str = prefix) -> str:
+        return f"{where}/{path}" if where else path
+
+    def finish(path: str, size: int) -> None:
+        if scratch is not None:  # fetched into scratch, copied to the target, removed
+            files.put(scratch[0], inside(path, scratch[1]), size)
+        files.put(volume, inside(path), size)
+        if scratch is not None:
+            files.remove(scratch[0], inside(path, scratch[1]))
 
     async def body(write: Callable[[str], None]) -> None:
         wanted = repo_files(download.repo_id)
@@ -163,7 +194,7 @@ def run_download(
                 budget -= take
                 done += take
                 if transferred >= current.size:
-                    files.put(volume, inside(current.path), current.size)
+                    finish(current.path, current.size)
                     finished += 1
                     write(f"downloaded {current.path} ({human(current.size)})")
                     pending.pop(0)

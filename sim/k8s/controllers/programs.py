@@ -6,7 +6,8 @@ Decided from the container itself, in this order:
    interpreted; a command that is only made of these ends when they end;
 3. the kind of program: training launchers (torchrun, train*.py, ...) log step/loss lines
    (`--max_steps N` in the command sets how many), model downloads fetch the repository's files
-   into the storage they mount and resume from what is already there (`downloads.py`),
+   into the storage they mount and resume from what is already there (`downloads.py`; the
+   rendered Mountpoint-safe download is known by its environment, before anything else),
    inference servers log their startup and serve,
    base images without a command exit 0; anything else runs to completion in a
    run-to-completion pod (restartPolicy Never/OnFailure) and keeps running otherwise.
@@ -20,6 +21,7 @@ import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from sim.k8s.controllers.downloads import from_env as download_from_env
 from sim.k8s.controllers.downloads import parse as parse_download
 from sim.k8s.controllers.downloads import run_download
 from sim.k8s.files import SharedFiles
@@ -39,7 +41,8 @@ SERVING = re.compile(
 )
 MAX_STEPS = re.compile(r"--max[_-]steps[= ](\d+)|(?<![\w.])max_steps=(\d+)")
 DOWNLOAD = re.compile(
-    r"huggingface-cli download|hf download|snapshot_download|aws s3 (cp|sync)|s5cmd", re.I
+    r"huggingface-cli download|hf download|snapshot_download|hf_hub_download|aws s3 (cp|sync)|s5cmd",
+    re.I,
 )
 BASE_IMAGES = re.compile(
     r"(^|/)(busybox|alpine|ubuntu|debian|amazonlinux|python|bash|aws-cli|curl)(:|$)"
@@ -179,8 +182,25 @@ def program_for(
     text = f"{image} {script}"
     interval = max(profile.container_start, 0.02)
     finite = pod["spec"].get("restartPolicy", "Always") != "Always"
+    where = locate or (lambda path: ("", path))
     if script and (interpreted := _interpret(script)) is not None:
         program = interpreted
+    elif (download := download_from_env(container, script)) is not None:
+        volume, prefix = where(download.local_dir)
+        program = Program(
+            [
+                f"[sim] {container['name']}: {download.repo_id}@{download.revision} via"
+                f" {download.scratch} into {download.local_dir}"
+            ],
+            body=run_download(
+                download,
+                files or SharedFiles(),
+                volume,
+                prefix,
+                interval * 2,
+                scratch=where(download.scratch or ""),
+            ),
+        )
     elif TRAINING.search(text):
         steps = int(ann("steps") or _steps(script) or 100)
         program = Program(
@@ -195,7 +215,7 @@ def program_for(
             hang_after=int(hang) if (hang := ann("hang-after-steps")) else None,
         )
     elif DOWNLOAD.search(text) and (download := parse_download(script)) is not None:
-        volume, prefix = (locate or (lambda path: ("", path)))(download.local_dir)
+        volume, prefix = where(download.local_dir)
         program = Program(
             [f"[sim] {script}"],
             body=run_download(download, files or SharedFiles(), volume, prefix, interval * 2),

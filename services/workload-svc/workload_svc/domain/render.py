@@ -3,7 +3,8 @@
 PyTorch, LLaMA-Factory and MS-Swift render to a HyperPodPyTorchJob; VERL to a RayJob whose
 head serves the Ray dashboard (port 8265). Every pod mounts the shared bucket's claim at /s3,
 is placed on its instance group by HyperPod's node label and tolerates nothing it does not need.
-A model download renders to a batch/v1 Job whose token comes from a Secret by reference.
+A model download renders to a batch/v1 Job whose token comes from a Secret by reference and
+which writes to the bucket only as Mountpoint for S3 allows (`download_program`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from shared.contracts.workloads import (
     PyTorchRecipe,
     VerlRecipe,
 )
+from workload_svc.domain.download_program import PROGRAM as DOWNLOAD_PROGRAM
 
 KubeObject = dict[str, Any]
 
@@ -37,6 +39,7 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 RECIPE_LABEL = "hyperpilot.dev/recipe"
 JOB_LABEL = "hyperpilot.dev/job"
 RAY_DASHBOARD_PORT = 8265
+DOWNLOAD_SCRATCH = "/scratch"  # the download Job's emptyDir
 
 IMAGES = {
     "pytorch": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
@@ -311,12 +314,24 @@ def render(spec: JobBase) -> Rendered:
 
 
 def download_job(spec: ModelDownloadSpec) -> Rendered:
-    """`huggingface-cli download` into the bucket, retried by the Job's back-off: a retry
-    resumes (the files already complete under the target are skipped; a file cut mid-transfer
-    is fetched again); the token by Secret reference."""
+    """A Job that downloads the repository file by file into a local scratch directory (an
+    emptyDir) and copies each finished file into the bucket with one sequential write: the
+    only kind of write Mountpoint for S3 takes (no rename, append or overwrite), so
+    `huggingface-cli download --local-dir` straight into the bucket fails. Retried by the Job's
+    back-off: a new pod skips the files already complete in the target (a file cut mid-copy
+    never appeared there); the token by Secret reference (`download_program`)."""
     volumes, mounts = _volume()
-    target = spec.target_path()
-    env: list[KubeObject] = [{"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"}]
+    volumes.append({"name": "scratch", "emptyDir": {}})
+    mounts.append({"name": "scratch", "mountPath": DOWNLOAD_SCRATCH})
+    env: list[KubeObject] = [
+        {"name": "HF_REPO", "value": spec.repo_id},
+        {"name": "HF_REVISION", "value": spec.revision},
+        {"name": "HF_TARGET", "value": spec.target_path()},
+        {"name": "HF_SCRATCH", "value": f"{DOWNLOAD_SCRATCH}/files"},
+        {"name": "HF_HOME", "value": f"{DOWNLOAD_SCRATCH}/hf-home"},
+        {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "1"},
+        {"name": "HF_HUB_DISABLE_PROGRESS_BARS", "value": "1"},
+    ]
     if spec.token_secret:
         env.append(
             {
@@ -324,18 +339,15 @@ def download_job(spec: ModelDownloadSpec) -> Rendered:
                 "valueFrom": {"secretKeyRef": {"name": spec.token_secret, "key": "token"}},
             }
         )
-    script = (
-        "pip install -q 'huggingface_hub[cli,hf_transfer]' && huggingface-cli download"
-        f" {shlex.quote(spec.repo_id)} --revision {shlex.quote(spec.revision)}"
-        f" --local-dir {shlex.quote(target)}"
-    )
+    # bash -c SCRIPT NAME ARG: the program is "$1", passed as it is (no shell quoting in it).
+    script = "pip install -q 'huggingface_hub[hf_transfer]' && exec python -u -c \"$1\""
     pod_spec: KubeObject = {
         "restartPolicy": "OnFailure",
         "containers": [
             {
                 "name": "download",
                 "image": IMAGES["model-download"],
-                "command": ["/bin/bash", "-c", script],
+                "command": ["/bin/bash", "-c", script, "hf-download", DOWNLOAD_PROGRAM],
                 "env": env,
                 "volumeMounts": mounts,
             }
