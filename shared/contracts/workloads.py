@@ -110,9 +110,42 @@ class RunPolicy(Spec):
 
 
 class ElasticPolicy(Spec):
+    """The sizes the training operator may run an elastic HyperPodPyTorchJob at: every
+    `replica_increment_step` from `min_replicas` up to `max_replicas`, or exactly the
+    `replica_discrete_values` (one or the other, as the HyperPod CLI enforces)."""
+
     min_replicas: int = Field(ge=1, le=256)
     max_replicas: int = Field(ge=1, le=256)
-    replica_increment_step: int | None = Field(None, ge=1)
+    replica_increment_step: int | None = Field(None, ge=1, le=256)
+    replica_discrete_values: list[int] | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="the exact replica counts allowed, ascending, within [min, max]",
+    )
+    scaling_timeout_seconds: int | None = Field(
+        None,
+        ge=0,
+        le=86_400,
+        description="how long free nodes must last before the job grows onto them",
+    )
+
+    @field_validator("replica_discrete_values")
+    @classmethod
+    def _discrete(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if any(v < 1 for v in value):
+            raise RuleViolation(
+                f"elastic.replica_discrete_values {value} has a value below 1",
+                "list replica counts of at least 1",
+            )
+        if value != sorted(set(value)):
+            raise RuleViolation(
+                f"elastic.replica_discrete_values {value} is not ascending without repeats",
+                f"list each count once, ascending: {sorted(set(value))}",
+            )
+        return value
 
     @model_validator(mode="after")
     def _bounds(self) -> ElasticPolicy:
@@ -122,7 +155,30 @@ class ElasticPolicy(Spec):
                 f" {self.max_replicas}",
                 "make min_replicas <= max_replicas",
             )
+        values = self.replica_discrete_values
+        if values is not None and self.replica_increment_step is not None:
+            raise RuleViolation(
+                "elastic.replica_increment_step and elastic.replica_discrete_values are"
+                " exclusive (the training operator takes one way of sizing)",
+                "keep replica_increment_step for evenly spaced sizes, or"
+                " replica_discrete_values for exact sizes, not both",
+            )
+        if values is not None:
+            outside = [v for v in values if not self.min_replicas <= v <= self.max_replicas]
+            if outside:
+                raise RuleViolation(
+                    f"elastic.replica_discrete_values {outside} outside [min_replicas"
+                    f" {self.min_replicas}, max_replicas {self.max_replicas}]",
+                    "drop those values, or widen min_replicas/max_replicas to include them",
+                )
         return self
+
+    def sizes(self) -> list[int]:
+        """The replica counts the policy allows, smallest first."""
+        if self.replica_discrete_values is not None:
+            return list(self.replica_discrete_values)
+        step = self.replica_increment_step or 1
+        return list(range(self.min_replicas, self.max_replicas + 1, step))
 
 
 class JobBase(Spec):

@@ -206,6 +206,11 @@ def test_each_recipe_runs_and_logs(created_cluster: tuple[RunningStack, str]) ->
             "pytorch",
         ),
         ({"nproc_per_node": 8}, 422, "nproc_per_node"),
+        (
+            {"elastic": {"min_replicas": 1, "max_replicas": 2, "scaling_timeout_seconds": -5}},
+            422,
+            "pytorch.elastic.scaling_timeout_seconds",
+        ),
     ],
 )
 def test_rules_refuse_with_the_field(
@@ -217,6 +222,39 @@ def test_rules_refuse_with_the_field(
     error = answer.json()["error"]
     assert error["fields"][0]["field"].startswith(field), error
     assert error["fields"][0]["hint"], error
+    assert stack.client.get(f"{_jobs(cluster)}/refused").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("elastic", "message", "hint"),
+    [
+        (
+            {"replica_discrete_values": [1, 2, 8]},
+            "elastic.replica_discrete_values [8] outside [min_replicas 1, max_replicas 4]",
+            "drop those values, or widen min_replicas/max_replicas to include them",
+        ),
+        (
+            {"replica_increment_step": 1, "replica_discrete_values": [1, 2]},
+            "elastic.replica_increment_step and elastic.replica_discrete_values are exclusive",
+            "not both",
+        ),
+        (
+            {"replica_discrete_values": [2, 1]},
+            "elastic.replica_discrete_values [2, 1] is not ascending without repeats",
+            "ascending: [1, 2]",
+        ),
+    ],
+)
+def test_elastic_sizes_are_refused_with_the_rule_and_the_way_out(
+    created_cluster: tuple[RunningStack, str], elastic: dict[str, Any], message: str, hint: str
+) -> None:
+    stack, cluster = created_cluster
+    body = {**_pytorch("refused"), "elastic": {"min_replicas": 1, "max_replicas": 4, **elastic}}
+    answer = stack.client.post(_jobs(cluster), body)
+    assert answer.status_code == 422, answer.text
+    [field] = answer.json()["error"]["fields"]
+    assert field["field"].startswith("pytorch.elastic"), field
+    assert field["rule"] and message in field["message"] and hint in field["hint"], field
     assert stack.client.get(f"{_jobs(cluster)}/refused").status_code == 404
 
 

@@ -164,6 +164,25 @@ def test_an_elastic_plan_says_how_the_job_scales() -> None:
     assert body["replicaSpecs"][0]["maxReplicas"] == 4
 
 
+def test_an_elastic_plan_with_exact_sizes_and_a_scaling_timeout() -> None:
+    elastic = {
+        "min_replicas": 1,
+        "max_replicas": 8,
+        "replica_discrete_values": [1, 2, 4, 8],
+        "scaling_timeout_seconds": 120,
+    }
+    plan = plan_submit("c", spec(elastic=elastic), facts())
+    [note] = [n for n in plan.notes if n.startswith("elastic: ")]
+    assert note.startswith("elastic: 1 to 8 pod(s) at sizes 1, 2, 4, 8;")
+    assert "once they have been free for 120 s" in note
+    assert plan.objects[0].body["spec"]["elasticPolicy"] == {
+        "minReplicas": 1,
+        "maxReplicas": 8,
+        "replicaDiscreteValues": [1, 2, 4, 8],
+        "scalingTimeoutInSeconds": 120,
+    }
+
+
 def test_a_download_progress_is_read_from_the_pod_the_job_runs_now() -> None:
     killed = pod("get-zzzzz", "Failed", "2026-01-01T00:00:05Z")
     replacement = pod("get-aaaaa", "Running", "2026-01-01T00:00:05Z")  # same second

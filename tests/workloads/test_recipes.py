@@ -141,6 +141,67 @@ def test_rules_refuse_bad_specs(fields: dict[str, Any]) -> None:
         spec(**fields)
 
 
+@pytest.mark.parametrize(
+    ("elastic", "message", "hint"),
+    [
+        (
+            {"replica_increment_step": 2, "replica_discrete_values": [1, 2]},
+            "replica_increment_step and elastic.replica_discrete_values are exclusive",
+            "not both",
+        ),
+        (
+            {"replica_discrete_values": [1, 2, 6]},
+            "replica_discrete_values [6] outside [min_replicas 1, max_replicas 4]",
+            "widen min_replicas/max_replicas",
+        ),
+        (
+            {"replica_discrete_values": [4, 2]},
+            "not ascending without repeats",
+            "ascending: [2, 4]",
+        ),
+        ({"replica_discrete_values": [2, 2]}, "not ascending without repeats", "[2]"),
+        ({"replica_discrete_values": [0, 2]}, "has a value below 1", "at least 1"),
+    ],
+)
+def test_elastic_sizes_are_checked_with_the_way_out(
+    elastic: dict[str, Any], message: str, hint: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        spec(elastic={"min_replicas": 1, "max_replicas": 4, **elastic})
+    [error] = refused.value.errors()
+    assert error["loc"][:2] == ("pytorch", "elastic"), error
+    assert message in str(error["msg"]), error
+    violation = (error.get("ctx") or {}).get("error")
+    assert isinstance(violation, RuleViolation) and hint in violation.hint
+
+
+def test_elastic_sizes_and_scaling_timeout_render() -> None:
+    job = spec(
+        replicas=2,
+        elastic={
+            "min_replicas": 1,
+            "max_replicas": 8,
+            "replica_discrete_values": [1, 2, 4, 8],
+            "scaling_timeout_seconds": 300,
+        },
+    )
+    assert job.elastic.sizes() == [1, 2, 4, 8]
+    assert render(job).body["spec"]["elasticPolicy"] == {
+        "minReplicas": 1,
+        "maxReplicas": 8,
+        "replicaDiscreteValues": [1, 2, 4, 8],
+        "scalingTimeoutInSeconds": 300,
+    }
+    stepped = spec(
+        replicas=2, elastic={"min_replicas": 2, "max_replicas": 7, "replica_increment_step": 2}
+    )
+    assert stepped.elastic.sizes() == [2, 4, 6]
+    assert render(stepped).body["spec"]["elasticPolicy"]["replicaIncrementStep"] == 2
+    assert "replicaDiscreteValues" not in render(stepped).body["spec"]["elasticPolicy"]
+    with pytest.raises(ValidationError, match="scaling_timeout_seconds"):
+        spec(elastic={"min_replicas": 1, "max_replicas": 2, "scaling_timeout_seconds": -1})
+
+
 def test_verl_refuses_elastic() -> None:
     with pytest.raises(ValidationError, match="RayJob"):
         SPEC.validate_python(

@@ -198,12 +198,18 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
         f" retry budget {spec.run_policy.job_max_retry_count}"
     )
     if spec.elastic is not None:
-        step = spec.elastic.replica_increment_step or 1
+        elastic = spec.elastic
+        if elastic.replica_discrete_values is not None:
+            sizes = "at sizes " + ", ".join(str(v) for v in elastic.replica_discrete_values)
+        else:
+            sizes = f"in steps of {elastic.replica_increment_step or 1}"
+        grows = "grows when nodes are added or freed"
+        if elastic.scaling_timeout_seconds:
+            grows += f" (once they have been free for {elastic.scaling_timeout_seconds} s)"
         notes.append(
-            f"elastic: {spec.elastic.min_replicas} to {spec.elastic.max_replicas} pod(s) in"
-            f" steps of {step}; the training operator runs as many as the group's nodes hold,"
-            " grows when nodes are added or freed and shrinks (not below the minimum) when"
-            " they go"
+            f"elastic: {elastic.min_replicas} to {elastic.max_replicas} pod(s) {sizes}; the"
+            f" training operator runs as many as the group's nodes hold, {grows} and shrinks"
+            " (not below the minimum) when they go"
         )
     return _object_plan("SubmitJob", f"{cluster}/jobs/{spec.name}", rendered, facts, notes)
 

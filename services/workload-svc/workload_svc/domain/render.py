@@ -209,6 +209,10 @@ def pytorch_job(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> Ren
         }
         if spec.elastic.replica_increment_step is not None:
             elastic["replicaIncrementStep"] = spec.elastic.replica_increment_step
+        if spec.elastic.replica_discrete_values is not None:
+            elastic["replicaDiscreteValues"] = list(spec.elastic.replica_discrete_values)
+        if spec.elastic.scaling_timeout_seconds is not None:
+            elastic["scalingTimeoutInSeconds"] = spec.elastic.scaling_timeout_seconds
         body["spec"]["elasticPolicy"] = elastic
         body["spec"]["replicaSpecs"][0]["maxReplicas"] = spec.elastic.max_replicas
     return Rendered(HPJ_API, HPJ_KIND, body)
