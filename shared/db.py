@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
+import orjson
 
 from shared.errors import DatabaseUnavailable
 
@@ -22,9 +22,16 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def _encode_json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
-    await conn.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    # orjson: every event, operation and stage row passes through these codecs.
+    for name in ("jsonb", "json"):
+        await conn.set_type_codec(
+            name, encoder=_encode_json, decoder=orjson.loads, schema="pg_catalog"
+        )
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 20) -> asyncpg.Pool:

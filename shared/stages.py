@@ -170,6 +170,21 @@ class Delivery:
     source: str
 
 
+# Starting (or resuming) an operation in one statement: lock its row; unless it is terminal,
+# record its stages (kept as they are when resuming) and mark a pending one running. Answers
+# the status and attempt from before.
+_START = (
+    "WITH op AS (SELECT status, attempt FROM operations WHERE id = $1 FOR UPDATE),"
+    " staged AS (INSERT INTO stages (operation_id, name, position, title, needs)"
+    " SELECT $1, s.name, s.position, s.title, s.needs"
+    " FROM op, jsonb_to_recordset($2::jsonb) AS s(name text, position int, title text, needs text[])"
+    " WHERE op.status <> ALL($3::text[]) ON CONFLICT DO NOTHING),"
+    " running AS (UPDATE operations SET status = 'running', updated_at = now()"
+    " FROM op WHERE operations.id = $1 AND op.status = 'pending')"
+    " SELECT status, attempt FROM op"
+)
+
+
 class StageEngine:
     def __init__(
         self,
@@ -205,10 +220,12 @@ class StageEngine:
         command: dict[str, Any],
         delivery: Delivery,
     ) -> str | None:
+        stages = [
+            {"name": s.name, "position": i, "title": s.title, "needs": list(s.needs)}
+            for i, s in enumerate(workflow.stages)
+        ]
         async with self.pool.acquire() as conn, conn.transaction():
-            op = await conn.fetchrow(
-                "SELECT status, attempt FROM operations WHERE id = $1 FOR UPDATE", operation_id
-            )
+            op = await conn.fetchrow(_START, operation_id, stages, list(TERMINAL))
             if op is None:
                 raise PermanentError(
                     "OperationNotFound", f"operation {operation_id} does not exist"
@@ -216,19 +233,7 @@ class StageEngine:
             if op["status"] in TERMINAL:
                 await mark_handled(conn, delivery)
                 return str(op["status"])
-            await conn.executemany(
-                "INSERT INTO stages (operation_id, name, position, title, needs)"
-                " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                [
-                    (operation_id, s.name, i, s.title, list(s.needs))
-                    for i, s in enumerate(workflow.stages)
-                ],
-            )
             if op["status"] == "pending":
-                await conn.execute(
-                    "UPDATE operations SET status = 'running', updated_at = now() WHERE id = $1",
-                    operation_id,
-                )
                 if workflow.on_start is not None:
                     await workflow.on_start(conn, operation_id, command)
                 await append_event(
