@@ -18,7 +18,9 @@ from shared.operations import append_event
 
 log = get_logger("inference_svc.watcher")
 
-WATCHED = ("available", "degraded")
+# Every endpoint no operation is working on, whatever its last status: a replica lost and not yet
+# replaced reads as deploying, and must still be seen coming back (only a deletion ends the watch).
+WATCHED = ("available", "degraded", "deploying", "failed")
 
 
 def changed(row: dict[str, Any], seen: Observed) -> bool:
