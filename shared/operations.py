@@ -40,7 +40,7 @@ _APPEND_EVENT = (
     " SELECT $2::uuid, $3::uuid, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb"
     " FROM ordered RETURNING seq),"
     " queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($5, $2, $9))"
-    " SELECT seq, pg_notify('outbox', ''), pg_notify('events', seq::text) FROM event"
+    " SELECT seq, pg_notify('outbox', ''), pg_notify('events', seq::text || $10::text) FROM event"
 )
 
 
@@ -66,7 +66,7 @@ _ACCEPT = (
     " SELECT v.subject, v.message_id, v.body FROM op, (VALUES"
     " (1, $14::text, $15::uuid, $16::bytea), (2, $19::text, $17::uuid, $22::bytea))"
     " AS v(n, subject, message_id, body) ORDER BY v.n)"
-    " SELECT op.id, pg_notify('outbox', ''), pg_notify('events', event.seq::text)"
+    " SELECT op.id, pg_notify('outbox', ''), pg_notify('events', event.seq::text || $23::text)"
     " FROM op, event"
 )
 
@@ -145,6 +145,7 @@ async def append_event(
         envelope.occurred_at,
         envelope.payload,
         envelope.to_bytes(),
+        event_note(envelope, operation_id, subject),
     )
     return seq
 
@@ -322,6 +323,7 @@ def new_operation(
             event.occurred_at,
             event.payload,
             event.to_bytes(),
+            event_note(event, operation_id, event_subject(command.domain, accepted.what)),
         ),
     )
 
@@ -528,6 +530,36 @@ def operation_summary(op: asyncpg.Record) -> dict[str, Any]:
     }
 
 
+# A NOTIFY payload holds at most 8000 bytes: an event that fits travels in its notification
+# (the live stream then needs no read), a larger one as its sequence number alone.
+_NOTE_LIMIT = 7900
+
+
+def event_note(envelope: Envelope, operation_id: uuid.UUID | None, subject: str) -> str:
+    """What follows the sequence number in the event's notification: ' ' and the event as
+    `event_row` shows it (without `seq`), or '' when it does not fit."""
+    note = orjson.dumps(
+        {
+            "event_id": str(envelope.message_id),
+            "operation_id": str(operation_id) if operation_id else None,
+            "type": envelope.type,
+            "subject": subject,
+            "principal": envelope.principal,
+            "occurred_at": _iso(envelope.occurred_at),
+            "payload": envelope.payload,
+        }
+    ).decode()
+    return " " + note if len(note) < _NOTE_LIMIT else ""
+
+
+def read_event_note(note: str) -> tuple[int, dict[str, Any] | None]:
+    """The sequence number of a notified event, and the event when it travelled along."""
+    seq, _, body = note.partition(" ")
+    if not body:
+        return int(seq), None
+    return int(seq), {"seq": int(seq), **orjson.loads(body)}
+
+
 def event_row(r: asyncpg.Record) -> dict[str, Any]:
     return {
         "seq": r["seq"],
@@ -550,7 +582,9 @@ __all__ = [
     "append_event",
     "create_operation",
     "enqueue",
+    "event_note",
     "load_operation",
+    "read_event_note",
     "retry_operation",
     "utcnow",
 ]

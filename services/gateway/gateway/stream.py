@@ -19,7 +19,7 @@ import asyncpg
 
 from shared.db import connect
 from shared.logging import get_logger
-from shared.operations import event_row
+from shared.operations import event_row, read_event_note
 
 log = get_logger("gateway.stream")
 
@@ -56,7 +56,8 @@ class EventBroadcaster:
         self.last_seq = 0
         self._subscribers: set[_Subscriber] = set()
         self._wake = asyncio.Event()
-        self._changed = asyncio.Condition()
+        self._reading = False
+        self._changed: asyncio.Future[None] | None = None
 
     @property
     def subscriber_count(self) -> int:
@@ -87,8 +88,28 @@ class EventBroadcaster:
                 listener = None
                 await asyncio.sleep(0.5)
 
-    def _notified(self, *_: object) -> None:
-        self._wake.set()
+    def _notified(self, _conn: object, _pid: int, _channel: str, note: str) -> None:
+        # Notifications arrive in commit order, which is `seq` order: the next event, when it
+        # travelled in its notification, goes straight out; anything else (a gap, a large
+        # event, a read in progress) is read from the table.
+        try:
+            seq, event = read_event_note(note)
+        except ValueError:
+            seq, event = 0, None
+        if event is None or self._reading or seq != self.last_seq + 1:
+            self._wake.set()
+            return
+        self._deliver([event])
+
+    def _deliver(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            for sub in self._subscribers:
+                sub.offer(event)
+            self.last_seq = event["seq"]
+        if events and self._changed is not None:
+            if not self._changed.done():
+                self._changed.set_result(None)
+            self._changed = None
 
     def _keep_alive(self) -> None:
         now = time.monotonic()
@@ -99,26 +120,26 @@ class EventBroadcaster:
 
     async def _fan_out(self) -> None:
         while True:
-            async with self.pool.acquire() as conn:
-                rows = await conn.fetch(
-                    "SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", self.last_seq, PAGE
-                )
-            for row in rows:
-                event = event_row(row)
-                for sub in self._subscribers:
-                    sub.offer(event)
-                self.last_seq = row["seq"]
-            if rows:
-                async with self._changed:
-                    self._changed.notify_all()
+            self._reading = True
+            try:
+                async with self.pool.acquire() as conn:
+                    rows = await conn.fetch(
+                        "SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                        self.last_seq,
+                        PAGE,
+                    )
+            finally:
+                self._reading = False
+            self._deliver([event_row(row) for row in rows])
             if len(rows) < PAGE:
                 return
 
     async def wait_for_change(self, timeout: float) -> None:
         """Returns when new events arrived (or after `timeout`): for long polls."""
-        async with self._changed:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+        if self._changed is None:
+            self._changed = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._changed), timeout)
 
     async def subscribe(
         self, after: int, operation_id: str | None = None

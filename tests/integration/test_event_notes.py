@@ -1,0 +1,62 @@
+"""An event's notification carries the event itself when it fits: the live stream delivers it
+without reading the table, so it must be exactly what the table gives back."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import asyncpg
+
+from shared.contracts.events import StageProgress
+from shared.db import connect
+from shared.operations import append_event, event_row, read_event_note
+from tests.integration.helpers import new_operation
+
+
+async def _notes(database_url: str) -> tuple[asyncpg.Connection, asyncio.Queue[str]]:
+    listener = await connect(database_url)
+    notes: asyncio.Queue[str] = asyncio.Queue()
+    await listener.add_listener("events", lambda *args: notes.put_nowait(args[3]))
+    return listener, notes
+
+
+async def test_a_notified_event_is_the_row_the_table_returns(
+    pool: asyncpg.Pool, database_url: str
+) -> None:
+    listener, notes = await _notes(database_url)
+    try:
+        operation_id = await new_operation(pool)  # OperationAccepted, written by the accept
+        async with pool.acquire() as conn, conn.transaction():
+            await append_event(
+                conn,
+                operation_id=operation_id,
+                domain="storage",
+                event=StageProgress(stage="bucket", message='ünïcode "quoted" 1.5 GiB'),
+                principal="tester",
+            )
+        received = [read_event_note(await asyncio.wait_for(notes.get(), 5)) for _ in range(2)]
+        async with pool.acquire() as conn:
+            rows = await conn.fetch("SELECT * FROM events ORDER BY seq")
+        assert [seq for seq, _ in received] == [r["seq"] for r in rows]
+        assert [event for _, event in received] == [event_row(r) for r in rows]
+    finally:
+        await listener.close()
+
+
+async def test_an_event_too_large_for_a_notification_sends_its_sequence_number_alone(
+    pool: asyncpg.Pool, database_url: str
+) -> None:
+    listener, notes = await _notes(database_url)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            seq = await append_event(
+                conn,
+                operation_id=uuid.uuid4(),
+                domain="storage",
+                event=StageProgress(stage="bucket", message="x" * 9000),
+                principal="tester",
+            )
+        assert read_event_note(await asyncio.wait_for(notes.get(), 5)) == (seq, None)
+    finally:
+        await listener.close()
