@@ -14,6 +14,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 
+from sim.k8s import KubeWorld
 from tests.e2e.conftest import TOKEN, cluster_spec
 from tests.ui.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.ui.stack import simulated_stack
@@ -32,7 +33,7 @@ def main(out: Path) -> None:
     if executable is None:
         raise SystemExit("Debian's chromium is not installed (/usr/bin/chromium): make install")
     out.mkdir(parents=True, exist_ok=True)
-    with simulated_stack("fast*6") as running:
+    with simulated_stack("fast*6") as (running, sim):
         api = running.client
         spec = cluster_spec(api, "research")
         first = api.post("/api/v1/clusters", spec).json()["operation_id"]
@@ -83,6 +84,47 @@ def main(out: Path) -> None:
             page.get_by_role("link", name="job and logs").click()
             expect(page.get_by_label("Log lines")).to_contain_text("step 3/", timeout=120_000)
             shoot(page, out, "training-job")
+
+            # a container killed for memory and restarted in place, on the Diagnostics page
+            kube = sim.ctx.kube
+            assert isinstance(kube, KubeWorld)
+            server = kube.api_server("research")
+            server.apply(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": "data-prep",
+                        "namespace": "default",
+                        "annotations": {"sim.hyperpilot.dev/steps": "100000"},
+                    },
+                    "spec": {
+                        "containers": [
+                            {"name": "main", "image": "pytorch:2", "command": ["python", "prep.py"]}
+                        ]
+                    },
+                }
+            )
+            prep = "/api/v1/clusters/research/pods/default/data-prep/logs"
+            while "step 3/" not in api.get(prep).text:
+                time.sleep(0.5)
+            server.run_on_loop(server.kubelet.crash, "default", "data-prep", None, 137, "OOMKilled")
+            pods_url = "/api/v1/clusters/research/pods"
+            while not any(
+                p["name"] == "data-prep" and p["restarts"] == 1 and p["status"] == "Running"
+                for p in api.get(pods_url).json()["pods"]
+            ):
+                time.sleep(0.5)
+            page.goto("/#/clusters/research/diagnostics")
+            events = page.get_by_role("region", name="Kubernetes events")
+            events.get_by_label("Warning only").check()
+            expect(events.locator("tr[data-object='data-prep']").first).to_be_visible()
+            pods = page.get_by_role("region", name="Pods")
+            expect(pods.locator("tr[data-pod='data-prep'] .restarts")).to_have_text("1")
+            pods.get_by_role("button", name="Log of data-prep").click()
+            page.get_by_label("Previous container").check()
+            expect(page.get_by_label("Pod log lines")).to_have_attribute("data-previous", "true")
+            shoot(page, out, "diagnostics")
             # the cluster's two GPUs: the job gives its own back for the endpoint
             gone = api.delete("/api/v1/clusters/research/jobs/llama-sft").json()["operation_id"]
             api.wait(gone)

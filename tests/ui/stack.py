@@ -21,8 +21,9 @@ from tests.e2e.conftest import RunningStack, _stack
 
 
 @contextlib.contextmanager
-def simulated_stack(profile: str = "fast") -> Iterator[RunningStack]:
-    """PostgreSQL, NATS, the simulated AWS (with its Kubernetes) and the services, torn down after."""
+def simulated_stack(profile: str = "fast") -> Iterator[tuple[RunningStack, SimulatedAws]]:
+    """PostgreSQL, NATS, the simulated AWS (with its Kubernetes) and the services, torn down after:
+    (the stack, the simulated AWS)."""
     root = Path(tempfile.mkdtemp(prefix="hp-ui-"))
     postgres = start_postgres(root / "pg")
     sim = SimulatedAws(get_profile(profile), kube=KubeWorld(get_profile(profile))).start()
@@ -32,7 +33,7 @@ def simulated_stack(profile: str = "fast") -> Iterator[RunningStack]:
         dsn = postgres.create_database(f"ui{time.time_ns()}")
         asyncio.run(migrate(dsn))
         with _stack(root / "stack", dsn, sim) as running:
-            yield running
+            yield running, sim
     finally:
         sim.stop()
         postgres.stop()

@@ -281,3 +281,103 @@ def test_failed_stage_shown_with_its_error_and_retried_from_its_row(
         for s in module_stack.client.get(f"/api/v1/operations/{mine['id']}").json()["stages"]
     }
     assert attempts["hyperpod_cluster"] == 2 and attempts["eks_cluster"] == 1, attempts
+
+
+def test_diagnostics_show_a_crashed_pod_its_warning_and_its_logs(
+    page: Page, created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    """A container killed for memory and restarted by the kubelet: the Diagnostics page shows
+    the pod's restart and last termination, the Warning event about it, its log and the log of
+    the container before the restart; a bad parameter is shown at its field."""
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    from sim.k8s import KubeWorld
+
+    stack, cluster = created_cluster
+    api = stack.client
+    kube = sim_aws.ctx.kube
+    assert isinstance(kube, KubeWorld)
+    server = kube.api_server(cluster)
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(server.kubeconfig()))
+    ns = unique("uidiag")
+    base = f"/api/v1/clusters/{cluster}"
+    logs = f"{base}/pods/{ns}/crasher/logs"
+
+    def until(check: Any, timeout: float = 20) -> Any:
+        deadline = time.monotonic() + timeout
+        while not (found := check()):
+            assert time.monotonic() < deadline, "not reached in time"
+            time.sleep(0.2)
+        return found
+
+    def restarted() -> bool:
+        pods = api.get(f"{base}/pods", params={"namespace": ns}).json()["pods"]
+        return bool(pods) and pods[0]["restarts"] == 1 and pods[0]["status"] == "Running"
+
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        core.create_namespaced_pod(
+            ns,
+            {
+                "metadata": {
+                    "name": "crasher",
+                    "annotations": {"sim.hyperpilot.dev/steps": "100000"},
+                },
+                "spec": {
+                    "containers": [
+                        {"name": "main", "image": "pytorch:2", "command": ["python", "train.py"]}
+                    ]
+                },
+            },
+        )
+        until(lambda: "step 2/" in api.get(logs).text)
+        # killed for memory (137, OOMKilled); the kubelet restarts the container in place
+        server.run_on_loop(server.kubelet.crash, ns, "crasher", None, 137, "OOMKilled")
+        until(restarted)
+
+        page.goto(f"/#/clusters/{cluster}")
+        page.get_by_role("link", name="Diagnostics").click()
+        expect(page.get_by_role("heading", name=f"Diagnostics of {cluster}")).to_be_visible()
+        pods = page.get_by_role("region", name="Pods")
+        expect(pods.get_by_label("Namespace")).to_have_value("default")
+        pods.get_by_label("Namespace").fill(ns)
+        pods.get_by_label("Namespace").press("Enter")
+        row = pods.locator("tr[data-pod='crasher']")
+        expect(row.locator(".restarts")).to_have_text("1")
+        expect(row.locator(".restarts")).to_have_class("restarts warn-text")
+        expect(row.locator(".pod-status")).to_contain_text("Running")
+        expect(row.locator(".last-termination")).to_contain_text("OOMKilled (exit 137)")
+
+        events = page.get_by_role("region", name="Kubernetes events")
+        events.get_by_label("Namespace").fill(ns)
+        events.get_by_label("Warning only").check()  # reads again on change
+        warning = events.locator("tr.warn[data-object='crasher']")
+        expect(warning).to_contain_text("BackOff")
+        expect(warning).to_contain_text("exited with code 137")
+        expect(events.locator("tbody tr:not(.warn)")).to_have_count(0)
+
+        row.get_by_role("button", name="Log of crasher").click()
+        expect(page.get_by_role("heading", name=f"Log of {ns}/crasher")).to_be_focused()
+        log = page.get_by_label("Pod log lines")
+        expect(log).to_contain_text("step 1/")
+        expect(page.locator(".log-meta")).to_contain_text("main, the current container")
+        expect(page.locator(".log-meta")).to_contain_text("1 restart.")
+
+        page.get_by_label("Previous container").check()
+        expect(log).to_have_attribute("data-previous", "true")
+        expect(page.locator(".log-meta")).to_contain_text("the previous container")
+        before = api.get(logs, params={"previous": "true"}).text.strip().splitlines()
+        expect(log).to_contain_text(before[-1])
+
+        # a bad parameter: the API's message and hint at its field
+        tail = page.get_by_label("Last lines")
+        tail.fill("0")
+        page.get_by_role("button", name="Refresh log").click()
+        expect(tail).to_have_attribute("aria-invalid", "true")
+        expect(page.locator(f"#{tail.get_attribute('id')}-error")).to_contain_text(
+            "greater than or equal to 1"
+        )
+    finally:
+        core.delete_namespaced_pod("crasher", ns, grace_period_seconds=0)
+        core.delete_namespace(ns)

@@ -53,6 +53,8 @@ export async function request(method, path, body, options = {}) {
     if (response.status === 401 && !options.quiet) window.dispatchEvent(new CustomEvent("hp:unauthorized"));
     throw error;
   }
+  // a text answer with its headers (a log and what it is about), not parsed as JSON
+  if (options.text) return { text, headers: response.headers };
   return data;
 }
 

@@ -11,6 +11,7 @@ import * as operations from "./views/operations.js";
 import * as audit from "./views/audit.js";
 import * as training from "./views/training.js";
 import * as inference from "./views/inference.js";
+import * as diagnostics from "./views/diagnostics.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
 export const routes = [
@@ -19,6 +20,7 @@ export const routes = [
   [/^\/clusters\/([^/]+)$/, cluster, "Cluster"],
   [/^\/clusters\/([^/]+)\/jobs$/, training, "Training"],
   [/^\/clusters\/([^/]+)\/jobs\/([^/]+)$/, training, "Job"],
+  [/^\/clusters\/([^/]+)\/diagnostics$/, diagnostics, "Diagnostics"],
   [/^\/endpoints$/, inference, "Endpoints"],
   [/^\/endpoints\/([^/]+)\/([^/]+)$/, inference, "Endpoint"],
   [/^\/operations$/, operations, "Operations"],

@@ -1,5 +1,6 @@
 // Cluster detail: summary, instance groups (add, scale, delete), nodes (health; reboot,
-// replace, delete), storage buckets, dependencies, and the Advanced Features panel.
+// replace, delete), storage buckets, dependencies, and the Advanced Features panel; links to
+// its training jobs and its diagnostics (views/diagnostics.js).
 
 import { del, get, patch, post } from "../api.js";
 import {
@@ -69,6 +70,7 @@ export async function render(main, [name]) {
     h("div", { class: "title-row" }, h("h1", {}, name), cluster.active ? badge("active") : null),
     h("p", { class: "actions" },
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/jobs`, class: "button secondary" }, "Training jobs"),
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
     status,
     section("Summary", summary),
