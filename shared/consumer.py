@@ -76,6 +76,7 @@ class CommandConsumer:
         # cost more than the rest of the pipeline. Releasing a connection to the pool resets
         # its session (asyncpg runs pg_advisory_unlock_all()), which frees the lock.
         self._lock_pool: asyncpg.Pool | None = None
+        self._lock_pool_made = asyncio.Lock()  # one pool, whichever command comes first
         self.handled = 0
 
     async def ensure_consumer(self) -> None:
@@ -134,16 +135,20 @@ class CommandConsumer:
             with contextlib.suppress(BaseException):
                 await task
         if self._lock_pool is not None:
-            with contextlib.suppress(Exception):
-                await self._lock_pool.close()
+            # Bounded: a connection a cancelled task never gave back must not hold the stop.
+            try:
+                await asyncio.wait_for(self._lock_pool.close(), 5)
+            except Exception:
+                self._lock_pool.terminate()
 
     async def _locks(self) -> asyncpg.Pool:
-        if self._lock_pool is None:
-            pool = await asyncpg.create_pool(
-                self.dsn, min_size=0, max_size=self.settings.concurrency
-            )
-            assert pool is not None
-            self._lock_pool = pool
+        async with self._lock_pool_made:
+            if self._lock_pool is None:
+                pool = await asyncpg.create_pool(
+                    self.dsn, min_size=0, max_size=self.settings.concurrency
+                )
+                assert pool is not None
+                self._lock_pool = pool
         return self._lock_pool
 
     async def _handle(self, msg: Msg) -> None:
