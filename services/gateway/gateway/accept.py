@@ -93,8 +93,10 @@ class AcceptQueue:
     async def _settle(self, batch: list[tuple[NewOperation, asyncio.Future[Accepted]]]) -> None:
         async with self.pool.acquire() as conn:
             outcomes = await persist_operations(conn, [operation for operation, _ in batch])
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
-            _resolve(future, outcome)
+            # Answered before the connection goes back to the pool (its reset is a round trip
+            # the requests need not wait for).
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                _resolve(future, outcome)
 
 
 def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException) -> None:
