@@ -47,26 +47,28 @@ simulator under the load of items 1-3), each change measured before and after:
 | live stream: no task and timer per event per subscriber; keep-alives from the broadcaster (`services/gateway/gateway/stream.py`, `routes/events.py`) | 500 subscribers, two runs: p50 49.9 / 83.2 ms, p99 121.9 / 160.6 ms | interleaved with them: p50 41.4 / 60.3 ms, p99 99.6 / 130.9 ms |
 | the first three, item 2 (202 -> `OperationStarted` delivered, p50), consecutive runs | 23.8 ms, floor 2.2 ms (10.7x) | 13.6 ms, floor 1.6 ms (8.6x) |
 | the first three, item 3 (1 replica), consecutive runs | 6.5 ops/s, floor 25 ops/s (0.26) | 13.3 ops/s, floor 38 ops/s (0.35) |
+| accepts: one statement per operation (its own transaction) instead of BEGIN, 3 statements and COMMIT; under load, concurrent accepts share one transaction and one WAL flush (`AcceptQueue` in `services/gateway/gateway/accept.py`, `persist_operations` in `shared/operations.py`). `pg_stat_activity` sampled every 20 ms at 200-400 req/s: before, 80-90% of the samples of busy backends were waits on the event-order lock, held across round trips to the gateway and through each COMMIT's flush | item 1 at 200 req/s: p50 904 ms, p99 1967 ms; highest sustained 100 req/s | back to back: p50 6.4 ms (floor 5.8 ms, 1.11x), p99 32 ms; sustained 200 req/s |
+| gateway: routes added flat instead of as included routers, which FastAPI 0.165 re-resolves on every request (`services/gateway/gateway/app.py`; the OpenAPI document is byte-identical) | route matching 28.6% of the gateway's samples under item 1's load | 4.4% |
+| gateway: one token lookup at a time per token; requests arriving while it runs share it (`gateway/auth.py`) | every request after the cache's expiry queried `api_tokens` (a burst of lookups each time under load) | one lookup per token per expiry |
+| workload-svc: the SageMaker client made on first use (`workload_svc/adapters/sagemaker.py`) | idle RSS 125 MB (SageMaker's service model alone: +22 MB) | 84 MB |
+| pipeline: the consumer's inbox check and operation lock in one round trip (`shared/consumer.py`); an operation starts in one statement instead of four (`shared/stages.py`); an event that fits in its NOTIFY payload travels in it, so the live stream delivers it without reading the table (`shared/operations.py`, `gateway/stream.py`); JSON codecs through orjson (`shared/db.py`) | item 2, back to back: 202 -> `OperationStarted` delivered p50 7.78 ms (floor 2.38 ms, 3.27x); of which written -> delivered 5.09 ms | 6.26 ms (floor 2.75 ms, 2.28x); written -> delivered 2.94 ms |
 
 The machine's load moved a lot between runs (load average 4 to 12 on 2 cores, from other
 work), which is why every figure above comes with its floor from the same run.
 
 What remains, in order of cost:
 
-- **The gateway does far more per accept than the floor**: the accept transaction is 6 round
-  trips (BEGIN, operation, outbox row, event, COMMIT, the pool's session reset) against 1, and
-  the same process then publishes the command and the event (outbox relay), records the
-  event in the audit log (audit subscriber) and reads it for the live stream: about 3x the
-  floor's CPU per request (`server_cpu_ms_per_request` in `bench/results/accept.json`), a
-  third of it in socket writes (one per statement, publish and response). On a 2-core machine
-  shared with the load generator, PostgreSQL, NATS and other work, that CPU decides the
-  sustained rate. Skipping asyncpg's session reset on release (one round trip fewer) was
-  tried and made no measurable difference, so it was not kept.
-- **Event order costs a lock held through COMMIT**: `seq` = commit order is kept by a
-  transaction-level advisory lock taken with the event insert; every event-writing
-  transaction (accepts, stage updates, audit aside) commits one after another. Removing the
-  lock (measured in a scratch copy, not shipped) did not raise the sustained accept rate on
-  this machine, so it is not yet the bottleneck; it becomes one once commits are the limit.
+- **The pipeline of a command has one hop more than its floor** (item 2): the gateway's relay
+  wakes on NOTIFY and claims the outbox rows before publishing, and the stage engine's first
+  transaction (start, the workflow's own read-model update, `OperationStarted`) is a few round
+  trips and a WAL flush where the floor has one insert. Publishing straight from the accept
+  path after its commit (skipping the relay's wake-up) was measured in interleaved runs on a
+  quiet machine (p50 4.68 / 5.00 ms without, 5.37 / 4.65 ms with): no difference worth its
+  code, so it was not kept.
+- **Event order is still a lock held through COMMIT** for every event-writing transaction
+  (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
+  transaction, which is fine at the rate stages change. If it ever limits, the next design is
+  a single sequencer assigning `seq` to committed events in batches.
 - **Polling sets the status lag**: a wait's lag is where the change falls in the backoff
   (0.05 s growing x1.5 to `POLL_MAX_SECONDS`): tens to hundreds of milliseconds in the fast
   profile, up to 15 s for real EKS and HyperPod waits at about 5 describe calls per minute.
