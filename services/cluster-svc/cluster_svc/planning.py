@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cluster_svc.queries import BadRequest, Route
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
+from shared.queries import BadRequest, Route
 
 PLAN = query_subject("cluster", "plan")
 

@@ -10,17 +10,10 @@ Replies are `{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "mes
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from pydantic import ValidationError
 
 from inference_svc.access import Clusters
 from inference_svc.domain.plan import assign_plan, delete_plan, deploy_plan, scale_plan
@@ -40,30 +33,15 @@ from shared.contracts.inference import (
 )
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
-from shared.errors import StageError, TemporaryError
 from shared.logging import get_logger
+from shared.queries import BadRequest, QueryResponder
 
 log = get_logger("inference_svc.queries")
 
-QUEUE_GROUP = "inference-svc"
 PLAN = query_subject("inference", "plan")
 DESCRIBE = query_subject("inference", "describe")
 INVOKE = query_subject("inference", "invoke")
 INVOKE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/invocations")
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-
-Route = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-def _error(code: str, message: str, hint: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message, "hint": hint}}
 
 
 def _text(request: dict[str, Any], key: str) -> str:
@@ -73,77 +51,12 @@ def _text(request: dict[str, Any], key: str) -> str:
     return value
 
 
-class Responder:
+class Responder(QueryResponder):
+    SERVICE = "inference-svc"
+
     def __init__(self, nc: NATS, clusters: Clusters) -> None:
-        self.nc = nc
         self.clusters = clusters
-        self._subscriptions: list[Subscription] = []
-        self._inflight: set[asyncio.Task[None]] = set()
-        self.routes: dict[str, Route] = {
-            PLAN: self.plan,
-            DESCRIBE: self.describe,
-            INVOKE: self.invoke,
-        }
-
-    async def start(self) -> None:
-        for subject in self.routes:
-            self._subscriptions.append(
-                await self.nc.subscribe(subject, queue=QUEUE_GROUP, cb=self._on_message)
-            )
-        await self.nc.flush()
-
-    async def stop(self) -> None:
-        for subscription in self._subscriptions:
-            with contextlib.suppress(Exception):
-                await subscription.unsubscribe()
-        self._subscriptions.clear()
-        if self._inflight:
-            await asyncio.gather(*self._inflight, return_exceptions=True)
-
-    async def _on_message(self, msg: Msg) -> None:
-        task = asyncio.create_task(self._reply(msg))
-        self._inflight.add(task)
-        task.add_done_callback(self._inflight.discard)
-
-    async def _reply(self, msg: Msg) -> None:
-        body = await self.answer(msg.subject, msg.data)
-        if msg.reply:
-            try:
-                await msg.respond(orjson.dumps(body))
-            except Exception as exc:
-                log.warning("query reply failed", subject=msg.subject, error=str(exc))
-
-    async def answer(self, subject: str, data: bytes) -> dict[str, Any]:
-        route = self.routes.get(subject)
-        if route is None:
-            return _error(
-                "unknown_query", f"no query {subject}", "use one of " + ", ".join(self.routes)
-            )
-        try:
-            request = orjson.loads(data) if data else {}
-            if not isinstance(request, dict):
-                raise BadRequest("the request must be a JSON object", "send a JSON object")
-            return {"ok": True, "data": await route(request)}
-        except orjson.JSONDecodeError as exc:
-            return _error(
-                "invalid_request", f"the request is not JSON: {exc}", "send a JSON object"
-            )
-        except BadRequest as exc:
-            return _error("invalid_request", exc.message, exc.hint)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "payload"
-            return _error("invalid_request", f"{where}: {first['msg']}", "fix the command")
-        except StageError as exc:
-            hint = exc.hint or ("retry shortly" if isinstance(exc, TemporaryError) else "")
-            return _error(exc.code, exc.message, hint)
-        except Exception as exc:
-            log.exception("query failed", subject=subject)
-            return _error(
-                "internal_error",
-                f"{type(exc).__name__}: {exc}",
-                "retry; if it persists, read inference-svc's log",
-            )
+        super().__init__(nc, {PLAN: self.plan, DESCRIBE: self.describe, INVOKE: self.invoke})
 
     # ---- plan --------------------------------------------------------------------------------
 

@@ -15,18 +15,11 @@ Request bodies are never logged (one of them carries a token).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
-import orjson
 from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from pydantic import ValidationError
 
 from shared.contracts.diagnostics import ALL_NAMESPACES, KubeEventsQuery, PodLogsQuery, PodsQuery
 from shared.contracts.plan import Plan
@@ -42,6 +35,7 @@ from shared.contracts.workloads import (
 from shared.errors import StageError
 from shared.logging import get_logger
 from shared.operations import append_event
+from shared.queries import BadRequest, QueryResponder
 from workload_svc.access import Clusters, Kube
 from workload_svc.domain import diagnostics
 from workload_svc.domain.logs import LogPage, page
@@ -51,7 +45,6 @@ from workload_svc.domain.workflows import plan_of
 
 log = get_logger("workload_svc.queries")
 
-QUEUE_GROUP = "workload-svc"
 PLAN = query_subject("workload", "plan")
 JOB = query_subject("workload", "job")
 LOGS = query_subject("workload", "logs")
@@ -64,15 +57,6 @@ MAX_LINES = 5000
 MAX_BYTES = 512 * 1024
 MAX_EVENTS_SCANNED = 5000  # events read from the API server to pick the newest from
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-
-Route = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 def _name(request: dict[str, Any], key: str) -> str:
@@ -102,86 +86,29 @@ def _require_previous(pod: dict[str, Any], container: str | None, what: str) -> 
     )
 
 
-def _error(code: str, message: str, hint: str | None) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message, "hint": hint}}
+class Responder(QueryResponder):
+    SERVICE = "workload-svc"
+    QUIET = True  # a request may carry a token (hf_token)
 
-
-class Responder:
     def __init__(
         self, nc: NATS, pool: asyncpg.Pool, clusters: Clusters, servers: TrackingServerApi
     ) -> None:
-        self.nc = nc
         self.servers = servers
         self.pool = pool
         self.clusters = clusters
-        self._subscriptions: list[Subscription] = []
-        self._inflight: set[asyncio.Task[None]] = set()
-        self.routes: dict[str, Route] = {
-            PLAN: self.plan,
-            JOB: self.job,
-            LOGS: self.logs,
-            HF_TOKEN: self.hf_token,
-            TRACKING_SERVER: self.tracking_server,
-            KUBE_EVENTS: self.kube_events,
-            PODS: self.pods,
-            POD_LOGS: self.pod_logs,
-        }
-
-    async def start(self) -> None:
-        for subject in self.routes:
-            self._subscriptions.append(
-                await self.nc.subscribe(subject, queue=QUEUE_GROUP, cb=self._on_message)
-            )
-        await self.nc.flush()
-
-    async def stop(self) -> None:
-        for subscription in self._subscriptions:
-            with contextlib.suppress(Exception):
-                await subscription.unsubscribe()
-        self._subscriptions.clear()
-        if self._inflight:
-            await asyncio.gather(*self._inflight, return_exceptions=True)
-
-    async def _on_message(self, msg: Msg) -> None:
-        task = asyncio.create_task(self._reply(msg))
-        self._inflight.add(task)
-        task.add_done_callback(self._inflight.discard)
-
-    async def _reply(self, msg: Msg) -> None:
-        body = await self.answer(msg.subject, msg.data)
-        if msg.reply:
-            try:
-                await msg.respond(orjson.dumps(body))
-            except Exception as exc:
-                log.warning("query reply failed", subject=msg.subject, error=type(exc).__name__)
-
-    async def answer(self, subject: str, data: bytes) -> dict[str, Any]:
-        route = self.routes.get(subject)
-        if route is None:
-            return _error("unknown_query", f"no query {subject}", ", ".join(self.routes))
-        try:
-            request = orjson.loads(data) if data else {}
-            if not isinstance(request, dict):
-                raise BadRequest("the request must be a JSON object", "send a JSON object")
-            return {"ok": True, "data": await route(request)}
-        except orjson.JSONDecodeError:
-            return _error("invalid_request", "the request is not JSON", "send a JSON object")
-        except BadRequest as exc:
-            return _error("invalid_request", exc.message, exc.hint)
-        except ValidationError as exc:
-            errors = exc.errors()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-            what = str(errors[0]["msg"]).removeprefix("Value error, ") if errors else "invalid"
-            rule = (errors[0].get("ctx") or {}).get("error") if errors else None
-            return _error("invalid_request", f"{where}: {what}", getattr(rule, "hint", None))
-        except StageError as exc:
-            return _error(exc.code, exc.message, exc.hint)
-        except Exception as exc:
-            # Neither the request nor the exception text: either may carry a token.
-            log.error("query failed", subject=subject, error=type(exc).__name__)
-            return _error(
-                "internal_error", f"{type(exc).__name__} answering {subject}", "retry shortly"
-            )
+        super().__init__(
+            nc,
+            {
+                PLAN: self.plan,
+                JOB: self.job,
+                LOGS: self.logs,
+                HF_TOKEN: self.hf_token,
+                TRACKING_SERVER: self.tracking_server,
+                KUBE_EVENTS: self.kube_events,
+                PODS: self.pods,
+                POD_LOGS: self.pod_logs,
+            },
+        )
 
     # ---- routes --------------------------------------------------------------------------
 

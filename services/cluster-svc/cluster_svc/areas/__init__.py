@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.planning import Planner
-from cluster_svc.queries import Route
+from shared.queries import Route
 from shared.service import Companion
 from shared.stages import Workflow
 

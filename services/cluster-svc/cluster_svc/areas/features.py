@@ -12,10 +12,10 @@ from cluster_svc.adapters.features import LiveFeatures
 from cluster_svc.areas import Area
 from cluster_svc.domain import features
 from cluster_svc.domain.cluster_workflow import ClusterPorts
-from cluster_svc.queries import BadRequest
 from shared.contracts.features import FeatureTarget, UpdateFeatures
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
+from shared.queries import BadRequest
 
 FEATURES = query_subject("cluster", "features")
 

@@ -14,9 +14,9 @@ from cluster_svc.areas import Area
 from cluster_svc.domain import inspection, instance_groups
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.planning import Planner
-from cluster_svc.queries import BadRequest, Route
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
+from shared.queries import BadRequest, Route
 
 CHECK = query_subject("cluster", "instance_group_check")
 

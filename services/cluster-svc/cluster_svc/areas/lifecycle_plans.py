@@ -14,7 +14,6 @@ from cluster_svc.areas import Area
 from cluster_svc.domain import inspection
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.dependencies import dependency_set
-from cluster_svc.queries import BadRequest
 from shared.contracts.commands import (
     CreateCluster,
     CreateStorageBucket,
@@ -24,6 +23,7 @@ from shared.contracts.commands import (
 )
 from shared.contracts.dependencies import ReconcileDependencies
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
+from shared.queries import BadRequest
 
 # What each stage of cluster creation calls when it has to create (stage order of the graph).
 CREATE_CALLS: tuple[tuple[str, str, str], ...] = (

@@ -37,7 +37,6 @@ from cluster_svc.domain.nodes import (
     recovery_plan,
     summary,
 )
-from cluster_svc.queries import BadRequest
 from shared.contracts.nodes import (
     NODE_ACTION_COMMANDS,
     NODE_ID_PATTERN,
@@ -52,6 +51,7 @@ from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.logging import get_logger
 from shared.operations import append_event
+from shared.queries import BadRequest
 from shared.service import ServiceRuntime
 
 log = get_logger("cluster_svc.nodes")

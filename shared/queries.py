@@ -1,0 +1,135 @@
+"""Reads answered over NATS request/reply (`qry.<service>.<name>`): one responder for every
+service, each adding its routes.
+
+Reads are not commands: nothing is persisted and a lost reply is simply asked again, so they use
+plain request/reply (a queue group spreads them over a service's replicas) rather than
+JetStream. Every reply is `{"ok": true, "data": ...}` or
+`{"ok": false, "error": {"code", "message", "hint"}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from pydantic import ValidationError
+
+from shared.errors import StageError, TemporaryError
+from shared.logging import get_logger
+
+log = get_logger("shared.queries")
+
+Route = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class BadRequest(Exception):
+    """The request itself is wrong: answered with code `invalid_request` and the fix."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def query_error(code: str, message: str, hint: str | None) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message, "hint": hint}}
+
+
+class QueryResponder:
+    """Subscribes each route's subject in the service's queue group; each request runs on its
+    own task (a slow read must not hold up the others) and always gets a reply document."""
+
+    SERVICE = ""  # the queue group, and the log a failure's hint points to
+    # True when a request may carry a secret: neither a request's text nor an unexpected
+    # error's is logged or answered.
+    QUIET = False
+
+    def __init__(self, nc: NATS, routes: dict[str, Route]) -> None:
+        self.nc = nc
+        self.routes = routes
+        self._subscriptions: list[Subscription] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    def stage_hint(self, exc: StageError) -> str:
+        """The hint of a refusal that came without one."""
+        return "retry shortly" if isinstance(exc, TemporaryError) else ""
+
+    async def start(self) -> None:
+        for subject in self.routes:
+            self._subscriptions.append(
+                await self.nc.subscribe(subject, queue=self.SERVICE, cb=self._on_message)
+            )
+        # Answering starts once the server has the subscriptions, not when they are sent.
+        await self.nc.flush()
+
+    async def stop(self) -> None:
+        """Stop taking requests, then let the ones in flight answer."""
+        for subscription in self._subscriptions:
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+        self._subscriptions.clear()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+
+    async def _on_message(self, msg: Msg) -> None:
+        task = asyncio.create_task(self._reply(msg))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _reply(self, msg: Msg) -> None:
+        body = await self.answer(msg.subject, msg.data)
+        if msg.reply:
+            try:
+                await msg.respond(orjson.dumps(body))
+            except Exception as exc:
+                log.warning("query reply failed", subject=msg.subject, error=type(exc).__name__)
+
+    async def answer(self, subject: str, data: bytes) -> dict[str, Any]:
+        """The reply document for one request (the transport-free core of the responder)."""
+        route = self.routes.get(subject)
+        if route is None:
+            return query_error(
+                "unknown_query", f"no query {subject}", "use one of " + ", ".join(self.routes)
+            )
+        try:
+            request = orjson.loads(data) if data else {}
+            if not isinstance(request, dict):
+                raise BadRequest("the request must be a JSON object", "send a JSON object")
+            return {"ok": True, "data": await route(request)}
+        except orjson.JSONDecodeError:
+            return query_error("invalid_request", "the request is not JSON", "send a JSON object")
+        except BadRequest as exc:
+            return query_error("invalid_request", exc.message, exc.hint)
+        except ValidationError as exc:
+            errors = exc.errors()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            what = str(errors[0]["msg"]).removeprefix("Value error, ") if errors else "invalid"
+            rule = (errors[0].get("ctx") or {}).get("error") if errors else None
+            return query_error(
+                "invalid_request",
+                f"{where or 'request'}: {what}",
+                getattr(rule, "hint", None) or "fix the request",
+            )
+        except StageError as exc:
+            return query_error(exc.code, exc.message, exc.hint or self.stage_hint(exc))
+        except Exception as exc:
+            if self.QUIET:
+                log.error("query failed", subject=subject, error=type(exc).__name__)
+                return query_error(
+                    "internal_error", f"{type(exc).__name__} answering {subject}", "retry shortly"
+                )
+            log.exception("query failed", subject=subject)
+            return query_error(
+                "internal_error",
+                f"{type(exc).__name__}: {exc}",
+                f"retry; if it persists, read {self.SERVICE}'s log",
+            )
+
+
+__all__ = ["BadRequest", "QueryResponder", "Route", "query_error"]
