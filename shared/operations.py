@@ -44,6 +44,7 @@ _APPEND_EVENT = (
 )
 
 
+_ROW_COLUMNS = 12  # the operation's own columns: the first arguments of _ACCEPT
 _INSERT_OPERATION = (
     "INSERT INTO operations (id, kind, domain, target_type, target_id, request,"
     " command_type, command, principal, source, idempotency_key, request_hash)"
@@ -182,41 +183,25 @@ async def create_operation(
     `reserve` runs in the same transaction, e.g. to claim a cluster's name in the read model, so a
     conflicting request fails before anything is queued.
     """
+    prepared = new_operation(
+        command,
+        target_type=target_type,
+        target_id=target_id,
+        request=request,
+        principal=principal,
+        source=source,
+        idempotency_key=idempotency_key,
+    )
     if reserve is None:
-        prepared = new_operation(
-            command,
-            target_type=target_type,
-            target_id=target_id,
-            request=request,
-            principal=principal,
-            source=source,
-            idempotency_key=idempotency_key,
-        )
         outcome = (await persist_operations(conn, [prepared]))[0]
         if isinstance(outcome, IdempotencyConflict):
             raise outcome
         return outcome
-    kind = command.kind()
-    digest = request_hash(kind, target_id, request)
-    operation_id = uuid.uuid4()
+    operation_id = prepared.operation_id
     async with conn.transaction():
-        inserted = await conn.fetchval(
-            _INSERT_OPERATION,
-            *_operation_row(
-                command,
-                operation_id,
-                kind,
-                target_type,
-                target_id,
-                request,
-                principal,
-                source,
-                idempotency_key,
-                digest,
-            ),
-        )
+        inserted = await conn.fetchval(_INSERT_OPERATION, *prepared.arguments[:_ROW_COLUMNS])
         if inserted is None:
-            return await _replayed(conn, principal, idempotency_key, digest)
+            return await _replayed(conn, principal, idempotency_key, prepared.digest)
         await reserve(conn, operation_id)
         await enqueue(
             conn,
@@ -228,7 +213,7 @@ async def create_operation(
             operation_id=operation_id,
             domain=command.domain,
             event=OperationAccepted(
-                kind=kind, target_type=target_type, target_id=target_id, request=request
+                kind=command.kind(), target_type=target_type, target_id=target_id, request=request
             ),
             principal=principal,
             source=source,
