@@ -32,7 +32,9 @@ _EVENT_ORDER_LOCK = 0x4576_656E_7473  # "Events": serialises event inserts so se
 
 # One round trip per event (each statement is a round trip, and an operation appends many):
 # take the ordering lock, insert the event after it (the INSERT reads from the lock's CTE),
-# queue it for `evt.>` and notify the relay and the live stream (delivered at commit).
+# queue it for `evt.>` and notify the relay and the live stream (delivered at commit). The
+# relay's notification names the writing process (its connections' application_name, see
+# shared/db.py), so only that process's relay wakes; the others' polls are the fallback.
 _APPEND_EVENT = (
     "WITH ordered AS (SELECT pg_advisory_xact_lock($1)),"
     " event AS (INSERT INTO events"
@@ -40,7 +42,8 @@ _APPEND_EVENT = (
     " SELECT $2::uuid, $3::uuid, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb"
     " FROM ordered RETURNING seq),"
     " queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($5, $2, $9))"
-    " SELECT seq, pg_notify('outbox', ''), pg_notify('events', seq::text || $10::text) FROM event"
+    " SELECT seq, pg_notify('outbox', current_setting('application_name')),"
+    " pg_notify('events', seq::text || $10::text) FROM event"
 )
 
 
@@ -54,8 +57,8 @@ _INSERT_OPERATION = (
 
 # Accepting a command in one statement: the operation (nothing else when its Idempotency-Key
 # was used before), then under the event-order lock its OperationAccepted event, and the
-# command and the event queued for the bus in that order; the relay and the live stream are
-# notified at commit.
+# command and the event queued for the bus in that order; the live stream is notified at commit,
+# and the relay too unless the writer publishes the two messages itself ($24).
 _ACCEPT = (
     "WITH op AS (" + _INSERT_OPERATION + "),"
     " ordered AS (SELECT pg_advisory_xact_lock($13) FROM op),"
@@ -67,7 +70,8 @@ _ACCEPT = (
     " SELECT v.subject, v.message_id, v.body FROM op, (VALUES"
     " (1, $14::text, $15::uuid, $16::bytea), (2, $19::text, $17::uuid, $22::bytea))"
     " AS v(n, subject, message_id, body) ORDER BY v.n)"
-    " SELECT op.id, pg_notify('outbox', ''), pg_notify('events', event.seq::text || $23::text)"
+    " SELECT op.id, pg_notify('events', event.seq::text || $23::text),"
+    " CASE WHEN $24::bool THEN pg_notify('outbox', current_setting('application_name')) END"
     " FROM op, event"
 )
 
@@ -104,7 +108,7 @@ async def enqueue(conn: asyncpg.Connection, subject: str, envelope: Envelope) ->
     # One round trip: the row and the relay's wake-up (delivered at commit).
     await conn.execute(
         "WITH queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($1, $2, $3))"
-        " SELECT pg_notify('outbox', '')",
+        " SELECT pg_notify('outbox', current_setting('application_name'))",
         subject,
         envelope.message_id,
         envelope.to_bytes(),
@@ -252,13 +256,15 @@ def _operation_row(
 @dataclass(frozen=True)
 class NewOperation:
     """An operation ready to be written by `persist_operations`: its row, its command's
-    outbox message and its OperationAccepted event, as the arguments of `_ACCEPT`."""
+    outbox message and its OperationAccepted event, as the arguments of `_ACCEPT`; `messages`
+    are the two outbox rows (subject, message id, body), for a writer that publishes them."""
 
     operation_id: uuid.UUID
     principal: str
     idempotency_key: str | None
     digest: str
     arguments: tuple[Any, ...]
+    messages: tuple[tuple[str, uuid.UUID, bytes], ...]
 
 
 def new_operation(
@@ -310,11 +316,15 @@ def new_operation(
             event.to_bytes(),
             event_note(event, operation_id, event_subject(command.domain, accepted.what)),
         ),
+        (
+            (command.subject(), message.message_id, message.to_bytes()),
+            (event_subject(command.domain, accepted.what), event.message_id, event.to_bytes()),
+        ),
     )
 
 
 async def persist_operations(
-    conn: asyncpg.Connection, operations: list[NewOperation]
+    conn: asyncpg.Connection, operations: list[NewOperation], *, wake_relay: bool = True
 ) -> list[Accepted | IdempotencyConflict]:
     """Write operations, one outcome per operation in order: created, replayed (an earlier
     request with the same Idempotency-Key) or an IdempotencyConflict.
@@ -323,13 +333,16 @@ async def persist_operations(
     released inside the server, never held across a round trip to this process. Several are
     one transaction, their statements pipelined in one round trip: one commit (one WAL flush)
     for all of them, which is what lets accepts keep up under load while events stay in commit
-    order."""
+    order.
+
+    `wake_relay=False`: the caller publishes the created operations' `messages` itself after
+    this returns (`OutboxRelay.publish_committed`); a relay's poll is the fallback."""
     if len(operations) == 1:
-        inserted = await conn.fetchval(_ACCEPT, *operations[0].arguments)
+        inserted = await conn.fetchval(_ACCEPT, *operations[0].arguments, wake_relay)
         created = {operations[0].operation_id} if inserted is not None else set()
     else:
         async with conn.transaction():
-            await conn.executemany(_ACCEPT, [o.arguments for o in operations])
+            await conn.executemany(_ACCEPT, [(*o.arguments, wake_relay) for o in operations])
             rows = await conn.fetch(
                 "SELECT id FROM operations WHERE id = ANY($1::uuid[])",
                 [o.operation_id for o in operations],

@@ -2,18 +2,21 @@
 
 Rows are claimed with FOR UPDATE SKIP LOCKED (any number of relays may run), published with
 Nats-Msg-Id = the message id (a re-publish after a crash is dropped by JetStream), and deleted in
-the claiming transaction. LISTEN/NOTIFY wakes the relay; a slow poll covers missed notifications.
+the claiming transaction. LISTEN/NOTIFY wakes the relay of the process that queued the rows (the
+notification carries the writer's application_name); the others ignore it, and a slow poll on
+every relay covers missed notifications and rows left by a process that stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 
 import asyncpg
 
 from shared.bus import Bus
-from shared.db import connect
+from shared.db import PROCESS_TAG, connect
 from shared.logging import get_logger
 
 log = get_logger("shared.outbox")
@@ -51,6 +54,27 @@ class OutboxRelay:
         self.published += len(rows)
         return len(rows)
 
+    async def publish_committed(self, messages: list[tuple[str, uuid.UUID, bytes]]) -> None:
+        """Publish messages whose outbox rows the caller has just committed (subject, message
+        id, body), without a wake-up and a claim in between, then delete their rows. Should
+        anything fail, the rows stay and the drain publishes them; a message published twice
+        (here and by a relay's poll) is dropped by JetStream."""
+        if not self.bus.connected:
+            self._wake.set()  # the drain waits for NATS, with its backoff
+            return
+        try:
+            await asyncio.gather(*(self.bus.publish(s, body, str(m)) for s, m, body in messages))
+            async with self.pool.acquire() as conn:
+                await conn.execute(
+                    "DELETE FROM outbox WHERE message_id = ANY($1::uuid[])",
+                    [m for _, m, _ in messages],
+                )
+        except Exception as exc:
+            log.warning("publishing after commit failed; the relay takes over", error=repr(exc))
+            self._wake.set()
+            return
+        self.published += len(messages)
+
     async def run(self) -> None:
         listener: asyncpg.Connection | None = None
         delay = 0.1
@@ -79,5 +103,7 @@ class OutboxRelay:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    def _notified(self, *_: object) -> None:
-        self._wake.set()
+    def _notified(self, _conn: object, _pid: int, _channel: str, writer: str) -> None:
+        # Another Hyperpilot process's rows are its own relay's (an unnamed writer's: anyone's).
+        if writer == PROCESS_TAG or not writer.startswith("hyperpilot:"):
+            self._wake.set()

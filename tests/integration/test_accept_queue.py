@@ -4,13 +4,18 @@ share transactions, and each keeps its own outcome, its idempotency and the orde
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 
 import asyncpg
+import nats
 
 from gateway.accept import AcceptQueue
+from hyperpilot.infra import NatsServer
+from shared.bus import Bus
 from shared.contracts.commands import CreateStorageBucket
 from shared.operations import Accepted, IdempotencyConflict, new_operation
+from shared.outbox import OutboxRelay
 
 
 def _bucket(name: str, key: str | None = None, principal: str = "tester") -> object:
@@ -92,15 +97,7 @@ async def test_a_failing_row_fails_alone_and_its_neighbours_are_written(
     bad = _bucket("broken")
     # a row PostgreSQL refuses (a NUL byte cannot be stored in text)
     broken = bad.arguments  # type: ignore[attr-defined]
-    bad = type(
-        bad
-    )(  # type: ignore[call-arg]
-        bad.operation_id,  # type: ignore[attr-defined]
-        bad.principal,  # type: ignore[attr-defined]
-        bad.idempotency_key,  # type: ignore[attr-defined]
-        bad.digest,  # type: ignore[attr-defined]
-        (*broken[:4], "bad\x00id", *broken[5:]),
-    )
+    bad = dataclasses.replace(bad, arguments=(*broken[:4], "bad\x00id", *broken[5:]))  # type: ignore[type-var]
     outcomes = await asyncio.gather(
         *(queue.submit(o) for o in [*good[:3], bad, *good[3:]]),  # type: ignore[arg-type]
         return_exceptions=True,
@@ -109,3 +106,67 @@ async def test_a_failing_row_fails_alone_and_its_neighbours_are_written(
     assert all(isinstance(o, Accepted) and o.created for i, o in enumerate(outcomes) if i != 3)
     async with pool.acquire() as conn:
         assert await conn.fetchval("SELECT count(*) FROM operations") == 5
+
+
+async def _stream_messages(url: str, stream: str) -> int:
+    nc = await nats.connect(url)
+    try:
+        return int((await nc.jetstream().stream_info(stream)).state.messages)
+    finally:
+        await nc.close()
+
+
+async def test_with_a_relay_accepted_commands_are_published_at_commit_without_a_wake_up(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    # The relay's loop is not running: nothing but the queue itself can publish.
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
+    queue = AcceptQueue(pool, relay)
+    key = str(uuid.uuid4())
+    try:
+        first = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
+        again = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
+        assert first.created and not again.created
+        for _ in range(250):
+            async with pool.acquire() as conn:
+                left = await conn.fetchval("SELECT count(*) FROM outbox")
+            if left == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert left == 0
+        # the command and its event once each: the replayed request published nothing
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await _stream_messages(nats_server.url, "EVENTS") == 1
+        assert relay.published == 2
+    finally:
+        await bus.close()
+
+
+async def test_with_nats_down_accepted_commands_stay_in_the_outbox_for_the_relay(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    nats_server.stop()
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.05)
+    queue = AcceptQueue(pool, relay)
+    task = asyncio.create_task(relay.run())
+    try:
+        accepted = await queue.submit(_bucket("waiting-bucket"))  # type: ignore[arg-type]
+        assert accepted.created
+        await asyncio.sleep(0.3)
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SELECT count(*) FROM outbox") == 2
+        nats_server.start()
+        for _ in range(300):
+            async with pool.acquire() as conn:
+                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
+                    break
+            await asyncio.sleep(0.05)
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+    finally:
+        task.cancel()
+        await bus.close()

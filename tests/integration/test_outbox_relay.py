@@ -109,3 +109,84 @@ async def test_two_relays_share_the_outbox_without_duplicates(
         for t in tasks:
             t.cancel()
         await bus.close()
+
+
+async def _outbox_count(pool: asyncpg.Pool) -> int:
+    async with pool.acquire() as conn:
+        return int(await conn.fetchval("SELECT count(*) FROM outbox"))
+
+
+async def _drained(pool: asyncpg.Pool, seconds: float) -> bool:
+    for _ in range(int(seconds / 0.02)):
+        if await _outbox_count(pool) == 0:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
+    task = asyncio.create_task(relay.run())
+    other = await asyncpg.connect(
+        database_url, server_settings={"application_name": "hyperpilot:1:other"}
+    )
+    unnamed = await asyncpg.connect(database_url)
+    try:
+        await asyncio.sleep(0.3)  # the relay is listening
+        # This process's row: its relay is woken at commit.
+        await new_operation(pool, "mine")
+        assert await _drained(pool, 10)
+        # Another Hyperpilot process's row is its own relay's: this one is not woken.
+        await other.execute(
+            "WITH queued AS (INSERT INTO outbox (subject, message_id, body)"
+            " VALUES ('cmd.storage.create', $1, '{}'))"
+            " SELECT pg_notify('outbox', current_setting('application_name'))",
+            uuid.uuid4(),
+        )
+        await asyncio.sleep(0.5)
+        assert await _outbox_count(pool) == 1
+        # A writer that does not name itself wakes every relay (this one takes both rows).
+        await unnamed.execute(
+            "WITH queued AS (INSERT INTO outbox (subject, message_id, body)"
+            " VALUES ('cmd.storage.create', $1, '{}'))"
+            " SELECT pg_notify('outbox', current_setting('application_name'))",
+            uuid.uuid4(),
+        )
+        assert await _drained(pool, 10)
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 3
+    finally:
+        await other.close()
+        await unnamed.close()
+        task.cancel()
+        await bus.close()
+
+
+async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    # The writer committed and stopped before publishing (its relay never ran): another
+    # process's relay finds the rows on its poll.
+    other = await asyncpg.connect(
+        database_url, server_settings={"application_name": "hyperpilot:1:gone"}
+    )
+    await other.execute(
+        "INSERT INTO outbox (subject, message_id, body) VALUES ('cmd.storage.create', $1, '{}')",
+        uuid.uuid4(),
+    )
+    await other.close()
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.2)
+    task = asyncio.create_task(relay.run())
+    try:
+        assert await _drained(pool, 10)
+        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+    finally:
+        task.cancel()
+        await bus.close()

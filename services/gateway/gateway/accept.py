@@ -27,6 +27,7 @@ from shared.operations import (
     new_operation,
     persist_operations,
 )
+from shared.outbox import OutboxRelay
 
 log = get_logger("gateway.accept")
 
@@ -56,14 +57,20 @@ class AcceptQueue:
     """Group commit for accepts: while one batch of operations is being written, the ones that
     arrive wait and go together in the next (one transaction, one WAL flush). Under light load
     a batch is one operation and nothing waits; under heavy load the event-order lock and the
-    flush are paid once per batch instead of once per request."""
+    flush are paid once per batch instead of once per request.
+
+    With a relay, the batch's commands (and their OperationAccepted events) are published as
+    soon as it has committed, by the relay's `publish_committed`, instead of waiting for the
+    relay to be woken and to claim them."""
 
     MAX_BATCH = 64
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, relay: OutboxRelay | None = None) -> None:
         self.pool = pool
+        self.relay = relay
         self._waiting: list[tuple[NewOperation, asyncio.Future[Accepted]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
 
     async def submit(self, operation: NewOperation) -> Accepted:
         future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
@@ -92,11 +99,23 @@ class AcceptQueue:
 
     async def _settle(self, batch: list[tuple[NewOperation, asyncio.Future[Accepted]]]) -> None:
         async with self.pool.acquire() as conn:
-            outcomes = await persist_operations(conn, [operation for operation, _ in batch])
-            # Answered before the connection goes back to the pool (its reset is a round trip
-            # the requests need not wait for).
+            outcomes = await persist_operations(
+                conn, [operation for operation, _ in batch], wake_relay=self.relay is None
+            )
+            # Answered before the connection goes back to the pool.
             for (_, future), outcome in zip(batch, outcomes, strict=True):
                 _resolve(future, outcome)
+        if self.relay is not None:
+            messages = [
+                message
+                for (operation, _), outcome in zip(batch, outcomes, strict=True)
+                if isinstance(outcome, Accepted) and outcome.created
+                for message in operation.messages
+            ]
+            if messages:
+                task = asyncio.create_task(self.relay.publish_committed(messages))
+                self._publishing.add(task)
+                task.add_done_callback(self._publishing.discard)
 
 
 def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException) -> None:
@@ -111,9 +130,9 @@ def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException
 _queues: dict[int, AcceptQueue] = {}
 
 
-def open_accept_queue(pool: asyncpg.Pool) -> AcceptQueue:
+def open_accept_queue(pool: asyncpg.Pool, relay: OutboxRelay | None = None) -> AcceptQueue:
     """Route this pool's accepts through a queue (the gateway does it at startup)."""
-    queue = _queues[id(pool)] = AcceptQueue(pool)
+    queue = _queues[id(pool)] = AcceptQueue(pool, relay)
     return queue
 
 

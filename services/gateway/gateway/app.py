@@ -57,7 +57,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     bus.start()
     app.state.pool = pool
     app.state.bus = bus
-    open_accept_queue(pool)
     oidc = None
     if settings.oidc_issuer and settings.oidc_audience and settings.oidc_jwks:
         oidc = OidcVerifier(
@@ -74,6 +73,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.relay = OutboxRelay(
         pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
     )
+    open_accept_queue(pool, app.state.relay)
     app.state.audit = AuditSubscriber(pool, bus)
     tasks = [
         asyncio.create_task(_bootstrap_admin(app, settings)),
