@@ -3,8 +3,8 @@
 - `serve`: a bare FastAPI app under one uvicorn worker, as the gateway runs. `POST /items`
   does one INSERT (the accept floor); `GET /stream` is a Server-Sent Events stream fed by one
   LISTEN connection (the fan-out floor).
-- `pipeline_floor`: a JetStream publish, a pull consumer in another process that INSERTs and
-  NOTIFYs in one transaction, and a LISTEN receiver (the pipeline floor).
+- `PipelineFloor`: a JetStream publish, a pull consumer in another process that INSERTs and
+  NOTIFYs in one transaction, and a LISTEN receiver (the pipeline floor), one round at a time.
 
     .venv/bin/python -m bench.floor --dsn DSN --port PORT     # the HTTP floor app
 """
@@ -168,59 +168,71 @@ def _consumer_process(nats_url: str, dsn: str, ready: Any, stop: Any) -> None:
     asyncio.run(_consume(nats_url, dsn, ready, stop))
 
 
-async def pipeline_floor(nats_url: str, dsn: str, count: int) -> list[float]:
-    """Latencies (ms) of publish -> pull consume -> INSERT + NOTIFY -> LISTEN receiver."""
-    import asyncpg
-    import nats
-    from nats.js.api import StreamConfig
+class PipelineFloor:
+    """publish -> pull consume (another process) -> INSERT + NOTIFY -> LISTEN receiver, one
+    message at a time: `once()` is one round, so that rounds can be interleaved with the
+    measurement they are the floor of (both then see the same machine)."""
 
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    with contextlib.suppress(Exception):
-        await js.delete_stream(FLOOR_STREAM)
-    await js.add_stream(StreamConfig(name=FLOOR_STREAM, subjects=[FLOOR_SUBJECT]))
-    setup = await asyncpg.connect(dsn)
-    await setup.execute(
-        "CREATE TABLE IF NOT EXISTS bench_floor_pipeline"
-        " (id bigserial PRIMARY KEY, body text NOT NULL, created_at timestamptz DEFAULT now())"
-    )
-    await setup.close()
-    ctx = mp.get_context("spawn")
-    ready, stop = ctx.Event(), ctx.Event()
-    consumer = ctx.Process(target=_consumer_process, args=(nats_url, dsn, ready, stop))
-    consumer.start()
-    await asyncio.get_running_loop().run_in_executor(None, ready.wait, 30)
-    listener = await asyncpg.connect(dsn)
-    waiting: dict[str, asyncio.Future[float]] = {}
+    def __init__(self, nats_url: str, dsn: str) -> None:
+        self.nats_url = nats_url
+        self.dsn = dsn
+        self._waiting: dict[str, asyncio.Future[float]] = {}
+        self._sent = 0
 
-    def received(*args: object) -> None:
-        future = waiting.pop(str(args[3]), None)
+    async def __aenter__(self) -> PipelineFloor:
+        import asyncpg
+        import nats
+        from nats.js.api import StreamConfig
+
+        self._nc = await nats.connect(self.nats_url)
+        self._js = self._nc.jetstream()
+        with contextlib.suppress(Exception):
+            await self._js.delete_stream(FLOOR_STREAM)
+        await self._js.add_stream(StreamConfig(name=FLOOR_STREAM, subjects=[FLOOR_SUBJECT]))
+        setup = await asyncpg.connect(self.dsn)
+        await setup.execute(
+            "CREATE TABLE IF NOT EXISTS bench_floor_pipeline"
+            " (id bigserial PRIMARY KEY, body text NOT NULL, created_at timestamptz DEFAULT now())"
+        )
+        await setup.close()
+        ctx = mp.get_context("spawn")
+        ready, self._stop = ctx.Event(), ctx.Event()
+        self._consumer = ctx.Process(
+            target=_consumer_process, args=(self.nats_url, self.dsn, ready, self._stop)
+        )
+        self._consumer.start()
+        await asyncio.get_running_loop().run_in_executor(None, ready.wait, 30)
+        self._listener = await asyncpg.connect(self.dsn)
+        await self._listener.add_listener(FLOOR_CHANNEL, self._received)
+        for _ in range(10):  # warm the connections up
+            await self.once()
+        return self
+
+    def _received(self, *args: object) -> None:
+        future = self._waiting.pop(str(args[3]), None)
         if future is not None and not future.done():
             future.set_result(time.perf_counter())
 
-    await listener.add_listener(FLOOR_CHANNEL, received)
-    latencies: list[float] = []
-    try:
-        for i in range(count + 10):
-            key = f"m-{i}"
-            future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-            waiting[key] = future
-            start = time.perf_counter()
-            await js.publish(FLOOR_SUBJECT, key.encode(), headers={"Nats-Msg-Id": key})
-            done = await asyncio.wait_for(future, 10)
-            if i >= 10:  # the first ten warm the connections up
-                latencies.append((done - start) * 1000)
-            await asyncio.sleep(0.005)
-    finally:
-        stop.set()
-        consumer.join(10)
-        if consumer.is_alive():
-            consumer.kill()
-        await listener.close()
+    async def once(self) -> float:
+        """One round's latency, in ms."""
+        self._sent += 1
+        key = f"m-{self._sent}"
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        start = time.perf_counter()
+        await self._js.publish(FLOOR_SUBJECT, key.encode(), headers={"Nats-Msg-Id": key})
+        done = await asyncio.wait_for(future, 10)
+        return (done - start) * 1000
+
+    async def __aexit__(self, *_: object) -> None:
+        self._stop.set()
+        self._consumer.join(10)
+        if self._consumer.is_alive():
+            self._consumer.kill()
+        await self._listener.close()
         with contextlib.suppress(Exception):
-            await js.delete_stream(FLOOR_STREAM)
-        await nc.close()
-    return latencies
+            await self._js.delete_stream(FLOOR_STREAM)
+        await self._nc.close()
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from bench.common import (
     rss_mb,
     stage_seconds,
 )
-from bench.floor import pipeline_floor, start_floor_app, stop_process
+from bench.floor import PipelineFloor, start_floor_app, stop_process
 
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -121,8 +121,13 @@ async def _latest_seq(dsn: str) -> int:
         await conn.close()
 
 
-async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
+async def sequential(
+    url: str, dsn: str, count: int, floor: PipelineFloor | None = None
+) -> dict[str, Any]:
+    """`count` bucket creates one at a time; with a floor, one round of it after each (both
+    then run on the same machine in the same state)."""
     stream = LiveStream(url)
+    floor_ms: list[float] = []
     await stream.start(await _latest_seq(dsn))
     rows: list[dict[str, Any]] = []
     async with httpx.AsyncClient(base_url=url, headers=HEADERS, timeout=30) as client:
@@ -140,6 +145,9 @@ async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
                 operation = (await client.get(f"/api/v1/operations/{op_id}")).json()
                 if i < 3:  # warm-up
                     continue
+                if floor is not None:
+                    await asyncio.sleep(0.02)
+                    floor_ms.append(await floor.once())
                 total = (ended - answered) * 1000
                 arrived, occurred = stream.walls[(op_id, "OperationStarted")]
                 s3 = _s3_seconds(operation) * 1000
@@ -175,7 +183,7 @@ async def sequential(url: str, dsn: str, count: int) -> dict[str, Any]:
             "s3_ms",
             "ours_ms",
         )
-    } | {"operations": len(rows)}
+    } | {"operations": len(rows), "floor_ms": floor_ms}
 
 
 class MemorySampler:
@@ -355,8 +363,12 @@ def run(sequential_count: int, throughput_count: int, concurrency: int) -> dict[
         floor_idle = _snapshot({"floor": [floor_app.pid]})["floor"]
         stop_process(floor_app)
 
-        pipeline = asyncio.run(sequential(stack.url, dsn, sequential_count))
-        floor_latencies = asyncio.run(pipeline_floor(stack.nats_url, dsn, 200))
+        async def interleaved(nats_url: str) -> dict[str, Any]:
+            async with PipelineFloor(nats_url, dsn) as pipeline_floor:
+                return await sequential(stack.url, dsn, sequential_count, pipeline_floor)
+
+        pipeline = asyncio.run(interleaved(stack.nats_url))
+        floor_latencies = pipeline.pop("floor_ms")
         floor = {
             "p50": round(percentile(floor_latencies, 50), 2),
             "p99": round(percentile(floor_latencies, 99), 2),
@@ -386,7 +398,8 @@ def run(sequential_count: int, throughput_count: int, concurrency: int) -> dict[
     whole_idle_pss = sum(v["pss_mb"] for v in idle.values())
     pipeline_result = {
         "what": "bucket create followed on the live stream, one at a time",
-        "floor": "JetStream publish -> pull consume -> INSERT + NOTIFY -> LISTEN receiver",
+        "floor": "JetStream publish -> pull consume -> INSERT + NOTIFY -> LISTEN receiver,"
+        " one round after each of ours",
         "ours": pipeline,
         "floor_ms": floor,
         "summary": {
@@ -440,7 +453,7 @@ def run(sequential_count: int, throughput_count: int, concurrency: int) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sequential", type=int, default=40)
+    parser.add_argument("--sequential", type=int, default=80)
     parser.add_argument("--throughput", type=int, default=120)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()

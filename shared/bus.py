@@ -55,6 +55,9 @@ async def ensure_streams(js: JetStreamContext) -> None:
             await js.update_stream(config)
 
 
+CLOSE_SECONDS = 5.0
+
+
 class Bus:
     """One NATS connection per process. `ready` is set while JetStream is usable."""
 
@@ -134,7 +137,8 @@ class Bus:
                 await self._task
         if self.nc is not None:
             # close, not drain: consumers have been stopped, and a pending pull would hold a
-            # drain for its whole timeout.
+            # drain for its whole timeout. Bounded: a close that never returns must not hold
+            # the process's shutdown.
             with contextlib.suppress(Exception):
-                await self.nc.close()
+                await asyncio.wait_for(self.nc.close(), CLOSE_SECONDS)
         self.ready.clear()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -185,15 +186,19 @@ class CommandConsumer:
             locks = await self._locks()
             lock_conn = await locks.acquire()
             # One round trip: a message already handled (its inbox row) is only acknowledged;
-            # otherwise the operation's lock is tried (NULL: handled, no lock taken).
-            locked = await lock_conn.fetchval(
+            # otherwise the operation's lock is tried (NULL: handled, no lock taken), and its
+            # attempt read (the stage engine starts that attempt in one statement).
+            row = await lock_conn.fetchrow(
                 "SELECT CASE WHEN EXISTS"
                 " (SELECT 1 FROM inbox WHERE consumer = $1 AND message_id = $2)"
-                " THEN NULL ELSE pg_try_advisory_lock($3) END",
+                " THEN NULL ELSE pg_try_advisory_lock($3) END AS locked,"
+                " (SELECT attempt FROM operations WHERE id = $4) AS attempt",
                 self.name,
                 envelope.message_id,
                 operation_lock_key(envelope.correlation_id),
+                envelope.correlation_id,
             )
+            locked = row["locked"]
             if locked is None:
                 await msg.ack()
                 return
@@ -202,7 +207,7 @@ class CommandConsumer:
                 await msg.nak(delay=self.settings.ack_wait / 2)
                 return
             heartbeat = asyncio.create_task(self._keep_alive(msg))
-            await handler(envelope, delivery)
+            await handler(envelope, dataclasses.replace(delivery, attempt=row["attempt"]))
             await msg.ack()
             self.handled += 1
         except PermanentError as exc:

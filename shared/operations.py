@@ -137,10 +137,22 @@ async def append_event(
     source: str = "system",
 ) -> int:
     """Record an event (totally ordered) and queue it for `evt.>`; returns its sequence number."""
-    envelope = _event_envelope(operation_id, event, principal=principal, source=source)
-    subject = event_subject(domain, event.what)
     seq: int = await conn.fetchval(
         _APPEND_EVENT,
+        *event_arguments(operation_id, domain, event, principal=principal, source=source),
+    )
+    return seq
+
+
+def event_arguments(
+    operation_id: uuid.UUID | None, domain: str, event: Event, *, principal: str, source: str
+) -> tuple[Any, ...]:
+    """The arguments of `_APPEND_EVENT`, in order ($1 to $10): the event-order lock, the
+    event's id, operation, type, subject, principal, time and payload, its envelope for the
+    bus and its notification."""
+    envelope = _event_envelope(operation_id, event, principal=principal, source=source)
+    subject = event_subject(domain, event.what)
+    return (
         _EVENT_ORDER_LOCK,
         envelope.message_id,
         operation_id,
@@ -152,7 +164,6 @@ async def append_event(
         envelope.to_bytes(),
         event_note(envelope, operation_id, subject),
     )
-    return seq
 
 
 def command_envelope(

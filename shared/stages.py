@@ -37,7 +37,7 @@ from shared.contracts.events import (
 )
 from shared.errors import PermanentError, StageError, TemporaryError
 from shared.logging import get_logger
-from shared.operations import TERMINAL, append_event
+from shared.operations import TERMINAL, append_event, event_arguments
 
 log = get_logger("shared.stages")
 
@@ -168,6 +168,7 @@ class Delivery:
     message_id: uuid.UUID
     principal: str
     source: str
+    attempt: int | None = None  # the operation's attempt, as read with its lock (None: unknown)
 
 
 # Starting (or resuming) an operation in one statement: lock its row; unless it is terminal,
@@ -182,6 +183,31 @@ _START = (
     " running AS (UPDATE operations SET status = 'running', updated_at = now()"
     " FROM op WHERE operations.id = $1 AND op.status = 'pending')"
     " SELECT status, attempt FROM op"
+)
+
+# The same, for a workflow without an on_start hook whose attempt is known ($4), in one
+# statement: moving the operation from pending to running appends its OperationStarted event
+# for that attempt ($5-$14 are `event_arguments`) under the event-order lock, queued for `evt.>`
+# and notified at commit. `started` says whether it did; pending and not started (another
+# attempt found) leaves the operation pending for the general path.
+_START_AND_EVENT = (
+    "WITH op AS (SELECT status, attempt FROM operations WHERE id = $1 FOR UPDATE),"
+    " staged AS (INSERT INTO stages (operation_id, name, position, title, needs)"
+    " SELECT $1, s.name, s.position, s.title, s.needs"
+    " FROM op, jsonb_to_recordset($2::jsonb) AS s(name text, position int, title text, needs text[])"
+    " WHERE op.status <> ALL($3::text[]) ON CONFLICT DO NOTHING),"
+    " running AS (UPDATE operations SET status = 'running', updated_at = now()"
+    " FROM op WHERE operations.id = $1 AND op.status = 'pending' AND op.attempt = $4),"
+    " ordered AS (SELECT pg_advisory_xact_lock($5) FROM op"
+    " WHERE op.status = 'pending' AND op.attempt = $4),"
+    " event AS (INSERT INTO events"
+    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
+    " SELECT $6::uuid, $7::uuid, $8::text, $9::text, $10::text, $11::timestamptz, $12::jsonb"
+    " FROM ordered RETURNING seq),"
+    " queued AS (INSERT INTO outbox (subject, message_id, body) SELECT $9, $6, $13 FROM event),"
+    " notified AS (SELECT pg_notify('outbox', current_setting('application_name')),"
+    " pg_notify('events', seq::text || $14::text) FROM event)"
+    " SELECT status, attempt, EXISTS (SELECT FROM notified) AS started FROM op"
 )
 
 
@@ -224,26 +250,50 @@ class StageEngine:
             {"name": s.name, "position": i, "title": s.title, "needs": list(s.needs)}
             for i, s in enumerate(workflow.stages)
         ]
-        async with self.pool.acquire() as conn, conn.transaction():
-            op = await conn.fetchrow(_START, operation_id, stages, list(TERMINAL))
-            if op is None:
-                raise PermanentError(
-                    "OperationNotFound", f"operation {operation_id} does not exist"
+        async with self.pool.acquire() as conn:
+            if workflow.on_start is None and delivery.attempt is not None:
+                # One statement, its own transaction: no hook to run in between.
+                op = await conn.fetchrow(
+                    _START_AND_EVENT,
+                    operation_id,
+                    stages,
+                    list(TERMINAL),
+                    delivery.attempt,
+                    *event_arguments(
+                        operation_id,
+                        workflow.domain,
+                        OperationStarted(kind=workflow.kind, attempt=delivery.attempt),
+                        principal=delivery.principal,
+                        source=delivery.source,
+                    ),
                 )
-            if op["status"] in TERMINAL:
-                await mark_handled(conn, delivery)
-                return str(op["status"])
-            if op["status"] == "pending":
-                if workflow.on_start is not None:
-                    await workflow.on_start(conn, operation_id, command)
-                await append_event(
-                    conn,
-                    operation_id=operation_id,
-                    domain=workflow.domain,
-                    event=OperationStarted(kind=workflow.kind, attempt=op["attempt"]),
-                    principal=delivery.principal,
-                    source=delivery.source,
-                )
+                if op is not None and (op["started"] or op["status"] != "pending"):
+                    if op["status"] in TERMINAL:
+                        await mark_handled(conn, delivery)
+                        return str(op["status"])
+                    return None
+            # The hook and the event follow the start in its transaction; the event-order lock
+            # is taken last, so it is held for one statement and the COMMIT.
+            async with conn.transaction():
+                op = await conn.fetchrow(_START, operation_id, stages, list(TERMINAL))
+                if op is None:
+                    raise PermanentError(
+                        "OperationNotFound", f"operation {operation_id} does not exist"
+                    )
+                if op["status"] in TERMINAL:
+                    await mark_handled(conn, delivery)
+                    return str(op["status"])
+                if op["status"] == "pending":
+                    if workflow.on_start is not None:
+                        await workflow.on_start(conn, operation_id, command)
+                    await append_event(
+                        conn,
+                        operation_id=operation_id,
+                        domain=workflow.domain,
+                        event=OperationStarted(kind=workflow.kind, attempt=op["attempt"]),
+                        principal=delivery.principal,
+                        source=delivery.source,
+                    )
         return None
 
 

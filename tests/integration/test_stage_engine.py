@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -295,3 +296,44 @@ async def test_a_pending_operation_is_cancelled_at_once(pool: asyncpg.Pool) -> N
     async with pool.acquire() as conn:
         assert await request_cancel(conn, op, principal="tester", source="rest") == "cancelled"
         assert await conn.fetchval("SELECT status FROM operations WHERE id = $1", op) == "cancelled"
+
+
+@pytest.mark.parametrize("with_on_start", [False, True])
+@pytest.mark.parametrize(
+    ("known_attempt", "recorded_attempt"),
+    [(1, 1), (7, 1), (None, 1)],  # read with the consumer's lock; a stale one; not known
+)
+async def test_an_operation_starts_once_with_its_recorded_attempt(
+    pool: asyncpg.Pool,
+    with_on_start: bool,
+    known_attempt: int | None,
+    recorded_attempt: int,
+) -> None:
+    hooked: list[str] = []
+
+    async def on_start(conn: asyncpg.Connection, operation_id: Any, command: Any) -> None:
+        hooked.append(str(operation_id))
+
+    async def only(ctx: StageContext) -> Done:
+        return Done()
+
+    wf = Workflow(
+        kind="storage.create",
+        domain="storage",
+        stages=(Stage("only", "Only", only),),
+        on_start=on_start if with_on_start else None,
+    )
+    op = await new_operation(pool)
+    run = dataclasses.replace(delivery(), attempt=known_attempt)
+    assert await _engine(pool).run(wf, op, {}, run) == "succeeded"
+    started = [e for e in await events_of(pool, op) if e["type"] == "OperationStarted"]
+    assert [e["attempt"] for e in started] == [recorded_attempt]
+    assert hooked == ([str(op)] if with_on_start else [])
+    async with pool.acquire() as conn:
+        queued = await conn.fetchval(
+            "SELECT count(*) FROM outbox WHERE subject = 'evt.storage.operation_started'"
+        )
+    assert queued == 1  # and queued once for the bus
+    # Delivered again: nothing starts twice.
+    assert await _engine(pool).run(wf, op, {}, run) == "succeeded"
+    assert len([e for e in await events_of(pool, op) if e["type"] == "OperationStarted"]) == 1

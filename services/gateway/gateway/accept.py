@@ -56,8 +56,8 @@ def check_idempotency_key(key: str | None) -> str | None:
 class AcceptQueue:
     """Group commit for accepts: while one batch of operations is being written, the ones that
     arrive wait and go together in the next (one transaction, one WAL flush). Under light load
-    a batch is one operation and nothing waits; under heavy load the event-order lock and the
-    flush are paid once per batch instead of once per request.
+    a batch is one operation, written in the request's own task, and nothing waits; under heavy
+    load the event-order lock and the flush are paid once per batch instead of once per request.
 
     With a relay, the batch's commands (and their OperationAccepted events) are published as
     soon as it has committed, by the relay's `publish_committed`, instead of waiting for the
@@ -70,14 +70,32 @@ class AcceptQueue:
         self.relay = relay
         self._waiting: list[tuple[NewOperation, asyncio.Future[Accepted]]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._writing_inline = False
         self._publishing: set[asyncio.Task[None]] = set()
 
     async def submit(self, operation: NewOperation) -> Accepted:
         future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
-        self._waiting.append((operation, future))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write(), name="accept-writer")
+        writer_busy = self._writer is not None and not self._writer.done()
+        if self._writing_inline or writer_busy or self._waiting:
+            self._waiting.append((operation, future))  # goes with the next batch
+            self._start_writer()
+        else:
+            # Nothing in flight: written now, without a hand-over to the writer task.
+            self._writing_inline = True
+            try:
+                await self._settle([(operation, future)])
+            except Exception as exc:
+                _resolve(future, exc)
+            finally:
+                self._writing_inline = False
+                self._start_writer()
         return await future
+
+    def _start_writer(self) -> None:
+        """The writer task takes the batches that arrived while one was being written."""
+        idle = self._writer is None or self._writer.done()
+        if self._waiting and not self._writing_inline and idle:
+            self._writer = asyncio.create_task(self._write(), name="accept-writer")
 
     async def _write(self) -> None:
         while self._waiting:
