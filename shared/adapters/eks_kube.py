@@ -1,10 +1,13 @@
 """A cluster's Kubernetes API, reached the way `aws eks get-token` does, for any service.
 
-The endpoint and CA come from the `clusters` read model (cluster-svc recorded DescribeCluster's
-answer there); the bearer token is `k8s-aws-v1.` + base64url of a presigned STS
-GetCallerIdentity URL signing the header `x-k8s-aws-id: <EKS cluster name>`, renewed well within
-the 15 minutes EKS accepts it. Objects are applied with server-side apply under the service's
-own field manager. The client is synchronous, so each call runs in a thread.
+The endpoint and CA are DescribeCluster's (cluster-svc asks EKS; the other services read them
+from the `clusters` read model cluster-svc records); the bearer token is `k8s-aws-v1.` +
+base64url of a presigned STS GetCallerIdentity URL signing the header
+`x-k8s-aws-id: <EKS cluster name>`, renewed well within the 15 minutes EKS accepts it. Objects
+are applied with server-side apply under the service's own field manager: a re-apply of the
+same object changes nothing, fields other managers own and the object does not declare are left
+alone, and a declared field is taken over (the declared state is authoritative). The client is
+synchronous, so each call runs in a thread.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
 KubeObject = dict[str, Any]
-RENEW_AFTER = 10 * 60.0
+RENEW_AFTER = 10 * 60.0  # EKS accepts a token for 15 minutes; the margin covers skew and slow calls
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,62 @@ def eks_token(session: boto3.session.Session, cluster: str, region: str, service
     return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
-def kube_error(exc: Exception, what: str, *, service: str, invalid_hint: str) -> StageError:
-    """A Kubernetes failure as a stage error: 429/5xx and dropped connections are temporary."""
+class EksTokens:
+    """One cluster's bearer token, renewed before EKS stops accepting it."""
+
+    def __init__(
+        self,
+        session: boto3.session.Session,
+        cluster: str,
+        region: str,
+        service: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session = session
+        self.cluster = cluster
+        self.region = region
+        self.service = service
+        self.clock = clock
+        self._token: str | None = None
+        self._issued = 0.0
+        self._lock = threading.Lock()
+
+    def token(self) -> str:
+        with self._lock:
+            if self._token is None or self.clock() - self._issued >= RENEW_AFTER:
+                self._token = eks_token(self.session, self.cluster, self.region, self.service)
+                self._issued = self.clock()
+            return self._token
+
+
+def api_client(target: ClusterEndpoint, tokens: EksTokens, ca_dir: Path) -> k8s.ApiClient:
+    """An ApiClient for the cluster; the bearer token is renewed on a request when due."""
+    ca_file = ca_dir / f"{target.eks_name}-{abs(hash(target.ca_data))}.crt"
+    ca_file.write_bytes(base64.b64decode(target.ca_data))
+    config = k8s.Configuration(host=target.endpoint)
+    config.ssl_ca_cert = str(ca_file)
+    config.verify_ssl = True
+    config.api_key_prefix["authorization"] = "Bearer"
+
+    def refresh(configuration: k8s.Configuration) -> None:
+        configuration.api_key["authorization"] = tokens.token()
+
+    config.refresh_api_key_hook = refresh  # type: ignore[assignment]
+    refresh(config)
+    return k8s.ApiClient(config)
+
+
+def kube_error(
+    exc: Exception,
+    what: str,
+    *,
+    service: str,
+    invalid_hint: str,
+    forbidden_hint: str | None = None,
+) -> StageError:
+    """A Kubernetes failure as a stage error: 429/5xx and dropped connections are temporary.
+    A refused principal (401/403) gets `forbidden_hint`, by default an access entry for
+    `service`."""
     if isinstance(exc, ApiException):
         status = int(exc.status or 0)
         try:
@@ -83,7 +140,8 @@ def kube_error(exc: Exception, what: str, *, service: str, invalid_hint: str) ->
             return PermanentError(
                 "KubernetesForbidden",
                 f"{what}: {message}",
-                f"give {service}'s IAM principal an EKS access entry on the cluster",
+                forbidden_hint
+                or f"give {service}'s IAM principal an EKS access entry on the cluster",
             )
         if status == 422:
             return PermanentError("KubernetesInvalid", f"{what}: {message}", invalid_hint)
@@ -96,12 +154,15 @@ def kube_error(exc: Exception, what: str, *, service: str, invalid_hint: str) ->
 class ClusterKube:
     """Apply, read and delete objects of any kind (CRDs found at run time); pods and nodes.
 
-    A service subclasses it with its own reads and sets who it is: `SERVICE`, `FIELD_MANAGER`
-    and the hint for an object the API server's schema refuses."""
+    A service subclasses it with its own reads and sets who it is: `SERVICE`, `FIELD_MANAGER`,
+    the hint for an object the API server's schema refuses and, if the default one does not
+    fit, the hint for a refused principal. A namespaced object without a namespace is in
+    "default"; a cluster-scoped one has none."""
 
     SERVICE = "hyperpilot"
     FIELD_MANAGER = "hyperpilot"
     INVALID_HINT = "the API server's schema refused the object"
+    FORBIDDEN_HINT: str | None = None
 
     def __init__(self, api: k8s.ApiClient, cache_file: Path) -> None:
         self.api = api
@@ -126,15 +187,32 @@ class ClusterKube:
                 except ResourceNotFoundError:
                     return None
 
+    @classmethod
+    def error(cls, exc: Exception, what: str) -> StageError:
+        """`exc` as a stage error, with this service's hints."""
+        return kube_error(
+            exc,
+            what,
+            service=cls.SERVICE,
+            invalid_hint=cls.INVALID_HINT,
+            forbidden_hint=cls.FORBIDDEN_HINT,
+        )
+
+    def _not_served(self, what: str, api_version: str, kind: str) -> StageError:
+        """The error for writing a kind the API server does not serve: its operator is missing."""
+        return PermanentError(
+            "OperatorMissing",
+            f"{what}: the API server does not serve {api_version} {kind}",
+            "install the operator that brings this kind",
+        )
+
     async def _run(self, what: str, fn: Callable[[], T]) -> T:
         try:
             return await asyncio.to_thread(fn)
         except StageError:
             raise
         except Exception as exc:
-            raise kube_error(
-                exc, what, service=self.SERVICE, invalid_hint=self.INVALID_HINT
-            ) from exc
+            raise self.error(exc, what) from exc
 
     async def serves(self, api_version: str, kind: str) -> bool:
         return await self._run(
@@ -142,38 +220,36 @@ class ClusterKube:
         )
 
     async def get(
-        self, api_version: str, kind: str, name: str, namespace: str
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> KubeObject | None:
         def call() -> KubeObject | None:
             resource = self._resource(api_version, kind)
             if resource is None:
-                return None
+                return None  # the kind is not served (its CRD is absent), so neither is the object
             try:
-                found: KubeObject = resource.get(name=name, namespace=namespace).to_dict()
+                found: KubeObject = resource.get(
+                    name=name, namespace=_ns(resource, namespace)
+                ).to_dict()
             except ApiException as exc:
                 if exc.status == 404:
                     return None
                 raise
             return found
 
-        return await self._run(f"get {kind} {namespace}/{name}", call)
+        return await self._run(f"get {kind} {_ref(name, namespace)}", call)
 
     async def apply(self, obj: KubeObject) -> KubeObject:
         meta = obj["metadata"]
-        what = f"apply {obj['kind']} {meta.get('namespace')}/{meta['name']}"
+        what = f"apply {obj['kind']} {_ref(meta['name'], meta.get('namespace'))}"
 
         def call() -> KubeObject:
             resource = self._resource(obj["apiVersion"], obj["kind"])
             if resource is None:
-                raise PermanentError(
-                    "OperatorMissing",
-                    f"{what}: the API server does not serve {obj['apiVersion']} {obj['kind']}",
-                    "install the operator that brings this kind",
-                )
+                raise self._not_served(what, obj["apiVersion"], obj["kind"])
             applied: KubeObject = resource.server_side_apply(
                 body=obj,
                 name=meta["name"],
-                namespace=meta.get("namespace"),
+                namespace=_ns(resource, meta.get("namespace")),
                 field_manager=self.FIELD_MANAGER,
                 force_conflicts=True,
             ).to_dict()
@@ -181,14 +257,20 @@ class ClusterKube:
 
         return await self._run(what, call)
 
-    async def delete(self, api_version: str, kind: str, name: str, namespace: str) -> bool:
+    async def delete(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool:
+        """False when the object was already gone."""
+
         def call() -> bool:
             resource = self._resource(api_version, kind)
             if resource is None:
                 return False
             try:
                 resource.delete(
-                    name=name, namespace=namespace, body={"propagationPolicy": "Background"}
+                    name=name,
+                    namespace=_ns(resource, namespace),
+                    body={"propagationPolicy": "Background"},
                 )
             except ApiException as exc:
                 if exc.status == 404:
@@ -196,7 +278,7 @@ class ClusterKube:
                 raise
             return True
 
-        return await self._run(f"delete {kind} {namespace}/{name}", call)
+        return await self._run(f"delete {kind} {_ref(name, namespace)}", call)
 
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
@@ -216,16 +298,26 @@ class ClusterKube:
         self.api.close()  # type: ignore[no-untyped-call]
 
 
+def _ns(resource: Any, namespace: str | None) -> str | None:
+    return (namespace or "default") if resource.namespaced else None
+
+
+def _ref(name: str, namespace: str | None) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
 K = TypeVar("K", bound=ClusterKube)
 
 
 class KubeClients(Generic[K]):
     """One client per cluster endpoint, reused; tokens renewed before EKS refuses them."""
 
-    def __init__(self, region: str, kube: type[K]) -> None:
+    def __init__(
+        self, region: str, kube: type[K], session: boto3.session.Session | None = None
+    ) -> None:
         self.region = region
         self.kube = kube
-        self.session = boto3.session.Session(region_name=region)
+        self.session = session or boto3.session.Session(region_name=region)
         self._dir = Path(tempfile.mkdtemp(prefix=f"{kube.FIELD_MANAGER}-"))
         self._clients: dict[ClusterEndpoint, K] = {}
         self._lock = threading.Lock()
@@ -234,33 +326,13 @@ class KubeClients(Generic[K]):
         with self._lock:
             found = self._clients.get(target)
             if found is None:
+                tokens = EksTokens(self.session, target.eks_name, self.region, self.kube.SERVICE)
                 found = self.kube(
-                    self._api(target), self._dir / f"{target.eks_name}-{len(self._clients)}.json"
+                    api_client(target, tokens, self._dir),
+                    self._dir / f"{target.eks_name}-{len(self._clients)}.json",
                 )
                 self._clients[target] = found
             return found
-
-    def _api(self, target: ClusterEndpoint) -> k8s.ApiClient:
-        ca_file = self._dir / f"{target.eks_name}-{abs(hash(target.ca_data))}.crt"
-        ca_file.write_bytes(base64.b64decode(target.ca_data))
-        config = k8s.Configuration(host=target.endpoint)
-        config.ssl_ca_cert = str(ca_file)
-        config.verify_ssl = True
-        config.api_key_prefix["authorization"] = "Bearer"
-        state: dict[str, Any] = {"token": "", "issued": 0.0}
-        lock = threading.Lock()
-        service = self.kube.SERVICE
-
-        def refresh(configuration: k8s.Configuration) -> None:
-            with lock:
-                if not state["token"] or time.monotonic() - float(state["issued"]) > RENEW_AFTER:
-                    state["token"] = eks_token(self.session, target.eks_name, self.region, service)
-                    state["issued"] = time.monotonic()
-                configuration.api_key["authorization"] = str(state["token"])
-
-        config.refresh_api_key_hook = refresh  # type: ignore[assignment]
-        refresh(config)
-        return k8s.ApiClient(config)
 
     def close(self) -> None:
         with self._lock:

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from cluster_svc.adapters import k8s
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.eks_addons import EksAddons
-from cluster_svc.adapters.k8s import EksKubeFactory, EksTokens, KubeClient, api_client, kube_error
+from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
 from cluster_svc.domain.components.base import ClusterAccess, KubeObject
 from cluster_svc.domain.components.keda import SCALED_OBJECT_CRD
+from shared.adapters import eks_kube
 from shared.errors import PermanentError, TemporaryError
 from sim.aws import SimulatedAws
 from tests.cluster_dependencies.conftest import REGION
@@ -102,15 +100,17 @@ async def test_custom_kinds_are_absent_until_their_crd_is_served(kube: KubeClien
 
 
 async def test_a_refused_token_fails_with_the_access_entry_hint(
-    shared_cluster: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared_cluster: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(k8s, "eks_token", lambda *args: "not-an-eks-token")
-    tokens = EksTokens(boto3.session.Session(region_name=REGION), shared_cluster["name"], REGION)
-    refused = KubeClient(api_client(access(shared_cluster), tokens, tmp_path), tmp_path / "d.json")
+    monkeypatch.setattr(eks_kube, "eks_token", lambda *args: "not-an-eks-token")
+    refused = EksKubeFactory(REGION)
     with pytest.raises(PermanentError) as err:
-        await refused.get("v1", "Namespace", "default")
+        await refused(access(shared_cluster)).get("v1", "Namespace", "default")
     assert err.value.code == "KubernetesForbidden"
-    assert "access entry" in (err.value.hint or "")
+    assert err.value.hint == (
+        "give cluster-svc's IAM principal an EKS access entry with AmazonEKSClusterAdminPolicy"
+        " (the access_entries stage), then retry"
+    )
     refused.close()
 
 
@@ -120,11 +120,11 @@ def test_api_failures_are_classified_with_the_servers_message() -> None:
         exc.body = '{"kind": "Status", "message": "the server says why"}'
         return exc
 
-    throttled = kube_error(failure(429), "get Pod default/p")
+    throttled = KubeClient.error(failure(429), "get Pod default/p")
     assert isinstance(throttled, TemporaryError) and "the server says why" in throttled.message
-    assert isinstance(kube_error(failure(503), "x"), TemporaryError)
-    assert isinstance(kube_error(ConnectionError("refused"), "x"), TemporaryError)
-    forbidden = kube_error(failure(403), "apply ClusterRole r")
+    assert isinstance(KubeClient.error(failure(503), "x"), TemporaryError)
+    assert isinstance(KubeClient.error(ConnectionError("refused"), "x"), TemporaryError)
+    forbidden = KubeClient.error(failure(403), "apply ClusterRole r")
     assert isinstance(forbidden, PermanentError) and forbidden.code == "KubernetesForbidden"
     assert forbidden.message == "apply ClusterRole r: the server says why"
 

@@ -1,4 +1,5 @@
-"""The EKS bearer token: what `aws eks get-token` makes, renewed before EKS stops taking it."""
+"""The EKS bearer token: what `aws eks get-token` makes, renewed before EKS stops taking it
+(cluster-svc's `eks_token`, the shared `EksTokens` and `api_client`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 import boto3
 import pytest
 
-from cluster_svc.adapters import k8s
-from cluster_svc.adapters.k8s import EksTokens, api_client, eks_token
-from cluster_svc.domain.components.base import ClusterAccess
+from cluster_svc.adapters.k8s import eks_token
+from shared.adapters import eks_kube
+from shared.adapters.eks_kube import ClusterEndpoint, EksTokens, api_client
 from sim.k8s.auth import check_token
 
 
@@ -53,35 +54,35 @@ def test_tokens_are_reused_then_renewed_before_fifteen_minutes(
 ) -> None:
     made: list[str] = []
 
-    def fake(sess: boto3.session.Session, cluster: str, region: str) -> str:
+    def fake(sess: boto3.session.Session, cluster: str, region: str, service: str) -> str:
         made.append(cluster)
         return f"k8s-aws-v1.token{len(made)}"
 
-    monkeypatch.setattr(k8s, "eks_token", fake)
+    monkeypatch.setattr(eks_kube, "eks_token", fake)
     now = [1000.0]
-    tokens = EksTokens(session(), "c", "us-west-2", clock=lambda: now[0])
+    tokens = EksTokens(session(), "c", "us-west-2", "cluster-svc", clock=lambda: now[0])
     assert tokens.token() == "k8s-aws-v1.token1"
     now[0] += 9 * 60
     assert tokens.token() == "k8s-aws-v1.token1"
     now[0] += 2 * 60  # 11 minutes after issue: renewed, well inside EKS's 15
     assert tokens.token() == "k8s-aws-v1.token2"
-    assert k8s.TOKEN_RENEW_AFTER < k8s.TOKEN_LIFETIME == 15 * 60
+    assert eks_kube.RENEW_AFTER < 15 * 60
 
 
 def test_api_client_carries_endpoint_ca_and_a_fresh_bearer_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-    access = ClusterAccess(
+    target = ClusterEndpoint(
         "c", "https://abc.gr7.us-west-2.eks.amazonaws.com", base64.b64encode(pem).decode()
     )
     now = [0.0]
     counter = iter(range(1, 10))
-    monkeypatch.setattr(k8s, "eks_token", lambda *a: f"k8s-aws-v1.t{next(counter)}")
-    tokens = EksTokens(session(), "c", "us-west-2", clock=lambda: now[0])
-    api = api_client(access, tokens, tmp_path)
+    monkeypatch.setattr(eks_kube, "eks_token", lambda *a: f"k8s-aws-v1.t{next(counter)}")
+    tokens = EksTokens(session(), "c", "us-west-2", "cluster-svc", clock=lambda: now[0])
+    api = api_client(target, tokens, tmp_path)
     config = api.configuration
-    assert config.host == access.endpoint
+    assert config.host == target.endpoint
     assert Path(config.ssl_ca_cert).read_bytes() == pem and config.verify_ssl
     assert config.auth_settings()["BearerToken"]["value"] == "Bearer k8s-aws-v1.t1"
     now[0] += 11 * 60

@@ -34,12 +34,12 @@ CREATE_STAGES = {
 
 def _kubeconfig(sim: SimulatedAws, cluster: str, path: Path) -> Path:
     """A kubeconfig made the normal way: endpoint + CA from describe_cluster, an EKS token."""
-    from cluster_svc.adapters.k8s import EksTokens
+    from cluster_svc.adapters.k8s import eks_token
 
     described = aws_client(sim, "eks").describe_cluster(name=cluster)["cluster"]
     import boto3
 
-    token = EksTokens(boto3.session.Session(region_name="us-east-1"), cluster, "us-east-1").token()
+    token = eks_token(boto3.session.Session(region_name="us-east-1"), cluster, "us-east-1")
     config = {
         "apiVersion": "v1",
         "kind": "Config",

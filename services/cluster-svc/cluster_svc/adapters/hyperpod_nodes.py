@@ -8,15 +8,12 @@ the EKS cluster, read with the client `adapters.k8s.EksKubeFactory` makes for it
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime
 from typing import Any
 
-from kubernetes import client as k8s_client
-
 from cluster_svc.adapters.aws import AwsClients
-from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient, kube_error
+from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.nodes import (
     BATCH_OPERATIONS,
@@ -50,7 +47,8 @@ def node_instance(summary: dict[str, Any]) -> NodeInstance:
 
 
 def kube_node(obj: dict[str, Any]) -> KubeNode:
-    """A Node as the client's `to_dict()` gives it (snake_case keys)."""
+    """A Node as the API serves it (camelCase keys) or the client's `to_dict()` gives it
+    (snake_case)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -219,17 +217,7 @@ class HyperPodNodes:
 
     async def kube_nodes(self, access: ClusterAccess) -> list[KubeNode]:
         """HyperPod's Nodes of the EKS cluster (label compute-type=hyperpod)."""
-        kube: KubeClient = self.kube(access)
-
-        def call() -> list[KubeNode]:
-            core = k8s_client.CoreV1Api(kube.api)
-            listed = core.list_node(label_selector=HYPERPOD_NODE_SELECTOR)
-            return [kube_node(n.to_dict()) for n in listed.items]
-
-        try:
-            return await asyncio.to_thread(call)
-        except Exception as exc:
-            raise kube_error(exc, f"list nodes of {access.name}") from exc
+        return [kube_node(n) for n in await self.kube(access).nodes(HYPERPOD_NODE_SELECTOR)]
 
 
 def _snake(operation: str) -> str:

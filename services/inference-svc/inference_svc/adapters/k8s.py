@@ -41,14 +41,12 @@ class InferenceKube(ClusterKube):
     ) -> KubeObject:
         """A JSON merge patch: only the fields named change (a label, the replicas)."""
 
+        what = f"patch {kind} {namespace}/{name}"
+
         def call() -> KubeObject:
             resource = self._resource(api_version, kind)
             if resource is None:
-                raise PermanentError(
-                    "OperatorMissing",
-                    f"the API server does not serve {api_version} {kind}",
-                    "install the operator that brings this kind",
-                )
+                raise self._not_served(what, api_version, kind)
             patched: KubeObject = resource.patch(
                 body=patch,
                 name=name,
@@ -57,7 +55,7 @@ class InferenceKube(ClusterKube):
             ).to_dict()
             return patched
 
-        return await self._run(f"patch {kind} {namespace}/{name}", call)
+        return await self._run(what, call)
 
     async def services(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
