@@ -18,6 +18,7 @@ from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.inspect import problems_to_fields
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN, ClusterSpec, ImportSpec
 from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
 from shared.contracts.events import ActiveClusterChanged
@@ -26,7 +27,7 @@ from shared.naming import AWS_REGIONS
 from shared.operations import append_event
 from shared.validation import RuleViolation
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["clusters"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 IdempotencyKey = Annotated[

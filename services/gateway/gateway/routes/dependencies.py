@@ -13,10 +13,13 @@ from gateway.deps import Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.clusters import ClusterNamePath, IdempotencyKey
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ClusterSpec
 from shared.contracts.dependencies import ReconcileDependencies
 
-router = APIRouter(prefix="/api/v1/clusters/{name}/dependencies", tags=["dependencies"])
+router = APIRouter(
+    route_class=PrefixedRoute, prefix="/api/v1/clusters/{name}/dependencies", tags=["dependencies"]
+)
 
 
 @router.get("", summary="Each dependency component with its version and status")

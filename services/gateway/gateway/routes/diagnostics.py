@@ -28,6 +28,7 @@ from pydantic import AfterValidator
 from gateway.deps import Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.diagnostics import (
     CONTAINER_PATTERN,
@@ -46,7 +47,7 @@ from shared.contracts.diagnostics import (
 )
 from shared.contracts.workloads import NAMESPACE
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["diagnostics"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["diagnostics"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 MISSING = frozenset({"ClusterNotFound", "PodNotFound", "PreviousLogNotFound"})

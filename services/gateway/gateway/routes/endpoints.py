@@ -28,6 +28,7 @@ from gateway.deps import Operator, Pool, Source, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
@@ -45,7 +46,7 @@ from shared.contracts.inference import (
     summary,
 )
 
-router = APIRouter(prefix="/api/v1/endpoints", tags=["endpoints"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/endpoints", tags=["endpoints"])
 
 EndpointNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=ENDPOINT_NAME_PATTERN)]
 ClusterQuery = Annotated[

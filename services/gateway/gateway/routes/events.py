@@ -13,10 +13,11 @@ from fastapi.responses import StreamingResponse
 
 from gateway.deps import Broadcaster, Operator, Pool, Viewer
 from gateway.routes.models import EventRead
+from gateway.routing import PrefixedRoute
 from gateway.stream import KEEP_ALIVE, SubscriberTooSlow
 from shared.operations import event_row
 
-router = APIRouter(prefix="/api/v1", tags=["events"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["events"])
 
 
 @router.get("/events", response_model=list[EventRead], summary="Events after a sequence number")

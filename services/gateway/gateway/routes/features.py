@@ -19,10 +19,11 @@ from gateway.deps import Operator, Pool, Source, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatures
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["features"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["features"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 IdempotencyKey = Annotated[

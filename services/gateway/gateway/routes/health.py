@@ -8,7 +8,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-router = APIRouter(tags=["health"])
+from gateway.routing import PrefixedRoute
+
+router = APIRouter(route_class=PrefixedRoute, tags=["health"])
 
 
 @router.get("/healthz", summary="The process is up")

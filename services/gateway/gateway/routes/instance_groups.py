@@ -22,6 +22,7 @@ from gateway.deps import Admin, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
@@ -34,7 +35,7 @@ from shared.contracts.instance_groups import (
     UpdateInstanceGroup,
 )
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["instance groups"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["instance groups"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 GroupNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]

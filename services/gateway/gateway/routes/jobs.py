@@ -20,6 +20,7 @@ from gateway.deps import Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
@@ -36,7 +37,7 @@ from shared.contracts.workloads import (
     TrackingServerSpec,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["jobs"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["jobs"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 JobNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=JOB_NAME_PATTERN)]

@@ -30,10 +30,11 @@ from fastapi import APIRouter, Path, Query, WebSocket, WebSocketDisconnect
 from gateway.auth import Principal, TokenVerifier, require_role
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.workloads import JOB_NAME_PATTERN
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["jobs"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["jobs"])
 
 POD = re.compile(r"^[a-z0-9][-a-z0-9.]{0,252}$")
 CURSOR = re.compile(r"^(?P<pod>[a-z0-9][-a-z0-9.]*)@(?P<uid>[-a-zA-Z0-9]*):(?P<line>[0-9]+)$")

@@ -23,6 +23,7 @@ from gateway.deps import Admin, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.nodes import (
     NODE_ID_PATTERN,
@@ -37,7 +38,7 @@ from shared.contracts.nodes import (
     StartDeepHealthCheck,
 )
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["nodes"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["nodes"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 NodeIdPath = Annotated[str, Path(pattern=NODE_ID_PATTERN)]

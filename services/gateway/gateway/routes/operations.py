@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from gateway.deps import Broadcaster, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import OperationList, OperationRead, RetryAccepted
+from gateway.routing import PrefixedRoute
 from shared.operations import (
     TERMINAL,
     NotRetryable,
@@ -23,7 +24,7 @@ from shared.operations import (
     retry_operation,
 )
 
-router = APIRouter(prefix="/api/v1/operations", tags=["operations"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/operations", tags=["operations"])
 
 STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "noop")
 

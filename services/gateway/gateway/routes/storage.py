@@ -13,11 +13,12 @@ from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import Admin, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import ACCEPTED
+from gateway.routing import PrefixedRoute
 from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
 from shared.naming import AWS_REGIONS, bucket_name_problem
 from shared.validation import RuleViolation
 
-router = APIRouter(prefix="/api/v1/storage/buckets", tags=["storage"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/storage/buckets", tags=["storage"])
 
 BUCKET_HINT = "use 3-63 lowercase letters, digits and hyphens, e.g. team-llm-data-123"
 

@@ -10,9 +10,10 @@ from pydantic import Field
 from gateway.auth import new_token, store_token
 from gateway.deps import Admin, Pool, Source
 from gateway.errors import ApiError
+from gateway.routing import PrefixedRoute
 from shared.contracts.spec import Spec
 
-router = APIRouter(prefix="/api/v1/tokens", tags=["tokens"])
+router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/tokens", tags=["tokens"])
 
 TOKEN_NAME = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 

@@ -8,8 +8,9 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse
 
 from gateway.errors import ApiError
+from gateway.routing import PrefixedRoute
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(route_class=PrefixedRoute, include_in_schema=False)
 
 UI_DIR = (Path(__file__).resolve().parent.parent / "ui").resolve()
 MEDIA_TYPES = {
