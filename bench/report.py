@@ -21,7 +21,7 @@ METHOD = """## How each figure is measured
 
 | # | module | ours | floor (same run, same PostgreSQL and NATS) |
 |---|---|---|---|
-| 1 | `bench/accept.py` | `POST /api/v1/storage/buckets` -> 202 on the gateway alone (its outbox relay, audit subscriber and live stream running; commands wait in JetStream), open-loop load from another process at 50, 100, 200, 400... req/s, 2.5 s per step; each rate runs on the floor, then on the gateway. Sustained = every request 202, >= 95% of the offered rate, p99 from the schedule <= 100 ms. The server's CPU per request is recorded too (`server_cpu_ms_per_request`): it moves far less with the machine's load than latency does. | a bare FastAPI endpoint (one uvicorn worker, like the gateway) doing one `INSERT` through asyncpg |
+| 1 | `bench/accept.py` | `POST /api/v1/storage/buckets` -> 202 on the gateway alone (its outbox relay, audit subscriber and live stream running; commands wait in JetStream), open-loop load from another process at 50, 100, 200, 400... req/s, 2.5 s per step; each rate runs on the floor, then on the gateway; at 50 and 200 req/s three such rounds, each side keeping its round with the median p50. Sustained = every request 202, >= 95% of the offered rate, p99 from the schedule <= 100 ms. The server's CPU per request is recorded too (`server_cpu_ms_per_request`): it moves far less with the machine's load than latency does. | a bare FastAPI endpoint (one uvicorn worker, like the gateway) doing one `INSERT` through asyncpg |
 | 2 | `bench/pipeline.py` | a bucket create at a time on the stack as `make up` runs it, followed on `/api/v1/events/stream`: 202 -> `OperationStarted` delivered (the first progress event; split into "written" and "written -> delivered"), and 202 -> `OperationSucceeded` delivered. A bucket create is not instant (7 S3 calls in 3 stages against the simulator): the S3 share is its stages' time along the critical path (bucket, then the longer of the two concurrent stages), from the stage timestamps. | JetStream publish -> pull consumer in another process -> `INSERT` + `NOTIFY` in one transaction -> `LISTEN` receiver, one round 20 ms after each of ours (interleaved, so both see the machine in the same state) |
 | 3 | `bench/pipeline.py` | 120 bucket creates, 16 in flight, until all are terminal; then a second gateway (own port, the load split over both) and a second cluster-svc (same durable consumer) via `Stack.start_replica`, and again | the same 7 S3 calls per bucket made directly with boto3, 16 threads, against the same simulator: what the simulated S3 itself sustains |
 | 4 | `bench/fanout.py` | 500 subscribers of `/api/v1/events/stream` (plain asyncio sockets in another process), 30 events at 10/s (bucket creates accepted by the gateway); delivery = arrival - `occurred_at` | the same subscribers on a bare FastAPI SSE endpoint fed by one `LISTEN` connection |
@@ -56,6 +56,7 @@ simulator under the load of items 1-3), each change measured before and after:
 | gateway: an accepted batch's commands and events are published as soon as it commits (`AcceptQueue`, `OutboxRelay.publish_committed`), their rows deleted after; the relay's drain is left with what this could not publish | traced: the command reached cluster-svc 3.10 ms after the COMMIT (relay woken, BEGIN, claim, publish) | 2.18 ms |
 | pooled connections go back without asyncpg's reset query (`SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`, a round trip on every release): they keep no session state; LISTEN and session locks have their own connections (`shared/db.py`) | item 2 before the three rows above, two consecutive runs: p50 4.64 / 4.80 ms (floor 1.70 / 1.73 ms) | after them: 3.44 / 3.51 ms (floor 2.24 / 2.12 ms) |
 | accepts: with nothing in flight the operation is written in the request's own task, not handed to the writer task (`AcceptQueue.submit`) | item 1 at 200 req/s, 3 interleaved rounds in each of two runs: p50 2.05-2.84 ms (floor 1.21-2.08 ms) | 1.51-1.75 ms (floor 1.02-1.49 ms) |
+| gateway: a route rejects a path outside its static prefix with one string comparison before its regular expression runs (`gateway/routing.py`; the OpenAPI document is byte-identical) | scanning the 78 routes to the bucket create's (the 70th): 60 us | 35 us |
 | stage engine: an operation whose workflow has no `on_start` hook starts with its `OperationStarted` event in one statement, its own transaction, the attempt read with the consumer's lock (`_START_AND_EVENT` in `shared/stages.py`); not on item 2's path (the bucket create has a hook) | the start as BEGIN, start, event, COMMIT: p50 1.47 ms (550 interleaved starts of a two-stage workflow, in isolation) | 1.13 ms |
 
 The machine's load moved a lot between runs (load average 4 to 12 on 2 cores, from other
@@ -69,11 +70,15 @@ What remains, in order of cost:
   event reaches the client through the gateway's live stream where the floor's receiver listens
   on PostgreSQL itself. Publishing straight from the accept path had shown no gain while every
   event woke four relays; with the relays quiet it took a millisecond off the path.
-- **An accept at a low rate is mostly Python** (item 1 at 50 req/s): the request's
-  middlewares, dependencies (token, role, rate limit) and validation, and the operation's two
-  envelopes, run on a cold process between requests; the statement itself (operation, event,
-  two outbox rows, a NOTIFY) costs 0.74 ms where the floor's single insert costs 0.33 ms
-  (interleaved, in isolation).
+- **An accept at a low rate sits at the goal's edge** (item 1 at 50 req/s; repeated runs of
+  5 interleaved rounds gave 1.45x to 1.59x): timestamps inside the gateway put 0.43 ms between
+  the first middleware and the first dependency (FastAPI's own middlewares, routing, reading
+  and parsing the body), 0.3 ms in the dependencies and the operation's two envelopes, and
+  1.0 ms from sending the statement to its commit returning. The statement executes in
+  0.14 ms in PostgreSQL (`EXPLAIN ANALYZE`, as long as the floor's insert); the rest is its
+  24 parameters on the wire, the commit's WAL flush and its NOTIFY. Turning off, one at a
+  time, the request metrics middleware, the audit subscriber, the live stream's NOTIFY and the
+  publishing after commit moved the p50 by less than the runs' spread.
 - **Event order is still a lock held through COMMIT** for every event-writing transaction
   (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
   transaction, which is fine at the rate stages change. If it ever limits, the next design is
