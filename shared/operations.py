@@ -308,6 +308,12 @@ def new_operation(
         idempotency_key,
         digest,
     )
+    command_message = (command.subject(), message.message_id, message.to_bytes())
+    event_message = (
+        event_subject(command.domain, accepted.what),
+        event.message_id,
+        event.to_bytes(),
+    )
     return NewOperation(
         operation_id,
         principal,
@@ -316,21 +322,16 @@ def new_operation(
         (
             *row,
             _EVENT_ORDER_LOCK,
-            command.subject(),
-            message.message_id,
-            message.to_bytes(),
+            *command_message,
             event.message_id,
             event.type,
-            event_subject(command.domain, accepted.what),
+            event_message[0],
             event.occurred_at,
             event.payload,
-            event.to_bytes(),
-            event_note(event, operation_id, event_subject(command.domain, accepted.what)),
+            event_message[2],
+            event_note(event, operation_id, event_message[0]),
         ),
-        (
-            (command.subject(), message.message_id, message.to_bytes()),
-            (event_subject(command.domain, accepted.what), event.message_id, event.to_bytes()),
-        ),
+        (command_message, event_message),
     )
 
 
