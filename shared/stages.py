@@ -174,29 +174,26 @@ class Delivery:
 # Starting (or resuming) an operation in one statement: lock its row; unless it is terminal,
 # record its stages (kept as they are when resuming) and mark a pending one running. Answers
 # the status and attempt from before.
-_START = (
+_LOCK_AND_STAGE = (
     "WITH op AS (SELECT status, attempt FROM operations WHERE id = $1 FOR UPDATE),"
     " staged AS (INSERT INTO stages (operation_id, name, position, title, needs)"
     " SELECT $1, s.name, s.position, s.title, s.needs"
     " FROM op, jsonb_to_recordset($2::jsonb) AS s(name text, position int, title text, needs text[])"
     " WHERE op.status <> ALL($3::text[]) ON CONFLICT DO NOTHING),"
-    " running AS (UPDATE operations SET status = 'running', updated_at = now()"
+)
+_START = (
+    _LOCK_AND_STAGE + " running AS (UPDATE operations SET status = 'running', updated_at = now()"
     " FROM op WHERE operations.id = $1 AND op.status = 'pending')"
     " SELECT status, attempt FROM op"
 )
 
-# The same, for a workflow without an on_start hook whose attempt is known ($4), in one
-# statement: moving the operation from pending to running appends its OperationStarted event
-# for that attempt ($5-$14 are `event_arguments`) under the event-order lock, queued for `evt.>`
-# and notified at commit. `started` says whether it did; pending and not started (another
-# attempt found) leaves the operation pending for the general path.
+# The same, for a workflow without an on_start hook whose attempt is known ($4): moving the
+# operation from pending to running appends its OperationStarted event for that attempt
+# ($5-$14 are `event_arguments`) under the event-order lock, queued for `evt.>` and notified
+# at commit. `started` says whether it did; pending and not started (another attempt found)
+# leaves the operation pending for the general path.
 _START_AND_EVENT = (
-    "WITH op AS (SELECT status, attempt FROM operations WHERE id = $1 FOR UPDATE),"
-    " staged AS (INSERT INTO stages (operation_id, name, position, title, needs)"
-    " SELECT $1, s.name, s.position, s.title, s.needs"
-    " FROM op, jsonb_to_recordset($2::jsonb) AS s(name text, position int, title text, needs text[])"
-    " WHERE op.status <> ALL($3::text[]) ON CONFLICT DO NOTHING),"
-    " running AS (UPDATE operations SET status = 'running', updated_at = now()"
+    _LOCK_AND_STAGE + " running AS (UPDATE operations SET status = 'running', updated_at = now()"
     " FROM op WHERE operations.id = $1 AND op.status = 'pending' AND op.attempt = $4),"
     " ordered AS (SELECT pg_advisory_xact_lock($5) FROM op"
     " WHERE op.status = 'pending' AND op.attempt = $4),"
