@@ -249,14 +249,20 @@ def test_owner_reference_cascade(core: client.CoreV1Api) -> None:
 
 
 def test_dry_run_persists_nothing(core: client.CoreV1Api) -> None:
-    before = core.list_namespaced_config_map("default").metadata.resource_version
+    def stored() -> list[tuple[str, str]]:
+        # The objects themselves: the list's resourceVersion is the store's, which the
+        # emulator's controllers move with writes elsewhere.
+        found = core.list_namespaced_config_map("default").items
+        return sorted((i.metadata.name, i.metadata.resource_version) for i in found)
+
+    before = stored()
     made = core.create_namespaced_config_map(
         "default", {"metadata": {"name": "dry"}}, dry_run="All"
     )
     assert made.metadata.name == "dry"
     with pytest.raises(ApiException):
         core.read_namespaced_config_map("dry", "default")
-    assert core.list_namespaced_config_map("default").metadata.resource_version == before
+    assert stored() == before
 
 
 def test_status_and_scale_subresources(apps: client.AppsV1Api) -> None:
