@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 import asyncpg
+import nats
 
 from shared.contracts.commands import CreateStorageBucket
 from shared.operations import create_operation
@@ -46,3 +48,26 @@ async def stage_rows(pool: asyncpg.Pool, operation_id: uuid.UUID) -> dict[str, a
     async with pool.acquire() as conn:
         rows = await conn.fetch("SELECT * FROM stages WHERE operation_id = $1", operation_id)
     return {r["name"]: r for r in rows}
+
+
+async def stream_messages(url: str, stream: str) -> int:
+    """How many messages a JetStream stream holds."""
+    nc = await nats.connect(url)
+    try:
+        return int((await nc.jetstream().stream_info(stream)).state.messages)
+    finally:
+        await nc.close()
+
+
+async def outbox_count(pool: asyncpg.Pool) -> int:
+    async with pool.acquire() as conn:
+        return int(await conn.fetchval("SELECT count(*) FROM outbox"))
+
+
+async def outbox_drained(pool: asyncpg.Pool, seconds: float = 15) -> bool:
+    """Whether the outbox becomes empty within `seconds`."""
+    for _ in range(int(seconds / 0.02)):
+        if await outbox_count(pool) == 0:
+            return True
+        await asyncio.sleep(0.02)
+    return False

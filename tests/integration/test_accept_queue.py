@@ -8,7 +8,6 @@ import dataclasses
 import uuid
 
 import asyncpg
-import nats
 
 from gateway.accept import AcceptQueue
 from hyperpilot.infra import NatsServer
@@ -16,6 +15,7 @@ from shared.bus import Bus
 from shared.contracts.commands import CreateStorageBucket
 from shared.operations import Accepted, IdempotencyConflict, new_operation
 from shared.outbox import OutboxRelay
+from tests.integration.helpers import outbox_count, outbox_drained, stream_messages
 
 
 def _bucket(name: str, key: str | None = None, principal: str = "tester") -> object:
@@ -108,14 +108,6 @@ async def test_a_failing_row_fails_alone_and_its_neighbours_are_written(
         assert await conn.fetchval("SELECT count(*) FROM operations") == 5
 
 
-async def _stream_messages(url: str, stream: str) -> int:
-    nc = await nats.connect(url)
-    try:
-        return int((await nc.jetstream().stream_info(stream)).state.messages)
-    finally:
-        await nc.close()
-
-
 async def test_with_a_relay_accepted_commands_are_published_at_commit_without_a_wake_up(
     pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
 ) -> None:
@@ -130,16 +122,10 @@ async def test_with_a_relay_accepted_commands_are_published_at_commit_without_a_
         first = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
         again = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
         assert first.created and not again.created
-        for _ in range(250):
-            async with pool.acquire() as conn:
-                left = await conn.fetchval("SELECT count(*) FROM outbox")
-            if left == 0:
-                break
-            await asyncio.sleep(0.02)
-        assert left == 0
+        assert await outbox_drained(pool, 5)
         # the command and its event once each: the replayed request published nothing
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
-        assert await _stream_messages(nats_server.url, "EVENTS") == 1
+        assert await stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await stream_messages(nats_server.url, "EVENTS") == 1
         assert relay.published == 2
     finally:
         await bus.close()
@@ -158,15 +144,10 @@ async def test_with_nats_down_accepted_commands_stay_in_the_outbox_for_the_relay
         accepted = await queue.submit(_bucket("waiting-bucket"))  # type: ignore[arg-type]
         assert accepted.created
         await asyncio.sleep(0.3)
-        async with pool.acquire() as conn:
-            assert await conn.fetchval("SELECT count(*) FROM outbox") == 2
+        assert await outbox_count(pool) == 2
         nats_server.start()
-        for _ in range(300):
-            async with pool.acquire() as conn:
-                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
-                    break
-            await asyncio.sleep(0.05)
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await outbox_drained(pool)
+        assert await stream_messages(nats_server.url, "COMMANDS") == 1
     finally:
         task.cancel()
         await bus.close()

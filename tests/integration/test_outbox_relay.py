@@ -6,21 +6,11 @@ import asyncio
 import uuid
 
 import asyncpg
-import nats
 
 from hyperpilot.infra import NatsServer
 from shared.bus import Bus
 from shared.outbox import OutboxRelay
-from tests.integration.helpers import new_operation
-
-
-async def _stream_messages(url: str, stream: str) -> int:
-    nc = await nats.connect(url)
-    try:
-        info = await nc.jetstream().stream_info(stream)
-        return int(info.state.messages)
-    finally:
-        await nc.close()
+from tests.integration.helpers import new_operation, outbox_count, outbox_drained, stream_messages
 
 
 async def test_accepted_command_and_event_reach_jetstream(
@@ -33,13 +23,9 @@ async def test_accepted_command_and_event_reach_jetstream(
     task = asyncio.create_task(relay.run())
     try:
         await new_operation(pool)
-        for _ in range(200):
-            async with pool.acquire() as conn:
-                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
-                    break
-            await asyncio.sleep(0.02)
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
-        assert await _stream_messages(nats_server.url, "EVENTS") == 1
+        assert await outbox_drained(pool)
+        assert await stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await stream_messages(nats_server.url, "EVENTS") == 1
     finally:
         task.cancel()
         await bus.close()
@@ -56,7 +42,7 @@ async def test_republishing_the_same_row_is_dropped_by_jetstream(
         first = await bus.publish("cmd.storage.create", b"{}", message_id)
         again = await bus.publish("cmd.storage.create", b"{}", message_id)
         assert again.duplicate and not first.duplicate
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await stream_messages(nats_server.url, "COMMANDS") == 1
     finally:
         await bus.close()
 
@@ -76,12 +62,8 @@ async def test_rows_wait_while_nats_is_down_and_leave_when_it_returns(
         async with pool.acquire() as conn:
             assert await conn.fetchval("SELECT count(*) FROM outbox") == 4
         nats_server.start()
-        for _ in range(300):
-            async with pool.acquire() as conn:
-                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
-                    break
-            await asyncio.sleep(0.05)
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 2
+        assert await outbox_drained(pool)
+        assert await stream_messages(nats_server.url, "COMMANDS") == 2
     finally:
         task.cancel()
         await bus.close()
@@ -98,30 +80,13 @@ async def test_two_relays_share_the_outbox_without_duplicates(
     relays = [OutboxRelay(pool, bus, database_url, poll_seconds=0.05) for _ in range(2)]
     tasks = [asyncio.create_task(r.run()) for r in relays]
     try:
-        for _ in range(300):
-            async with pool.acquire() as conn:
-                if await conn.fetchval("SELECT count(*) FROM outbox") == 0:
-                    break
-            await asyncio.sleep(0.02)
+        assert await outbox_drained(pool)
         assert sum(r.published for r in relays) == 100
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 50
+        assert await stream_messages(nats_server.url, "COMMANDS") == 50
     finally:
         for t in tasks:
             t.cancel()
         await bus.close()
-
-
-async def _outbox_count(pool: asyncpg.Pool) -> int:
-    async with pool.acquire() as conn:
-        return int(await conn.fetchval("SELECT count(*) FROM outbox"))
-
-
-async def _drained(pool: asyncpg.Pool, seconds: float) -> bool:
-    for _ in range(int(seconds / 0.02)):
-        if await _outbox_count(pool) == 0:
-            return True
-        await asyncio.sleep(0.02)
-    return False
 
 
 async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
@@ -140,7 +105,7 @@ async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
         await asyncio.sleep(0.3)  # the relay is listening
         # This process's row: its relay is woken at commit.
         await new_operation(pool, "mine")
-        assert await _drained(pool, 10)
+        assert await outbox_drained(pool, 10)
         # Another Hyperpilot process's row is its own relay's: this one is not woken.
         await other.execute(
             "WITH queued AS (INSERT INTO outbox (subject, message_id, body)"
@@ -149,7 +114,7 @@ async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
             uuid.uuid4(),
         )
         await asyncio.sleep(0.5)
-        assert await _outbox_count(pool) == 1
+        assert await outbox_count(pool) == 1
         # A writer that does not name itself wakes every relay (this one takes both rows).
         await unnamed.execute(
             "WITH queued AS (INSERT INTO outbox (subject, message_id, body)"
@@ -157,8 +122,8 @@ async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
             " SELECT pg_notify('outbox', current_setting('application_name'))",
             uuid.uuid4(),
         )
-        assert await _drained(pool, 10)
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 3
+        assert await outbox_drained(pool, 10)
+        assert await stream_messages(nats_server.url, "COMMANDS") == 3
     finally:
         await other.close()
         await unnamed.close()
@@ -185,8 +150,8 @@ async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.2)
     task = asyncio.create_task(relay.run())
     try:
-        assert await _drained(pool, 10)
-        assert await _stream_messages(nats_server.url, "COMMANDS") == 1
+        assert await outbox_drained(pool, 10)
+        assert await stream_messages(nats_server.url, "COMMANDS") == 1
     finally:
         task.cancel()
         await bus.close()
