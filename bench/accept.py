@@ -1,5 +1,5 @@
 """Item 1, accept latency: POST /api/v1/storage/buckets -> 202 at rising load, against the floor
-(a bare FastAPI endpoint doing one PostgreSQL INSERT, under one uvicorn worker) in the same run.
+(a bare FastAPI endpoint doing one PostgreSQL INSERT, served like the gateway) in the same run.
 
 The gateway runs alone (its outbox relay, audit subscriber and live stream included) on the
 embedded PostgreSQL and NATS: accepting is its whole job, and commands wait in JetStream. The
@@ -94,7 +94,7 @@ def run(seconds: float) -> dict[str, Any]:
     floor_low = floor_steps[0]
     return {
         "what": "POST /api/v1/storage/buckets -> 202, open-loop load from another process",
-        "floor": "bare FastAPI + asyncpg endpoint, one INSERT, one uvicorn worker",
+        "floor": "bare FastAPI + asyncpg endpoint, one INSERT, one uvicorn worker served like the gateway",
         "seconds_per_step": seconds,
         "ours": ours_steps,
         "floor_steps": floor_steps,

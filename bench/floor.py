@@ -1,7 +1,7 @@
 """The floors: the same work done by the bare minimum of NATS, PostgreSQL and FastAPI.
 
-- `serve`: a bare FastAPI app under one uvicorn worker, as the gateway runs. `POST /items`
-  does one INSERT (the accept floor); `GET /stream` is a Server-Sent Events stream fed by one
+- `serve`: a bare FastAPI app under one uvicorn worker, served as the gateway is
+  (`gateway.app.SERVER_OPTIONS`). `POST /items` does one INSERT (the accept floor); `GET /stream` is a Server-Sent Events stream fed by one
   LISTEN connection (the fan-out floor).
 - `PipelineFloor`: a JetStream publish, a pull consumer in another process that INSERTs and
   NOTIFYs in one transaction, and a LISTEN receiver (the pipeline floor), one round at a time.
@@ -238,6 +238,8 @@ class PipelineFloor:
 def main() -> None:
     import uvicorn
 
+    from gateway.app import SERVER_OPTIONS
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dsn", required=True)
     parser.add_argument("--port", type=int, required=True)
@@ -246,8 +248,7 @@ def main() -> None:
         create_floor_app(args.dsn),
         host="127.0.0.1",
         port=args.port,
-        log_level="warning",
-        access_log=False,
+        **SERVER_OPTIONS,
     )
 
 

@@ -6,6 +6,18 @@ import ipaddress
 import re
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_DIGITS_AND_DOTS = re.compile(r"^[0-9.]+$")
+
+
+def _looks_like_ipv4(name: str) -> bool:
+    # A bucket name has no ':', so only the dotted IPv4 form applies.
+    if not _DIGITS_AND_DOTS.match(name):
+        return False
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def bucket_name_problem(name: str) -> str | None:
@@ -16,11 +28,8 @@ def bucket_name_problem(name: str) -> str | None:
         return "may contain only lowercase letters, digits, dots and hyphens, and must start and end with a letter or digit"
     if ".." in name or ".-" in name or "-." in name:
         return "must not contain two adjacent periods or a period next to a hyphen"
-    try:
-        ipaddress.ip_address(name)
+    if _looks_like_ipv4(name):
         return "must not be formatted as an IP address"
-    except ValueError:
-        pass
     for prefix in ("xn--", "sthree-", "amzn-s3-demo-"):
         if name.startswith(prefix):
             return f"must not start with {prefix!r}"

@@ -167,8 +167,15 @@ def event_arguments(
 
 
 def command_envelope(
-    command: Command, operation_id: uuid.UUID, *, principal: str, source: str, attempt: int
+    command: Command,
+    operation_id: uuid.UUID,
+    *,
+    principal: str,
+    source: str,
+    attempt: int,
+    payload: dict[str, Any] | None = None,
 ) -> Envelope:
+    """The command's message; `payload` is the command's JSON form when the caller has it."""
     # One message id per (operation, attempt): a re-published attempt is deduplicated by NATS
     # (Nats-Msg-Id) and by the consumer's inbox.
     return Envelope(
@@ -177,7 +184,7 @@ def command_envelope(
         type=type(command).__name__,
         principal=principal,
         source=source,
-        payload=command.model_dump(mode="json"),
+        payload=command.model_dump(mode="json") if payload is None else payload,
     )
 
 
@@ -236,34 +243,6 @@ async def create_operation(
     return Accepted(operation_id, created=True)
 
 
-def _operation_row(
-    command: Command,
-    operation_id: uuid.UUID,
-    kind: str,
-    target_type: str,
-    target_id: str,
-    request: dict[str, Any],
-    principal: str,
-    source: str,
-    idempotency_key: str | None,
-    digest: str,
-) -> tuple[Any, ...]:
-    return (
-        operation_id,
-        kind,
-        command.domain,
-        target_type,
-        target_id,
-        request,
-        type(command).__name__,
-        command.model_dump(mode="json"),
-        principal,
-        source,
-        idempotency_key,
-        digest,
-    )
-
-
 @dataclass(frozen=True)
 class NewOperation:
     """An operation ready to be written by `persist_operations`: its row, its command's
@@ -291,18 +270,23 @@ def new_operation(
     kind = command.kind()
     digest = request_hash(kind, target_id, request)
     operation_id = uuid.uuid4()
-    message = command_envelope(command, operation_id, principal=principal, source=source, attempt=1)
+    payload = command.model_dump(mode="json")
+    message = command_envelope(
+        command, operation_id, principal=principal, source=source, attempt=1, payload=payload
+    )
     accepted = OperationAccepted(
         kind=kind, target_type=target_type, target_id=target_id, request=request
     )
     event = _event_envelope(operation_id, accepted, principal=principal, source=source)
-    row = _operation_row(
-        command,
+    row = (
         operation_id,
         kind,
+        command.domain,
         target_type,
         target_id,
         request,
+        type(command).__name__,
+        payload,
         principal,
         source,
         idempotency_key,

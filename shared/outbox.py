@@ -5,6 +5,10 @@ Nats-Msg-Id = the message id (a re-publish after a crash is dropped by JetStream
 the claiming transaction. LISTEN/NOTIFY wakes the relay of the process that queued the rows (the
 notification carries the writer's application_name); the others ignore it, and a slow poll on
 every relay covers missed notifications and rows left by a process that stopped.
+
+A writer that publishes its own rows right after commit (`publish_committed`) leaves their
+deletion to the relay, which deletes what was published within `DELETE_SECONDS` in one
+statement: one transaction for a batch of accepts instead of one each.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from shared.logging import get_logger
 log = get_logger("shared.outbox")
 
 BATCH = 256
+DELETE_SECONDS = 0.1
 
 
 class OutboxRelay:
@@ -34,14 +39,18 @@ class OutboxRelay:
         self.poll_seconds = poll_seconds
         self._wake = asyncio.Event()
         self.published = 0
+        self._published_ids: list[uuid.UUID] = []  # published, their rows not yet deleted
+        self._deleting: asyncio.Task[None] | None = None
 
     async def drain_once(self) -> int:
         """Publish one batch; returns how many rows left the outbox."""
         async with self.pool.acquire() as conn, conn.transaction():
             rows = await conn.fetch(
-                "SELECT id, subject, message_id, body FROM outbox ORDER BY id"
-                " LIMIT $1 FOR UPDATE SKIP LOCKED",
+                "SELECT id, subject, message_id, body FROM outbox"
+                " WHERE NOT (message_id = ANY($2::uuid[]))"
+                " ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
                 BATCH,
+                self._published_ids,
             )
             if not rows:
                 return 0
@@ -56,24 +65,40 @@ class OutboxRelay:
 
     async def publish_committed(self, messages: list[tuple[str, uuid.UUID, bytes]]) -> None:
         """Publish messages whose outbox rows the caller has just committed (subject, message
-        id, body), without a wake-up and a claim in between, then delete their rows. Should
-        anything fail, the rows stay and the drain publishes them; a message published twice
-        (here and by a relay's poll) is dropped by JetStream."""
+        id, body), without a wake-up and a claim in between; their rows are deleted with the
+        next batch. Should anything fail, the rows stay and the drain publishes them; a message
+        published twice (here and by another relay's poll) is dropped by JetStream."""
         if not self.bus.connected:
             self._wake.set()  # the drain waits for NATS, with its backoff
             return
         try:
             await asyncio.gather(*(self.bus.publish(s, body, str(m)) for s, m, body in messages))
-            async with self.pool.acquire() as conn:
-                await conn.execute(
-                    "DELETE FROM outbox WHERE message_id = ANY($1::uuid[])",
-                    [m for _, m, _ in messages],
-                )
         except Exception as exc:
             log.warning("publishing after commit failed; the relay takes over", error=repr(exc))
             self._wake.set()
             return
         self.published += len(messages)
+        self._published_ids.extend(m for _, m, _ in messages)
+        if self._deleting is None or self._deleting.done():
+            self._deleting = asyncio.create_task(self._delete_published(), name="outbox-delete")
+
+    async def _delete_published(self) -> None:
+        while self._published_ids:
+            await asyncio.sleep(DELETE_SECONDS)
+            await self.delete_published()
+
+    async def delete_published(self) -> None:
+        """Delete the rows of what `publish_committed` has published."""
+        ids, self._published_ids = self._published_ids, []
+        if not ids:
+            return
+        try:
+            async with self.pool.acquire() as conn:
+                await conn.execute("DELETE FROM outbox WHERE message_id = ANY($1::uuid[])", ids)
+        except Exception as exc:
+            # The rows stay; the drain publishes them again and JetStream drops the duplicates.
+            log.warning("deleting published outbox rows failed", error=repr(exc))
+            self._wake.set()
 
     async def run(self) -> None:
         listener: asyncpg.Connection | None = None
@@ -94,6 +119,8 @@ class OutboxRelay:
                 if listener is not None:
                     with contextlib.suppress(Exception):
                         await listener.close()
+                with contextlib.suppress(Exception):
+                    await self.delete_published()
                 raise
             except Exception as exc:
                 # NATS or PostgreSQL unavailable: rows stay in the outbox, retried with backoff.

@@ -6,7 +6,6 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -28,7 +27,7 @@ class Envelope(BaseModel):
     payload: dict[str, Any]
 
     def to_bytes(self) -> bytes:
-        return orjson.dumps(self.model_dump(mode="json"))
+        return self.model_dump_json().encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Envelope:

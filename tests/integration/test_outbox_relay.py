@@ -155,3 +155,37 @@ async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
     finally:
         task.cancel()
         await bus.close()
+
+
+async def test_rows_published_after_commit_leave_together_and_are_not_drained_again(
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+) -> None:
+    bus = Bus(nats_server.url, name="t")
+    bus.start()
+    await bus.wait_ready(10)
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
+    deletes = 0
+    delete_published = relay.delete_published
+
+    async def counted() -> None:
+        nonlocal deletes
+        deletes += 1
+        await delete_published()
+
+    relay.delete_published = counted  # type: ignore[method-assign]
+    try:
+        for name in ("bucket-a", "bucket-b", "bucket-c"):
+            await new_operation(pool, name)  # two outbox rows each: the command, its event
+        async with pool.acquire() as conn:
+            rows = await conn.fetch("SELECT subject, message_id, body FROM outbox ORDER BY id")
+        for row in rows:
+            await relay.publish_committed([(row["subject"], row["message_id"], row["body"])])
+        # published, their rows not yet deleted: a drain leaves them alone
+        assert await relay.drain_once() == 0
+        assert relay.published == 6
+        assert await outbox_drained(pool, 5)
+        assert deletes == 1  # one statement for the six rows
+        assert await stream_messages(nats_server.url, "COMMANDS") == 3
+        assert await stream_messages(nats_server.url, "EVENTS") == 3
+    finally:
+        await bus.close()
