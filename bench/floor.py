@@ -1,8 +1,8 @@
 """The floors: the same work done by the bare minimum of NATS, PostgreSQL and FastAPI.
 
 - `serve`: a bare FastAPI app under one uvicorn worker, served as the gateway is
-  (`gateway.app.SERVER_OPTIONS`). `POST /items` does one INSERT (the accept floor); `GET /stream` is a Server-Sent Events stream fed by one
-  LISTEN connection (the fan-out floor).
+  (`gateway.app.SERVER_OPTIONS`). `POST /items` does one INSERT (the accept floor);
+  `GET /stream` is a Server-Sent Events stream fed by one LISTEN connection (the fan-out floor).
 - `PipelineFloor`: a JetStream publish, a pull consumer in another process that INSERTs and
   NOTIFYs in one transaction, and a LISTEN receiver (the pipeline floor), one round at a time.
 
