@@ -1,12 +1,17 @@
-"""Route matching with a static-prefix check (gateway.routing.PrefixedRoute): the same answers
-as the plain scan, for matches, parameters, wrong methods and trailing slashes."""
+"""Route matching with a static-prefix check (gateway.routing.PrefixedRoute) and the route
+index in front of the scan (gateway.routing.RouteIndex): the same answers as the plain scan,
+for matches, parameters, wrong methods and trailing slashes, on every route of the gateway."""
 
 from __future__ import annotations
 
+import re
+
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
+from starlette.routing import BaseRoute, Match
 
-from gateway.routing import PrefixedRoute
+from gateway.app import create_app
+from gateway.routing import PrefixedRoute, RouteIndex
 
 
 def _client() -> TestClient:
@@ -32,6 +37,7 @@ def _client() -> TestClient:
 
     for router in (first, second):
         app.router.routes.extend(router.routes)
+    app.router.routes.insert(0, RouteIndex(app.router.routes))
     return TestClient(app)
 
 
@@ -63,3 +69,58 @@ def test_a_trailing_slash_is_redirected_to_the_route() -> None:
     response = client.get("/api/v1/storage/buckets/b1/", follow_redirects=False)
     assert response.status_code == 307
     assert response.headers["location"].endswith("/api/v1/storage/buckets/b1")
+
+
+def _scan(routes: list[BaseRoute], path: str, method: str) -> tuple[Match, object]:
+    """What the app's scan picks: the first full match, else the first partial one."""
+    scope = {"type": "http", "path": path, "root_path": "", "method": method}
+    partial = None
+    for route in routes:
+        match, child_scope = route.matches(scope)
+        if match is Match.FULL:
+            return match, child_scope.get("route", route)
+        if match is Match.PARTIAL and partial is None:
+            partial = (match, child_scope.get("route", route))
+    return partial or (Match.NONE, None)
+
+
+def test_the_index_picks_what_the_scan_picks_for_every_route_of_the_gateway() -> None:
+    routes = create_app().router.routes
+    index = routes[0]
+    assert isinstance(index, RouteIndex)
+    plain = routes[1:]
+    paths = {"/", "/nothing", "/api/v1", "/api/v1/", "/api/v2/clusters/c1"}
+    for route in plain:
+        template = getattr(route, "path_format", None)
+        if template is None:
+            continue
+        concrete = re.sub(r"\{[^}]+\}", "x1", template)
+        paths |= {concrete, concrete + "/", concrete + "/extra", concrete.rsplit("/", 1)[0]}
+        paths.add(re.sub(r"\{[^}]+\}", "import", template))  # a parameter shaped like a word
+    methods = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+    checked = 0
+    for path in sorted(paths):
+        for method in methods:
+            expected = _scan(plain, path, method)
+            assert _scan(routes, path, method) == expected, (method, path)
+            checked += expected[0] is not Match.NONE
+    assert checked > 100  # most combinations reach a route, fully or by path alone
+
+
+def test_a_parameter_inside_a_segment_is_still_found() -> None:
+    app = FastAPI()
+    router = APIRouter(route_class=PrefixedRoute)
+
+    @router.get("/files/v{version}/{name}")
+    async def versioned(version: int, name: str) -> dict[str, object]:
+        return {"version": version, "name": name}
+
+    @router.get("/files/{name}")
+    async def plain(name: str) -> dict[str, str]:
+        return {"name": name}
+
+    app.router.routes.extend(router.routes)
+    app.router.routes.insert(0, RouteIndex(app.router.routes))
+    client = TestClient(app)
+    assert client.get("/files/v2/a.txt").json() == {"version": 2, "name": "a.txt"}
+    assert client.get("/files/b.txt").json() == {"name": "b.txt"}

@@ -20,6 +20,7 @@ from gateway.metrics import RequestMetrics
 from gateway.oidc import OidcVerifier
 from gateway.ratelimit import MutationRateLimiter
 from gateway.routes import routers
+from gateway.routing import RouteIndex
 from gateway.stream import EventBroadcaster
 from shared.bus import Bus
 from shared.config import Settings, get_settings
@@ -127,6 +128,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # request is matched by one flat scan; an included router is re-resolved on every
         # request, which cost a quarter of the gateway's CPU per accept.
         app.router.routes.extend(router.routes)
+    # First in the scan: finds an HTTP request's route by its path's prefixes.
+    app.router.routes.insert(0, RouteIndex(app.router.routes))
 
     return app
 
