@@ -5,7 +5,7 @@ The gateway runs alone (its outbox relay, audit subscriber and live stream inclu
 embedded PostgreSQL and NATS: accepting is its whole job, and commands wait in JetStream. The
 load comes from another process at a fixed rate (open loop); each rate is run on the floor,
 then on the gateway, so both see the same machine. The rates the goals name (50 and 200 req/s)
-run three such rounds, and each side keeps its round with the median p50: one round of 2.5 s
+run five such rounds, and each side keeps its round with the median p50: one round of 2.5 s
 moves by a few tenths of a millisecond with the machine's state.
 
     .venv/bin/python -m bench.accept [--seconds 2.5]
@@ -25,7 +25,7 @@ from bench.load import Target, run_step, sustained
 
 RATES = (50, 100, 200, 400, 800, 1200, 1600, 2400)
 GOAL_RATE = 200
-ROUNDS = {50: 3, GOAL_RATE: 3}  # rates measured in several interleaved rounds
+ROUNDS = {50: 5, GOAL_RATE: 5}  # rates measured in several interleaved rounds
 
 
 def _median_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ METHOD = """## How each figure is measured
 
 | # | module | ours | floor (same run, same PostgreSQL and NATS) |
 |---|---|---|---|
-| 1 | `bench/accept.py` | `POST /api/v1/storage/buckets` -> 202 on the gateway alone (its outbox relay, audit subscriber and live stream running; commands wait in JetStream), open-loop load from another process at 50, 100, 200, 400... req/s, 2.5 s per step; each rate runs on the floor, then on the gateway; at 50 and 200 req/s three such rounds, each side keeping its round with the median p50. Sustained = every request 202, >= 95% of the offered rate, p99 from the schedule <= 100 ms. The server's CPU per request is recorded too (`server_cpu_ms_per_request`): it moves far less with the machine's load than latency does. | a bare FastAPI endpoint (one uvicorn worker on uvloop and httptools, served like the gateway) doing one `INSERT` through asyncpg |
+| 1 | `bench/accept.py` | `POST /api/v1/storage/buckets` -> 202 on the gateway alone (its outbox relay, audit subscriber and live stream running; commands wait in JetStream), open-loop load from another process at 50, 100, 200, 400... req/s, 2.5 s per step; each rate runs on the floor, then on the gateway; at 50 and 200 req/s five such rounds, each side keeping its round with the median p50. Sustained = every request 202, >= 95% of the offered rate, p99 from the schedule <= 100 ms. The server's CPU per request is recorded too (`server_cpu_ms_per_request`): it moves far less with the machine's load than latency does. | a bare FastAPI endpoint (one uvicorn worker on uvloop and httptools, served like the gateway) doing one `INSERT` through asyncpg |
 | 2 | `bench/pipeline.py` | a bucket create at a time on the stack as `make up` runs it, followed on `/api/v1/events/stream`: 202 -> `OperationStarted` delivered (the first progress event; split into "written" and "written -> delivered"), and 202 -> `OperationSucceeded` delivered. A bucket create is not instant (7 S3 calls in 3 stages against the simulator): the S3 share is its stages' time along the critical path (bucket, then the longer of the two concurrent stages), from the stage timestamps. | JetStream publish -> pull consumer in another process -> `INSERT` + `NOTIFY` in one transaction -> `LISTEN` receiver, one round 20 ms after each of ours (interleaved, so both see the machine in the same state) |
 | 3 | `bench/pipeline.py` | 120 bucket creates, 16 in flight, until all are terminal; then a second gateway (own port, the load split over both) and a second cluster-svc (same durable consumer) via `Stack.start_replica`, and again | the same 7 S3 calls per bucket made directly with boto3, 16 threads, against the same simulator: what the simulated S3 itself sustains |
 | 4 | `bench/fanout.py` | 500 subscribers of `/api/v1/events/stream` (plain asyncio sockets in another process), 30 events at 10/s (bucket creates accepted by the gateway); delivery = arrival - `occurred_at` | the same subscribers on a bare FastAPI SSE endpoint fed by one `LISTEN` connection |
@@ -58,6 +58,10 @@ simulator under the load of items 1-3), each change measured before and after:
 | accepts: with nothing in flight the operation is written in the request's own task, not handed to the writer task (`AcceptQueue.submit`) | item 1 at 200 req/s, 3 interleaved rounds in each of two runs: p50 2.05-2.84 ms (floor 1.21-2.08 ms) | 1.51-1.75 ms (floor 1.02-1.49 ms) |
 | gateway: a route rejects a path outside its static prefix with one string comparison before its regular expression runs (`gateway/routing.py`; the OpenAPI document is byte-identical) | scanning the 78 routes to the bucket create's (the 70th): 60 us | 35 us |
 | stage engine: an operation whose workflow has no `on_start` hook starts with its `OperationStarted` event in one statement, its own transaction, the attempt read with the consumer's lock (`_START_AND_EVENT` in `shared/stages.py`); not on item 2's path (the bucket create has a hook) | the start as BEGIN, start, event, COMMIT: p50 1.47 ms (550 interleaved starts of a two-stage workflow, in isolation) | 1.13 ms |
+| gateway: served on uvloop with the httptools parser instead of asyncio's loop and h11 (`SERVER_OPTIONS` in `gateway/app.py`; the accept floor is served the same way). Measured on a machine half as fast as the rows above | item 1, h11 on both sides: p50 at 200 req/s 8.41 ms (floor 3.49 ms, 2.41x); gateway CPU 7.7 ms per accept at 50 req/s | uvloop on both sides: 4.60 ms (floor 2.54 ms, 1.81x); 6.5 ms |
+| audit subscriber: after a batch that did not fill it waits 0.25 s, so trickling events go into one fetch and one INSERT instead of a fetch, an INSERT and an ack round each (`gateway/audit.py`); rows published after commit are deleted together every 0.1 s, and a drain leaves them alone meanwhile (`shared/outbox.py`) | CPU per accept at 50 req/s, gateway alone: gateway 7.35 ms, nats-server 1.35 ms (at 200 req/s: 4.43 ms) | gateway 4.85 ms, nats-server 0.80 ms (3.78 ms) |
+| gateway: the role and source dependencies read their headers from the request (two declared header parameters and one nested dependency less per mutation; neither header is in the API reference); the command is dumped once per accept and envelopes serialize in pydantic's core; a bucket name is parsed as an IPv4 address only when it is digits and dots | the bucket create through the app in-process, database stubbed (best of 10 rounds): 549 us (floor's app 128 us) | 443 us (125 us) |
+| gateway: a route index first in the scan finds a request's candidate routes by the prefixes of its path, one lookup per '/', and tries them in the app's order (`RouteIndex` in `gateway/routing.py`; the OpenAPI document is byte-identical) | matching the bucket create's route (the 70th of 78): 85-90 us; the create in-process 443 us | 11 us; 375 us |
 
 The machine's load moved a lot between runs (load average 4 to 12 on 2 cores, from other
 work), which is why every figure above comes with its floor from the same run.
@@ -70,15 +74,19 @@ What remains, in order of cost:
   event reaches the client through the gateway's live stream where the floor's receiver listens
   on PostgreSQL itself. Publishing straight from the accept path had shown no gain while every
   event woke four relays; with the relays quiet it took a millisecond off the path.
-- **An accept at a low rate sits at the goal's edge** (item 1 at 50 req/s; repeated runs of
-  5 interleaved rounds gave 1.45x to 1.59x): timestamps inside the gateway put 0.43 ms between
-  the first middleware and the first dependency (FastAPI's own middlewares, routing, reading
-  and parsing the body), 0.3 ms in the dependencies and the operation's two envelopes, and
-  1.0 ms from sending the statement to its commit returning. The statement executes in
-  0.14 ms in PostgreSQL (`EXPLAIN ANALYZE`, as long as the floor's insert); the rest is its
-  24 parameters on the wire, the commit's WAL flush and its NOTIFY. Turning off, one at a
-  time, the request metrics middleware, the audit subscriber, the live stream's NOTIFY and the
-  publishing after commit moved the p50 by less than the runs' spread.
+- **An accept at a low rate sits at the goal's edge** (item 1 at 50 req/s: repeated runs gave
+  1.49x to 1.57x before the route index). Timestamps inside the gateway at 50 req/s (p50):
+  0.5 ms from the first middleware to the first dependency (routing, reading and parsing the
+  body, FastAPI's own setup), 0.17 ms in the three dependencies, 0.28 ms in the header and
+  query parameters and the body's validation, 0.4 ms building the operation up to sending its
+  statement, 1.7 ms for the statement and its commit, 0.25 ms after it and 0.3-0.6 ms to build
+  and send the response. Every Python step takes 5 to 10 times what it takes warm (375 us for
+  all of them in the in-process benchmark): at 50 req/s each request meets cold caches, so the
+  cost follows the amount of code and data a request touches, and FastAPI's per-request
+  machinery is the largest share. The statement takes 1.87 ms where the floor's insert takes
+  1.33 ms (interleaved, 10 ms apart): three tables, the event-order lock and the NOTIFY
+  (0.2 ms). Dropping the NOTIFY, or writing every accept alone instead of through the group
+  commit, moved the p50 by less than the spread between runs.
 - **Event order is still a lock held through COMMIT** for every event-writing transaction
   (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
   transaction, which is fine at the rate stages change. If it ever limits, the next design is
