@@ -242,6 +242,10 @@ def test_status_from_a_deployment_and_from_the_operator() -> None:
         observe_deployment(deployment, [stuck], None, False).message or ""
     )
     assert observe_deployment(None, [], None, False).status == "failed"
+    # while a deploy is applying its objects, a missing Deployment is progress
+    assert observe_deployment(None, [], None, False, creating=True).status == "deploying"
+    assert observe_operator(None).status == "failed"
+    assert observe_operator(None, creating=True).status == "deploying"
     complete = {"spec": {"replicas": 1}, "status": {"state": "DeploymentComplete"}}
     assert observe_operator(complete).status == "available"
     assert (

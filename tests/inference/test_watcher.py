@@ -58,3 +58,28 @@ async def test_an_endpoint_that_lost_a_replica_is_watched_until_it_is_available_
         ("deploying", "degraded"),
         ("degraded", "available"),
     ]
+
+
+async def test_an_endpoint_is_in_progress_while_its_operation_is_pending_or_running(
+    pool: asyncpg.Pool,
+) -> None:
+    from inference_svc.access import Clusters
+    from tests.integration.helpers import new_operation
+
+    operation_id = await new_operation(pool, "chat-op")
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "INSERT INTO endpoints (cluster, name, kind, spec, status, replicas, operation_id)"
+            " VALUES ('c', 'chat', 'container', $1::jsonb, 'deploying', 1, $2)",
+            SPEC,
+            operation_id,
+        )
+    clusters = Clusters(pool, kubes=None, endpoint=None)  # type: ignore[arg-type]
+    assert await clusters.in_progress("c", "chat")  # pending
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE operations SET status = 'running' WHERE id = $1", operation_id)
+    assert await clusters.in_progress("c", "chat")
+    async with pool.acquire() as conn:
+        await conn.execute("UPDATE operations SET status = 'succeeded' WHERE id = $1", operation_id)
+    assert not await clusters.in_progress("c", "chat")
+    assert not await clusters.in_progress("c", "unknown")

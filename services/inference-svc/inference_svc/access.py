@@ -180,12 +180,27 @@ class Clusters:
         api_version, kind, name = scale_target(spec)
         return await (await self.kube(cluster)).get(api_version, kind, name, spec.namespace)
 
-    async def observe(self, cluster: str, spec: EndpointSpec) -> Observed:
+    async def in_progress(self, cluster: str, name: str) -> bool:
+        """Whether an operation on the endpoint is pending or running."""
+        async with self.pool.acquire() as conn:
+            working = await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM endpoints e JOIN operations o"
+                " ON o.id = e.operation_id WHERE e.cluster = $1 AND e.name = $2"
+                " AND o.status IN ('pending', 'running'))",
+                cluster,
+                name,
+            )
+        return bool(working)
+
+    async def observe(
+        self, cluster: str, spec: EndpointSpec, *, creating: bool = False
+    ) -> Observed:
+        """The endpoint as its cluster shows it; `creating`: an operation is deploying it."""
         kube = await self.kube(cluster)
         api_version, kind, name = scale_target(spec)
         resource = await kube.get(api_version, kind, name, spec.namespace)
         if spec.kind in ("managed", "jumpstart"):
-            return observe_operator(resource)
+            return observe_operator(resource, creating=creating)
         pods = await kube.pods(spec.namespace, f"{ENDPOINT_LABEL}={spec.name},{ROLE_LABEL}=worker")
         external = spec.service == "external" or bool(
             spec.kind == "sglang" and spec.router and spec.router.service == "external"
@@ -193,4 +208,4 @@ class Clusters:
         service = None
         if spec.service != "model_pool":
             service = await kube.get("v1", "Service", service_name(spec), spec.namespace)
-        return observe_deployment(resource, pods, service, external)
+        return observe_deployment(resource, pods, service, external, creating=creating)

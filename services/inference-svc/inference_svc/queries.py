@@ -105,7 +105,9 @@ class Responder(QueryResponder):
     async def describe(self, request: dict[str, Any]) -> Any:
         cluster, name = _text(request, "cluster"), _text(request, "name")
         spec = await self.clusters.recorded(cluster, name)
-        seen = await self.clusters.observe(cluster, spec)
+        # Read while a deploy is still applying its objects, a missing one is not a failure.
+        creating = await self.clusters.in_progress(cluster, name)
+        seen = await self.clusters.observe(cluster, spec, creating=creating)
         kube = await self.clusters.kube(cluster)
         # The operator labels the workers of a managed endpoint with app=<name>.
         selector = (

@@ -54,15 +54,23 @@ def load_balancer(service: KubeObject | None) -> str | None:
     return str(first.get("hostname") or first.get("ip") or "") or None
 
 
+BEING_CREATED = "its objects are being created"
+
+
 def observe_deployment(
     deployment: KubeObject | None,
     pods: list[KubeObject],
     service: KubeObject | None,
     external: bool,
+    *,
+    creating: bool = False,
 ) -> Observed:
     """A Deployment-backed endpoint: available once every replica is, and (for an external
-    endpoint) once its load balancer has an address."""
+    endpoint) once its load balancer has an address. `creating`: an operation is deploying the
+    endpoint, so a Deployment that does not exist yet is progress, not a failure."""
     if deployment is None:
+        if creating:
+            return Observed(DEPLOYING, 0, 0, message=BEING_CREATED)
         return Observed(FAILED, 0, 0, message="the endpoint's Deployment is missing")
     wanted = _int((deployment.get("spec") or {}).get("replicas", 1))
     status = deployment.get("status") or {}
@@ -79,9 +87,12 @@ def observe_deployment(
     return Observed(DEPLOYING, wanted, ready, address, message)
 
 
-def observe_operator(resource: KubeObject | None) -> Observed:
-    """An InferenceEndpointConfig or JumpStartModel, as its operator reports it."""
+def observe_operator(resource: KubeObject | None, *, creating: bool = False) -> Observed:
+    """An InferenceEndpointConfig or JumpStartModel, as its operator reports it (`creating` as
+    for `observe_deployment`)."""
     if resource is None:
+        if creating:
+            return Observed(DEPLOYING, 0, 0, message=BEING_CREATED)
         return Observed(FAILED, 0, 0, message="the endpoint's resource is missing")
     status = resource.get("status") or {}
     state = str(status.get("state") or "")
