@@ -109,26 +109,20 @@ async def test_a_failing_row_fails_alone_and_its_neighbours_are_written(
 
 
 async def test_with_a_relay_accepted_commands_are_published_at_commit_without_a_wake_up(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     # The relay's loop is not running: nothing but the queue itself can publish.
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
     queue = AcceptQueue(pool, relay)
     key = str(uuid.uuid4())
-    try:
-        first = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
-        again = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
-        assert first.created and not again.created
-        assert await outbox_drained(pool, 5)
-        # the command and its event once each: the replayed request published nothing
-        assert await stream_messages(nats_server.url, "COMMANDS") == 1
-        assert await stream_messages(nats_server.url, "EVENTS") == 1
-        assert relay.published == 2
-    finally:
-        await bus.close()
+    first = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
+    again = await queue.submit(_bucket("published-bucket", key))  # type: ignore[arg-type]
+    assert first.created and not again.created
+    assert await outbox_drained(pool, 5)
+    # the command and its event once each: the replayed request published nothing
+    assert await stream_messages(nats_server.url, "COMMANDS") == 1
+    assert await stream_messages(nats_server.url, "EVENTS") == 1
+    assert relay.published == 2
 
 
 async def test_with_nats_down_accepted_commands_stay_in_the_outbox_for_the_relay(

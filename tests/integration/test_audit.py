@@ -9,7 +9,6 @@ import uuid
 import asyncpg
 
 from gateway.audit import AuditSubscriber
-from hyperpilot.infra import NatsServer
 from shared.bus import Bus
 from shared.contracts.envelope import Envelope
 
@@ -30,11 +29,8 @@ async def _audit_rows(pool: asyncpg.Pool) -> list[asyncpg.Record]:
 
 
 async def test_trickling_events_are_recorded_once_each_in_batches(
-    pool: asyncpg.Pool, nats_server: NatsServer
+    pool: asyncpg.Pool, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     audit = AuditSubscriber(pool, bus, linger_seconds=0.3)
     task = asyncio.create_task(audit.run())
     events = [_event(n) for n in range(20)]
@@ -59,4 +55,3 @@ async def test_trickling_events_are_recorded_once_each_in_batches(
         assert audit.writes <= 5, audit.writes
     finally:
         task.cancel()
-        await bus.close()

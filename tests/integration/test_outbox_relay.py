@@ -14,11 +14,8 @@ from tests.integration.helpers import new_operation, outbox_count, outbox_draine
 
 
 async def test_accepted_command_and_event_reach_jetstream(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.05)
     task = asyncio.create_task(relay.run())
     try:
@@ -28,23 +25,16 @@ async def test_accepted_command_and_event_reach_jetstream(
         assert await stream_messages(nats_server.url, "EVENTS") == 1
     finally:
         task.cancel()
-        await bus.close()
 
 
 async def test_republishing_the_same_row_is_dropped_by_jetstream(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
-    try:
-        message_id = str(uuid.uuid4())
-        first = await bus.publish("cmd.storage.create", b"{}", message_id)
-        again = await bus.publish("cmd.storage.create", b"{}", message_id)
-        assert again.duplicate and not first.duplicate
-        assert await stream_messages(nats_server.url, "COMMANDS") == 1
-    finally:
-        await bus.close()
+    message_id = str(uuid.uuid4())
+    first = await bus.publish("cmd.storage.create", b"{}", message_id)
+    again = await bus.publish("cmd.storage.create", b"{}", message_id)
+    assert again.duplicate and not first.duplicate
+    assert await stream_messages(nats_server.url, "COMMANDS") == 1
 
 
 async def test_rows_wait_while_nats_is_down_and_leave_when_it_returns(
@@ -70,11 +60,8 @@ async def test_rows_wait_while_nats_is_down_and_leave_when_it_returns(
 
 
 async def test_two_relays_share_the_outbox_without_duplicates(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     for i in range(50):
         await new_operation(pool, f"bucket-{i}")
     relays = [OutboxRelay(pool, bus, database_url, poll_seconds=0.05) for _ in range(2)]
@@ -86,15 +73,11 @@ async def test_two_relays_share_the_outbox_without_duplicates(
     finally:
         for t in tasks:
             t.cancel()
-        await bus.close()
 
 
 async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
     task = asyncio.create_task(relay.run())
     other = await asyncpg.connect(
@@ -128,11 +111,10 @@ async def test_a_relay_wakes_for_its_own_process_rows_and_polls_for_the_others(
         await other.close()
         await unnamed.close()
         task.cancel()
-        await bus.close()
 
 
 async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
     # The writer committed and stopped before publishing (its relay never ran): another
     # process's relay finds the rows on its poll.
@@ -144,9 +126,6 @@ async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
         uuid.uuid4(),
     )
     await other.close()
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=0.2)
     task = asyncio.create_task(relay.run())
     try:
@@ -154,15 +133,11 @@ async def test_a_relay_poll_publishes_rows_nobody_was_woken_for(
         assert await stream_messages(nats_server.url, "COMMANDS") == 1
     finally:
         task.cancel()
-        await bus.close()
 
 
 async def test_rows_published_after_commit_leave_together_and_are_not_drained_again(
-    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer
+    pool: asyncpg.Pool, database_url: str, nats_server: NatsServer, bus: Bus
 ) -> None:
-    bus = Bus(nats_server.url, name="t")
-    bus.start()
-    await bus.wait_ready(10)
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
     deletes = 0
     delete_published = relay.delete_published
@@ -173,19 +148,16 @@ async def test_rows_published_after_commit_leave_together_and_are_not_drained_ag
         await delete_published()
 
     relay.delete_published = counted  # type: ignore[method-assign]
-    try:
-        for name in ("bucket-a", "bucket-b", "bucket-c"):
-            await new_operation(pool, name)  # two outbox rows each: the command, its event
-        async with pool.acquire() as conn:
-            rows = await conn.fetch("SELECT subject, message_id, body FROM outbox ORDER BY id")
-        for row in rows:
-            await relay.publish_committed([(row["subject"], row["message_id"], row["body"])])
-        # published, their rows not yet deleted: a drain leaves them alone
-        assert await relay.drain_once() == 0
-        assert relay.published == 6
-        assert await outbox_drained(pool, 5)
-        assert deletes == 1  # one statement for the six rows
-        assert await stream_messages(nats_server.url, "COMMANDS") == 3
-        assert await stream_messages(nats_server.url, "EVENTS") == 3
-    finally:
-        await bus.close()
+    for name in ("bucket-a", "bucket-b", "bucket-c"):
+        await new_operation(pool, name)  # two outbox rows each: the command, its event
+    async with pool.acquire() as conn:
+        rows = await conn.fetch("SELECT subject, message_id, body FROM outbox ORDER BY id")
+    for row in rows:
+        await relay.publish_committed([(row["subject"], row["message_id"], row["body"])])
+    # published, their rows not yet deleted: a drain leaves them alone
+    assert await relay.drain_once() == 0
+    assert relay.published == 6
+    assert await outbox_drained(pool, 5)
+    assert deletes == 1  # one statement for the six rows
+    assert await stream_messages(nats_server.url, "COMMANDS") == 3
+    assert await stream_messages(nats_server.url, "EVENTS") == 3
