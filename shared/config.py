@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+NATS_SCHEMES = ("nats://", "tls://")
 
 
 class Settings(BaseSettings):
@@ -15,7 +17,9 @@ class Settings(BaseSettings):
         "postgresql://postgres@127.0.0.1:5432/hyperpilot",
         description="PostgreSQL DSN (postgresql://user:pass@host:port/db or a socket path in ?host=)",
     )
-    nats_url: str = Field("nats://127.0.0.1:4222", description="NATS server with JetStream")
+    nats_url: str = Field(
+        "nats://127.0.0.1:4222", description="NATS server with JetStream (nats:// or tls://)"
+    )
     aws_region: str = "us-east-1"
     aws_endpoint_url: str | None = Field(
         None, description="Unset for real AWS; the simulated world's endpoint otherwise"
@@ -54,6 +58,18 @@ class Settings(BaseSettings):
     # Stage engine
     poll_initial_seconds: float = 0.05
     poll_max_seconds: float = 15.0
+
+    @field_validator("nats_url")
+    @classmethod
+    def _nats_over_tcp(cls, value: str) -> str:
+        # Services connect over TCP; the WebSocket client library is kept out of them
+        # (shared/slim.py).
+        if not value.startswith(NATS_SCHEMES):
+            raise ValueError(
+                f"NATS_URL must start with {' or '.join(NATS_SCHEMES)} (got {value!r}):"
+                " give the NATS server's client port, not a WebSocket URL"
+            )
+        return value
 
 
 @lru_cache(maxsize=1)

