@@ -123,6 +123,26 @@ def test_a_bad_idempotency_key_is_refused(module_stack: RunningStack) -> None:
     _nothing_stored(module_stack)
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/api/v1/storage/buckets"),
+        ("DELETE", "/api/v1/storage/buckets/ok-bucket"),
+        ("POST", "/api/v1/clusters"),
+        ("POST", "/api/v1/clusters/c1/nodes/reboot"),
+    ],
+)
+def test_a_bad_dry_run_is_refused_with_the_field_named(
+    module_stack: RunningStack, method: str, path: str
+) -> None:
+    response = module_stack.client.http.request(method, path, params={"dry_run": "maybe"})
+    assert response.status_code == 422, response.text
+    field = _fields(response)["query.dry_run"]
+    assert field["rule"] == "bool_parsing"
+    assert field["hint"] == "send true or false"
+    _nothing_stored(module_stack)
+
+
 def test_tokens_and_roles_are_enforced(module_stack: RunningStack) -> None:
     url = module_stack.stack.url
     assert httpx.post(f"{url}/api/v1/storage/buckets", json={"name": "abc-def"}).status_code == 401

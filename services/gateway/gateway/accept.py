@@ -12,7 +12,7 @@ import asyncpg
 import orjson
 from fastapi.responses import JSONResponse
 
-from gateway.auth import Principal
+from gateway.deps import Mutation
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from shared.bus import Bus
@@ -159,18 +159,18 @@ def close_accept_queue(pool: asyncpg.Pool) -> None:
 
 
 async def accept(
-    pool: asyncpg.Pool,
+    mutation: Mutation,
     command: Command,
     *,
     target_type: str,
     target_id: str,
     request: dict[str, Any],
-    principal: Principal,
-    source: str,
-    idempotency_key: str | None,
     reserve: Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]] | None = None,
 ) -> JSONResponse:
-    key = check_idempotency_key(idempotency_key)
+    """Persist the operation (with its command queued for the bus) and answer 202; a request
+    repeated with its Idempotency-Key answers the first one's operation."""
+    pool, principal, source = mutation.pool, mutation.principal, mutation.source
+    key = check_idempotency_key(mutation.idempotency_key)
     try:
         queue = _queues.get(id(pool))
         if queue is not None and reserve is None:
@@ -274,33 +274,22 @@ async def domain_plan(bus: Bus, command: Command, refusal: Refusal) -> dict[str,
 
 async def plan_then_accept(
     bus: Bus,
-    pool: asyncpg.Pool,
+    mutation: Mutation,
     command: Command,
     *,
     target_type: str,
     target_id: str,
     requested: dict[str, Any],
-    principal: Principal,
-    source: str,
-    dry: bool,
-    idempotency_key: str | None,
     refusal: Refusal,
 ) -> JSONResponse:
     """A dry run answers the plan; otherwise the plan's verdict (a refused rule is a 4xx before
     anything is stored) and the operation, with the computed diff. With NATS down the command is
     still accepted and its workflow checks the same rules."""
-    if dry:
+    if mutation.dry_run:
         return JSONResponse({"dry_run": True, "plan": await domain_plan(bus, command, refusal)})
     plan = await domain_plan(bus, command, refusal) if bus.connected else None
     accepted = await accept(
-        pool,
-        command,
-        target_type=target_type,
-        target_id=target_id,
-        request=requested,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
+        mutation, command, target_type=target_type, target_id=target_id, request=requested
     )
     body = orjson.loads(accepted.body)
     body["noop"] = plan.get("noop") if plan is not None else None

@@ -26,11 +26,24 @@ def static_prefix(path_format: str) -> str:
 
 class PrefixedRoute(APIRoute):
     """An APIRoute that rejects a path outside its static prefix (the path up to its first
-    parameter) with one string comparison, before its regular expression runs."""
+    parameter) with one string comparison, before its regular expression runs.
+
+    It also documents the parameters a dependency reads from the request itself rather than
+    declaring them (its `openapi_parameters`, as in `gateway.deps.mutation`)."""
 
     def __init__(self, path: str, endpoint: Any, **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
         self.static_prefix = static_prefix(self.path_format)
+        read_directly = [
+            parameter
+            for dependency in self.dependant.dependencies
+            for parameter in getattr(dependency.call, "openapi_parameters", ())
+        ]
+        if read_directly:
+            self.openapi_extra = {
+                **(self.openapi_extra or {}),
+                "parameters": [*(self.openapi_extra or {}).get("parameters", ()), *read_directly],
+            }
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] == "http" and not get_route_path(scope).startswith(self.static_prefix):

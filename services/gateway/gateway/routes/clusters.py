@@ -7,13 +7,13 @@ import uuid
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field, field_validator
 
 from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
-from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.deps import AdminMutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.inspect import problems_to_fields
@@ -30,10 +30,6 @@ from shared.validation import RuleViolation
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["clusters"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
 
 
 def _check_region(region: str | None) -> str | None:
@@ -104,24 +100,18 @@ def _taken(name: str) -> ApiError:
 async def create_cluster(
     body: ClusterCreate,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
-    if dry_run:
+    if mutation.dry_run:
         bucket = spec.storage.bucket or default_bucket(spec.name)
         return await dry_run_plan(
             request.app.state.bus, CreateCluster(spec=spec, region=region, bucket=bucket)
         )
-    async with pool.acquire() as conn:
+    async with mutation.pool.acquire() as conn:
         existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
-    if existing is not None and idempotency_key is None:
+    if existing is not None and mutation.idempotency_key is None:
         raise _taken(spec.name)
     if request.app.state.bus.connected:
         problems = await query(
@@ -157,14 +147,11 @@ async def create_cluster(
             raise _taken(spec.name) from None
 
     return await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=spec.name,
         request=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
         reserve=reserve,
     )
 
@@ -275,18 +262,12 @@ async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str,
 async def import_cluster(
     body: ClusterImport,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
     name = spec.eks_cluster_name
-    if dry_run:
+    if mutation.dry_run:
         return await dry_run_plan(request.app.state.bus, ImportCluster(spec=spec, region=region))
 
     async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
@@ -303,14 +284,11 @@ async def import_cluster(
             raise _taken(name) from None
 
     return await accept(
-        pool,
+        mutation,
         ImportCluster(spec=spec, region=region),
         target_type="cluster",
         target_id=name,
         request=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
         reserve=reserve,
     )
 
@@ -324,15 +302,9 @@ async def import_cluster(
 async def delete_cluster(
     name: ClusterNamePath,
     request: Request,
-    pool: Pool,
-    principal: Admin,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    mutation: AdminMutation,
 ) -> JSONResponse:
-    async with pool.acquire() as conn:
+    async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
         if row is None:
             raise ApiError(
@@ -343,7 +315,7 @@ async def delete_cluster(
             " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
             name,
         )
-    if busy is not None and idempotency_key is None:
+    if busy is not None and mutation.idempotency_key is None:
         raise ApiError(
             409,
             "cluster_busy",
@@ -352,15 +324,12 @@ async def delete_cluster(
         )
     resources = row["resources"] if row["managed"] else {}
     command = DeleteCluster(name=name, region=row["region"], resources=resources)
-    if dry_run:
+    if mutation.dry_run:
         return await dry_run_plan(request.app.state.bus, command)
     return await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=name,
         request={"name": name},
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
-from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
-from gateway.routes.clusters import ClusterNamePath, IdempotencyKey
+from gateway.routes.clusters import ClusterNamePath
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ClusterSpec
@@ -52,15 +52,9 @@ async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[
 async def reconcile(
     name: ClusterNamePath,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    async with pool.acquire() as conn:
+    async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
     if row is None:
         raise ApiError(
@@ -87,15 +81,12 @@ async def reconcile(
         bucket=str(resources.get("bucket", {}).get("bucket", "")),
         resources=resources,
     )
-    if dry_run:
+    if mutation.dry_run:
         return await dry_run_plan(request.app.state.bus, command)
     return await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=name,
         request={"reconcile": True},
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )

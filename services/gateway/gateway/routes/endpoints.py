@@ -19,12 +19,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
-from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
@@ -58,11 +58,6 @@ ClusterQuery = Annotated[
         description="the cluster; the active cluster if omitted",
     ),
 ]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
-DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
 USABLE = ("active", "imported")
 CONFLICTS = frozenset({"OperatorMissing", "ClusterNotReady", "EndpointUnavailable"})
 MISSING = frozenset({"EndpointNotFound", "ClusterNotFound"})
@@ -131,27 +126,19 @@ async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
 
 async def _mutate(
     request: Request,
-    pool: asyncpg.Pool,
+    mutation: Mutation,
     command: Command,
     *,
     target: str,
     requested: dict[str, Any],
-    principal: Any,
-    source: str,
-    dry: bool,
-    idempotency_key: str | None,
 ) -> JSONResponse:
     return await plan_then_accept(
         request.app.state.bus,
-        pool,
+        mutation,
         command,
         target_type="endpoint",
         target_id=target,
         requested=requested,
-        principal=principal,
-        source=source,
-        dry=dry,
-        idempotency_key=idempotency_key,
         refusal=_refusal,
     )
 
@@ -160,24 +147,16 @@ async def _mutate(
 async def deploy_endpoint(
     body: EndpointSpec,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    name = await _cluster(pool, cluster)
+    name = await _cluster(mutation.pool, cluster)
     return await _mutate(
         request,
-        pool,
+        mutation,
         DeployEndpoint(cluster=name, spec=body),
         target=f"{name}/{body.name}",
         requested=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -253,29 +232,21 @@ async def update_endpoint(
     name: EndpointNamePath,
     body: EndpointChange,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(pool, cluster)
-    record = await _endpoint(pool, cluster_name, name)
+    cluster_name = await _cluster(mutation.pool, cluster)
+    record = await _endpoint(mutation.pool, cluster_name, name)
     try:
         spec = EndpointSpec.model_validate(body.merged(record["spec"]))
     except ValidationError as exc:
         raise _merge_errors(exc) from exc
     return await _mutate(
         request,
-        pool,
+        mutation,
         DeployEndpoint(cluster=cluster_name, spec=spec),
         target=f"{cluster_name}/{name}",
         requested=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -286,53 +257,33 @@ async def scale_endpoint(
     name: EndpointNamePath,
     body: ScaleRequest,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(pool, cluster)
-    record = await _endpoint(pool, cluster_name, name)
+    cluster_name = await _cluster(mutation.pool, cluster)
+    record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
-        pool,
+        mutation,
         ScaleEndpoint(target=target, replicas=body.replicas),
         target=f"{cluster_name}/{name}",
         requested=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
 async def _assign(
-    name: str,
-    body: PoolAssignment,
-    request: Request,
-    pool: asyncpg.Pool,
-    principal: Operator,
-    source: str,
-    cluster: str | None,
-    dry: bool,
-    idempotency_key: str | None,
+    name: str, body: PoolAssignment, request: Request, mutation: Mutation, cluster: str | None
 ) -> JSONResponse:
-    cluster_name = await _cluster(pool, cluster)
-    record = await _endpoint(pool, cluster_name, name)
+    cluster_name = await _cluster(mutation.pool, cluster)
+    record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
-        pool,
+        mutation,
         AssignPoolWorker(target=target, pod=body.pod, model=body.model),
         target=f"{cluster_name}/{name}",
         requested=body.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -346,16 +297,10 @@ async def assign_worker(
     name: EndpointNamePath,
     body: PoolAssignment,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    return await _assign(
-        name, body, request, pool, principal, source, cluster, dry_run_, idempotency_key
-    )
+    return await _assign(name, body, request, mutation, cluster)
 
 
 @router.post(
@@ -370,50 +315,28 @@ async def unassign_worker(
         str, Body(embed=True, min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")
     ],
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    return await _assign(
-        name,
-        PoolAssignment(pod=pod, model=None),
-        request,
-        pool,
-        principal,
-        source,
-        cluster,
-        dry_run_,
-        idempotency_key,
-    )
+    return await _assign(name, PoolAssignment(pod=pod, model=None), request, mutation, cluster)
 
 
 @router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Delete an endpoint")
 async def delete_endpoint(
     name: EndpointNamePath,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
+    mutation: OperatorMutation,
     cluster: ClusterQuery = None,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(pool, cluster)
-    record = await _endpoint(pool, cluster_name, name)
+    cluster_name = await _cluster(mutation.pool, cluster)
+    record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
-        pool,
+        mutation,
         DeleteEndpoint(target=target),
         target=f"{cluster_name}/{name}",
         requested={},
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 

@@ -11,11 +11,11 @@ from typing import Annotated, Any
 
 import asyncpg
 import orjson
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from gateway.accept import accept, dry_run
-from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
@@ -26,10 +26,6 @@ from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatu
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["features"])
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
 USABLE = ("active", "imported")
 
 
@@ -108,15 +104,9 @@ async def update_features(
     name: ClusterNamePath,
     body: FeaturesChange,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: Annotated[
-        bool, Query(alias="dry_run", description="Answer the plan; change nothing")
-    ] = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(pool, name)
+    row = await _cluster(mutation.pool, name)
     changes = FeaturesChange.model_validate(body.model_dump(exclude_unset=True))
     command = UpdateFeatures(
         cluster=name, region=row["region"], target=target_of(row), changes=changes
@@ -124,7 +114,7 @@ async def update_features(
     bus = request.app.state.bus
     plan: dict[str, Any] | None = None
     try:
-        if dry_run_:
+        if mutation.dry_run:
             return await dry_run(bus, command)
         if bus.connected:
             # The diff from actual state; with NATS down the change is still accepted and
@@ -138,14 +128,11 @@ async def update_features(
     except ApiError as exc:
         raise _rule(exc) from exc
     accepted = await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=name,
         request=changes.requested(),
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
     body_out = orjson.loads(accepted.body)
     body_out["diff"] = plan.get("diff", {}) if plan is not None else None

@@ -13,12 +13,12 @@ import json
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
 from gateway.accept import accept
 from gateway.accept import dry_run as answer_plan
-from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
@@ -39,13 +39,6 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 GroupNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
-DryRun = Annotated[
-    bool, Query(description="Answer the plan (calls and diff) without changing anything")
-]
 READY = ("active", "imported")
 
 
@@ -115,28 +108,17 @@ async def _check(
 
 
 async def _submit(
-    request: Request,
-    pool: asyncpg.Pool,
-    command: InstanceGroupCommand,
-    *,
-    body: dict[str, Any],
-    dry: bool,
-    principal: Any,
-    source: str,
-    idempotency_key: str | None,
+    request: Request, mutation: Mutation, command: InstanceGroupCommand, *, body: dict[str, Any]
 ) -> JSONResponse:
-    plan = await _check(request, command, dry)
-    if dry:
+    plan = await _check(request, command, mutation.dry_run)
+    if mutation.dry_run:
         return await answer_plan(request.app.state.bus, command)
     accepted = await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=command.cluster,
         request=body,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
     if plan is None:
         return accepted
@@ -187,13 +169,9 @@ async def add_instance_group(
     name: ClusterNamePath,
     body: NewInstanceGroup,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    cluster = await _cluster(pool, name)
+    cluster = await _cluster(mutation.pool, name)
     command = AddInstanceGroup(
         cluster=name,
         hyperpod_cluster=cluster["hyperpod_cluster"],
@@ -204,13 +182,9 @@ async def add_instance_group(
     )
     return await _submit(
         request,
-        pool,
+        mutation,
         command,
         body=body.model_dump(mode="json", exclude_unset=True),
-        dry=dry_run,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -226,13 +200,9 @@ async def update_instance_group(
     group: GroupNamePath,
     body: InstanceGroupChange,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    cluster = await _cluster(pool, name)
+    cluster = await _cluster(mutation.pool, name)
     command = UpdateInstanceGroup(
         cluster=name,
         hyperpod_cluster=cluster["hyperpod_cluster"],
@@ -242,13 +212,9 @@ async def update_instance_group(
     )
     return await _submit(
         request,
-        pool,
+        mutation,
         command,
         body=body.model_dump(mode="json", exclude_unset=True),
-        dry=dry_run,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -262,13 +228,9 @@ async def delete_instance_group(
     name: ClusterNamePath,
     group: GroupNamePath,
     request: Request,
-    pool: Pool,
-    principal: Admin,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: AdminMutation,
 ) -> JSONResponse:
-    cluster = await _cluster(pool, name)
+    cluster = await _cluster(mutation.pool, name)
     command = DeleteInstanceGroup(
         cluster=name,
         hyperpod_cluster=cluster["hyperpod_cluster"],
@@ -277,13 +239,9 @@ async def delete_instance_group(
     )
     return await _submit(
         request,
-        pool,
+        mutation,
         command,
         body={"group": group},
-        dry=dry_run,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -297,13 +255,9 @@ async def update_software(
     name: ClusterNamePath,
     body: SoftwareUpdateSpec,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    cluster = await _cluster(pool, name)
+    cluster = await _cluster(mutation.pool, name)
     command = UpdateClusterSoftware(
         cluster=name,
         hyperpod_cluster=cluster["hyperpod_cluster"],
@@ -312,11 +266,7 @@ async def update_software(
     )
     return await _submit(
         request,
-        pool,
+        mutation,
         command,
         body=body.model_dump(mode="json", exclude_unset=True),
-        dry=dry_run,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
-from gateway.deps import Operator, Pool, Source, Viewer
+from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
@@ -42,11 +42,6 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["jobs"])
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 JobNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=JOB_NAME_PATTERN)]
 PodName = Annotated[str, Query(min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
-DryRun = Annotated[bool, Query(alias="dry_run", description="Answer the plan; change nothing")]
 USABLE = ("active", "imported")
 CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady", "TrackingServerExists"})
 MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound", "PreviousLogNotFound"})
@@ -106,28 +101,20 @@ async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
 
 async def _mutate(
     request: Request,
-    pool: asyncpg.Pool,
+    mutation: Mutation,
     command: Command,
     *,
     target: str,
     requested: dict[str, Any],
-    principal: Any,
-    source: str,
-    dry: bool,
-    idempotency_key: str | None,
     target_type: str = "job",
 ) -> JSONResponse:
     return await plan_then_accept(
         request.app.state.bus,
-        pool,
+        mutation,
         command,
         target_type=target_type,
         target_id=target,
         requested=requested,
-        principal=principal,
-        source=source,
-        dry=dry,
-        idempotency_key=idempotency_key,
         refusal=_refusal,
     )
 
@@ -142,24 +129,16 @@ async def submit_job(
     name: ClusterNamePath,
     spec: Annotated[JobSpec, Body()],
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(pool, name)
+    row = await _cluster(mutation.pool, name)
     command = SubmitJob(cluster=name, region=row["region"], spec=spec)
     return await _mutate(
         request,
-        pool,
+        mutation,
         command,
         target=f"{name}/{spec.name}",
         requested=spec.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -209,24 +188,16 @@ async def cancel_job(
     name: ClusterNamePath,
     job: JobNamePath,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    await _cluster(pool, name)
-    await _job(pool, name, job)
+    await _cluster(mutation.pool, name)
+    await _job(mutation.pool, name, job)
     return await _mutate(
         request,
-        pool,
+        mutation,
         CancelJob(cluster=name, name=job),
         target=f"{name}/{job}",
         requested={"cancel": True},
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -240,24 +211,16 @@ async def delete_job(
     name: ClusterNamePath,
     job: JobNamePath,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    await _cluster(pool, name)
-    await _job(pool, name, job)
+    await _cluster(mutation.pool, name)
+    await _job(mutation.pool, name, job)
     return await _mutate(
         request,
-        pool,
+        mutation,
         DeleteJob(cluster=name, name=job),
         target=f"{name}/{job}",
         requested={"delete": True},
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -349,24 +312,16 @@ async def download_model(
     name: ClusterNamePath,
     spec: ModelDownloadSpec,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(pool, name)
+    row = await _cluster(mutation.pool, name)
     command = DownloadModel(cluster=name, region=row["region"], spec=spec)
     return await _mutate(
         request,
-        pool,
+        mutation,
         command,
         target=f"{name}/{spec.name}",
         requested=spec.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -411,24 +366,16 @@ async def store_hf_token(
 async def create_tracking_server(
     spec: TrackingServerSpec,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run_: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
     settings = request.app.state.settings
     command = CreateTrackingServer(region=settings.aws_region, spec=spec)
     return await _mutate(
         request,
-        pool,
+        mutation,
         command,
         target=spec.name,
         requested=spec.model_dump(mode="json", exclude_unset=True),
-        principal=principal,
-        source=source,
-        dry=dry_run_,
-        idempotency_key=idempotency_key,
         target_type="mlflow_tracking_server",
     )
 

@@ -14,12 +14,12 @@ from typing import Annotated, Any
 
 import asyncpg
 import orjson
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from gateway.accept import accept
 from gateway.accept import dry_run as answer_plan
-from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
@@ -42,13 +42,6 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 NodeIdPath = Annotated[str, Path(pattern=NODE_ID_PATTERN)]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
-DryRun = Annotated[
-    bool, Query(description="Answer the plan (calls it would make) without doing anything")
-]
 # Errors of the plan that are the caller's to fix: answered as 422 on the named field.
 _RULES = {"NodeNotFound": "node_ids", "InstanceGroupNotFound": "instance_groups"}
 _IN_MESSAGE = re.compile(r"\bi-[0-9a-f]{8,32}\b")
@@ -130,16 +123,9 @@ async def _plan(request: Request, command: NodeCommand) -> dict[str, Any] | None
 
 
 async def _submit(
-    request: Request,
-    pool: asyncpg.Pool,
-    command: NodeCommand,
-    request_body: dict[str, Any],
-    principal: Any,
-    source: str,
-    idempotency_key: str | None,
-    dry: bool,
+    request: Request, mutation: Mutation, command: NodeCommand, request_body: dict[str, Any]
 ) -> JSONResponse:
-    if dry:
+    if mutation.dry_run:
         try:
             return await answer_plan(request.app.state.bus, command)
         except ApiError as exc:
@@ -148,14 +134,11 @@ async def _submit(
             raise
     plan = await _plan(request, command)
     accepted = await accept(
-        pool,
+        mutation,
         command,
         target_type="cluster",
         target_id=str(command.cluster),
         request=request_body,
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
     if plan is None:
         return accepted
@@ -257,24 +240,11 @@ async def reboot_nodes(
     name: ClusterNamePath,
     body: NodeIds,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    refs = await _cluster(pool, name)
+    refs = await _cluster(mutation.pool, name)
     command = RebootNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(
-        request,
-        pool,
-        command,
-        body.model_dump(mode="json"),
-        principal,
-        source,
-        idempotency_key,
-        dry_run,
-    )
+    return await _submit(request, mutation, command, body.model_dump(mode="json"))
 
 
 @router.post(
@@ -287,24 +257,11 @@ async def replace_nodes(
     name: ClusterNamePath,
     body: NodeIds,
     request: Request,
-    pool: Pool,
-    principal: Admin,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: AdminMutation,
 ) -> JSONResponse:
-    refs = await _cluster(pool, name)
+    refs = await _cluster(mutation.pool, name)
     command = ReplaceNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(
-        request,
-        pool,
-        command,
-        body.model_dump(mode="json"),
-        principal,
-        source,
-        idempotency_key,
-        dry_run,
-    )
+    return await _submit(request, mutation, command, body.model_dump(mode="json"))
 
 
 @router.post(
@@ -317,24 +274,11 @@ async def delete_nodes(
     name: ClusterNamePath,
     body: NodeIds,
     request: Request,
-    pool: Pool,
-    principal: Admin,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: AdminMutation,
 ) -> JSONResponse:
-    refs = await _cluster(pool, name)
+    refs = await _cluster(mutation.pool, name)
     command = DeleteNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(
-        request,
-        pool,
-        command,
-        body.model_dump(mode="json"),
-        principal,
-        source,
-        idempotency_key,
-        dry_run,
-    )
+    return await _submit(request, mutation, command, body.model_dump(mode="json"))
 
 
 @router.post(
@@ -347,13 +291,9 @@ async def start_health_check(
     name: ClusterNamePath,
     body: HealthCheckRequest,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    refs = await _cluster(pool, name)
+    refs = await _cluster(mutation.pool, name)
     command = StartDeepHealthCheck(
         **refs.command(),
         node_ids=body.node_ids,
@@ -361,14 +301,7 @@ async def start_health_check(
         checks=body.checks,
     )
     return await _submit(
-        request,
-        pool,
-        command,
-        body.model_dump(mode="json", exclude_unset=True),
-        principal,
-        source,
-        idempotency_key,
-        dry_run,
+        request, mutation, command, body.model_dump(mode="json", exclude_unset=True)
     )
 
 
@@ -376,26 +309,12 @@ async def start_health_check(
 
 
 async def _node_recovery(
-    name: str,
-    body: NodeRecoveryChange,
-    request: Request,
-    pool: asyncpg.Pool,
-    principal: Any,
-    source: str,
-    dry: bool,
-    idempotency_key: str | None,
+    name: str, body: NodeRecoveryChange, request: Request, mutation: Mutation
 ) -> JSONResponse:
-    refs = await _cluster(pool, name)
+    refs = await _cluster(mutation.pool, name)
     command = SetNodeRecovery(**refs.command(), mode=body.mode)
     return await _submit(
-        request,
-        pool,
-        command,
-        body.model_dump(mode="json", exclude_unset=True),
-        principal,
-        source,
-        idempotency_key,
-        dry,
+        request, mutation, command, body.model_dump(mode="json", exclude_unset=True)
     )
 
 
@@ -410,15 +329,9 @@ async def put_node_recovery(
     name: ClusterNamePath,
     body: NodeRecoveryChange,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await _node_recovery(
-        name, body, request, pool, principal, source, dry_run, idempotency_key
-    )
+    return await _node_recovery(name, body, request, mutation)
 
 
 @router.patch(
@@ -431,12 +344,6 @@ async def patch_node_recovery(
     name: ClusterNamePath,
     body: NodeRecoveryChange,
     request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    dry_run: DryRun = False,
-    idempotency_key: IdempotencyKey = None,
+    mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await _node_recovery(
-        name, body, request, pool, principal, source, dry_run, idempotency_key
-    )
+    return await _node_recovery(name, body, request, mutation)

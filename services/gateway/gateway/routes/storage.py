@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
-from gateway.deps import Admin, Operator, Pool, Source, Viewer
+from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
@@ -75,37 +75,22 @@ def _row(r: Any) -> dict[str, Any]:
 BucketName = Annotated[
     str, Path(min_length=3, max_length=63, pattern=r"^[a-z0-9][a-z0-9.-]+[a-z0-9]$")
 ]
-IdempotencyKey = Annotated[
-    str | None,
-    Header(alias="Idempotency-Key", description="Same key + same body: the same operation"),
-]
 
 
 @router.post("", status_code=202, responses=ACCEPTED, summary="Create an S3 bucket")
 async def create_bucket(
-    body: BucketCreate,
-    request: Request,
-    pool: Pool,
-    principal: Operator,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    body: BucketCreate, request: Request, mutation: OperatorMutation
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     command = CreateStorageBucket(name=body.name, region=region)
-    if dry_run:
+    if mutation.dry_run:
         return await dry_run_plan(request.app.state.bus, command)
     return await accept(
-        pool,
+        mutation,
         command,
         target_type="bucket",
         target_id=body.name,
         request=body.model_dump(exclude_unset=True),
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
     )
 
 
@@ -132,17 +117,9 @@ async def get_bucket(name: BucketName, pool: Pool, _: Viewer) -> dict[str, Any]:
 
 @router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Empty and delete a bucket")
 async def delete_bucket(
-    name: BucketName,
-    request: Request,
-    pool: Pool,
-    principal: Admin,
-    source: Source,
-    idempotency_key: IdempotencyKey = None,
-    dry_run: Annotated[
-        bool, Query(description="Answer the plan (the calls it would make) without doing it")
-    ] = False,
+    name: BucketName, request: Request, mutation: AdminMutation
 ) -> JSONResponse:
-    async with pool.acquire() as conn:
+    async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
     if row is None:
         raise ApiError(
@@ -152,15 +129,8 @@ async def delete_bucket(
             hint="list buckets with GET /api/v1/storage/buckets",
         )
     command = DeleteStorageBucket(name=name, region=row["region"])
-    if dry_run:
+    if mutation.dry_run:
         return await dry_run_plan(request.app.state.bus, command)
     return await accept(
-        pool,
-        command,
-        target_type="bucket",
-        target_id=name,
-        request={"name": name},
-        principal=principal,
-        source=source,
-        idempotency_key=idempotency_key,
+        mutation, command, target_type="bucket", target_id=name, request={"name": name}
     )
