@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import uvloop
 
 from shared.bus import Bus
-from shared.config import Settings
+from shared.config import Settings, get_settings
 from shared.consumer import CommandConsumer, ConsumerSettings, Handler
 from shared.db import create_pool
 from shared.logging import configure_logging, get_logger
@@ -62,6 +63,17 @@ async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Ser
         writer.close()
 
     return await asyncio.start_server(answer, "0.0.0.0", port)
+
+
+def run(
+    name: str,
+    subjects: list[str],
+    build_handlers: HandlerFactory,
+    companions: tuple[Companion, ...] = (),
+) -> None:
+    """`python -m <service>`: serve on uvloop, as the gateway is served, with the settings
+    from the environment."""
+    uvloop.run(serve(name, subjects, build_handlers, get_settings(), companions))
 
 
 async def serve(

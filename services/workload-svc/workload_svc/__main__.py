@@ -6,15 +6,12 @@ import shared.slim  # noqa: F401  (first: before nats and structlog are imported
 
 # isort: split
 
-import asyncio
-
-from shared.config import get_settings
-from shared.service import serve
+from shared.service import run
 from workload_svc.bootstrap import COMPANIONS, NAME, SUBJECTS, handlers
 
 
 def main() -> None:
-    asyncio.run(serve(NAME, SUBJECTS, handlers, get_settings(), COMPANIONS))
+    run(NAME, SUBJECTS, handlers, COMPANIONS)
 
 
 if __name__ == "__main__":
