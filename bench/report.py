@@ -62,6 +62,9 @@ simulator under the load of items 1-3), each change measured before and after:
 | audit subscriber: after a batch that did not fill it waits 0.25 s, so trickling events go into one fetch and one INSERT instead of a fetch, an INSERT and an ack round each (`gateway/audit.py`); rows published after commit are deleted together every 0.1 s, and a drain leaves them alone meanwhile (`shared/outbox.py`) | CPU per accept at 50 req/s, gateway alone: gateway 7.35 ms, nats-server 1.35 ms (at 200 req/s: 4.43 ms) | gateway 4.85 ms, nats-server 0.80 ms (3.78 ms) |
 | gateway: the role and source dependencies read their headers from the request (two declared header parameters and one nested dependency less per mutation; neither header is in the API reference); the command is dumped once per accept and envelopes serialize in pydantic's core; a bucket name is parsed as an IPv4 address only when it is digits and dots | the bucket create through the app in-process, database stubbed (best of 10 rounds): 549 us (floor's app 128 us) | 443 us (125 us) |
 | gateway: a route index first in the scan finds a request's candidate routes by the prefixes of its path, one lookup per '/', and tries them in the app's order (`RouteIndex` in `gateway/routing.py`; the OpenAPI document is byte-identical) | matching the bucket create's route (the 70th of 78): 85-90 us; the create in-process 443 us | 11 us; 375 us |
+| services: libraries a service never uses are kept out of its process (`shared/slim.py`: aiohttp, which nats-py imports for a WebSocket transport, and rich, which structlog imports for console tracebacks); the gateway imports its OIDC libraries only when OIDC is configured. Measured on a machine about 2.5 times as fast as the two rows above, as are the rows below | idle RSS after one operation: gateway 97.8 MB, cluster-svc 99.9, workload-svc 83.9, inference-svc 84.3 | 72.9, 90.2, 71.8, 73.4 MB |
+| gateway: a route that accepts operations has one dependency (`mutation` in `gateway/deps.py`) reading the pool, the caller, the source, `Idempotency-Key` and `?dry_run` from the request, instead of three dependencies and two declared parameters (`PrefixedRoute` lists both parameters in the API reference); FastAPI's native OpenTelemetry, which records nothing without the OpenTelemetry SDK, is off | the bucket create in-process, database stubbed (best of 10): 145 us (floor's app 50 us); item 1, `make bench` at the start of this round: 1.60x at 50 req/s, 1.57x at 200 req/s | 113 us; 1.49x, 1.48x |
+| services: cluster-svc, workload-svc and inference-svc run on uvloop, as the gateway does (`shared.service.run`) | 240 bucket creates, 16 in flight, back to back: cluster-svc 14.1 ms of CPU per operation, 42.7 ops/s | 13.6 ms, 43.6 ops/s |
 
 The machine's load moved a lot between runs (load average 4 to 12 on 2 cores, from other
 work), which is why every figure above comes with its floor from the same run.
@@ -74,19 +77,17 @@ What remains, in order of cost:
   event reaches the client through the gateway's live stream where the floor's receiver listens
   on PostgreSQL itself. Publishing straight from the accept path had shown no gain while every
   event woke four relays; with the relays quiet it took a millisecond off the path.
-- **An accept at a low rate sits at the goal's edge** (item 1 at 50 req/s: repeated runs gave
-  1.49x to 1.57x before the route index). Timestamps inside the gateway at 50 req/s (p50):
-  0.5 ms from the first middleware to the first dependency (routing, reading and parsing the
-  body, FastAPI's own setup), 0.17 ms in the three dependencies, 0.28 ms in the header and
-  query parameters and the body's validation, 0.4 ms building the operation up to sending its
-  statement, 1.7 ms for the statement and its commit, 0.25 ms after it and 0.3-0.6 ms to build
-  and send the response. Every Python step takes 5 to 10 times what it takes warm (375 us for
-  all of them in the in-process benchmark): at 50 req/s each request meets cold caches, so the
-  cost follows the amount of code and data a request touches, and FastAPI's per-request
-  machinery is the largest share. The statement takes 1.87 ms where the floor's insert takes
-  1.33 ms (interleaved, 10 ms apart): three tables, the event-order lock and the NOTIFY
-  (0.2 ms). Dropping the NOTIFY, or writing every accept alone instead of through the group
-  commit, moved the p50 by less than the spread between runs.
+- **An accept sits at the goal's edge on a fast machine** (item 1: 1.46x to 1.57x over the
+  runs of this round, at 50 and at 200 req/s). The floor's request costs about 0.3 ms warm,
+  so a fixed difference weighs more here than on a slow machine. Warm, the difference is
+  about 0.18 ms. About 0.1 ms is in the accept's statement (410 us with its pool round trip,
+  against 295 us for the floor's insert). It writes the operation row (+35 us over the
+  floor's row), the event under the event-order lock (+25 us), the two outbox rows (+25 us)
+  and the NOTIFY (+14 us). About 60 us is Python (113 us in-process against the floor app's
+  50 us): authentication, the metrics middleware, and building the operation with its two
+  envelopes. The work after the 202 does not show. With the publish after commit, the relay
+  and the audit subscriber all switched off, the ratio stayed within the spread between
+  runs (7 interleaved rounds each).
 - **Event order is still a lock held through COMMIT** for every event-writing transaction
   (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
   transaction, which is fine at the rate stages change. If it ever limits, the next design is
