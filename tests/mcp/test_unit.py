@@ -158,6 +158,26 @@ async def test_writes_off_refuses_before_sending_anything(fake: FakeGateway) -> 
     assert [r.method for r in fake.requests] == ["GET"]
 
 
+async def test_an_unknown_argument_is_refused_by_name_and_nothing_is_sent(
+    fake: FakeGateway,
+) -> None:
+    async with Client(server_with(fake, allow_write=True)) as client:
+        # create_storage_bucket has no dry_run: dropping it would create the bucket.
+        refused = await client.call_tool(
+            "create_storage_bucket", {"name": "team-data", "dry_run": True, "regoin": "x"}
+        )
+        listed = await client.call_tool("list_storage_buckets", {"cluster": "c1"})
+    assert refused.is_error and listed.is_error
+    error = refused.structured_content["error"]
+    assert error["code"] == "validation_error"
+    assert [f["field"] for f in error["fields"]] == ["dry_run", "regoin"]
+    assert {f["rule"] for f in error["fields"]} == {"extra_forbidden"}
+    assert error["hint"] == "create_storage_bucket takes: name, region, request_id"
+    assert "nothing was sent" in error["message"]
+    assert listed.structured_content["error"]["hint"] == "list_storage_buckets takes no arguments"
+    assert fake.requests == []
+
+
 async def test_a_dry_run_works_read_only_and_starts_nothing(fake: FakeGateway) -> None:
     arguments = {"cluster": "c1", "node_ids": ["i-0123456789abcdef0"]}
     async with Client(server_with(fake, allow_write=False)) as client:

@@ -45,6 +45,32 @@ class ToolFailure(ToolError):
         return body
 
 
+class UnknownArguments(ToolFailure):
+    """Arguments the tool does not have: refused before anything is sent, never ignored (a
+    misspelled `dry_run` or `region` must not turn into a call without it)."""
+
+    def __init__(self, tool: str, unknown: list[str], known: tuple[str, ...]) -> None:
+        hint = f"{tool} takes: {', '.join(known)}" if known else f"{tool} takes no arguments"
+        fields = [
+            {
+                "field": name,
+                "rule": "extra_forbidden",
+                "message": f"{tool} has no argument {name!r}",
+                "hint": hint,
+            }
+            for name in unknown
+        ]
+        super().__init__(
+            {
+                "code": "validation_error",
+                "message": "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+                + ": nothing was sent",
+                "hint": hint,
+                "fields": fields,
+            }
+        )
+
+
 class GatewayError(ToolFailure):
     """The gateway answered with an error status."""
 

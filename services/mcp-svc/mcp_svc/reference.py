@@ -100,6 +100,8 @@ async def render(server: HyperpilotServer) -> str:
         '  `{"error": {code, message, hint, fields: [{field, rule, message, hint}]}}` as',
         "  structured content, rendered as text with the REST message first. Arguments rejected",
         "  by the tool schema (the same pydantic models as the REST bodies) get the same wording.",
+        "  An argument the tool does not have is refused by name (rule `extra_forbidden`, the",
+        "  hint lists the tool's arguments) and nothing is sent: it is never silently dropped.",
         "- **Results** are typed (each tool's output schema) with a `summary` line, which is also",
         "  the first text block.",
         "",

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from mcp_svc.client import Gateway
-from mcp_svc.errors import ToolFailure, WritesDisabled, from_validation
+from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.results import COMPLETION, STATUS_TOOL
 
@@ -39,6 +39,7 @@ class ToolInfo:
     destructive: bool = False
     previewable: bool = False
     body_param: str | None = None
+    parameters: tuple[str, ...] = ()
 
 
 class HyperpilotServer(MCPServer):
@@ -92,9 +93,17 @@ class HyperpilotServer(MCPServer):
                 description = f"{description}\n\n{COMPLETION}"
             elif mutating:
                 description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
-            previewable = "dry_run" in inspect.signature(fn).parameters
+            parameters = tuple(inspect.signature(fn).parameters)
             self.catalog[name] = ToolInfo(
-                name, area, rest, mutating, status_tool, destructive, previewable, body_param
+                name,
+                area,
+                rest,
+                mutating,
+                status_tool,
+                destructive,
+                "dry_run" in parameters,
+                body_param,
+                parameters,
             )
             self.add_tool(
                 fn,
@@ -136,6 +145,10 @@ class HyperpilotServer(MCPServer):
             # Refused before the arguments are even read: a read-only server sends nothing
             # (a dry run, which changes nothing, is the one exception).
             return failure(WritesDisabled(name))
+        unknown = sorted(set(arguments) - set(info.parameters)) if info is not None else []
+        if unknown and info is not None:
+            # The SDK would drop them silently and run the call without them.
+            return failure(UnknownArguments(name, unknown, info.parameters))
         try:
             result = await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
