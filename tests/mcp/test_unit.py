@@ -13,12 +13,14 @@ import pytest
 from mcp import Client
 from pydantic import ValidationError
 
+from gateway.app import create_app
 from mcp_svc.client import Gateway, canonical_json, idempotency_key
 from mcp_svc.config import McpSettings
 from mcp_svc.errors import from_response, from_validation, render
 from mcp_svc.reference import render as render_reference
 from mcp_svc.results import COMPLETION
 from mcp_svc.server import build_server
+from shared.config import Settings
 from shared.contracts.cluster import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,20 +164,43 @@ async def test_an_unknown_argument_is_refused_by_name_and_nothing_is_sent(
     fake: FakeGateway,
 ) -> None:
     async with Client(server_with(fake, allow_write=True)) as client:
-        # create_storage_bucket has no dry_run: dropping it would create the bucket.
+        # Dropping the misspelled dry run would create the bucket.
         refused = await client.call_tool(
-            "create_storage_bucket", {"name": "team-data", "dry_run": True, "regoin": "x"}
+            "create_storage_bucket", {"name": "team-data", "dryrun": True, "regoin": "x"}
         )
         listed = await client.call_tool("list_storage_buckets", {"cluster": "c1"})
     assert refused.is_error and listed.is_error
     error = refused.structured_content["error"]
     assert error["code"] == "validation_error"
-    assert [f["field"] for f in error["fields"]] == ["dry_run", "regoin"]
+    assert [f["field"] for f in error["fields"]] == ["dryrun", "regoin"]
     assert {f["rule"] for f in error["fields"]} == {"extra_forbidden"}
-    assert error["hint"] == "create_storage_bucket takes: name, region, request_id"
+    assert error["hint"] == "create_storage_bucket takes: name, region, dry_run, request_id"
     assert "nothing was sent" in error["message"]
     assert listed.structured_content["error"]["hint"] == "list_storage_buckets takes no arguments"
     assert fake.requests == []
+
+
+async def test_every_tool_over_a_route_with_dry_run_offers_it(fake: FakeGateway) -> None:
+    def shape(path: str) -> str:  # parameter names differ between the two: {id}, {name}
+        return re.sub(r"\{[^}]*\}", "{}", path.split("?")[0])
+
+    paths = {shape(path): ops for path, ops in create_app(Settings()).openapi()["paths"].items()}
+    server = server_with(fake, allow_write=False)
+    previewable = 0
+    for info in server.catalog.values():
+        method, path = info.rest.split(" ", 1)
+        operation = paths[shape(path)][method.lower()]
+        offers = any(p["name"] == "dry_run" for p in operation.get("parameters", []))
+        assert info.previewable == offers, info.name
+        previewable += offers
+    assert previewable == 27  # the 28 accepting routes; PUT and PATCH node-recovery: one tool
+    async with Client(server) as client:
+        preview = await client.call_tool(
+            "create_storage_bucket", {"name": "team-data", "dry_run": True}
+        )
+    assert not preview.is_error and preview.structured_content["operation_id"] is None
+    (sent,) = fake.requests
+    assert sent.url.params["dry_run"] == "true" and "Idempotency-Key" not in sent.headers
 
 
 async def test_a_dry_run_works_read_only_and_starts_nothing(fake: FakeGateway) -> None:

@@ -10,7 +10,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.errors import GatewayError
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import Region, RequestId, body_of, count, submit
+from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
 from shared.contracts.cluster import (
     ClusterName,
     InstanceGroupSpec,
@@ -183,6 +183,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             dict[str, str] | None, Field(max_length=40, description="AWS tags of every resource")
         ] = None,
         region: Region = None,
+        dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Create an EKS + HyperPod cluster as one operation: network, security group, /20
@@ -212,6 +213,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path="/api/v1/clusters",
             body=body_of(arguments),
             what=f"cluster {name}",
+            dry_run=dry_run,
         )
 
     @server.write_tool(area="clusters", rest="POST /api/v1/clusters/import")
@@ -230,6 +232,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             Field(description="The HyperPod cluster it orchestrates, if any"),
         ] = None,
         region: Region = None,
+        dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Import an existing EKS (and HyperPod) cluster so Hyperpilot can operate it. Deleting
@@ -248,6 +251,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path="/api/v1/clusters/import",
             body=body_of(arguments),
             what=f"import of {eks_cluster_name}",
+            dry_run=dry_run,
         )
 
     @server.write_tool(
@@ -272,7 +276,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.write_tool(area="clusters", rest="DELETE /api/v1/clusters/{name}", destructive=True)
     async def delete_cluster(
-        name: ExistingCluster, request_id: RequestId = None
+        name: ExistingCluster, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
         """Delete what Hyperpilot created for a cluster, in reverse dependency order (HyperPod,
         add-ons, EKS, subnets, security group, network, roles, bucket). An imported cluster is
@@ -285,4 +289,5 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path=f"/api/v1/clusters/{name}",
             body=None,
             what=f"deletion of cluster {name}",
+            dry_run=dry_run,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, RequestId, count, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 
 READY = ("installed", "upgraded", "unchanged")
 
@@ -40,7 +40,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         area="dependencies", rest="POST /api/v1/clusters/{name}/dependencies/reconcile"
     )
     async def reconcile_dependencies(
-        cluster: ClusterRef, request_id: RequestId = None
+        cluster: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
         """Install or upgrade the components of a cluster Hyperpilot created that differ from the
         declared set; what already matches is left alone (a run with nothing to do changes
@@ -53,4 +53,5 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path=f"/api/v1/clusters/{cluster}/dependencies/reconcile",
             body=None,
             what=f"dependency reconcile of {cluster}",
+            dry_run=dry_run,
         )

@@ -9,7 +9,7 @@ from pydantic import Field
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import Region, RequestId, body_of, count, submit
+from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
 
 BucketName = Annotated[
     str,
@@ -60,7 +60,10 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.write_tool(area="storage", rest="POST /api/v1/storage/buckets")
     async def create_storage_bucket(
-        name: BucketName, region: Region = None, request_id: RequestId = None
+        name: BucketName,
+        region: Region = None,
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
     ) -> OperationStarted:
         """Create an S3 bucket (encrypted, public access blocked) for data and models."""
         arguments = {"name": name, "region": region, "request_id": request_id}
@@ -72,13 +75,14 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path="/api/v1/storage/buckets",
             body=body_of(arguments),
             what=f"bucket {name}",
+            dry_run=dry_run,
         )
 
     @server.write_tool(
         area="storage", rest="DELETE /api/v1/storage/buckets/{name}", destructive=True
     )
     async def delete_storage_bucket(
-        name: BucketName, request_id: RequestId = None
+        name: BucketName, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
         """Empty and delete a managed S3 bucket. Needs an admin token; confirm with the user
         first: the data in it is gone."""
@@ -90,4 +94,5 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path=f"/api/v1/storage/buckets/{name}",
             body=None,
             what=f"deletion of bucket {name}",
+            dry_run=dry_run,
         )
