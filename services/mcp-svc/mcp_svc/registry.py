@@ -145,8 +145,7 @@ class HyperpilotServer(MCPServer):
             # Refused before the arguments are even read: a read-only server sends nothing
             # (a dry run, which changes nothing, is the one exception).
             return failure(WritesDisabled(name))
-        unknown = sorted(set(arguments) - set(info.parameters)) if info is not None else []
-        if unknown and info is not None:
+        if info is not None and (unknown := sorted(set(arguments) - set(info.parameters))):
             # The SDK would drop them silently and run the call without them.
             return failure(UnknownArguments(name, unknown, info.parameters))
         try:
