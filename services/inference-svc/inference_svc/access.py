@@ -23,6 +23,11 @@ from shared.errors import PermanentError
 USABLE = ("active", "imported")
 HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# An endpoint row `e` whose last operation is still at work (pending or running).
+IN_PROGRESS = (
+    "EXISTS (SELECT 1 FROM operations o WHERE o.id = e.operation_id"
+    " AND o.status IN ('pending', 'running'))"
+)
 
 
 class ProxyReply(Protocol):
@@ -184,9 +189,8 @@ class Clusters:
         """Whether an operation on the endpoint is pending or running."""
         async with self.pool.acquire() as conn:
             working = await conn.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM endpoints e JOIN operations o"
-                " ON o.id = e.operation_id WHERE e.cluster = $1 AND e.name = $2"
-                " AND o.status IN ('pending', 'running'))",
+                "SELECT EXISTS (SELECT 1 FROM endpoints e"
+                f" WHERE e.cluster = $1 AND e.name = $2 AND {IN_PROGRESS})",
                 cluster,
                 name,
             )

@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from inference_svc.access import Clusters
+from inference_svc.access import IN_PROGRESS, Clusters
 from inference_svc.domain.status import Observed
 from shared.contracts.inference import EndpointSpec, EndpointStatusChanged
 from shared.errors import StageError
@@ -46,9 +46,7 @@ class StatusWatcher:
         """Observe each watched endpoint once; the number of changes recorded."""
         async with self.pool.acquire() as conn:
             rows = await conn.fetch(
-                "SELECT e.* FROM endpoints e WHERE e.status = ANY($1::text[]) AND NOT EXISTS ("
-                " SELECT 1 FROM operations o WHERE o.id = e.operation_id"
-                " AND o.status IN ('pending', 'running'))",
+                f"SELECT e.* FROM endpoints e WHERE e.status = ANY($1::text[]) AND NOT {IN_PROGRESS}",
                 list(WATCHED),
             )
         recorded = 0
