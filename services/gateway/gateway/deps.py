@@ -101,7 +101,7 @@ def mutation(required: str) -> Any:
 
     async def read(request: Request) -> Mutation:
         return Mutation(
-            request.app.state.pool,
+            await get_pool(request),
             await _authorized(request, required),
             await get_source(request),
             request.headers.get("idempotency-key"),
