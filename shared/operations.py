@@ -57,8 +57,9 @@ _INSERT_OPERATION = (
 
 # Accepting a command in one statement: the operation (nothing else when its Idempotency-Key
 # was used before), then under the event-order lock its OperationAccepted event, and the
-# command and the event queued for the bus in that order; the live stream is notified at commit,
-# and the relay too unless the writer publishes the two messages itself ($24).
+# command and the event queued for the bus in that order; it answers the operation and its
+# event's sequence number. The relay is notified at commit unless the writer publishes the two
+# messages itself ($24), and the live stream unless the writer announces the event itself ($25).
 _ACCEPT = (
     "WITH op AS (" + _INSERT_OPERATION + "),"
     " ordered AS (SELECT pg_advisory_xact_lock($13) FROM op),"
@@ -70,10 +71,15 @@ _ACCEPT = (
     " SELECT v.subject, v.message_id, v.body FROM op, (VALUES"
     " (1, $14::text, $15::uuid, $16::bytea), (2, $19::text, $17::uuid, $22::bytea))"
     " AS v(n, subject, message_id, body) ORDER BY v.n)"
-    " SELECT op.id, pg_notify('events', event.seq::text || $23::text),"
+    " SELECT op.id, event.seq,"
+    " CASE WHEN $25::bool THEN pg_notify('events', event.seq::text || $23::text) END,"
     " CASE WHEN $24::bool THEN pg_notify('outbox', current_setting('application_name')) END"
     " FROM op, event"
 )
+_NOTE = 22  # the event's notification after its sequence number: the argument $23 of _ACCEPT
+
+# The live stream's notifications of events already committed, in order.
+NOTIFY_EVENTS = "SELECT pg_notify('events', note) FROM unnest($1::text[]) AS note"
 
 
 class IdempotencyConflict(Exception):
@@ -96,6 +102,7 @@ class NotRetryable(Exception):
 class Accepted:
     operation_id: uuid.UUID
     created: bool  # False: an earlier request with the same Idempotency-Key
+    seq: int | None = None  # the sequence number of its OperationAccepted event, when created
 
 
 def request_hash(kind: str, target_id: str, request: dict[str, Any]) -> str:
@@ -256,6 +263,10 @@ class NewOperation:
     arguments: tuple[Any, ...]
     messages: tuple[tuple[str, uuid.UUID, bytes], ...]
 
+    def notification(self, seq: int) -> str:
+        """The live stream's notification of its OperationAccepted event, numbered `seq`."""
+        return f"{seq}{self.arguments[_NOTE]}"
+
 
 def new_operation(
     command: Command,
@@ -320,7 +331,11 @@ def new_operation(
 
 
 async def persist_operations(
-    conn: asyncpg.Connection, operations: list[NewOperation], *, wake_relay: bool = True
+    conn: asyncpg.Connection,
+    operations: list[NewOperation],
+    *,
+    wake_relay: bool = True,
+    notify_events: bool = True,
 ) -> list[Accepted | IdempotencyConflict]:
     """Write operations, one outcome per operation in order: created, replayed (an earlier
     request with the same Idempotency-Key) or an IdempotencyConflict.
@@ -332,22 +347,23 @@ async def persist_operations(
     order.
 
     `wake_relay=False`: the caller publishes the created operations' `messages` itself after
-    this returns (`OutboxRelay.publish_committed`); a relay's poll is the fallback."""
+    this returns (`OutboxRelay.publish_committed`); a relay's poll is the fallback.
+    `notify_events=False`: the caller announces the created operations' events to the live
+    stream itself after this returns (`NewOperation.notification`, `NOTIFY_EVENTS`); the live
+    stream's poll is the fallback."""
+    arguments = [(*o.arguments, wake_relay, notify_events) for o in operations]
     if len(operations) == 1:
-        inserted = await conn.fetchval(_ACCEPT, *operations[0].arguments, wake_relay)
-        created = {operations[0].operation_id} if inserted is not None else set()
+        row = await conn.fetchrow(_ACCEPT, *arguments[0])
+        rows = [] if row is None else [row]
     else:
         async with conn.transaction():
-            await conn.executemany(_ACCEPT, [(*o.arguments, wake_relay) for o in operations])
-            rows = await conn.fetch(
-                "SELECT id FROM operations WHERE id = ANY($1::uuid[])",
-                [o.operation_id for o in operations],
-            )
-        created = {r["id"] for r in rows}
+            rows = await conn.fetchmany(_ACCEPT, arguments)
+    created: dict[uuid.UUID, int] = {r["id"]: r["seq"] for r in rows}
     outcomes: list[Accepted | IdempotencyConflict] = []
     for operation in operations:
-        if operation.operation_id in created:
-            outcomes.append(Accepted(operation.operation_id, created=True))
+        seq = created.get(operation.operation_id)
+        if seq is not None:
+            outcomes.append(Accepted(operation.operation_id, created=True, seq=seq))
             continue
         try:
             outcomes.append(
@@ -568,6 +584,7 @@ def event_row(r: asyncpg.Record) -> dict[str, Any]:
 
 
 __all__ = [
+    "NOTIFY_EVENTS",
     "TERMINAL",
     "Accepted",
     "IdempotencyConflict",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,8 +19,10 @@ from gateway.queries import query
 from shared.bus import Bus
 from shared.contracts.commands import Command
 from shared.contracts.subjects import owning_service
+from shared.db import connect
 from shared.logging import get_logger
 from shared.operations import (
+    NOTIFY_EVENTS,
     Accepted,
     IdempotencyConflict,
     NewOperation,
@@ -58,20 +61,32 @@ class AcceptQueue:
     arrive wait and go together in the next (one transaction, one WAL flush). Under light load
     a batch is one operation, written in the request's own task, and nothing waits; under heavy
     load the event-order lock and the flush are paid once per batch instead of once per request.
+    One batch is written at a time, through the queue's own connection (no pool round for each
+    batch).
 
-    With a relay, the batch's commands (and their OperationAccepted events) are published as
-    soon as it has committed, by the relay's `publish_committed`, instead of waiting for the
-    relay to be woken and to claim them."""
+    What a batch committed is announced after the answers, off the requests' path: the
+    OperationAccepted events to this process's live stream (`announce`, in-process) and, by
+    NOTIFY, to the other gateways'; with a relay, the commands and events to the bus by the
+    relay's `publish_committed`, instead of waiting for the relay to be woken and to claim them."""
 
     MAX_BATCH = 64
 
-    def __init__(self, pool: asyncpg.Pool, relay: OutboxRelay | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        relay: OutboxRelay | None = None,
+        announce: Callable[[list[str]], None] | None = None,
+    ) -> None:
         self.pool = pool
+        self.dsn = dsn
         self.relay = relay
+        self.announce = announce
+        self._conn: asyncpg.Connection | None = None
         self._waiting: list[tuple[NewOperation, asyncio.Future[Accepted]]] = []
         self._writer: asyncio.Task[None] | None = None
         self._writing_inline = False
-        self._publishing: set[asyncio.Task[None]] = set()
+        self._announcing: set[asyncio.Task[None]] = set()
 
     async def submit(self, operation: NewOperation) -> Accepted:
         future: asyncio.Future[Accepted] = asyncio.get_running_loop().create_future()
@@ -90,6 +105,21 @@ class AcceptQueue:
                 self._writing_inline = False
                 self._start_writer()
         return await future
+
+    async def close(self) -> None:
+        """Wait for what is being written and announced, and close the connection."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                await self._writer
+        if self._announcing:
+            await asyncio.gather(*self._announcing, return_exceptions=True)
+        await self._drop_connection()
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=2)
 
     def _start_writer(self) -> None:
         """The writer task takes the batches that arrived while one was being written."""
@@ -116,24 +146,51 @@ class AcceptQueue:
                         _resolve(one[1], single)
 
     async def _settle(self, batch: list[tuple[NewOperation, asyncio.Future[Accepted]]]) -> None:
-        async with self.pool.acquire() as conn:
+        if self._conn is None or self._conn.is_closed():
+            await self._drop_connection()
+            self._conn = await connect(self.dsn)
+        operations = [operation for operation, _ in batch]
+        try:
             outcomes = await persist_operations(
-                conn, [operation for operation, _ in batch], wake_relay=self.relay is None
+                self._conn, operations, wake_relay=self.relay is None, notify_events=False
             )
-            # Answered before the connection goes back to the pool.
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                _resolve(future, outcome)
+        except asyncpg.PostgresError:
+            raise  # refused by the server: the connection is fine
+        except BaseException:
+            # Lost, or left mid-statement: the next batch opens a new one.
+            await self._drop_connection()
+            raise
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            _resolve(future, outcome)
+        created = [
+            (operation, outcome.seq)
+            for operation, outcome in zip(operations, outcomes, strict=True)
+            if isinstance(outcome, Accepted) and outcome.seq is not None
+        ]
+        if created:
+            notes = [operation.notification(seq) for operation, seq in created]
+            messages = [message for operation, _ in created for message in operation.messages]
+            task = asyncio.create_task(self._announce(notes, messages), name="accept-announce")
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def _announce(
+        self, notes: list[str], messages: list[tuple[str, uuid.UUID, bytes]]
+    ) -> None:
+        if self.announce is not None:
+            self.announce(notes)
         if self.relay is not None:
-            messages = [
-                message
-                for (operation, _), outcome in zip(batch, outcomes, strict=True)
-                if isinstance(outcome, Accepted) and outcome.created
-                for message in operation.messages
-            ]
-            if messages:
-                task = asyncio.create_task(self.relay.publish_committed(messages))
-                self._publishing.add(task)
-                task.add_done_callback(self._publishing.discard)
+            await asyncio.gather(self._notify(notes), self.relay.publish_committed(messages))
+        else:
+            await self._notify(notes)
+
+    async def _notify(self, notes: list[str]) -> None:
+        try:
+            async with self.pool.acquire() as conn:
+                await conn.execute(NOTIFY_EVENTS, notes)
+        except Exception as exc:
+            # The other gateways' live streams read these events at their next poll.
+            log.warning("notifying accepted events failed", error=repr(exc))
 
 
 def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException) -> None:
@@ -148,14 +205,21 @@ def _resolve(future: asyncio.Future[Accepted], outcome: Accepted | BaseException
 _queues: dict[int, AcceptQueue] = {}
 
 
-def open_accept_queue(pool: asyncpg.Pool, relay: OutboxRelay | None = None) -> AcceptQueue:
+def open_accept_queue(
+    pool: asyncpg.Pool,
+    dsn: str,
+    relay: OutboxRelay | None = None,
+    announce: Callable[[list[str]], None] | None = None,
+) -> AcceptQueue:
     """Route this pool's accepts through a queue (the gateway does it at startup)."""
-    queue = _queues[id(pool)] = AcceptQueue(pool, relay)
+    queue = _queues[id(pool)] = AcceptQueue(pool, dsn, relay, announce)
     return queue
 
 
-def close_accept_queue(pool: asyncpg.Pool) -> None:
-    _queues.pop(id(pool), None)
+async def close_accept_queue(pool: asyncpg.Pool) -> None:
+    queue = _queues.pop(id(pool), None)
+    if queue is not None:
+        await queue.close()
 
 
 async def accept(

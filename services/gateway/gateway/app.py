@@ -78,7 +78,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.relay = OutboxRelay(
         pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
     )
-    open_accept_queue(pool, app.state.relay)
+    open_accept_queue(pool, settings.database_url, app.state.relay, app.state.broadcaster.committed)
     app.state.audit = AuditSubscriber(pool, bus)
     tasks = [
         asyncio.create_task(_bootstrap_admin(app, settings)),
@@ -94,7 +94,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
-        close_accept_queue(pool)
+        await close_accept_queue(pool)
         await bus.close()
         await pool.close()
 

@@ -88,14 +88,23 @@ class EventBroadcaster:
                 listener = None
                 await asyncio.sleep(0.5)
 
+    def committed(self, notes: list[str]) -> None:
+        """Events this process has just committed, as their notifications: delivered without
+        waiting for PostgreSQL to notify them back."""
+        for note in notes:
+            self._notified(None, 0, "events", note)
+
     def _notified(self, _conn: object, _pid: int, _channel: str, note: str) -> None:
-        # Notifications arrive in commit order, which is `seq` order: the next event, when it
-        # travelled in its notification, goes straight out; anything else (a gap, a large
+        # Mostly in `seq` order (in-transaction notifications arrive in commit order): the next
+        # event, when it travelled in its notification, goes straight out; one already delivered
+        # (announced in-process, then notified) is dropped; anything else (a gap, a large
         # event, a read in progress) is read from the table.
         try:
             seq, event = read_event_note(note)
         except ValueError:
             seq, event = 0, None
+        if 0 < seq <= self.last_seq:
+            return
         if event is None or self._reading or seq != self.last_seq + 1:
             self._wake.set()
             return
