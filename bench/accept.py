@@ -5,8 +5,9 @@ The gateway runs alone (its outbox relay, audit subscriber and live stream inclu
 embedded PostgreSQL and NATS: accepting is its whole job, and commands wait in JetStream. The
 load comes from another process at a fixed rate (open loop); each rate is run on the floor,
 then on the gateway, so both see the same machine. The rates the goals name (50 and 200 req/s)
-run five such rounds, and each side keeps its round with the median p50: one round of 2.5 s
-moves by a few tenths of a millisecond with the machine's state.
+run ten such rounds of 1.25 s, who goes first alternating, and each side's figures pool its
+rounds: the machine's speed drifts by tens of percent within seconds, and short interleaved
+rounds spread the drift over both sides alike.
 
     .venv/bin/python -m bench.accept [--seconds 2.5]
 
@@ -19,19 +20,13 @@ import argparse
 import time
 from typing import Any
 
-from bench.common import TOKEN, cpu_seconds, embedded_stack, record
+from bench.common import TOKEN, embedded_stack, record
 from bench.floor import start_floor_app, stop_process
-from bench.load import Target, run_step, sustained
+from bench.load import Target, run_rounds, run_step, sustained
 
 RATES = (50, 100, 200, 400, 800, 1200, 1600, 2400)
 GOAL_RATE = 200
-ROUNDS = {50: 5, GOAL_RATE: 5}  # rates measured in several interleaved rounds
-
-
-def _median_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """The round with the median p50, with every round's p50 alongside."""
-    kept = sorted(rounds, key=lambda r: r["p50_ms"])[len(rounds) // 2]
-    return {**kept, "rounds_p50_ms": [r["p50_ms"] for r in rounds]}
+ROUNDS = {50: 10, GOAL_RATE: 10}  # rates measured in interleaved rounds of half a step each
 
 
 def _highest(steps: list[dict[str, Any]]) -> float:
@@ -58,30 +53,21 @@ def run(seconds: float) -> dict[str, Any]:
             run_step(floor, 100, 1.0, "warm-")
             run_step(ours, 100, 1.0, "warm-")
             gateway = stack.processes["gateway"].pid
-
-            def measured(target: Target, pid: int, rate: float, tag: str) -> dict[str, Any]:
-                before = cpu_seconds(pid)
-                step = run_step(target, rate, seconds, tag)
-                used = cpu_seconds(pid) - before
-                step["server_cpu_ms_per_request"] = round(used * 1000 / step["requests"], 3)
-                return step
-
             floor_going = ours_going = True
             for rate in RATES:
-                floor_rounds: list[dict[str, Any]] = []
-                ours_rounds: list[dict[str, Any]] = []
-                for _ in range(ROUNDS.get(rate, 1)):
-                    tag = f"r{rate}-{time.time_ns() % 10**6}-"
-                    if floor_going:
-                        floor_rounds.append(measured(floor, floor_app.pid, rate, tag))
-                    if ours_going:
-                        ours_rounds.append(measured(ours, gateway, rate, tag))
-                if floor_rounds:
-                    step = _median_round(floor_rounds)
+                targets = [(floor, floor_app.pid)] if floor_going else []
+                targets += [(ours, gateway)] if ours_going else []
+                rounds = ROUNDS.get(rate, 1)
+                each = seconds / 2 if rounds > 1 else seconds
+                steps = run_rounds(
+                    targets, rate, each, rounds, f"r{rate}-{time.time_ns() % 10**6}-"
+                )
+                if floor_going:
+                    step = steps.pop(0)
                     floor_steps.append(step)
                     floor_going = sustained(step) or rate < GOAL_RATE
-                if ours_rounds:
-                    step = _median_round(ours_rounds)
+                if ours_going:
+                    step = steps.pop(0)
                     ours_steps.append(step)
                     ours_going = sustained(step) or rate < GOAL_RATE
                 if not floor_going and not ours_going:

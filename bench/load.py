@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.common import percentile
+from bench.common import cpu_seconds, percentile
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,11 @@ class _Connections:
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def post(self, body: bytes) -> int:
-        if self.idle:
+        while self.idle:
             reader, writer = self.idle.pop()
+            if not reader.at_eof():
+                break
+            writer.close()  # idle longer than the server's keep-alive: closed by the server
         else:
             reader, writer = await asyncio.open_connection(self.host, self.port)
         writer.write(self.head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -73,14 +76,29 @@ class _Connections:
             writer.close()
 
 
-async def _step(target: Target, rate: float, seconds: float, prefix: str) -> dict[str, Any]:
-    count = max(1, int(rate * seconds))
-    scheduled_ms: list[float] = []
-    sent_ms: list[float] = []
-    statuses: dict[str, int] = {}
-    client = _Connections(target.url, target.headers)
+@dataclass
+class _Run:
+    """What one stretch of scheduled requests saw."""
+
+    count: int
+    elapsed: float
+    pending: int
+    statuses: dict[str, int]
+    scheduled_ms: list[float]
+    sent_ms: list[float]
+    server_cpu_seconds: float
+
+
+async def _warm(client: _Connections, target: Target, prefix: str) -> None:
     for i in range(20):  # open a few connections
         await client.post(target.body.replace("{i}", f"{prefix}w{i}").encode())
+
+
+async def _run(
+    client: _Connections, target: Target, rate: float, seconds: float, prefix: str, pid: int
+) -> _Run:
+    count = max(1, int(rate * seconds))
+    run = _Run(count, 0.0, 0, {}, [], [], 0.0)
 
     async def one(i: int, due: float) -> None:
         sent = time.perf_counter()
@@ -89,10 +107,11 @@ async def _step(target: Target, rate: float, seconds: float, prefix: str) -> dic
         except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
             key = type(exc).__name__
         done = time.perf_counter()
-        statuses[key] = statuses.get(key, 0) + 1
-        scheduled_ms.append((done - due) * 1000)
-        sent_ms.append((done - sent) * 1000)
+        run.statuses[key] = run.statuses.get(key, 0) + 1
+        run.scheduled_ms.append((done - due) * 1000)
+        run.sent_ms.append((done - sent) * 1000)
 
+    cpu_before = cpu_seconds(pid) if pid else 0.0
     tasks: list[asyncio.Task[None]] = []
     start = time.perf_counter() + 0.01
     i = 0
@@ -106,41 +125,98 @@ async def _step(target: Target, rate: float, seconds: float, prefix: str) -> dic
     _, pending = await asyncio.wait(tasks, timeout=seconds + 20)
     for task in pending:
         task.cancel()
-    elapsed = time.perf_counter() - start
-    client.close()
+    run.elapsed = time.perf_counter() - start
+    run.pending = len(pending)
+    run.server_cpu_seconds = cpu_seconds(pid) - cpu_before if pid else 0.0
+    return run
+
+
+def _summary(rate: float, runs: list[_Run]) -> dict[str, Any]:
+    """The runs of one target at one rate, pooled."""
+    statuses: dict[str, int] = {}
+    for run in runs:
+        for key, n in run.statuses.items():
+            statuses[key] = statuses.get(key, 0) + n
+    sent = [ms for run in runs for ms in run.sent_ms]
+    scheduled = [ms for run in runs for ms in run.scheduled_ms]
+    requests = sum(run.count for run in runs)
     ok = statuses.get("202", 0)
-    return {
+    summary: dict[str, Any] = {
         "offered_rate": rate,
-        "requests": count,
+        "requests": requests,
         "completed_2xx": ok,
-        "unfinished": len(pending),
+        "unfinished": sum(run.pending for run in runs),
         "statuses": statuses,
-        "achieved_rate": round(ok / elapsed, 1),
-        "p50_ms": round(percentile(sent_ms, 50), 3),
-        "p99_ms": round(percentile(sent_ms, 99), 3),
-        "p50_from_schedule_ms": round(percentile(scheduled_ms, 50), 3),
-        "p99_from_schedule_ms": round(percentile(scheduled_ms, 99), 3),
+        "achieved_rate": round(ok / sum(run.elapsed for run in runs), 1),
+        "p50_ms": round(percentile(sent, 50), 3),
+        "p99_ms": round(percentile(sent, 99), 3),
+        "p50_from_schedule_ms": round(percentile(scheduled, 50), 3),
+        "p99_from_schedule_ms": round(percentile(scheduled, 99), 3),
+        "server_cpu_ms_per_request": round(
+            sum(run.server_cpu_seconds for run in runs) * 1000 / requests, 3
+        ),
     }
+    if len(runs) > 1:
+        summary["rounds_p50_ms"] = [round(percentile(run.sent_ms, 50), 3) for run in runs]
+    return summary
 
 
-def _child(target: Target, rate: float, seconds: float, prefix: str, conn: Any) -> None:
-    conn.send(asyncio.run(_step(target, rate, seconds, prefix)))
+async def _alternating(
+    targets: list[tuple[Target, int]], rate: float, seconds: float, rounds: int, prefix: str
+) -> list[dict[str, Any]]:
+    clients = [_Connections(target.url, target.headers) for target, _ in targets]
+    for client, (target, _) in zip(clients, targets, strict=True):
+        await _warm(client, target, prefix)
+    runs: list[list[_Run]] = [[] for _ in targets]
+    for r in range(rounds):
+        # Each round runs every target once, in turn; who goes first alternates.
+        order = list(range(len(targets)))
+        for k in order if r % 2 == 0 else order[::-1]:
+            target, pid = targets[k]
+            runs[k].append(await _run(clients[k], target, rate, seconds, f"{prefix}r{r}-", pid))
+    for client in clients:
+        client.close()
+    return [_summary(rate, target_runs) for target_runs in runs]
+
+
+def _child(
+    targets: list[tuple[Target, int]],
+    rate: float,
+    seconds: float,
+    rounds: int,
+    prefix: str,
+    conn: Any,
+) -> None:
+    conn.send(asyncio.run(_alternating(targets, rate, seconds, rounds, prefix)))
     conn.close()
 
 
-def run_step(target: Target, rate: float, seconds: float, prefix: str) -> dict[str, Any]:
-    """One step of `rate` requests per second for `seconds`, from a separate process."""
+def run_rounds(
+    targets: list[tuple[Target, int]], rate: float, seconds: float, rounds: int, prefix: str
+) -> list[dict[str, Any]]:
+    """`rounds` rounds of `rate` requests per second for `seconds` on each target in turn (a
+    target is its URL and its server's pid, whose CPU time is counted; 0: none), from one
+    separate process; each target's figures pool its rounds. Interleaved like this, a change in
+    the machine's speed falls on every target alike."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_child, args=(target, rate, seconds, prefix, child))
+    process = ctx.Process(target=_child, args=(targets, rate, seconds, rounds, prefix, child))
     process.start()
     child.close()
-    if not parent.poll(seconds + 60):
+    budget = rounds * len(targets) * (seconds + 20) + 60
+    if not parent.poll(budget):
         process.kill()
-        raise TimeoutError(f"the load step at {rate}/s did not finish")
-    result: dict[str, Any] = parent.recv()
+        raise TimeoutError(f"the load at {rate}/s did not finish")
+    result: list[dict[str, Any]] = parent.recv()
     process.join(10)
     return result
+
+
+def run_step(
+    target: Target, rate: float, seconds: float, prefix: str, pid: int = 0
+) -> dict[str, Any]:
+    """One step of `rate` requests per second for `seconds`, from a separate process."""
+    return run_rounds([(target, pid)], rate, seconds, 1, prefix)[0]
 
 
 def sustained(step: dict[str, Any], p99_limit_ms: float = 100.0) -> bool:
