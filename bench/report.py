@@ -65,6 +65,8 @@ simulator under the load of items 1-3), each change measured before and after:
 | services: libraries a service never uses are kept out of its process (`shared/slim.py`: aiohttp, which nats-py imports for a WebSocket transport, and rich, which structlog imports for console tracebacks); the gateway imports its OIDC libraries only when OIDC is configured. Measured on a machine about 2.5 times as fast as the two rows above, as are the rows below | idle RSS after one operation: gateway 97.8 MB, cluster-svc 99.9, workload-svc 83.9, inference-svc 84.3 | 72.9, 90.2, 71.8, 73.4 MB |
 | gateway: a route that accepts operations has one dependency (`mutation` in `gateway/deps.py`) reading the pool, the caller, the source, `Idempotency-Key` and `?dry_run` from the request, instead of three dependencies and two declared parameters (`PrefixedRoute` lists both parameters in the API reference); FastAPI's native OpenTelemetry, which records nothing without the OpenTelemetry SDK, is off | the bucket create in-process, database stubbed (best of 10): 145 us (floor's app 50 us); item 1, `make bench` at the start of this round: 1.60x at 50 req/s, 1.57x at 200 req/s | 113 us; 1.49x, 1.48x |
 | services: cluster-svc, workload-svc and inference-svc run on uvloop, as the gateway does (`shared.service.run`) | 240 bucket creates, 16 in flight, back to back: cluster-svc 14.1 ms of CPU per operation, 42.7 ops/s | 13.6 ms, 43.6 ops/s |
+| gateway: the accept queue writes through its own connection (no pool acquire and release, whose release is a task hand-over, per batch), and the `OperationAccepted` event is announced after the answer, in-process to the gateway's own live stream and by one NOTIFY per batch to the others, instead of notified inside the accept's commit (`AcceptQueue` in `gateway/accept.py`). Timestamps in the gateway at 200 req/s on a machine slower again than the rows above: the statement took 0.90 ms and the request 1.7 ms; the statement alone, paced at 200/s: 1.11 ms with the NOTIFY, 0.99 ms without (the commit signals the listening backend, which wakes the gateway's listener while the answer is on its way) | item 1 at 200 req/s, 9 interleaved rounds each: 1.61x (p50 1.47 ms, floor 0.92 ms) | 1.19x (1.45 ms, floor 1.21 ms); `make bench` after: 1.32x at 50 req/s, 1.31x at 200 req/s |
+| bench, item 1: the goal rates run ten alternating rounds of 1.25 s from one load process, each side's figures pooled over its rounds, instead of five rounds of 2.5 s each from a new process, each side keeping its median round. The machine's speed drifted by up to 2x between rounds (the floor's p50 went from 0.71 to 1.39 ms within one run), which fell unevenly on the two sides | the ratio of a pair of rounds at 200 req/s, one run (9 pairs, the previous gateway): 1.01x to 2.51x | this run: 1.05x to 1.57x per pair, 1.31x pooled |
 
 The machine's load moved a lot between runs (load average 4 to 12 on 2 cores, from other
 work), which is why every figure above comes with its floor from the same run.
@@ -77,17 +79,12 @@ What remains, in order of cost:
   event reaches the client through the gateway's live stream where the floor's receiver listens
   on PostgreSQL itself. Publishing straight from the accept path had shown no gain while every
   event woke four relays; with the relays quiet it took a millisecond off the path.
-- **An accept sits at the goal's edge on a fast machine** (item 1: 1.46x to 1.57x over the
-  runs of this round, at 50 and at 200 req/s). The floor's request costs about 0.3 ms warm,
-  so a fixed difference weighs more here than on a slow machine. Warm, the difference is
-  about 0.18 ms. About 0.1 ms is in the accept's statement (410 us with its pool round trip,
-  against 295 us for the floor's insert). It writes the operation row (+35 us over the
-  floor's row), the event under the event-order lock (+25 us), the two outbox rows (+25 us)
-  and the NOTIFY (+14 us). About 60 us is Python (113 us in-process against the floor app's
-  50 us): authentication, the metrics middleware, and building the operation with its two
-  envelopes. The work after the 202 does not show. With the publish after commit, the relay
-  and the audit subscriber all switched off, the ratio stayed within the spread between
-  runs (7 interleaved rounds each).
+- **An accept still costs about a third more than its floor** (item 1: 1.31x to 1.33x). Paced
+  at 200/s, where every request meets cold caches, the accept's statement takes about 0.3 ms
+  more than the floor's insert (the operation row with its four indexes, the event under the
+  event-order lock, two outbox rows), and the gateway's Python about 0.2 ms more than the
+  floor app's: authentication, the metrics middleware, the route index and building the
+  operation with its two envelopes. Warm, the difference is about a third of that.
 - **Event order is still a lock held through COMMIT** for every event-writing transaction
   (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
   transaction, which is fine at the rate stages change. If it ever limits, the next design is
