@@ -109,10 +109,12 @@ class OutboxRelay:
                     listener = await connect(self.dsn)
                     await listener.add_listener("outbox", self._notified)
                 await self.bus.wait_ready()
+                # Cleared before the drain: a wake-up that arrives during it (its rows perhaps
+                # committed after the drain's snapshot) drains again at once.
+                self._wake.clear()
                 while await self.drain_once() == BATCH:
                     pass
                 delay = 0.1
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
             except asyncio.CancelledError:

@@ -1,5 +1,6 @@
 """An event's notification carries the event itself when it fits: the live stream delivers it
-without reading the table, so it must be exactly what the table gives back."""
+without reading the table, so it must be exactly what the table gives back; one that arrives
+while the live stream reads the table makes it read again."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 
 import asyncpg
 
+from gateway.stream import EventBroadcaster
 from shared.contracts.events import StageProgress
 from shared.db import connect
 from shared.operations import append_event, event_row, read_event_note
@@ -60,3 +62,27 @@ async def test_an_event_too_large_for_a_notification_sends_its_sequence_number_a
         assert read_event_note(await asyncio.wait_for(notes.get(), 5)) == (seq, None)
     finally:
         await listener.close()
+
+
+async def test_a_notification_during_a_read_of_the_live_stream_reads_again_without_waiting(
+    pool: asyncpg.Pool, database_url: str
+) -> None:
+    # The event notified while the live stream reads the table may be past the read's snapshot.
+    broadcaster = EventBroadcaster(pool, database_url, poll_seconds=3600)
+    reads = 0
+    again = asyncio.Event()
+
+    async def fan_out() -> None:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            broadcaster._notified(None, 0, "events", f"{broadcaster.last_seq + 5}")
+        else:
+            again.set()
+
+    broadcaster._fan_out = fan_out  # type: ignore[method-assign]
+    task = asyncio.create_task(broadcaster.run())
+    try:
+        await asyncio.wait_for(again.wait(), 10)
+    finally:
+        task.cancel()

@@ -161,3 +161,28 @@ async def test_rows_published_after_commit_leave_together_and_are_not_drained_ag
     assert deletes == 1  # one statement for the six rows
     assert await stream_messages(nats_server.url, "COMMANDS") == 3
     assert await stream_messages(nats_server.url, "EVENTS") == 3
+
+
+async def test_a_wake_up_during_a_drain_drains_again_without_waiting_for_the_poll(
+    pool: asyncpg.Pool, database_url: str, bus: Bus
+) -> None:
+    # Rows whose wake-up arrives while a drain runs may have committed after its snapshot.
+    relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
+    drains = 0
+    again = asyncio.Event()
+
+    async def drain_once() -> int:
+        nonlocal drains
+        drains += 1
+        if drains == 1:
+            relay._wake.set()  # a notification in the middle of the first drain
+        else:
+            again.set()
+        return 0
+
+    relay.drain_once = drain_once  # type: ignore[method-assign]
+    task = asyncio.create_task(relay.run())
+    try:
+        await asyncio.wait_for(again.wait(), 10)
+    finally:
+        task.cancel()

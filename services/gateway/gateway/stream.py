@@ -26,6 +26,7 @@ log = get_logger("gateway.stream")
 QUEUE_LIMIT = 10_000
 PAGE = 500
 KEEP_ALIVE_SECONDS = 15.0
+POLL_SECONDS = 1.0  # the table is read this often without a notification (one lost, or none)
 KEEP_ALIVE: dict[str, Any] = {}  # yielded by `subscribe` (compare by identity)
 
 
@@ -47,11 +48,16 @@ class _Subscriber:
 
 class EventBroadcaster:
     def __init__(
-        self, pool: asyncpg.Pool, dsn: str, keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+        self,
+        pool: asyncpg.Pool,
+        dsn: str,
+        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.pool = pool
         self.dsn = dsn
         self.keep_alive_seconds = keep_alive_seconds
+        self.poll_seconds = poll_seconds
         self._last_keep_alive = time.monotonic()
         self.last_seq = 0
         self._subscribers: set[_Subscriber] = set()
@@ -73,11 +79,13 @@ class EventBroadcaster:
                     async with self.pool.acquire() as conn:
                         latest = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM events")
                     self.last_seq = max(self.last_seq, latest) if self.last_seq else latest
+                # Cleared before the read: a notification that arrives during it (its event
+                # perhaps committed after the read's snapshot) runs the loop again at once.
+                self._wake.clear()
                 await self._fan_out()
                 self._keep_alive()
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), 1.0)
+                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
             except asyncio.CancelledError:
                 if listener is not None:
                     with contextlib.suppress(Exception):
