@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -71,3 +72,32 @@ async def outbox_drained(pool: asyncpg.Pool, seconds: float = 15) -> bool:
             return True
         await asyncio.sleep(0.02)
     return False
+
+
+class SecondRead:
+    """Stands in for the read of a loop that waits for wake-ups (a relay's drain, a live
+    stream's fan-out): its first call runs `wake`, as a notification arriving in the middle of
+    the read would; `again` is set when the loop reads a second time."""
+
+    def __init__(self, wake: Callable[[], None], result: Any = None) -> None:
+        self.wake = wake
+        self.result = result
+        self.calls = 0
+        self.again = asyncio.Event()
+
+    async def __call__(self) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            self.wake()
+        else:
+            self.again.set()
+        return self.result
+
+
+async def runs_again(loop: Awaitable[None], read: SecondRead) -> None:
+    """Run `loop` until it reads a second time (10 s at most; its poll is set far longer)."""
+    task = asyncio.ensure_future(loop)
+    try:
+        await asyncio.wait_for(read.again.wait(), 10)
+    finally:
+        task.cancel()

@@ -13,7 +13,7 @@ from gateway.stream import EventBroadcaster
 from shared.contracts.events import StageProgress
 from shared.db import connect
 from shared.operations import append_event, event_row, read_event_note
-from tests.integration.helpers import new_operation
+from tests.integration.helpers import SecondRead, new_operation, runs_again
 
 
 async def _notes(database_url: str) -> tuple[asyncpg.Connection, asyncio.Queue[str]]:
@@ -69,20 +69,9 @@ async def test_a_notification_during_a_read_of_the_live_stream_reads_again_witho
 ) -> None:
     # The event notified while the live stream reads the table may be past the read's snapshot.
     broadcaster = EventBroadcaster(pool, database_url, poll_seconds=3600)
-    reads = 0
-    again = asyncio.Event()
-
-    async def fan_out() -> None:
-        nonlocal reads
-        reads += 1
-        if reads == 1:
-            broadcaster._notified(None, 0, "events", f"{broadcaster.last_seq + 5}")
-        else:
-            again.set()
-
-    broadcaster._fan_out = fan_out  # type: ignore[method-assign]
-    task = asyncio.create_task(broadcaster.run())
-    try:
-        await asyncio.wait_for(again.wait(), 10)
-    finally:
-        task.cancel()
+    # a gap after what it has delivered: the table must be read
+    gap = SecondRead(
+        lambda: broadcaster._notified(None, 0, "events", f"{broadcaster.last_seq + 5}")
+    )
+    broadcaster._fan_out = gap  # type: ignore[method-assign]
+    await runs_again(broadcaster.run(), gap)

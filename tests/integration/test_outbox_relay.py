@@ -10,7 +10,14 @@ import asyncpg
 from hyperpilot.infra import NatsServer
 from shared.bus import Bus
 from shared.outbox import OutboxRelay
-from tests.integration.helpers import new_operation, outbox_count, outbox_drained, stream_messages
+from tests.integration.helpers import (
+    SecondRead,
+    new_operation,
+    outbox_count,
+    outbox_drained,
+    runs_again,
+    stream_messages,
+)
 
 
 async def test_accepted_command_and_event_reach_jetstream(
@@ -168,21 +175,5 @@ async def test_a_wake_up_during_a_drain_drains_again_without_waiting_for_the_pol
 ) -> None:
     # Rows whose wake-up arrives while a drain runs may have committed after its snapshot.
     relay = OutboxRelay(pool, bus, database_url, poll_seconds=3600)
-    drains = 0
-    again = asyncio.Event()
-
-    async def drain_once() -> int:
-        nonlocal drains
-        drains += 1
-        if drains == 1:
-            relay._wake.set()  # a notification in the middle of the first drain
-        else:
-            again.set()
-        return 0
-
-    relay.drain_once = drain_once  # type: ignore[method-assign]
-    task = asyncio.create_task(relay.run())
-    try:
-        await asyncio.wait_for(again.wait(), 10)
-    finally:
-        task.cancel()
+    relay.drain_once = read = SecondRead(relay._wake.set, result=0)  # type: ignore[method-assign]
+    await runs_again(relay.run(), read)
