@@ -82,9 +82,10 @@ What remains, in order of cost:
 - **An accept still costs about a third more than its floor** (item 1: 1.31x to 1.33x). Paced
   at 200/s, where every request meets cold caches, the accept's statement takes about 0.3 ms
   more than the floor's insert (the operation row with its four indexes, the event under the
-  event-order lock, two outbox rows), and the gateway's Python about 0.2 ms more than the
-  floor app's: authentication, the metrics middleware, the route index and building the
-  operation with its two envelopes. Warm, the difference is about a third of that.
+  event-order lock, two outbox rows); the rest of the difference, about 0.2 ms, is the
+  gateway's longer Python path: authentication, the metrics middleware, the route index and
+  building the operation with its two envelopes. Warm, the whole difference is about a third
+  of that.
 - **Event order is still a lock held through COMMIT** for every event-writing transaction
   (`seq` = commit order). Accepts now pay it once per batch; a stage update pays it per
   transaction, which is fine at the rate stages change. If it ever limits, the next design is
