@@ -37,9 +37,13 @@ class ToolInfo:
     mutating: bool
     status_tool: str | None
     destructive: bool = False
-    previewable: bool = False
     body_param: str | None = None
     parameters: tuple[str, ...] = ()
+
+    @property
+    def previewable(self) -> bool:
+        """Whether the tool offers `dry_run` (a preview that changes nothing)."""
+        return "dry_run" in self.parameters
 
 
 class HyperpilotServer(MCPServer):
@@ -101,7 +105,6 @@ class HyperpilotServer(MCPServer):
                 mutating,
                 status_tool,
                 destructive,
-                "dry_run" in parameters,
                 body_param,
                 parameters,
             )
