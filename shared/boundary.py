@@ -1,0 +1,187 @@
+"""The one way a user's value reaches the outside world: a Kubernetes object name, a label, a
+URL path, a shell line.
+
+Every function here either returns a value that is safe where it goes or raises RuleViolation
+naming the field, the rule and what to do instead. Nothing else in the project joins user values
+into names, paths or command lines (`tests/unit/test_boundary_scan.py` checks that routes, tools
+and renderers build none from an f-string).
+
+Rules, from the Kubernetes API conventions ("Object Names and IDs",
+https://kubernetes.io/docs/concepts/overview/working-with-objects/names/) and the label syntax
+(https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set):
+- a DNS-1123 label: at most 63 lowercase alphanumerics or '-', starting and ending alphanumeric
+  (namespaces, Services, most names that become a DNS name);
+- a DNS-1123 subdomain: at most 253, labels joined by '.' (pods, Secrets, ConfigMaps);
+- a label value: at most 63, alphanumerics, '-', '_' and '.', starting and ending alphanumeric.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote, unquote
+
+from shared.validation import RuleViolation
+
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+# A Hugging Face model id (`org/name`) or a plain served-model name, as vLLM and SGLang accept
+# them in an OpenAI request's `model`: no '..', no '\', no '%', no scheme.
+MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,95})?$"
+
+_DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
+_LABEL_VALUE = re.compile(LABEL_VALUE_PATTERN)
+_MODEL_ID = re.compile(MODEL_ID_PATTERN)
+
+# Namespaces no user workload goes into: Kubernetes' own (kube-system, kube-public,
+# kube-node-lease and any kube-*), and those the operators and add-ons the control plane
+# installs run in (their names as the HyperPod Helm chart, the training and inference operators,
+# KEDA, Karpenter, cert-manager and KubeRay install them).
+RESERVED_NAMESPACE_PREFIXES = ("kube-",)
+RESERVED_NAMESPACES = frozenset(
+    {
+        "kube-system", "kube-public", "kube-node-lease", "amazon-cloudwatch",
+        "aws-hyperpod", "hyperpod-inference-system", "hyperpod-training-operator",
+        "hyperpod-observability", "keda", "karpenter", "cert-manager", "kuberay",
+        "ray-system", "amazon-guardduty", "aws-observability",
+    }
+)  # fmt: skip
+NAMESPACE_RULE = (
+    "user workloads go only into namespaces the control plane manages: not kube-system, any"
+    " kube-* namespace, or an operator's namespace (" + ", ".join(sorted(RESERVED_NAMESPACES)) + ")"
+)
+
+
+def _refuse(field: str, value: str, rule: str, hint: str) -> RuleViolation:
+    shown = value if len(value) <= 80 else value[:77] + "..."
+    return RuleViolation(f"{field} {shown!r} {rule}", hint)
+
+
+def dns_label(value: str, field: str) -> str:
+    """`value` if it is a DNS-1123 label (a namespace, a Service's name)."""
+    if not _DNS_LABEL.match(value):
+        raise _refuse(
+            field,
+            value,
+            "is not a DNS-1123 label",
+            "use at most 63 lowercase letters, digits and '-', starting and ending with a letter"
+            " or digit",
+        )
+    return value
+
+
+def dns_subdomain(value: str, field: str) -> str:
+    """`value` if it is a DNS-1123 subdomain (a pod's or a Secret's name)."""
+    if not _DNS_SUBDOMAIN.match(value) or ".." in value:
+        raise _refuse(
+            field,
+            value,
+            "is not a DNS-1123 subdomain",
+            "use at most 253 lowercase letters, digits, '-' and '.', starting and ending with a"
+            " letter or digit",
+        )
+    return value
+
+
+def label_value(value: str, field: str) -> str:
+    """`value` if it is a valid Kubernetes label value."""
+    if not _LABEL_VALUE.match(value):
+        raise _refuse(
+            field,
+            value,
+            "is not a valid label value",
+            "use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter"
+            " or digit",
+        )
+    return value
+
+
+def object_name(*parts: str, field: str) -> str:
+    """A DNS-1123 label made of `parts` joined by '-' (an endpoint's per-model Service, say):
+    every part is checked, and so is the whole."""
+    for part in parts:
+        if not part or not re.fullmatch(r"[a-z0-9-]+", part):
+            raise _refuse(
+                field,
+                part,
+                "cannot be part of a Kubernetes name",
+                "use lowercase letters, digits and '-' only",
+            )
+    return dns_label("-".join(parts), field)
+
+
+def model_id(value: str, field: str) -> str:
+    """`value` if it is a model id (`org/name` or `name`) that is safe in a path or a label."""
+    if not _MODEL_ID.match(value) or ".." in value:
+        raise _refuse(
+            field,
+            value,
+            "is not a model id",
+            "use a Hugging Face id such as Qwen/Qwen3-0.6B or a served name such as qwen3:"
+            " letters, digits, '-', '_' and '.', with at most one '/'",
+        )
+    return value
+
+
+def namespace(value: str, field: str = "namespace") -> str:
+    """`value` if it is a DNS-1123 label and a namespace user workloads may go into."""
+    dns_label(value, field)
+    if value in RESERVED_NAMESPACES or value.startswith(RESERVED_NAMESPACE_PREFIXES):
+        raise _refuse(field, value, "is reserved", NAMESPACE_RULE)
+    return value
+
+
+def path_segment(value: str, field: str) -> str:
+    """One URL path segment, percent-encoded: never '.', '..' or empty, so it cannot climb."""
+    if value in ("", ".", "..") or "\\" in value or "\x00" in value:
+        raise _refuse(field, value, "cannot be a URL path segment", "use a plain name")
+    return quote(value, safe=":@-._~")
+
+
+def url_path(*segments: str) -> str:
+    """An absolute URL path of already-checked segments, each percent-encoded on its own."""
+    return "/" + "/".join(path_segment(s, "path") for s in segments)
+
+
+def confined_subpath(value: str, allowed: Iterable[str], field: str = "path") -> str:
+    """`value` normalized (decoded once, '.' and '..' resolved) and kept only when it is one
+    of `allowed` or below one of them; anything that climbs out, names a scheme or a host,
+    uses backslashes or still holds an escape after decoding is refused."""
+    allowed = tuple(allowed)
+    decoded = unquote(value)
+    hint = "use one of " + ", ".join(allowed)
+    if (
+        "\\" in decoded
+        or "\x00" in decoded
+        or "%" in decoded
+        or "?" in decoded
+        or "#" in decoded
+        or "://" in decoded
+        or decoded.startswith("//")
+        or not decoded.startswith("/")
+    ):
+        raise _refuse(field, value, "is not a plain absolute path", hint)
+    normal = posixpath.normpath(decoded)
+    if normal != decoded.rstrip("/") or not any(
+        normal == a or normal.startswith(a.rstrip("/") + "/") for a in allowed
+    ):
+        raise _refuse(field, value, "is outside the paths this call may reach", hint)
+    return normal
+
+
+def shell_line(argv: Sequence[str]) -> str:
+    """One shell command line from an argument list: every argument quoted, so none of them
+    can add a command, a redirection or a substitution."""
+    return shlex.join(str(a) for a in argv)
+
+
+def shell_script(*commands: Sequence[str], joiner: str = " && ") -> str:
+    """Several commands, each from an argument list and quoted by `shell_line`, joined by a
+    fixed operator of ours."""
+    if joiner not in (" && ", "; ", "\n"):
+        raise ValueError(f"joiner {joiner!r} is not one of ours")
+    return joiner.join(shell_line(c) for c in commands)
