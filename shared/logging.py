@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import structlog
+
+from shared.secrets import redact
+
+
+def _redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    """Nothing that looks like a secret leaves in a log line (shared.secrets.redact)."""
+    redacted: Mapping[str, Any] = redact(dict(event))
+    return redacted
 
 
 def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
@@ -22,6 +31,7 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            _redact,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

@@ -26,6 +26,7 @@ from shared.contracts.events import (
     OperationRetried,
 )
 from shared.contracts.subjects import event_subject
+from shared.secrets import redact
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
 _EVENT_ORDER_LOCK = 0x4576_656E_7473  # "Events": serialises event inserts so seq = commit order
@@ -130,7 +131,7 @@ def _event_envelope(
         type=type(event).__name__,
         principal=principal,
         source=source,
-        payload=event.model_dump(mode="json"),
+        payload=redact(event.model_dump(mode="json")),
     )
 
 
@@ -280,6 +281,7 @@ def new_operation(
 ) -> NewOperation:
     kind = command.kind()
     digest = request_hash(kind, target_id, request)
+    request = redact(request)
     operation_id = uuid.uuid4()
     payload = command.model_dump(mode="json")
     message = command_envelope(

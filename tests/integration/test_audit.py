@@ -55,3 +55,35 @@ async def test_trickling_events_are_recorded_once_each_in_batches(
         assert audit.writes <= 5, audit.writes
     finally:
         task.cancel()
+
+
+async def test_a_secret_that_reaches_an_event_is_stored_redacted(pool: asyncpg.Pool) -> None:
+    """Behind the contracts' refusal: an event or an operation's request that still carries a
+    secret-looking value is written with it redacted, in the events, the operation row and the
+    message for the bus alike."""
+    from shared.contracts.commands import CreateStorageBucket
+    from shared.operations import create_operation
+    from shared.secrets import REDACTED
+
+    secret = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"
+    async with pool.acquire() as conn:
+        accepted = await create_operation(
+            conn,
+            CreateStorageBucket(name="bucket-redacted", region="us-east-1"),
+            target_type="bucket",
+            target_id="bucket-redacted",
+            request={"name": "bucket-redacted", "env": {"WANDB_API_KEY": "v"}, "note": secret},
+            principal="tester",
+            source="rest",
+            idempotency_key=None,
+        )
+        request = await conn.fetchval(
+            "SELECT request FROM operations WHERE id = $1", accepted.operation_id
+        )
+        payload = await conn.fetchval(
+            "SELECT payload FROM events WHERE operation_id = $1", accepted.operation_id
+        )
+        bodies = await conn.fetch("SELECT body FROM outbox")
+    for stored in (request, payload["request"]):
+        assert stored["note"] == REDACTED and stored["env"]["WANDB_API_KEY"] == REDACTED
+    assert not [b for b in bodies if secret.encode() in bytes(b["body"])]
