@@ -23,6 +23,7 @@ from hyperpilot.commands.common import GLOBALS, examples
 from hyperpilot.commands.complete import profile_names
 from hyperpilot.infra import free_port
 from hyperpilot.stack import Stack, process_alive, read_state, terminate
+from shared.validation import RuleViolation
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -217,4 +218,8 @@ def status() -> None:
 
 def main() -> None:
     # The same name (usage lines, completion variable) whether run as a script or `python -m`.
-    app(prog_name="hyperpilot")
+    try:
+        app(prog_name="hyperpilot", standalone_mode=True)
+    except RuleViolation as exc:  # a name that cannot be part of a URL path, say
+        typer.echo(f"error: {exc}\n  hint: {exc.hint}", err=True)
+        raise SystemExit(2) from exc

@@ -35,6 +35,7 @@ from hyperpilot.client import (
     parse_sse,
 )
 from hyperpilot.output import STATUS_STYLES
+from shared.boundary import api_path
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
 TERMINAL_EVENTS = {
@@ -261,7 +262,7 @@ class Follower:
     ) -> None:
         self.client = client
         self.operation_id = operation_id
-        self.path = f"/api/v1/operations/{operation_id}"
+        self.path = api_path("operations", operation_id)
         self.console = console
         self.live = console.is_terminal if live is None else live
         self.max_stream_failures = max_stream_failures

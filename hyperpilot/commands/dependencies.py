@@ -15,6 +15,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, emit, table
+from shared.boundary import api_path
 
 app = Area("dependencies", "A cluster's dependency components: list them, reconcile them.")
 
@@ -27,7 +28,7 @@ COLUMNS = [
 
 
 def _path(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}/dependencies"
+    return api_path("clusters", cluster, "dependencies")
 
 
 @app.command(

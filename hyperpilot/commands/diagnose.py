@@ -20,6 +20,7 @@ from hyperpilot.commands.common import (
     fmt,
 )
 from hyperpilot.output import Column, Format, emit, table
+from shared.boundary import api_path
 
 app = Area(
     "diagnose",
@@ -74,7 +75,7 @@ POD_COLUMNS = [
 
 
 def _base(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}"
+    return api_path("clusters", cluster)
 
 
 @app.command(

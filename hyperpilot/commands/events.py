@@ -15,6 +15,7 @@ from hyperpilot.commands.common import Area, Output, client, examples, fmt
 from hyperpilot.commands.complete import operation_ids
 from hyperpilot.output import Column, Format, emit, short_time, table, to_yaml
 from hyperpilot.progress import TERMINAL_EVENTS
+from shared.boundary import api_path
 
 app = Area("events", "The event log: list a page, tail it live, read the audit log.")
 
@@ -178,7 +179,7 @@ def _latest_seq(api: Client) -> int:
     answer = api.get("/api/v1/operations", limit=1)
     items = answer.get("items", []) if isinstance(answer, dict) else []
     if items:
-        op = api.get(f"/api/v1/operations/{items[0]['id']}")
+        op = api.get(api_path("operations", items[0]["id"]))
         cursor = max((e["seq"] for e in op.get("events") or []), default=0)
     while True:
         page = api.get("/api/v1/events", after=cursor, limit=1000)

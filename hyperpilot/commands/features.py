@@ -20,6 +20,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, compact, details, emit, table
+from shared.boundary import api_path
 
 app = Area(
     "features",
@@ -28,7 +29,7 @@ app = Area(
 
 
 def _path(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}/features"
+    return api_path("clusters", cluster, "features")
 
 
 COLUMNS = [

@@ -24,6 +24,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, emit, table
+from shared.boundary import api_path
 
 app = Area("instance-groups", "A cluster's instance groups: list, add, update, delete.")
 
@@ -110,7 +111,7 @@ def _changes(
 
 
 def _base(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}/instance-groups"
+    return api_path("clusters", cluster, "instance-groups")
 
 
 @app.command(

@@ -25,6 +25,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, details, emit, table
+from shared.boundary import api_path
 
 app = Area("jobs", "Training jobs from recipes: submit, list, describe, logs, cancel, delete.")
 
@@ -43,7 +44,7 @@ Job = Annotated[str, typer.Argument(help="Job name", show_default=False)]
 
 
 def _base(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}/jobs"
+    return api_path("clusters", cluster, "jobs")
 
 
 @app.command(

@@ -24,6 +24,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, Format, details, emit, table
+from shared.boundary import api_path
 
 app = Area("nodes", "Nodes: health, describe, reboot, replace, delete, deep health checks.")
 
@@ -52,7 +53,7 @@ class Recovery(StrEnum):
 
 
 def _base(cluster: str) -> str:
-    return f"/api/v1/clusters/{cluster}"
+    return api_path("clusters", cluster)
 
 
 def render_nodes(answer: Any) -> Any:

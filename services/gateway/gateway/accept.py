@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from gateway.deps import Mutation
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
+from shared.boundary import api_path
 from shared.bus import Bus
 from shared.contracts.commands import Command
 from shared.contracts.subjects import owning_service
@@ -274,11 +275,11 @@ async def accept(
     return JSONResponse(
         {
             "operation_id": operation_id,
-            "status_url": f"/api/v1/operations/{operation_id}",
+            "status_url": api_path("operations", operation_id),
             "created": accepted.created,
         },
         status_code=202,
-        headers={"Location": f"/api/v1/operations/{operation_id}"},
+        headers={"Location": api_path("operations", operation_id)},
     )
 
 

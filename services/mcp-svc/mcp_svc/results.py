@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.boundary import api_path
+
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
 STATUS_TOOL: Literal["get_operation"] = "get_operation"
 COMPLETION = (
@@ -71,7 +73,7 @@ def started(tool: str, accepted: dict[str, Any], key: str, what: str) -> Operati
         summary=f"{tool}: {what} accepted as operation {operation_id}{again}.{nothing}"
         f" Poll {next_step}.",
         operation_id=operation_id,
-        status_url=str(accepted.get("status_url", f"/api/v1/operations/{operation_id}")),
+        status_url=str(accepted.get("status_url", api_path("operations", operation_id))),
         created=created,
         idempotency_key=key,
         next_step=next_step,

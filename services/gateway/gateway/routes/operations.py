@@ -14,6 +14,7 @@ from gateway.deps import Broadcaster, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import OperationList, OperationRead, RetryAccepted
 from gateway.routing import PrefixedRoute
+from shared.boundary import api_path
 from shared.operations import (
     TERMINAL,
     NotRetryable,
@@ -116,7 +117,7 @@ async def retry(
     return JSONResponse(
         {
             "operation_id": str(operation_id),
-            "status_url": f"/api/v1/operations/{operation_id}",
+            "status_url": api_path("operations", operation_id),
             "retried_stages": stages,
         },
         status_code=202,
@@ -148,7 +149,7 @@ async def cancel(
     return JSONResponse(
         {
             "operation_id": str(operation_id),
-            "status_url": f"/api/v1/operations/{operation_id}",
+            "status_url": api_path("operations", operation_id),
             "status": status,
         },
         status_code=202,

@@ -11,6 +11,7 @@ from mcp_svc.errors import GatewayError
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
+from shared.boundary import api_path
 from shared.contracts.cluster import (
     ClusterName,
     InstanceGroupSpec,
@@ -108,7 +109,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def get_cluster(name: ExistingCluster) -> ClusterDescription:
         """Describe a cluster: status, region, ARNs, the resources each create stage made, its
         instance groups and installed components."""
-        row = await gateway.get(f"/api/v1/clusters/{name}")
+        row = await gateway.get(api_path("clusters", name))
         cluster = ClusterDescribed.model_validate(row)
         groups = ", ".join(
             f"{g.name}: {g.count} x {g.instance_type} ({g.status})" for g in cluster.instance_groups
@@ -286,7 +287,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="delete_cluster",
             arguments={"name": name, "request_id": request_id},
             method="DELETE",
-            path=f"/api/v1/clusters/{name}",
+            path=api_path("clusters", name),
             body=None,
             what=f"deletion of cluster {name}",
             dry_run=dry_run,

@@ -7,6 +7,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from shared.boundary import api_path
 
 READY = ("installed", "upgraded", "unchanged")
 
@@ -28,7 +29,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def list_dependencies(cluster: ClusterRef) -> ComponentList:
         """Each dependency component of a cluster (EKS add-ons, the HyperPod Helm chart's
         parts, storage drivers, ...) with its version and status."""
-        rows = await gateway.get(f"/api/v1/clusters/{cluster}/dependencies")
+        rows = await gateway.get(api_path("clusters", cluster, "dependencies"))
         components = [Component.model_validate(r) for r in rows]
         pending = [c.name for c in components if c.status not in READY]
         summary = f"{cluster}: {count(len(components), 'component')}" + (
@@ -50,7 +51,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="reconcile_dependencies",
             arguments={"cluster": cluster, "request_id": request_id},
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/dependencies/reconcile",
+            path=api_path("clusters", cluster, "dependencies", "reconcile"),
             body=None,
             what=f"dependency reconcile of {cluster}",
             dry_run=dry_run,

@@ -11,6 +11,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, count
+from shared.boundary import api_path
 from shared.contracts.diagnostics import (
     CONTAINER_PATTERN,
     DEFAULT_EVENTS,
@@ -128,7 +129,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         becoming NotReady, operators' restarts of training jobs. Filter by namespace, object
         (kind and name) and type; start with type=Warning."""
         raw = await gateway.get(
-            f"/api/v1/clusters/{cluster}/kubernetes-events",
+            api_path("clusters", cluster, "kubernetes-events"),
             {
                 "namespace": namespace,
                 "kind": kind,
@@ -175,7 +176,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ImagePullBackOff, OOMKilled, Pending...), node, readiness, restarts and each container's
         state and last termination (reason and exit code of the instance before the restart)."""
         raw = await gateway.get(
-            f"/api/v1/clusters/{cluster}/pods", {"namespace": namespace, "selector": selector}
+            api_path("clusters", cluster, "pods"), {"namespace": namespace, "selector": selector}
         )
         pods = [Pod.model_validate(p) for p in raw.get("pods") or []]
         troubled = [
@@ -218,7 +219,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         of the instance that crashed before the last restart (the error is usually at its
         end)."""
         text, headers = await gateway.get_text(
-            f"/api/v1/clusters/{cluster}/pods/{namespace}/{pod}/logs",
+            api_path("clusters", cluster, "pods", namespace, pod, "logs"),
             {"container": container, "tail": tail_lines, "previous": previous},
         )
         lines = text.splitlines()

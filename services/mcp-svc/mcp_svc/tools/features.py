@@ -11,6 +11,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, body_of, submit
+from shared.boundary import api_path
 from shared.contracts.features import AutoscalingChange, TieredCheckpointingChange
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
@@ -30,7 +31,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         """The actual state of each managed feature, read live from AWS and the cluster:
         training operator, inference operator, tiered checkpointing (with its identity chain)
         and managed autoscaling. Read it before changing any."""
-        raw = await gateway.get(f"/api/v1/clusters/{cluster}/features")
+        raw = await gateway.get(api_path("clusters", cluster, "features"))
         states = {
             name: ("on" if (raw.get(name) or {}).get("enabled") else "off") for name in FEATURES
         }
@@ -76,7 +77,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="update_features",
             arguments=arguments,
             method="PATCH",
-            path=f"/api/v1/clusters/{cluster}/features",
+            path=api_path("clusters", cluster, "features"),
             body=body_of(arguments),
             what=f"feature change on {cluster}",
             dry_run=dry_run,

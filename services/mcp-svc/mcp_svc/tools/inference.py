@@ -12,6 +12,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, RequestId, count, submit
+from shared.boundary import api_path
 from shared.contracts.inference import ENDPOINT_NAME_PATTERN, EndpointChange, EndpointSpec
 
 EndpointName = Annotated[
@@ -99,7 +100,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         live: Annotated[bool, Field(description="Also read the objects from the cluster")] = True,
     ) -> EndpointDescription:
         """An endpoint: its record and, live, its status, pods and objects."""
-        raw = await gateway.get(f"/api/v1/endpoints/{name}", {"cluster": cluster, "live": live})
+        raw = await gateway.get(api_path("endpoints", name), {"cluster": cluster, "live": live})
         found = Endpoint.model_validate(raw)
         return EndpointDescription(
             summary=f"Endpoint {found.name} is {found.status}"
@@ -124,7 +125,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     ) -> Invocation:
         """Send a chat request to a deployed model and return its answer (changes nothing)."""
         answer = await gateway.ask(
-            f"/api/v1/endpoints/{name}/invoke", request, {"cluster": cluster}
+            api_path("endpoints", name, "invoke"), request, {"cluster": cluster}
         )
         text = ""
         if isinstance(answer, dict):
@@ -192,7 +193,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 "request_id": request_id,
             },
             method="PATCH",
-            path=f"/api/v1/endpoints/{name}",
+            path=api_path("endpoints", name),
             body=change.model_dump(mode="json", exclude_unset=True),
             params={"cluster": cluster},
             what=f"change of {name}",
@@ -218,7 +219,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 "request_id": request_id,
             },
             method="POST",
-            path=f"/api/v1/endpoints/{name}/scale",
+            path=api_path("endpoints", name, "scale"),
             body={"replicas": replicas},
             params={"cluster": cluster},
             what=f"scale of {name} to {replicas}",
@@ -252,7 +253,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 "request_id": request_id,
             },
             method="POST",
-            path=f"/api/v1/endpoints/{name}/pool/assign",
+            path=api_path("endpoints", name, "pool", "assign"),
             body={"pod": pod, "model": model},
             params={"cluster": cluster},
             what=f"assignment of {pod} to {model}",
@@ -273,7 +274,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="unassign_pool_worker",
             arguments={"name": name, "pod": pod, "cluster": cluster, "request_id": request_id},
             method="POST",
-            path=f"/api/v1/endpoints/{name}/pool/unassign",
+            path=api_path("endpoints", name, "pool", "unassign"),
             body={"pod": pod},
             params={"cluster": cluster},
             what=f"unassignment of {pod}",
@@ -293,7 +294,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="delete_endpoint",
             arguments={"name": name, "cluster": cluster, "request_id": request_id},
             method="DELETE",
-            path=f"/api/v1/endpoints/{name}",
+            path=api_path("endpoints", name),
             body=None,
             params={"cluster": cluster},
             what=f"deletion of endpoint {name}",

@@ -18,6 +18,7 @@ from mcp_svc.tools.common import (
     count,
     submit,
 )
+from shared.boundary import api_path
 from shared.contracts.cluster import (
     ML_INSTANCE_PATTERN,
     TRAINING_PLAN_ARN_PATTERN,
@@ -59,7 +60,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def list_instance_groups(cluster: ClusterRef) -> InstanceGroupList:
         """List a cluster's instance groups: type, count, status and the spec each was made
         with. Read it before adding or changing a group."""
-        rows = await gateway.get(f"/api/v1/clusters/{cluster}/instance-groups")
+        rows = await gateway.get(api_path("clusters", cluster, "instance-groups"))
         groups = [InstanceGroup.model_validate(r) for r in rows]
         summary = f"{cluster}: {count(len(groups), 'instance group')}" + (
             ": " + ", ".join(f"{g.name} {g.count} x {g.instance_type} ({g.status})" for g in groups)
@@ -149,7 +150,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="add_instance_group",
             arguments=arguments,
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/instance-groups",
+            path=api_path("clusters", cluster, "instance-groups"),
             body=body_of(arguments),
             what=f"instance group {name} on {cluster}",
             dry_run=dry_run,
@@ -194,7 +195,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="update_instance_group",
             arguments=arguments,
             method="PATCH",
-            path=f"/api/v1/clusters/{cluster}/instance-groups/{group}",
+            path=api_path("clusters", cluster, "instance-groups", group),
             body=body_of(arguments, exclude=("cluster", "group", "request_id")),
             what=f"change of instance group {group} on {cluster}",
             dry_run=dry_run,
@@ -215,7 +216,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="delete_instance_group",
             arguments={"cluster": cluster, "group": group, "request_id": request_id},
             method="DELETE",
-            path=f"/api/v1/clusters/{cluster}/instance-groups/{group}",
+            path=api_path("clusters", cluster, "instance-groups", group),
             body=None,
             what=f"deletion of instance group {group} on {cluster}",
             dry_run=dry_run,
@@ -268,7 +269,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="update_cluster_software",
             arguments=arguments,
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/software-update",
+            path=api_path("clusters", cluster, "software-update"),
             body=body_of(arguments),
             what=f"software update of {cluster}",
             dry_run=dry_run,

@@ -13,6 +13,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from shared.boundary import api_path
 from shared.contracts.cluster import DeepHealthCheck, NodeRecovery
 from shared.contracts.nodes import NODE_ID_PATTERN
 
@@ -71,7 +72,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         """List a cluster's nodes with one health verdict each (HyperPod instance status,
         Kubernetes conditions, HyperPod health labels and taints) and the next step for an
         unhealthy one. The first step of any node diagnosis."""
-        raw = await gateway.get(f"/api/v1/clusters/{cluster}/nodes", {"health": health})
+        raw = await gateway.get(api_path("clusters", cluster, "nodes"), {"health": health})
         nodes = [Node.model_validate(n) for n in raw.get("nodes", [])]
         counts = {str(k): int(v) for k, v in (raw.get("summary") or {}).items()}
         detail = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "none"
@@ -93,7 +94,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def get_node(cluster: ClusterRef, node_id: NodeId) -> NodeDescription:
         """One node: its health view, HyperPod's details and its recent HyperPod events (a
         replaced node has a new id; the events name it)."""
-        raw = await gateway.get(f"/api/v1/clusters/{cluster}/nodes/{node_id}")
+        raw = await gateway.get(api_path("clusters", cluster, "nodes", node_id))
         node = Node.model_validate({k: v for k, v in raw.items() if k not in ("details", "events")})
         summary = f"Node {node.node_id} ({node.instance_group}) is {node.health}" + (
             f"; next step: {node.next_step}" if node.next_step else ""
@@ -115,7 +116,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 tool=tool,
                 arguments={"cluster": cluster, "node_ids": node_ids, "request_id": request_id},
                 method="POST",
-                path=f"/api/v1/clusters/{cluster}/nodes/{path}",
+                path=api_path("clusters", cluster, "nodes", path),
                 body={"node_ids": node_ids},
                 what=f"{action} of {count(len(node_ids), 'node')} on {cluster}",
                 dry_run=dry_run,
@@ -195,7 +196,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="start_deep_health_check",
             arguments=arguments,
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/nodes/health-checks",
+            path=api_path("clusters", cluster, "nodes", "health-checks"),
             body=body,
             what=f"deep health check on {cluster}",
             dry_run=dry_run,
@@ -219,7 +220,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="set_node_recovery",
             arguments={"cluster": cluster, "mode": mode, "request_id": request_id},
             method="PUT",
-            path=f"/api/v1/clusters/{cluster}/node-recovery",
+            path=api_path("clusters", cluster, "node-recovery"),
             body={"mode": str(mode.value)},
             what=f"node recovery {mode.value} on {cluster}",
             dry_run=dry_run,

@@ -18,6 +18,7 @@ from mcp_svc.results import (
 )
 from mcp_svc.tools.common import count
 from mcp_svc.tools.events import Event
+from shared.boundary import api_path
 
 MAX_WAIT_SECONDS = 60
 OperationId = Annotated[
@@ -152,7 +153,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         until it is terminal (succeeded, failed, cancelled, noop) or wait_seconds pass. Call it
         again while `terminal` is false; report to the user only a terminal status."""
         raw = await gateway.get(
-            f"/api/v1/operations/{operation_id}",
+            api_path("operations", operation_id),
             {"wait": wait_seconds, "events": "true" if include_events else "false"},
             extra_timeout=wait_seconds,
         )
@@ -219,7 +220,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         arguments = {"operation_id": operation_id}
         raw = await gateway.mutate(
             "POST",
-            f"/api/v1/operations/{operation_id}/retry",
+            api_path("operations", operation_id, "retry"),
             tool="retry_operation",
             arguments=arguments,
         )
@@ -240,7 +241,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         arguments = {"operation_id": operation_id}
         raw = await gateway.mutate(
             "POST",
-            f"/api/v1/operations/{operation_id}/cancel",
+            api_path("operations", operation_id, "cancel"),
             tool="cancel_operation",
             arguments=arguments,
         )

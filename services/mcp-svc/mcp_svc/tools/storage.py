@@ -10,6 +10,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
+from shared.boundary import api_path
 
 BucketName = Annotated[
     str,
@@ -53,7 +54,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets/{name}")
     async def get_storage_bucket(name: BucketName) -> BucketDescription:
         """Describe a managed S3 bucket: region, status, ARN, the operation that made it."""
-        bucket = Bucket.model_validate(await gateway.get(f"/api/v1/storage/buckets/{name}"))
+        bucket = Bucket.model_validate(await gateway.get(api_path("storage", "buckets", name)))
         return BucketDescription(
             summary=f"Bucket {bucket.name} is {bucket.status} in {bucket.region}.", bucket=bucket
         )
@@ -91,7 +92,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="delete_storage_bucket",
             arguments={"name": name, "request_id": request_id},
             method="DELETE",
-            path=f"/api/v1/storage/buckets/{name}",
+            path=api_path("storage", "buckets", name),
             body=None,
             what=f"deletion of bucket {name}",
             dry_run=dry_run,

@@ -12,6 +12,7 @@ from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from mcp_svc.tools.events import After
+from shared.boundary import api_path
 from shared.contracts.workloads import (
     JOB_NAME_PATTERN,
     JobSpec,
@@ -80,7 +81,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs")
     async def list_training_jobs(cluster: ClusterRef) -> JobList:
         """List a cluster's training jobs with their last observed status and restarts."""
-        rows = await gateway.get(f"/api/v1/clusters/{cluster}/jobs")
+        rows = await gateway.get(api_path("clusters", cluster, "jobs"))
         jobs = [Job.model_validate(r) for r in rows]
         summary = f"{cluster}: {count(len(jobs), 'job')}" + (
             ": " + ", ".join(f"{j.name} ({j.status})" for j in jobs) if jobs else "."
@@ -95,7 +96,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     ) -> JobDescription:
         """A training job: its record, restarts against its budget, faulty pods and pods, and
         (live) the job resource read from the cluster."""
-        raw = await gateway.get(f"/api/v1/clusters/{cluster}/jobs/{job}", {"live": live})
+        raw = await gateway.get(api_path("clusters", cluster, "jobs", job), {"live": live})
         found = Job.model_validate(raw)
         reason = f": {found.reason}" if found.reason else ""
         return JobDescription(summary=f"Job {found.name} is {found.status}{reason}.", job=found)
@@ -105,7 +106,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: ClusterRef, job: JobName, after: After = 0
     ) -> JobEvents:
         """A training job's events, oldest first (status changes, restarts, faulty pods)."""
-        rows = await gateway.get(f"/api/v1/clusters/{cluster}/jobs/{job}/events", {"after": after})
+        rows = await gateway.get(
+            api_path("clusters", cluster, "jobs", job, "events"), {"after": after}
+        )
         events = [JobEvent.model_validate(r) for r in rows]
         last = events[-1].seq if events else after
         types = ", ".join(e.type for e in events[-5:])
@@ -146,7 +149,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         """One pod's log: the last lines from `from_line` on, and where to continue. Read it to
         find the error a job failed with (NCCL, out of memory, a script traceback)."""
         text, headers = await gateway.get_text(
-            f"/api/v1/clusters/{cluster}/jobs/{job}/logs",
+            api_path("clusters", cluster, "jobs", job, "logs"),
             {"pod": pod, "from": from_line, "previous": previous},
         )
         lines = text.splitlines()
@@ -188,7 +191,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="submit_training_job",
             arguments={"cluster": cluster, "job": job, "request_id": request_id},
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/jobs",
+            path=api_path("clusters", cluster, "jobs"),
             body=body,
             what=f"{job.recipe} job {job.name} on {cluster}",
             dry_run=dry_run,
@@ -204,7 +207,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="cancel_training_job",
             arguments={"cluster": cluster, "job": job, "request_id": request_id},
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/jobs/{job}/cancel",
+            path=api_path("clusters", cluster, "jobs", job, "cancel"),
             body=None,
             what=f"cancel of job {job}",
             dry_run=dry_run,
@@ -222,7 +225,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="delete_training_job",
             arguments={"cluster": cluster, "job": job, "request_id": request_id},
             method="DELETE",
-            path=f"/api/v1/clusters/{cluster}/jobs/{job}",
+            path=api_path("clusters", cluster, "jobs", job),
             body=None,
             what=f"deletion of job {job}",
             dry_run=dry_run,
@@ -256,7 +259,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             tool="download_model",
             arguments={"cluster": cluster, "download": download, "request_id": request_id},
             method="POST",
-            path=f"/api/v1/clusters/{cluster}/model-downloads",
+            path=api_path("clusters", cluster, "model-downloads"),
             body=download.model_dump(mode="json", exclude_none=True),
             what=f"download of {download.repo_id}",
             dry_run=dry_run,
@@ -274,7 +277,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     ) -> TrackingServer:
         """A SageMaker managed MLflow tracking server, described live: status, ARN (a job's
         mlflow_tracking_uri) and URL."""
-        raw = await gateway.get(f"/api/v1/mlflow/tracking-servers/{name}")
+        raw = await gateway.get(api_path("mlflow", "tracking-servers", name))
         status = raw.get("status") or raw.get("TrackingServerStatus") or "unknown"
         return TrackingServer(summary=f"Tracking server {name} is {status}.", server=raw)
 
