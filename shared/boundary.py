@@ -21,6 +21,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from shared.validation import RuleViolation
@@ -173,13 +174,39 @@ def confined_subpath(value: str, allowed: Iterable[str], field: str = "path") ->
     return normal
 
 
-def shell_line(argv: Sequence[str]) -> str:
+_SHELL_VAR_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|[1-9])$")
+
+
+@dataclass(frozen=True)
+class ShellVar:
+    """An argument the shell completes at run time from one of its variables: `prefix`
+    (quoted like any argument) followed by `"$name"` (double-quoted: expanded, never split,
+    globbed or run). For the environment a launcher reads (torchrun's `--nnodes="$NNODES"`) or
+    a positional parameter (`"$1"`); the name is ours, never a user's value."""
+
+    name: str
+    prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if not _SHELL_VAR_NAME.match(self.name):
+            raise ValueError(f"{self.name!r} is not a shell variable name")
+
+    def render(self) -> str:
+        return (shlex.quote(self.prefix) if self.prefix else "") + f'"${self.name}"'
+
+
+def shell_var(name: str, prefix: str = "") -> ShellVar:
+    """`prefix` then the value of the shell variable `name` at run time, as one argument."""
+    return ShellVar(name, prefix)
+
+
+def shell_line(argv: Sequence[str | ShellVar]) -> str:
     """One shell command line from an argument list: every argument quoted, so none of them
-    can add a command, a redirection or a substitution."""
-    return shlex.join(str(a) for a in argv)
+    can add a command, a redirection or a substitution (a `ShellVar` expands to one argument)."""
+    return " ".join(a.render() if isinstance(a, ShellVar) else shlex.quote(str(a)) for a in argv)
 
 
-def shell_script(*commands: Sequence[str], joiner: str = " && ") -> str:
+def shell_script(*commands: Sequence[str | ShellVar], joiner: str = " && ") -> str:
     """Several commands, each from an argument list and quoted by `shell_line`, joined by a
     fixed operator of ours."""
     if joiner not in (" && ", "; ", "\n"):

@@ -56,8 +56,18 @@ def _entropy(value: str) -> float:
     return -sum(n / total * math.log2(n / total) for n in counts.values())
 
 
+# A command-line flag's name before its value (`--api-key=`), and an absolute path: a path is
+# made of names (`/s3/models/Meta-Llama-3-8B-Instruct`), so each is judged on its own.
+_FLAG = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.\-]*=")
+_ABSOLUTE_PATH = re.compile(r"^(/[^/]+){2,}/?$")
+
+
 def _high_entropy(value: str) -> bool:
-    """A long random-looking string: 32+ token characters, upper, lower and digits mixed."""
+    """A long random-looking string: 32+ token characters, upper, lower and digits mixed
+    (a flag's value without the flag; an absolute path segment by segment)."""
+    value = _FLAG.sub("", value, count=1)
+    if _ABSOLUTE_PATH.match(value):
+        return any(_high_entropy(segment) for segment in value.split("/") if segment)
     if not _TOKEN_LIKE.match(value):
         return False
     classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))

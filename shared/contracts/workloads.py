@@ -14,13 +14,16 @@ request/reply to workload-svc, and commands carry only the Secret's name.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
 from shared.contracts.spec import Spec
+from shared.secrets import HINT, check_env, secret_name, secret_shape
 from shared.validation import RuleViolation
 
 JOB_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$"
@@ -30,6 +33,27 @@ MOUNT_PATH = "/s3"  # where the shared bucket is mounted, in pods and in the dev
 S3_CLAIM = "s3-claim"
 NAMESPACE = "default"
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What a VERL path may hold: a plain value of a Hydra override (`data.train_files=/s3/...`), so
+# nothing of its grammar (quotes, ',' sweeps, '${...}' interpolation, lists, dicts, escapes).
+_HYDRA_PLAIN = re.compile(r"^[A-Za-z0-9/._+@-]+$")
+
+
+def _uri_credential(uri: str) -> str | None:
+    """What credential a URI carries in its user info or its query, if any."""
+    try:
+        parts = urlsplit(uri)
+        if parts.password:
+            return "a password in the URI's user info"
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return None
+    for key, item in query:
+        if secret_name(key) or secret_shape(item):
+            return f"a credential in the URI's query ({key}=...)"
+    return None
 
 
 def shared_path(value: str, field: str) -> str:
@@ -198,19 +222,29 @@ class JobBase(Spec):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        import re
-
         for key in value:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            if not _ENV_NAME.match(key):
                 raise RuleViolation(
                     f"env name {key!r} is not a valid variable name", "use letters, digits and _"
                 )
-            if "TOKEN" in key.upper() or "SECRET" in key.upper():
-                raise RuleViolation(
-                    f"env {key} looks like a secret; secrets are not stored in job specs",
-                    "store it as a Kubernetes Secret (POST /api/v1/clusters/{name}/secrets/"
-                    "hf-token for a Hugging Face token)",
-                )
+        # A credential by its name (HF_TOKEN, WANDB_API_KEY, ...) or by its value (AKIA...,
+        # hf_..., sk-..., a JWT, a long random string): secrets travel by reference only.
+        return check_env(value, "env")
+
+    @field_validator("image", "mlflow_tracking_uri")
+    @classmethod
+    def _no_credential(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        what = secret_shape(value)
+        if what is None and info.field_name == "mlflow_tracking_uri":
+            what = _uri_credential(value)
+        if what:
+            raise RuleViolation(
+                f"{info.field_name} holds what looks like {what}; secrets are never stored in a"
+                " spec, its events or the audit log",
+                HINT,
+            )
         return value
 
     @model_validator(mode="after")
@@ -243,6 +277,21 @@ class PyTorchRecipe(JobBase):
     @classmethod
     def _script(cls, value: str) -> str:
         return shared_path(value, "script")
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, value: list[str]) -> list[str]:
+        for i, arg in enumerate(value):
+            what = secret_shape(arg)
+            if what:
+                # The refusal names the argument by its place, never repeats it.
+                raise RuleViolation(
+                    f"args[{i}] holds what looks like {what}; secrets are never stored in a spec,"
+                    " its events or the audit log (nor passed on a command line, where the pod's"
+                    " spec and its process list show them)",
+                    HINT,
+                )
+        return value
 
 
 class LlamaFactoryRecipe(JobBase):
@@ -293,7 +342,15 @@ class VerlRecipe(JobBase):
     @field_validator("model", "train_files", "val_files")
     @classmethod
     def _paths(cls, value: str, info: Any) -> str:
-        return shared_path(value, info.field_name)
+        path = shared_path(value, info.field_name)
+        if not _HYDRA_PLAIN.match(path):
+            raise RuleViolation(
+                f"{info.field_name} {value!r} has characters VERL's Hydra overrides would read"
+                " (a value is `key=value`, where spaces, quotes, ',', '$', '\\', ':', '='"
+                " and brackets mean something)",
+                "use a path of letters, digits and / . _ - + @, e.g. datasets/gsm8k/train.parquet",
+            )
+        return path
 
     @model_validator(mode="after")
     def _no_elastic(self) -> VerlRecipe:

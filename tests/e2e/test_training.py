@@ -258,6 +258,29 @@ def test_elastic_sizes_are_refused_with_the_rule_and_the_way_out(
     assert stack.client.get(f"{_jobs(cluster)}/refused").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"env": {"WANDB_API_KEY": "x"}}, "pytorch.env", "env.WANDB_API_KEY looks like a secret"),
+        ({"env": {"AWS_KEY_ID": "AKIAIOSFODNN7EXAMPLE"}}, "pytorch.env", "an AWS access key id"),
+        ({"env": {"HUB": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"}}, "pytorch.env", "Hugging Face"),
+        ({"args": ["--api-key=sk-AbCdEfGhIjKlMnOpQrSt"]}, "pytorch.args", "args[0] holds"),
+    ],
+)
+def test_secrets_by_value_are_refused_with_the_way_to_pass_them(
+    created_cluster: tuple[RunningStack, str], change: dict[str, Any], field: str, message: str
+) -> None:
+    stack, cluster = created_cluster
+    answer = stack.client.post(_jobs(cluster), {**_pytorch("refused"), **change})
+    assert answer.status_code == 422, answer.text
+    [refused] = answer.json()["error"]["fields"]
+    assert refused["field"] == field and refused["rule"] == "value_error", refused
+    assert message in refused["message"] and "Secret" in refused["hint"], refused
+    for value in ("AKIAIOSFODNN7EXAMPLE", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123", "sk-AbCdEfGh"):
+        assert value not in answer.text  # the refusal never repeats the credential
+    assert stack.client.get(f"{_jobs(cluster)}/refused").status_code == 404
+
+
 def _ws_url(stack: RunningStack, cluster: str, job: str, query: str) -> str:
     return stack.stack.url.replace("http", "ws", 1) + f"{_jobs(cluster)}/{job}/logs/ws?{query}"
 

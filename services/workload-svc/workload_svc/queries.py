@@ -21,6 +21,7 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client as NATS
 
+from shared.boundary import shell_line
 from shared.contracts.diagnostics import ALL_NAMESPACES, KubeEventsQuery, PodLogsQuery, PodsQuery
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
@@ -184,7 +185,10 @@ class Responder(QueryResponder):
             service = host.split(".", 1)[0]
             answer["ray_dashboard"] = {
                 "in_cluster": f"http://{seen.dashboard}",
-                "port_forward": f"kubectl port-forward -n {NAMESPACE} svc/{service} {port}:{port}",
+                # a line to paste into a shell; the service and port are the cluster's words
+                "port_forward": shell_line(
+                    ["kubectl", "port-forward", "-n", NAMESPACE, f"svc/{service}", f"{port}:{port}"]
+                ),
                 "proxy": f"/api/v1/namespaces/{NAMESPACE}/services/{service}:{port}/proxy/",
             }
         if job["recipe"] == "model-download" and (current := newest_pod(pods)) is not None:

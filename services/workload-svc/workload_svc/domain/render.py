@@ -9,10 +9,10 @@ which writes to the bucket only as Mountpoint for S3 allows (`download_program`)
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from shared.boundary import ShellVar, shell_line, shell_script, shell_var
 from shared.contracts.workloads import (
     MOUNT_PATH,
     NAMESPACE,
@@ -97,38 +97,48 @@ def nproc(spec: JobBase) -> int:
     return spec.nproc_per_node or max(spec.resources.gpus, 1)
 
 
-def command_of(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str]:
-    """The launcher each recipe runs on every node (torchrun's rendezvous comes from the
-    operator's MASTER_ADDR/NNODES/NODE_RANK environment)."""
-    launch = (
-        "torchrun --nnodes=$NNODES --node_rank=$NODE_RANK --nproc_per_node=$NPROC_PER_NODE"
-        " --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT"
-    )
+# torchrun's rendezvous, from the environment the training operator sets on every pod.
+TORCHRUN: tuple[str | ShellVar, ...] = (
+    "torchrun",
+    shell_var("NNODES", "--nnodes="),
+    shell_var("NODE_RANK", "--node_rank="),
+    shell_var("NPROC_PER_NODE", "--nproc_per_node="),
+    shell_var("MASTER_ADDR", "--master_addr="),
+    shell_var("MASTER_PORT", "--master_port="),
+)
+
+
+def launch_argv(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str | ShellVar]:
+    """The argument list of the launcher each recipe runs on every node (torchrun's rendezvous
+    comes from the operator's MASTER_ADDR/NNODES/NODE_RANK environment). Every user value is one
+    argument of its own; `command_of` quotes each."""
+    report_to = "mlflow" if spec.mlflow_tracking_uri else "none"
     if isinstance(spec, PyTorchRecipe):
-        script = f"{launch} {shlex.quote(spec.script)} " + " ".join(
-            shlex.quote(a) for a in spec.args
-        )
-    elif isinstance(spec, LlamaFactoryRecipe):
-        output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
-        script = (
-            "FORCE_TORCHRUN=1 llamafactory-cli train"
-            f" --stage sft --do_train true --model_name_or_path {shlex.quote(spec.model)}"
-            f" --dataset_dir {shlex.quote(spec.dataset)} --dataset train"
-            f" --template {spec.template} --finetuning_type {spec.finetuning_type}"
-            f" --num_train_epochs {spec.epochs:g} --learning_rate {spec.learning_rate:g}"
-            f" --output_dir {shlex.quote(output)} --report_to"
-            f" {'mlflow' if spec.mlflow_tracking_uri else 'none'} --logging_steps 1"
-        )
-    else:
-        output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
-        script = (
-            "swift sft"
-            f" --model {shlex.quote(spec.model)} --dataset {shlex.quote(spec.dataset)}"
-            f" --train_type {spec.train_type} --num_train_epochs {spec.epochs:g}"
-            f" --learning_rate {spec.learning_rate:g} --output_dir {shlex.quote(output)}"
-            f" --report_to {'mlflow' if spec.mlflow_tracking_uri else 'none'} --logging_steps 1"
-        )
-    return ["/bin/bash", "-c", script.strip()]
+        return [*TORCHRUN, spec.script, *spec.args]
+    output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
+    if isinstance(spec, LlamaFactoryRecipe):
+        # FORCE_TORCHRUN=1 is an assignment word of the shell (left bare by the quoting).
+        return [
+            "FORCE_TORCHRUN=1", "llamafactory-cli", "train",
+            "--stage", "sft", "--do_train", "true",
+            "--model_name_or_path", spec.model,
+            "--dataset_dir", spec.dataset, "--dataset", "train",
+            "--template", spec.template, "--finetuning_type", spec.finetuning_type,
+            "--num_train_epochs", f"{spec.epochs:g}", "--learning_rate", f"{spec.learning_rate:g}",
+            "--output_dir", output, "--report_to", report_to, "--logging_steps", "1",
+        ]  # fmt: skip
+    return [
+        "swift", "sft",
+        "--model", spec.model, "--dataset", spec.dataset,
+        "--train_type", spec.train_type, "--num_train_epochs", f"{spec.epochs:g}",
+        "--learning_rate", f"{spec.learning_rate:g}", "--output_dir", output,
+        "--report_to", report_to, "--logging_steps", "1",
+    ]  # fmt: skip
+
+
+def command_of(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str]:
+    """The container's command: bash running the launcher's line, quoted by `shell_line`."""
+    return ["/bin/bash", "-c", shell_line(launch_argv(spec))]
 
 
 def _run_policy(spec: JobBase) -> KubeObject:
@@ -218,23 +228,33 @@ def pytorch_job(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> Ren
     return Rendered(HPJ_API, HPJ_KIND, body)
 
 
+def verl_argv(spec: VerlRecipe) -> list[str]:
+    """`python3 -m verl.trainer.main_ppo` and its Hydra overrides, one argument each (the
+    RayJob's entrypoint runs in a shell: `ray_job` quotes them with `shell_line`). The paths
+    hold no character Hydra's override grammar reads (`VerlRecipe`)."""
+    loggers = '["console","mlflow"]' if spec.mlflow_tracking_uri else '["console"]'
+    return [
+        "python3", "-m", "verl.trainer.main_ppo",
+        f"algorithm.adv_estimator={'grpo' if spec.algorithm == 'grpo' else 'gae'}",
+        f"data.train_files={spec.train_files}",
+        f"data.val_files={spec.val_files}",
+        f"actor_rollout_ref.model.path={spec.model}",
+        f"trainer.nnodes={spec.replicas}",
+        f"trainer.n_gpus_per_node={spec.resources.gpus}",
+        f"trainer.total_epochs={spec.epochs}",
+        "trainer.project_name=hyperpilot",
+        f"trainer.experiment_name={spec.name}",
+        f"trainer.default_local_dir={MOUNT_PATH}/checkpoints/{spec.name}",
+        f"trainer.logger={loggers}",
+    ]  # fmt: skip
+
+
 def ray_job(spec: VerlRecipe) -> Rendered:
     volumes, mounts = _volume()
     image = spec.image or IMAGES["verl"]
     env = _env(spec)
     total_gpus = spec.replicas * spec.resources.gpus
-    loggers = "['console','mlflow']" if spec.mlflow_tracking_uri else "['console']"
-    entrypoint = (
-        "python3 -m verl.trainer.main_ppo"
-        f" algorithm.adv_estimator={'grpo' if spec.algorithm == 'grpo' else 'gae'}"
-        f" data.train_files={spec.train_files} data.val_files={spec.val_files}"
-        f" actor_rollout_ref.model.path={spec.model}"
-        f" trainer.nnodes={spec.replicas} trainer.n_gpus_per_node={spec.resources.gpus}"
-        f" trainer.total_epochs={spec.epochs} trainer.project_name=hyperpilot"
-        f" trainer.experiment_name={spec.name}"
-        f" trainer.default_local_dir={MOUNT_PATH}/checkpoints/{spec.name}"
-        f" trainer.logger={loggers}"
-    )
+    entrypoint = shell_line(verl_argv(spec))
     worker: KubeObject = {
         "name": "ray-worker",
         "image": image,
@@ -344,7 +364,10 @@ def download_job(spec: ModelDownloadSpec) -> Rendered:
             }
         )
     # bash -c SCRIPT NAME ARG: the program is "$1", passed as it is (no shell quoting in it).
-    script = "pip install -q 'huggingface_hub[hf_transfer]' && exec python -u -c \"$1\""
+    script = shell_script(
+        ["pip", "install", "-q", "huggingface_hub[hf_transfer]"],
+        ["exec", "python", "-u", "-c", shell_var("1")],
+    )
     pod_spec: KubeObject = {
         "restartPolicy": "OnFailure",
         "containers": [
