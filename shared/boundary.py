@@ -23,6 +23,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
+from uuid import UUID
 
 from shared.validation import RuleViolation
 
@@ -40,15 +41,18 @@ _MODEL_ID = re.compile(MODEL_ID_PATTERN)
 
 # Namespaces no user workload goes into: Kubernetes' own (kube-system, kube-public,
 # kube-node-lease and any kube-*), and those the operators and add-ons the control plane
-# installs run in (their names as the HyperPod Helm chart, the training and inference operators,
-# KEDA, Karpenter, cert-manager and KubeRay install them).
+# installs run in, as cluster-svc's components and the EKS add-ons they ask for put them there
+# (and the Kubernetes emulator installs them): aws-hyperpod (the HyperPod Helm chart, its health
+# agent and the training operator add-on), hyperpod-inference-system (the inference operator),
+# hyperpod-observability, kubeflow (the training operator), mpi-operator, kueue-system (task
+# governance), ray-system and kuberay (KubeRay), keda, cert-manager and amazon-cloudwatch.
+# (`hyperpod`, which cluster-svc also creates, is where HyperPod workloads go: not reserved.)
 RESERVED_NAMESPACE_PREFIXES = ("kube-",)
 RESERVED_NAMESPACES = frozenset(
     {
-        "kube-system", "kube-public", "kube-node-lease", "amazon-cloudwatch",
-        "aws-hyperpod", "hyperpod-inference-system", "hyperpod-training-operator",
-        "hyperpod-observability", "keda", "karpenter", "cert-manager", "kuberay",
-        "ray-system", "amazon-guardduty", "aws-observability",
+        "kube-system", "kube-public", "kube-node-lease", "aws-hyperpod",
+        "hyperpod-inference-system", "hyperpod-observability", "kubeflow", "mpi-operator",
+        "kueue-system", "ray-system", "kuberay", "keda", "cert-manager", "amazon-cloudwatch",
     }
 )  # fmt: skip
 NAMESPACE_RULE = (
@@ -143,9 +147,15 @@ def path_segment(value: str, field: str) -> str:
     return quote(value, safe=":@-._~")
 
 
-def url_path(*segments: str) -> str:
+def url_path(*segments: str | int | UUID) -> str:
     """An absolute URL path of already-checked segments, each percent-encoded on its own."""
-    return "/" + "/".join(path_segment(s, "path") for s in segments)
+    return "/" + "/".join(path_segment(str(s), "path") for s in segments)
+
+
+def api_path(*segments: str | int | UUID) -> str:
+    """A path of Hyperpilot's REST API (`/api/v1/...`), each segment encoded on its own: what
+    the MCP tools, the CLI and the gateway's own links call."""
+    return url_path("api", "v1", *segments)
 
 
 def confined_subpath(value: str, allowed: Iterable[str], field: str = "path") -> str:

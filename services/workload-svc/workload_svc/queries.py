@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client as NATS
 
-from shared.boundary import shell_line
+from shared.boundary import shell_line, url_path
 from shared.contracts.diagnostics import ALL_NAMESPACES, KubeEventsQuery, PodLogsQuery, PodsQuery
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
@@ -189,7 +189,10 @@ class Responder(QueryResponder):
                 "port_forward": shell_line(
                     ["kubectl", "port-forward", "-n", NAMESPACE, f"svc/{service}", f"{port}:{port}"]
                 ),
-                "proxy": f"/api/v1/namespaces/{NAMESPACE}/services/{service}:{port}/proxy/",
+                "proxy": url_path(
+                    "api", "v1", "namespaces", NAMESPACE, "services", f"{service}:{port}", "proxy"
+                )
+                + "/",
             }
         if job["recipe"] == "model-download" and (current := newest_pod(pods)) is not None:
             text = await kube.pod_log(NAMESPACE, current["metadata"]["name"])
