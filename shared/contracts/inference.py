@@ -19,16 +19,34 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from shared.boundary import (
+    DNS_LABEL_PATTERN,
+    DNS_SUBDOMAIN_PATTERN,
+    RESERVED_NAMESPACE_PREFIXES,
+    RESERVED_NAMESPACES,
+    dns_subdomain,
+)
+from shared.boundary import namespace as user_namespace
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, NAME_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
 from shared.contracts.spec import Spec
+from shared.secrets import check_env
 from shared.validation import RuleViolation
 
 ENDPOINT_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$"
 NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 LABEL_VALUE_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# A pool's model names its workers' label and its Service (`<endpoint>-<model>`): a DNS label.
+POOL_MODEL_PATTERN = DNS_LABEL_PATTERN
+NAMESPACE_DESCRIPTION = (
+    "the namespace the endpoint's objects go into (a DNS-1123 label). Refused: kube-system and"
+    " every " + "/".join(p + "*" for p in RESERVED_NAMESPACE_PREFIXES) + " namespace, and the"
+    " namespaces of the operators and add-ons the control plane installs ("
+    + ", ".join(sorted(n for n in RESERVED_NAMESPACES if not n.startswith("kube-")))
+    + ")"
+)
 DEFAULT_IMAGES = {
     "vllm": "vllm/vllm-openai:v0.10.1",
     "sglang": "lmsysorg/sglang:v0.5.2-cu126",
@@ -62,6 +80,23 @@ def _port(value: int) -> int:
             "use the serving engine's own port (vLLM 8000, SGLang 30000) or another above 1024",
         )
     return value
+
+
+def _env_rule(value: dict[str, str]) -> dict[str, str]:
+    """Valid variable names, and no credential by name or by value (`shared.secrets`)."""
+    for name in value:
+        if not re.match(ENV_NAME_PATTERN, name):
+            raise RuleViolation(
+                f"environment variable name {name!r} is not valid",
+                "use letters, digits and underscores, not starting with a digit",
+            )
+        if name.upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+            raise RuleViolation(
+                f"{name} would put a secret into the endpoint's record",
+                "store the token as a Secret (POST /api/v1/clusters/{cluster}/secrets/hf-token) "
+                "and name that Secret in container.hf_token_secret",
+            )
+    return check_env(value, "container.env")
 
 
 class ContainerSpec(Spec):
@@ -100,19 +135,7 @@ class ContainerSpec(Spec):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not re.match(ENV_NAME_PATTERN, name):
-                raise RuleViolation(
-                    f"environment variable name {name!r} is not valid",
-                    "use letters, digits and underscores, not starting with a digit",
-                )
-            if name.upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-                raise RuleViolation(
-                    f"{name} would put a secret into the endpoint's record",
-                    "store the token as a Secret (POST /api/v1/clusters/{cluster}/secrets/hf-token) "
-                    "and name that Secret in container.hf_token_secret",
-                )
-        return value
+        return _env_rule(value)
 
     @model_validator(mode="after")
     def _engine_and_image(self) -> Self:
@@ -246,7 +269,7 @@ class EndpointSpec(Spec):
     """One inference endpoint on a cluster. `gpus` is the GPU count of one replica."""
 
     name: str = Field(pattern=ENDPOINT_NAME_PATTERN, min_length=1, max_length=40)
-    namespace: str = Field("default", pattern=NAMESPACE_PATTERN)
+    namespace: str = Field("default", pattern=NAMESPACE_PATTERN, description=NAMESPACE_DESCRIPTION)
     kind: EndpointKind = "container"
     instance_type: str = Field(pattern=ML_INSTANCE_PATTERN, description="e.g. ml.g5.8xlarge")
     container: ContainerSpec | None = None
@@ -263,6 +286,11 @@ class EndpointSpec(Spec):
     service: ServiceShape = "internal"
     router: RouterSpec | None = None
     autoscaling: AutoscalingSpec | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_rule(cls, value: str) -> str:
+        return user_namespace(value, "namespace")
 
     @field_validator("gpus", mode="after")
     @classmethod
@@ -317,19 +345,43 @@ class EndpointSpec(Spec):
 class EndpointTarget(Spec):
     cluster: str = Field(pattern=NAME_PATTERN)
     name: str = Field(pattern=ENDPOINT_NAME_PATTERN)
-    namespace: str = Field("default", pattern=NAMESPACE_PATTERN)
+    namespace: str = Field("default", pattern=NAMESPACE_PATTERN, description=NAMESPACE_DESCRIPTION)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_rule(cls, value: str) -> str:
+        return user_namespace(value, "namespace")
 
 
 class ScaleRequest(Spec):
     replicas: int = Field(ge=0, le=64, description="the replicas wanted")
 
 
-class PoolAssignment(Spec):
+class PoolWorker(Spec):
+    """A worker of a model pool, by its pod's name (returned to the unassigned workers)."""
+
+    pod: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="the worker's pod (a DNS-1123 subdomain)",
+    )
+
+    @field_validator("pod")
+    @classmethod
+    def _pod_name(cls, value: str) -> str:
+        return dns_subdomain(value, "pod")
+
+
+class PoolAssignment(PoolWorker):
     """Move a warm worker of a model pool to a model (or back to unassigned)."""
 
-    pod: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
     model: str | None = Field(
-        None, pattern=LABEL_VALUE_PATTERN, description="the model to serve; null: unassign"
+        None,
+        pattern=POOL_MODEL_PATTERN,
+        description="the model to serve, as the pool's requests name it in `model` (lowercase"
+        " letters, digits and '-': it names the workers' label and the Service <endpoint>-<model>);"
+        " null: unassign",
     )
 
 
@@ -344,6 +396,11 @@ class ContainerChange(Spec):
     port: int | None = Field(None, ge=0, le=65535)
     env: dict[str, str] | None = Field(None, max_length=64)
     hf_token_secret: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return None if value is None else _env_rule(value)
 
 
 class EndpointChange(Spec):

@@ -3,7 +3,10 @@
 - `plan`: a command's dry run, computed by the same functions the workflows decide with.
 - `describe`: an endpoint's spec, its observed status, its pods (a pool worker's model label).
 - `invoke`: an OpenAI-compatible request to the endpoint's model server, through the Kubernetes
-  API server's service proxy (the gateway never reaches into a cluster's network itself).
+  API server's service proxy (the gateway never reaches into a cluster's network itself). The
+  path is one of the inference paths; a pool's per-model Service is named by `pool_model` (a
+  `model` that is not a model id, or names no valid Service, is refused on `model`), and the
+  proxy's URL is made of those checked segments alone.
 
 Replies are `{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "message", "hint"}}`.
 """
@@ -16,11 +19,18 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from inference_svc.access import Clusters
-from inference_svc.domain.plan import assign_plan, delete_plan, deploy_plan, scale_plan
+from inference_svc.domain.plan import (
+    assign_plan,
+    checked_pool_model,
+    delete_plan,
+    deploy_plan,
+    rule,
+    scale_plan,
+)
 from inference_svc.domain.render import (
     ENDPOINT_LABEL,
+    INVOKE_PATHS,
     MODEL_LABEL,
-    pool_service,
     service_name,
     serving_port,
 )
@@ -35,13 +45,13 @@ from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
 from shared.logging import get_logger
 from shared.queries import BadRequest, QueryResponder
+from shared.validation import RuleViolation
 
 log = get_logger("inference_svc.queries")
 
 PLAN = query_subject("inference", "plan")
 DESCRIBE = query_subject("inference", "describe")
 INVOKE = query_subject("inference", "invoke")
-INVOKE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/invocations")
 
 
 def _text(request: dict[str, Any], key: str) -> str:
@@ -84,7 +94,7 @@ class Responder(QueryResponder):
             pod = await kube.get("v1", "Pod", assign.pod, spec.namespace)
             exists = False
             if assign.model is not None:
-                name = pool_service(spec, assign.model)["metadata"]["name"]
+                name = checked_pool_model(spec, assign.model).service
                 exists = await kube.get("v1", "Service", name, spec.namespace) is not None
             plan = assign_plan(spec, cluster, pod, assign.model, exists)
         elif command_type == DeleteEndpoint.__name__:
@@ -131,10 +141,11 @@ class Responder(QueryResponder):
 
     async def invoke(self, request: dict[str, Any]) -> Any:
         cluster, name = _text(request, "cluster"), _text(request, "name")
-        path = str(request.get("path") or "/v1/chat/completions")
-        if path not in INVOKE_PATHS:
+        path = request.get("path") or "/v1/chat/completions"
+        if not isinstance(path, str) or path not in INVOKE_PATHS:
             raise BadRequest(
-                f"path {path} is not an inference path", "use " + ", ".join(INVOKE_PATHS)
+                f"path {str(path)[:80]!r} is not an inference path",
+                "use " + ", ".join(INVOKE_PATHS),
             )
         body = request.get("body")
         if not isinstance(body, dict):
@@ -144,15 +155,23 @@ class Responder(QueryResponder):
         if spec.service == "model_pool" and spec.kind == "container":
             model = body.get("model")
             if not isinstance(model, str) or not model:
-                raise BadRequest(
+                raise rule(
+                    "model",
                     f"{name} is a model pool: the request names the model it is for",
                     "set body.model to a model a worker of the pool is assigned to",
                 )
-            service = service_name(spec, model)
+            service = checked_pool_model(spec, model).service
         kube = await self.clusters.kube(cluster)
-        answer = await kube.proxy(
-            spec.namespace, service, serving_port(spec), path, json.dumps(body).encode()
-        )
+        try:
+            answer = await kube.proxy(
+                spec.namespace,
+                service,
+                serving_port(spec),
+                path,
+                json.dumps(body).encode(),
+            )
+        except RuleViolation as exc:
+            raise BadRequest(str(exc), exc.hint) from exc
         try:
             decoded: Any = json.loads(answer.body)
         except ValueError:

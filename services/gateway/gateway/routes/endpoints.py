@@ -29,6 +29,7 @@ from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
+from shared.boundary import model_id
 from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
@@ -41,10 +42,12 @@ from shared.contracts.inference import (
     EndpointSpec,
     EndpointTarget,
     PoolAssignment,
+    PoolWorker,
     ScaleEndpoint,
     ScaleRequest,
     summary,
 )
+from shared.validation import RuleViolation
 
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/endpoints", tags=["endpoints"])
 
@@ -311,14 +314,12 @@ async def assign_worker(
 )
 async def unassign_worker(
     name: EndpointNamePath,
-    pod: Annotated[
-        str, Body(embed=True, min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")
-    ],
+    body: PoolWorker,
     request: Request,
     mutation: OperatorMutation,
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
-    return await _assign(name, PoolAssignment(pod=pod, model=None), request, mutation, cluster)
+    return await _assign(name, PoolAssignment(pod=body.pod, model=None), request, mutation, cluster)
 
 
 @router.delete("/{name}", status_code=202, responses=ACCEPTED, summary="Delete an endpoint")
@@ -347,6 +348,25 @@ INVOKE_EXAMPLE = {
 }
 
 
+def _checked_model(body: dict[str, Any]) -> None:
+    """The request's `model`, when it names one, is a model id: the same rule inference-svc
+    names a pool's per-model Service by, checked before anything is sent."""
+    model = body.get("model")
+    if model is None:
+        return
+    if not isinstance(model, str):
+        raise field_error(
+            "model",
+            "string_type",
+            "the model must be a string",
+            "send model as a JSON string, e.g. Qwen/Qwen3-0.6B",
+        )
+    try:
+        model_id(model, "model")
+    except RuleViolation as exc:
+        raise field_error("model", "model_id", str(exc), exc.hint) from exc
+
+
 async def _invoke(
     request: Request, pool: asyncpg.Pool, cluster: str | None, name: str, path: str, body: Any
 ) -> JSONResponse:
@@ -357,6 +377,7 @@ async def _invoke(
             "the request must be a JSON object",
             "send an OpenAI-compatible body",
         )
+    _checked_model(body)
     cluster_name = await _cluster(pool, cluster)
     await _endpoint(pool, cluster_name, name)
     try:

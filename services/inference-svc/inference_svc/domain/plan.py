@@ -19,6 +19,8 @@ from inference_svc.domain.render import (
     POOL_LABEL,
     UNASSIGNED,
     KubeObject,
+    PoolModel,
+    pool_model,
     pool_service,
     render,
     scale_target,
@@ -26,6 +28,7 @@ from inference_svc.domain.render import (
 from shared.contracts.inference import EndpointSpec
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
 from shared.errors import PermanentError
+from shared.validation import RuleViolation
 
 INVALID = "InvalidEndpoint"
 
@@ -47,6 +50,14 @@ class ClusterFacts:
 def rule(field_name: str, message: str, hint: str) -> PermanentError:
     """A refusal the gateway answers as 422 on `field_name` (the message starts with it)."""
     return PermanentError(INVALID, f"{field_name}: {message}", hint)
+
+
+def checked_pool_model(spec: EndpointSpec, model: str) -> PoolModel:
+    """`pool_model`: its refusal a rule on `model` (a 422 on that field at the edge)."""
+    try:
+        return pool_model(spec, model)
+    except RuleViolation as exc:
+        raise rule("model", str(exc), exc.hint) from exc
 
 
 def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
@@ -236,7 +247,7 @@ def assign_plan(
             f"{pod_name} is not a worker of pool {spec.name}",
             f"GET /api/v1/endpoints/{spec.name}?cluster={cluster} lists the pool's workers",
         )
-    wanted = model or UNASSIGNED
+    wanted = checked_pool_model(spec, model).label if model is not None else UNASSIGNED
     was = labels.get(MODEL_LABEL, UNASSIGNED)
     name = pod["metadata"]["name"]
     plan = Plan(

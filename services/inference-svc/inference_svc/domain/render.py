@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
+from shared.boundary import label_value, model_id, object_name
 from shared.contracts.inference import EndpointSpec, KvCacheSpec
+from shared.validation import RuleViolation
 
 KubeObject = dict[str, Any]
 
@@ -33,6 +35,8 @@ LAUNCHERS = {
     "sglang": ["python3", "-m", "sglang.launch_server"],
 }
 MODEL_FLAGS = {"vllm": "--model", "sglang": "--model-path"}
+# The paths of a model server a request may be sent to (through the service proxy).
+INVOKE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/invocations")
 
 
 def _meta(spec: EndpointSpec, name: str, labels: dict[str, str] | None = None) -> KubeObject:
@@ -45,15 +49,37 @@ def _meta(spec: EndpointSpec, name: str, labels: dict[str, str] | None = None) -
 
 
 def workers_name(spec: EndpointSpec) -> str:
-    return f"{spec.name}-workers" if spec.kind == "sglang" else spec.name
+    return object_name(spec.name, "workers", field="name") if spec.kind == "sglang" else spec.name
+
+
+class PoolModel(NamedTuple):
+    """One model of a pool: the value of its workers' model label and its Service's name."""
+
+    label: str
+    service: str
+
+
+def pool_model(spec: EndpointSpec, model: str, field: str = "model") -> PoolModel:
+    """The label a pool's worker is given to serve `model` and the name of the Service that
+    selects those workers, `<endpoint>-<model>`: both from here, so they always agree. `model`
+    is a model id that is also a part of a Kubernetes name (lowercase letters, digits and '-')
+    and the Service's name a DNS-1123 label; anything else (a path, an escape, a '/', a second
+    endpoint's name, `unassigned`) is refused with RuleViolation naming `field`."""
+    model_id(model, field)
+    if model == UNASSIGNED:
+        raise RuleViolation(
+            f"{field} {UNASSIGNED!r} marks the pool's workers that serve no model",
+            "name the model the worker serves, e.g. qwen",
+        )
+    return PoolModel(label_value(model, field), object_name(spec.name, model, field=field))
 
 
 def service_name(spec: EndpointSpec, model: str | None = None) -> str:
-    """The Service an endpoint is reached through (a pool's: one per model)."""
+    """The Service an endpoint is reached through (a pool's: one per model, `pool_model`)."""
     if spec.kind == "managed" or spec.kind == "jumpstart":
-        return f"{spec.name}-routing-service"
-    if spec.service == "model_pool":
-        return f"{spec.name}-{model}" if model else spec.name
+        return object_name(spec.name, "routing", "service", field="name")
+    if spec.service == "model_pool" and model is not None:
+        return pool_model(spec, model).service
     return spec.name
 
 
@@ -170,10 +196,11 @@ def _service(
 
 def pool_service(spec: EndpointSpec, model: str) -> KubeObject:
     """The Service of one model of a pool: the workers whose model label names it."""
+    names = pool_model(spec, model)
     return _service(
         spec,
-        service_name(spec, model),
-        {POOL_LABEL: spec.name, MODEL_LABEL: model},
+        names.service,
+        {POOL_LABEL: spec.name, MODEL_LABEL: names.label},
         serving_port(spec),
         external=False,
     )
@@ -185,7 +212,7 @@ def _router_objects(spec: EndpointSpec) -> list[KubeObject]:
     policy = router.policy if router else "cache_aware"
     assert spec.container is not None
     worker_port = spec.container.port_or_default()
-    account = f"{spec.name}-router"
+    account = object_name(spec.name, "router", field="name")
     labels = {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "router"}
     selector = f"{ENDPOINT_LABEL}={spec.name}"
     return [
@@ -212,7 +239,7 @@ def _router_objects(spec: EndpointSpec) -> list[KubeObject]:
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": _meta(spec, f"{spec.name}-router", {ROLE_LABEL: "router"}),
+            "metadata": _meta(spec, account, {ROLE_LABEL: "router"}),
             "spec": {
                 "replicas": router.replicas if router else 1,
                 "selector": {"matchLabels": labels},
@@ -326,7 +353,7 @@ def _autoscaling(spec: EndpointSpec) -> KubeObject | None:
         "minReplicaCount": scaling.min_replicas,
         "maxReplicaCount": scaling.max_replicas,
         "prometheusTrigger": {
-            "name": f"{spec.name}-requests",
+            "name": object_name(spec.name, "requests", field="name"),
             "serverAddress": scaling.prometheus_address,
             "query": f'sum(rate(http_requests_total{{endpoint="{spec.name}"}}[1m]))',
             "targetValue": scaling.requests_per_replica,

@@ -16,6 +16,7 @@ import asyncpg
 from inference_svc.domain.plan import (
     ClusterFacts,
     assign_plan,
+    checked_pool_model,
     delete_plan,
     deploy_plan,
     scale_plan,
@@ -23,7 +24,6 @@ from inference_svc.domain.plan import (
 from inference_svc.domain.render import (
     MODEL_LABEL,
     KubeObject,
-    pool_service,
     ref,
     render,
     scale_target,
@@ -303,11 +303,8 @@ def assign_workflow(access: Access) -> Workflow:
         pod = await kube.get("v1", "Pod", command.pod, spec.namespace)
         service_exists = False
         if command.model is not None:
-            wanted = pool_service(spec, command.model)
-            service_exists = (
-                await kube.get("v1", "Service", wanted["metadata"]["name"], spec.namespace)
-                is not None
-            )
+            wanted = checked_pool_model(spec, command.model).service
+            service_exists = await kube.get("v1", "Service", wanted, spec.namespace) is not None
         plan = assign_plan(spec, cluster, pod, command.model, service_exists)
         assert pod is not None
         previous = ((pod.get("metadata") or {}).get("labels") or {}).get(MODEL_LABEL)
