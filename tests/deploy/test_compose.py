@@ -249,3 +249,75 @@ def test_instance_compose_matches_the_repository_one(
     assert services["postgres"]["volumes"] == [
         "/var/lib/hyperpilot/postgres:/var/lib/postgresql/data"
     ]
+
+
+# ---------------------------------------------------------------------------- the MCP HTTP token
+
+MCP_TOKEN_TARGET = "/run/secrets/mcp_http_token"
+
+
+def assert_mcp_token_from_a_secret(compose_file: dict[str, Any], source: str) -> None:
+    """mcp-svc reads its bearer token from a compose secret that is a file, by path; no service
+    is handed the token itself (MCP_HTTP_TOKEN) and the file is no literal of the compose file."""
+    mcp = compose_file["services"]["mcp-svc"]
+    assert mcp["environment"]["MCP_HTTP_TOKEN_FILE"] == MCP_TOKEN_TARGET
+    assert mcp["secrets"] == ["mcp_http_token"]
+    secret = compose_file["secrets"]["mcp_http_token"]
+    assert secret == {"file": source}, "a file secret: not environment:, not content:"
+    for name, service in compose_file["services"].items():
+        environment = service.get("environment") or {}
+        assert "MCP_HTTP_TOKEN" not in environment, f"{name} is given the MCP HTTP token by value"
+    assert set(compose_file["secrets"]) == {"mcp_http_token"}
+
+
+def test_the_mcp_http_token_comes_from_a_secret(compose: dict[str, Any]) -> None:
+    assert_mcp_token_from_a_secret(
+        compose, "${MCP_HTTP_TOKEN_SECRET_FILE:-./.hyperpilot/mcp-http-token}"
+    )
+    # .hyperpilot/ (the default place of the file) never reaches git or an image.
+    assert ".hyperpilot/" in (REPO_ROOT / ".gitignore").read_text().split()
+    assert ".hyperpilot" in (REPO_ROOT / ".dockerignore").read_text().split()
+    mcp = compose["services"]["mcp-svc"]["environment"]
+    assert mcp["MCP_HTTP_ALLOWED_HOSTS"] == "${MCP_HTTP_ALLOWED_HOSTS:-}"
+    assert mcp["MCP_HTTP_ALLOWED_ORIGINS"] == "${MCP_HTTP_ALLOWED_ORIGINS:-}"
+
+
+def test_the_instance_mcp_http_token_comes_from_a_secret(template: dict[str, Any]) -> None:
+    instance = yaml.safe_load(instance_compose_text(template))
+    assert_mcp_token_from_a_secret(instance, "/opt/hyperpilot/secrets/mcp-http-token")
+
+
+def test_compose_config_mounts_the_mcp_http_token(
+    compose_command: list[str], tmp_path: Path, instance_compose_file: Path
+) -> None:
+    token_file = tmp_path / "token"
+    result = run_compose(
+        compose_command,
+        COMPOSE_PATH,
+        "config",
+        "--format",
+        "json",
+        env={"MCP_HTTP_TOKEN_SECRET_FILE": str(token_file)},
+    )
+    assert result.returncode == 0, result.stderr
+    rendered = json.loads(result.stdout)
+    assert rendered["secrets"]["mcp_http_token"]["file"] == str(token_file)
+    mcp = rendered["services"]["mcp-svc"]
+    assert mcp["secrets"] == [{"source": "mcp_http_token", "target": MCP_TOKEN_TARGET}]
+    assert mcp["environment"]["MCP_HTTP_TOKEN_FILE"] == MCP_TOKEN_TARGET
+    # Unset allow-lists reach the server empty, which means its defaults.
+    assert mcp["environment"]["MCP_HTTP_ALLOWED_HOSTS"] == ""
+    default = run_compose(compose_command, COMPOSE_PATH, "config", "--format", "json")
+    assert json.loads(default.stdout)["secrets"]["mcp_http_token"]["file"] == str(
+        REPO_ROOT / ".hyperpilot" / "mcp-http-token"
+    )
+
+    instance = run_compose(
+        compose_command, instance_compose_file, "config", "--format", "json", env=INSTANCE_ENV
+    )
+    assert instance.returncode == 0, instance.stderr
+    rendered = json.loads(instance.stdout)
+    assert rendered["secrets"]["mcp_http_token"]["file"] == "/opt/hyperpilot/secrets/mcp-http-token"
+    assert rendered["services"]["mcp-svc"]["secrets"] == [
+        {"source": "mcp_http_token", "target": MCP_TOKEN_TARGET}
+    ]

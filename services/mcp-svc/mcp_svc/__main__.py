@@ -3,7 +3,9 @@
     python -m mcp_svc [--transport stdio|streamable-http] [--host H] [--port 8765] [--allow-write]
 
 Environment: MCP_GATEWAY_URL, MCP_GATEWAY_TOKEN, MCP_ALLOW_WRITE (default false), and
-MCP_TRANSPORT / MCP_HOST / MCP_PORT as defaults of the flags.
+MCP_TRANSPORT / MCP_HOST / MCP_PORT as defaults of the flags. Streamable HTTP: the bearer token
+clients send, MCP_HTTP_TOKEN_FILE (a file, e.g. a secret mount) or MCP_HTTP_TOKEN (required
+unless bound to loopback), and the allow-lists MCP_HTTP_ALLOWED_HOSTS / MCP_HTTP_ALLOWED_ORIGINS.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 
 import anyio
 
-from mcp_svc.config import McpSettings
+from mcp_svc.config import McpConfigError, McpSettings, require_http_token
 from mcp_svc.server import build_server
 
 
@@ -27,7 +29,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--host",
-        help="streamable-http: address (default MCP_HOST, else 127.0.0.1; 0.0.0.0 in containers)",
+        help="streamable-http: address (default MCP_HOST, else 127.0.0.1; 0.0.0.0 in containers);"
+        " beyond loopback it needs MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN",
     )
     parser.add_argument(
         "--port", type=int, help="streamable-http: port (default MCP_PORT, else 8765)"
@@ -48,12 +51,19 @@ async def serve(args: argparse.Namespace) -> None:
         flags["allow_write"] = True
     settings = settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
     log = logging.getLogger("mcp_svc")
+    if settings.transport == "streamable-http":
+        # Before anything else: beyond loopback, no token means no server.
+        token = settings.resolved_http_token()
+        require_http_token(settings.host, token)
+        if token is None:
+            log.warning(
+                "no MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN: any local process reaching %s:%s "
+                "acts with the gateway token",
+                settings.host,
+                settings.port,
+            )
     if settings.gateway_token is None:
         log.warning("MCP_GATEWAY_TOKEN is not set: the gateway will refuse every tool call")
-    if settings.transport == "streamable-http" and settings.http_token is None:
-        log.warning(
-            "MCP_HTTP_TOKEN is not set: anyone reaching the port acts with the gateway token"
-        )
     log.info(
         "hyperpilot MCP server: %s, gateway %s, writes %s",
         settings.transport,
@@ -76,7 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
-    anyio.run(serve, parse_args(argv))
+    try:
+        anyio.run(serve, parse_args(argv))
+    except McpConfigError as exc:
+        # A setting it cannot start with: exit 2 with the message, no traceback.
+        logging.getLogger("mcp_svc").error("%s", exc)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

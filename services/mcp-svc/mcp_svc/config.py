@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+TOKEN_SETTINGS = "MCP_HTTP_TOKEN_FILE (preferred: a file holding the token) or MCP_HTTP_TOKEN"
+
+
+class McpConfigError(ValueError):
+    """A setting the server cannot start with; the message names the setting."""
 
 
 class McpSettings(BaseSettings):
@@ -26,8 +34,94 @@ class McpSettings(BaseSettings):
     host: str = Field("127.0.0.1", description="streamable-http: address (0.0.0.0 in containers)")
     port: int = Field(8765, ge=1, le=65535, description="streamable-http: port")
     http_token: SecretStr | None = Field(
-        None, description="streamable-http: bearer token clients must send (unset: none asked)"
+        None,
+        description="streamable-http: bearer token clients must send, by value "
+        "(required unless bound to loopback; prefer MCP_HTTP_TOKEN_FILE)",
+    )
+    http_token_file: Path | None = Field(
+        None,
+        description="streamable-http: file holding the bearer token (a Docker or Kubernetes "
+        "secret mount); read once at start, surrounding whitespace ignored",
+    )
+    http_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="streamable-http: Host header values answered, comma-separated (name or "
+        "name:port; a bare name takes any port). Empty: localhost, 127.0.0.1, [::1] and the bind "
+        "address",
+    )
+    http_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="streamable-http: Origin header values accepted, comma-separated "
+        "(scheme://name[:port]; no port takes any). Empty: http and https on the allowed hosts. "
+        "A request without Origin is not a browser's and passes",
     )
     request_timeout_seconds: float = Field(
         30.0, gt=0, description="Timeout of one REST call (a long poll adds its wait to it)"
     )
+
+    @field_validator("http_allowed_hosts", "http_allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return [str(v).strip().lower() for v in value if str(v).strip()]
+        return value
+
+    def resolved_http_token(self) -> str | None:
+        """The bearer token of the HTTP transport, from MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN
+        (None when neither is set). An empty value is never a token."""
+        by_value = self.http_token.get_secret_value().strip() if self.http_token else ""
+        if self.http_token_file is None:
+            return _checked(by_value, "MCP_HTTP_TOKEN") if by_value else None
+        if by_value:
+            raise McpConfigError(
+                "both MCP_HTTP_TOKEN_FILE and MCP_HTTP_TOKEN are set: set only one "
+                "(MCP_HTTP_TOKEN_FILE is preferred)"
+            )
+        try:
+            token = self.http_token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise McpConfigError(
+                f"MCP_HTTP_TOKEN_FILE={self.http_token_file} cannot be read: {exc}"
+            ) from exc
+        if not token:
+            raise McpConfigError(f"MCP_HTTP_TOKEN_FILE={self.http_token_file} is empty")
+        return _checked(token, f"MCP_HTTP_TOKEN_FILE={self.http_token_file}")
+
+
+def _checked(token: str, setting: str) -> str:
+    # What an `Authorization: Bearer <token>` header can carry (RFC 6750 section 2.1 allows less).
+    if not all("\x21" <= c <= "\x7e" for c in token):
+        raise McpConfigError(
+            f"{setting}: the token has a space, a control or a non-ASCII character, which an "
+            "Authorization header cannot carry"
+        )
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address reaches only this machine: localhost, 127.0.0.0/8 or ::1.
+
+    Anything else (0.0.0.0, ::, an interface address, another name) may be reachable from the
+    network."""
+    name = host.strip().removeprefix("[").removesuffix("]").rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def require_http_token(host: str, token: str | None) -> None:
+    """Refuse to serve HTTP beyond loopback without a bearer token: whoever reaches the endpoint
+    would act with the gateway token's role."""
+    if token is None and not is_loopback(host):
+        raise McpConfigError(
+            f"refusing to serve streamable HTTP on {host} without a bearer token: set "
+            f"{TOKEN_SETTINGS}, or bind to loopback (--host 127.0.0.1)"
+        )

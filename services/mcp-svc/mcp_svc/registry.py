@@ -22,8 +22,10 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from mcp_svc.client import Gateway
+from mcp_svc.config import require_http_token
 from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
+from mcp_svc.http_guard import HostOriginGuard, transport_security
 from mcp_svc.results import COMPLETION, STATUS_TOOL
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,6 +55,8 @@ class HyperpilotServer(MCPServer):
         self.catalog: dict[str, ToolInfo] = {}
         self.gateway: Gateway | None = None
         self.http_token: str | None = None
+        self.http_allowed_hosts: list[str] = []
+        self.http_allowed_origins: list[str] = []
         self.skills: list[Any] = []
 
     def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
@@ -129,10 +133,20 @@ class HyperpilotServer(MCPServer):
         return decorate
 
     def streamable_http_app(self, **kwargs: Any) -> Starlette:
-        """The SDK's app, behind the bearer check when an HTTP token is configured."""
-        app = super().streamable_http_app(**kwargs)
+        """The SDK's app behind the Host/Origin allow-lists, then the bearer check (a token is
+        required unless `host`, the bind address, is loopback)."""
+        host = str(kwargs.get("host", "127.0.0.1"))
+        require_http_token(host, self.http_token)
+        security = kwargs.get("transport_security") or transport_security(
+            host, self.http_allowed_hosts, self.http_allowed_origins
+        )
+        # The SDK's transport checks the same lists on /mcp (its own default would be loopback
+        # only on a loopback bind and nothing otherwise).
+        app = super().streamable_http_app(**{**kwargs, "transport_security": security})
         if self.http_token:
             app.add_middleware(BearerAuth, token=self.http_token)
+        # Added last, so outermost: a rebinding page is refused before the token is looked at.
+        app.add_middleware(HostOriginGuard, settings=security)
         return app
 
     async def call_tool(

@@ -50,8 +50,9 @@ def build_server(
         instructions=INSTRUCTIONS,
         version=VERSION,
     )
-    if settings.http_token is not None:
-        server.http_token = settings.http_token.get_secret_value()
+    server.http_token = settings.resolved_http_token()
+    server.http_allowed_hosts = list(settings.http_allowed_hosts)
+    server.http_allowed_origins = list(settings.http_allowed_origins)
     for _area, register in AREAS:
         register(server, gateway)
     skills.register(server, skills_dir or skills.skills_dir())
