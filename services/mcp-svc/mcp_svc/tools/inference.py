@@ -13,7 +13,13 @@ from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, RequestId, count, submit
 from shared.boundary import api_path
-from shared.contracts.inference import ENDPOINT_NAME_PATTERN, EndpointChange, EndpointSpec
+from shared.contracts.inference import (
+    ENDPOINT_NAME_PATTERN,
+    POOL_MODEL_PATTERN,
+    EndpointChange,
+    EndpointSpec,
+    PoolAssignment,
+)
 
 EndpointName = Annotated[
     str,
@@ -233,8 +239,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         model: Annotated[
             str,
             Field(
-                pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
-                description="The model the worker serves from now on (its label)",
+                pattern=POOL_MODEL_PATTERN,
+                description=PoolAssignment.model_fields["model"].description,
             ),
         ],
         cluster: ClusterOption = None,
