@@ -5,6 +5,11 @@ in batches: after a batch that did not fill, the subscriber waits `linger_second
 events of the next ones go into one INSERT and one fetch, instead of a fetch, an INSERT and an
 acknowledgement round for every event as they trickle in. An event reaches the log within about
 `linger_seconds` plus one write.
+
+What the gateway does itself without an operation is recorded the same way, as an event (event
+log, outbox, `evt.>`, this subscriber): token administration (gateway.auth) and invokes of an
+endpoint (`record_invoke`: who, from which face, the endpoint, its cluster, the path and the
+answer's status; never the request or the answer).
 """
 
 from __future__ import annotations
@@ -12,19 +17,59 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+from fastapi import Request
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import FetchTimeoutError
 
+from gateway.deps import get_source
 from shared.bus import Bus
 from shared.contracts.envelope import Envelope
+from shared.contracts.events import Event
 from shared.contracts.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
 from shared.logging import get_logger
+from shared.operations import append_event
 
 log = get_logger("gateway.audit")
 
 DURABLE = "audit"
 BATCH = 256
 LINGER_SECONDS = 0.25
+
+
+class EndpointInvoked(Event):
+    """A request sent to an endpoint's model server through the gateway, and its answer's
+    status (`error`: the refusal's code when it did not reach the model server)."""
+
+    what = "endpoint_invoked"
+    cluster: str
+    endpoint: str
+    path: str
+    status: int
+    error: str | None = None
+
+
+async def record_invoke(
+    request: Request,
+    pool: asyncpg.Pool,
+    *,
+    cluster: str,
+    endpoint: str,
+    path: str,
+    status: int,
+    error: str | None = None,
+) -> None:
+    """Record an invoke by the request's (authenticated) principal."""
+    async with pool.acquire() as conn:
+        await append_event(
+            conn,
+            operation_id=None,
+            domain="inference",
+            event=EndpointInvoked(
+                cluster=cluster, endpoint=endpoint, path=path, status=status, error=error
+            ),
+            principal=request.state.principal.name,
+            source=await get_source(request),
+        )
 
 
 class AuditSubscriber:

@@ -38,8 +38,17 @@ async def get_broadcaster(request: Request) -> EventBroadcaster:
     return broadcaster
 
 
+def token_verifier(app: Any) -> TokenVerifier:
+    """The app's token verifier. It follows revocations (on the live stream's LISTEN connection)
+    from its first use: before that it has cached nothing and watches no stream."""
+    verifier: TokenVerifier = app.state.tokens
+    if isinstance(verifier, TokenVerifier) and not verifier.following:
+        verifier.follow(app.state.broadcaster)
+    return verifier
+
+
 async def get_principal(request: Request) -> Principal:
-    verifier: TokenVerifier = request.app.state.tokens
+    verifier = token_verifier(request.app)
     principal = await verifier.verify(request.headers.get("authorization"))
     request.state.principal = principal
     return principal

@@ -4,7 +4,11 @@ A subscriber first replays what it missed from PostgreSQL (`after=seq`), then fo
 live feed; sequence numbers make the hand-over exact (no gap, no repeat). A subscriber that
 cannot keep up is disconnected and resumes from its last sequence number. Every
 KEEP_ALIVE_SECONDS the live feed also carries KEEP_ALIVE to every subscriber, so that an idle
-stream shows it is alive without a timer per subscriber.
+stream shows it is alive without a timer per subscriber. A subscription given a future
+(`ended`, e.g. done when the token that opened it is revoked) ends as soon as it is done.
+
+The LISTEN connection also follows other channels for the gateway (`listen`): token
+revocations.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import asyncpg
@@ -28,6 +32,7 @@ PAGE = 500
 KEEP_ALIVE_SECONDS = 15.0
 POLL_SECONDS = 1.0  # the table is read this often without a notification (one lost, or none)
 KEEP_ALIVE: dict[str, Any] = {}  # yielded by `subscribe` (compare by identity)
+_ENDED: dict[str, Any] = {}  # wakes a subscriber whose subscription ended
 
 
 class SubscriberTooSlow(Exception):
@@ -38,6 +43,11 @@ class _Subscriber:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
         self.overflowed = False
+        self.ended = False
+
+    def end(self, _ended: object = None) -> None:
+        self.ended = True
+        self.offer(_ENDED)
 
     def offer(self, event: dict[str, Any]) -> None:
         try:
@@ -64,16 +74,32 @@ class EventBroadcaster:
         self._wake = asyncio.Event()
         self._reading = False
         self._changed: asyncio.Future[None] | None = None
+        self._channels: dict[str, Callable[[str | None], None]] = {}
+        self._listening: set[str] = set()
 
     @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)
+
+    def listen(self, channel: str, noticed: Callable[[str | None], None]) -> None:
+        """Also follow `channel` on the LISTEN connection: `noticed(payload)` for each of its
+        notifications, and `noticed(None)` each time listening (re)starts (notifications sent
+        while it was not listening are lost)."""
+        self._channels[channel] = noticed
+        self._wake.set()
+
+    def _channel_notified(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
+        try:
+            self._channels[channel](payload)
+        except Exception as exc:
+            log.error("a notification was not handled", channel=channel, error=repr(exc))
 
     async def run(self) -> None:
         listener: asyncpg.Connection | None = None
         while True:
             try:
                 if listener is None or listener.is_closed():
+                    self._listening = set()
                     listener = await connect(self.dsn)
                     await listener.add_listener("events", self._notified)
                     async with self.pool.acquire() as conn:
@@ -82,6 +108,10 @@ class EventBroadcaster:
                 # Cleared before the read: a notification that arrives during it (its event
                 # perhaps committed after the read's snapshot) runs the loop again at once.
                 self._wake.clear()
+                for channel in [c for c in self._channels if c not in self._listening]:
+                    await listener.add_listener(channel, self._channel_notified)
+                    self._listening.add(channel)
+                    self._channels[channel](None)
                 await self._fan_out()
                 self._keep_alive()
                 with contextlib.suppress(TimeoutError):
@@ -159,10 +189,17 @@ class EventBroadcaster:
             await asyncio.wait_for(asyncio.shield(self._changed), timeout)
 
     async def subscribe(
-        self, after: int, operation_id: str | None = None
+        self,
+        after: int,
+        operation_id: str | None = None,
+        ended: asyncio.Future[None] | None = None,
     ) -> AsyncGenerator[dict[str, Any]]:
+        """Events after `after` (of one operation, if given), then the live feed, until `ended`
+        is done (nothing is yielded after that, even what was already queued)."""
         sub = _Subscriber()
         self._subscribers.add(sub)
+        if ended is not None:
+            ended.add_done_callback(sub.end)
         try:
             sent = after
             # Replay from the database until caught up with what the live feed has delivered.
@@ -172,6 +209,8 @@ class EventBroadcaster:
                         "SELECT * FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", sent, PAGE
                     )
                 for row in rows:
+                    if sub.ended:
+                        return
                     sent = row["seq"]
                     event = event_row(row)
                     if operation_id is None or event["operation_id"] == operation_id:
@@ -179,9 +218,13 @@ class EventBroadcaster:
                 if len(rows) < PAGE:
                     break
             while True:
+                if sub.ended:
+                    return
                 if sub.overflowed:
                     raise SubscriberTooSlow
                 event = await sub.queue.get()
+                if sub.ended:
+                    return
                 if event is KEEP_ALIVE:
                     yield event
                     continue
@@ -192,3 +235,5 @@ class EventBroadcaster:
                     yield event
         finally:
             self._subscribers.discard(sub)
+            if ended is not None:
+                ended.remove_done_callback(sub.end)

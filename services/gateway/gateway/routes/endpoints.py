@@ -380,6 +380,20 @@ async def _invoke(
     _checked_model(body)
     cluster_name = await _cluster(pool, cluster)
     await _endpoint(pool, cluster_name, name)
+    # Every invoke is audited (who, the endpoint, the path, the answer's status; no bodies).
+    from gateway.audit import record_invoke
+
+    async def _audit(status: int, error: str | None = None) -> None:
+        await record_invoke(
+            request,
+            pool,
+            cluster=cluster_name,
+            endpoint=name,
+            path=path,
+            status=status,
+            error=error,
+        )
+
     try:
         answer = await query(
             request.app.state.bus,
@@ -389,9 +403,13 @@ async def _invoke(
             timeout=90,
         )
     except ApiError as exc:
-        raise _refusal(exc) from exc
+        refused = _refusal(exc)
+        await _audit(status=refused.status, error=refused.code)
+        raise refused from exc
     status = int(answer.get("status") or 502)
-    return JSONResponse(answer.get("body"), status_code=status if 200 <= status < 600 else 502)
+    status = status if 200 <= status < 600 else 502
+    await _audit(status=status)
+    return JSONResponse(answer.get("body"), status_code=status)
 
 
 @router.post("/{name}/invoke", summary="Send an OpenAI-compatible chat request to the endpoint")

@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from gateway.deps import Broadcaster, Operator, Pool, Viewer
+from gateway.deps import Broadcaster, Operator, Pool, Viewer, token_verifier
 from gateway.routes.models import EventRead
 from gateway.routing import PrefixedRoute
 from gateway.stream import KEEP_ALIVE, SubscriberTooSlow
@@ -47,7 +47,7 @@ async def list_events(
 async def stream_events(
     request: Request,
     broadcaster: Broadcaster,
-    _: Viewer,
+    principal: Viewer,
     after: Annotated[int | None, Query(ge=0)] = None,
     operation_id: uuid.UUID | None = None,
     last_event_id: Annotated[str | None, Header()] = None,
@@ -56,24 +56,31 @@ async def stream_events(
     if start is None:
         start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
 
+    verifier = token_verifier(request.app)
+
     async def frames() -> AsyncIterator[bytes]:
         # One generator per subscriber, no task or timer per event: keep-alives come from the
-        # broadcaster's live feed.
-        events = broadcaster.subscribe(start, str(operation_id) if operation_id else None)
-        try:
-            yield b"retry: 1000\n\n"
-            with contextlib.suppress(SubscriberTooSlow):
-                async for event in events:
-                    if event is KEEP_ALIVE:
-                        yield b": keep-alive\n\n"
-                        continue
-                    yield (
-                        f"id: {event['seq']}\nevent: {event['type']}\ndata: ".encode()
-                        + orjson.dumps(event)
-                        + b"\n\n"
-                    )
-        finally:
-            await events.aclose()
+        # broadcaster's live feed. The stream ends when its token is revoked (or replaced).
+        with verifier.watch(principal) as revoked:
+            events = broadcaster.subscribe(
+                start, str(operation_id) if operation_id else None, ended=revoked
+            )
+            try:
+                yield b"retry: 1000\n\n"
+                with contextlib.suppress(SubscriberTooSlow):
+                    async for event in events:
+                        if event is KEEP_ALIVE:
+                            yield b": keep-alive\n\n"
+                            continue
+                        yield (
+                            f"id: {event['seq']}\nevent: {event['type']}\ndata: ".encode()
+                            + orjson.dumps(event)
+                            + b"\n\n"
+                        )
+                if revoked.done():
+                    yield b": the token was revoked\n\n"
+            finally:
+                await events.aclose()
 
     return StreamingResponse(
         frames(),

@@ -14,7 +14,9 @@ Frames (JSON text): `{"type": "lines", "pod", "uid", "start", "lines": [...], "n
 `{"type": "error", "pod", "code", "message", "hint"}`.
 
 Authentication: `Authorization: Bearer <token>`, or for browsers (which cannot set headers on a
-WebSocket) the subprotocols `hyperpilot.bearer` and the token.
+WebSocket) the subprotocols `hyperpilot.bearer` and the token. When that token is revoked (or
+replaced by a rotation) the WebSocket ends at once: an `error` frame with no pod and the code
+`unauthorized`, then close code 1008.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, WebSocket, WebSocketDisconnect
 
-from gateway.auth import Principal, TokenVerifier, require_role
+from gateway.auth import Principal, require_role
+from gateway.deps import token_verifier
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routing import PrefixedRoute
@@ -44,7 +47,7 @@ SUBPROTOCOL = "hyperpilot.bearer"
 
 
 async def _principal(websocket: WebSocket) -> tuple[Principal, str | None]:
-    verifier: TokenVerifier = websocket.app.state.tokens
+    verifier = token_verifier(websocket.app)
     header = websocket.headers.get("authorization")
     offered = [
         p.strip()
@@ -167,7 +170,7 @@ async def stream_logs(
     follow: bool = True,
 ) -> None:
     try:
-        _, subprotocol = await _principal(websocket)
+        principal, subprotocol = await _principal(websocket)
     except ApiError as exc:
         await websocket.close(code=1008, reason=exc.message[:120])
         return
@@ -200,13 +203,27 @@ async def stream_logs(
     async def all_streams() -> None:
         await asyncio.gather(*tasks)
 
-    watcher = asyncio.create_task(client_gone())
-    streaming = asyncio.create_task(all_streams())
-    try:
-        await asyncio.wait([streaming, watcher], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in [*tasks, watcher, streaming]:
-            task.cancel()
-        await asyncio.gather(*tasks, watcher, streaming, return_exceptions=True)
+    with token_verifier(websocket.app).watch(principal) as revoked:
+        watcher = asyncio.create_task(client_gone())
+        streaming = asyncio.create_task(all_streams())
+        try:
+            await asyncio.wait([streaming, watcher, revoked], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in [*tasks, watcher, streaming]:
+                task.cancel()
+            await asyncio.gather(*tasks, watcher, streaming, return_exceptions=True)
+        if revoked.done():
+            with contextlib.suppress(Exception):
+                await websocket.send_json(
+                    {
+                        "type": "error",
+                        "pod": None,
+                        "code": "unauthorized",
+                        "message": "the token was revoked",
+                        "hint": "ask an admin for a token",
+                    }
+                )
+                await websocket.close(code=1008, reason="the token was revoked")
+                return
     with contextlib.suppress(Exception):
         await websocket.close()

@@ -1,14 +1,22 @@
-"""API tokens: created by an admin, shown once, stored only as a hash, revocable."""
+"""API tokens: created by an admin, shown once, stored only as a hash, revocable.
+
+Creating, rotating (creating under a name that has a live token) and revoking are recorded in the
+event log and the audit log (`evt.auth.token_*`: who did it, from which face, the token's name
+and role, never the token or its hash). The last live admin token can be neither revoked nor
+rotated to a lower role. A revoked or replaced token stops working at once, its open streams
+included.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 from pydantic import Field
 
-from gateway.auth import new_token, store_token
-from gateway.deps import Admin, Pool, Source
+from gateway import auth
+from gateway.auth import LastAdminToken, new_token, store_token
+from gateway.deps import Admin, Pool, Source, token_verifier
 from gateway.errors import ApiError
 from gateway.routing import PrefixedRoute
 from shared.contracts.spec import Spec
@@ -27,15 +35,40 @@ class TokenCreate(Spec):
     )
 
 
+def _last_admin(request: Request, name: str, change: str, verb: str) -> ApiError:
+    oidc = token_verifier(request.app).oidc is not None
+    return ApiError(
+        409,
+        "conflict",
+        f"token {name} is the last live admin token: {change} would leave no admin token"
+        + (
+            " (admins who sign in through OIDC are not counted: this rule is about tokens only)"
+            if oidc
+            else ""
+        ),
+        hint=f"create another admin token first (POST /api/v1/tokens with role admin), then {verb}"
+        " this one",
+    )
+
+
 @router.post(
     "",
     status_code=201,
     summary="Create (or rotate) a token; the token is shown only in this answer",
 )
-async def create_token(body: TokenCreate, pool: Pool, _: Admin, source: Source) -> dict[str, Any]:
+async def create_token(
+    body: TokenCreate, request: Request, pool: Pool, principal: Admin, source: Source
+) -> dict[str, Any]:
     token = new_token()
-    async with pool.acquire() as conn:
-        await store_token(conn, body.name, body.role, token)
+    try:
+        async with pool.acquire() as conn:
+            change = await store_token(
+                conn, body.name, body.role, token, principal=principal.name, source=source
+            )
+    except LastAdminToken as exc:
+        raise _last_admin(request, body.name, f"rotating it to {body.role}", "rotate") from exc
+    if change.ended is not None:
+        token_verifier(request.app).ended(change.ended)
     return {"name": body.name, "role": body.role, "token": token}
 
 
@@ -56,15 +89,23 @@ async def list_tokens(pool: Pool, _: Admin) -> list[dict[str, Any]]:
     ]
 
 
-@router.delete("/{name}", summary="Revoke a token (takes effect within seconds)")
+@router.delete(
+    "/{name}", summary="Revoke a token (at once; its open streams end); not the last admin token"
+)
 async def revoke_token(
-    name: Annotated[str, Path(pattern=TOKEN_NAME)], pool: Pool, _: Admin, source: Source
+    name: Annotated[str, Path(pattern=TOKEN_NAME)],
+    request: Request,
+    pool: Pool,
+    principal: Admin,
+    source: Source,
 ) -> dict[str, Any]:
-    async with pool.acquire() as conn:
-        revoked = await conn.fetchval(
-            "UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL RETURNING name",
-            name,
-        )
-    if revoked is None:
+    try:
+        async with pool.acquire() as conn:
+            change = await auth.revoke_token(conn, name, principal=principal.name, source=source)
+    except LastAdminToken as exc:
+        raise _last_admin(request, name, "revoking it", "revoke") from exc
+    if change is None:
         raise ApiError(404, "not_found", f"no live token named {name}", hint="GET /api/v1/tokens")
+    if change.ended is not None:
+        token_verifier(request.app).ended(change.ended)
     return {"name": name, "revoked": True}
