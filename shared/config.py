@@ -47,6 +47,13 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default_factory=list, description="Origins allowed to call the API from a browser"
     )
+    metrics_bind: str | None = Field(
+        None,
+        description=(
+            "host:port (e.g. 127.0.0.1:9464) of a separate server for /metrics without a token;"
+            " unset: /metrics is on the gateway's port and needs a viewer token"
+        ),
+    )
 
     # Bus and consumers
     ack_wait_seconds: float = Field(30.0, description="Redelivery delay of an unacked command")
@@ -69,6 +76,16 @@ class Settings(BaseSettings):
                 f"NATS_URL must start with {' or '.join(NATS_SCHEMES)} (got {value!r}):"
                 " give the NATS server's client port, not a WebSocket URL"
             )
+        return value
+
+    @field_validator("metrics_bind")
+    @classmethod
+    def _host_and_port(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"METRICS_BIND must be host:port, e.g. 127.0.0.1:9464 (got {value!r})")
         return value
 
 

@@ -159,7 +159,8 @@ def test_health_readiness_metrics_and_openapi(running_stack: RunningStack) -> No
     assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
     ready = httpx.get(f"{url}/readyz")
     assert ready.status_code == 200 and ready.json()["checks"] == {"postgres": "ok", "nats": "ok"}
-    assert "hyperpilot_http_request_seconds" in httpx.get(f"{url}/metrics").text
+    metrics = running_stack.client.get("/metrics")  # behind a token (viewer or above)
+    assert "hyperpilot_http_request_seconds" in metrics.text
     spec = httpx.get(f"{url}/openapi.json").json()
     assert "/api/v1/storage/buckets" in spec["paths"]
     assert "/api/v1/operations/{operation_id}/retry" in spec["paths"]

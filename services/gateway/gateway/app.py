@@ -15,10 +15,11 @@ from gateway import errors
 from gateway.accept import close_accept_queue, open_accept_queue
 from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
-from gateway.limits import BodySizeLimit
-from gateway.metrics import RequestMetrics
+from gateway.limits import BodySizeLimit, StorableInput
+from gateway.metrics import MetricsServer, RequestMetrics
 from gateway.ratelimit import MutationRateLimiter
 from gateway.routes import routers
+from gateway.routes.health import METRICS_PATH
 from gateway.routing import RouteIndex
 from gateway.stream import EventBroadcaster
 from shared.bus import Bus
@@ -80,6 +81,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     )
     open_accept_queue(pool, settings.database_url, app.state.relay, app.state.broadcaster.committed)
     app.state.audit = AuditSubscriber(pool, bus)
+    metrics_server = MetricsServer(settings.metrics_bind) if settings.metrics_bind else None
+    if metrics_server is not None:
+        metrics_server.start()
     tasks = [
         asyncio.create_task(_bootstrap_admin(app, settings)),
         asyncio.create_task(app.state.broadcaster.run(), name="event-stream"),
@@ -94,6 +98,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        if metrics_server is not None:
+            metrics_server.stop()
         await close_accept_queue(pool)
         await bus.close()
         await pool.close()
@@ -110,9 +116,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # dependency), yet looks for configured providers on every request (7 us of the
         # bucket create's 120 in-process). The gateway's metrics are Prometheus (/metrics).
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # /docs is served from the gateway's own files (routes/ui.py), not a CDN; no /redoc.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     errors.install(app)
+    # Innermost first: the storable-input check reads the body BodySizeLimit has let through.
+    app.add_middleware(StorableInput)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics)
     if settings.cors_origins:
@@ -134,7 +145,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # Each route already carries its full path, tags and schema flag. Added directly, a
         # request is matched by one flat scan; an included router is re-resolved on every
         # request, which cost a quarter of the gateway's CPU per accept.
-        app.router.routes.extend(router.routes)
+        app.router.routes.extend(
+            route
+            for route in router.routes
+            # With METRICS_BIND, /metrics is served there instead (no token), not here.
+            if not (settings.metrics_bind and getattr(route, "path", None) == METRICS_PATH)
+        )
     # First in the scan: finds an HTTP request's route by its path's prefixes.
     app.router.routes.insert(0, RouteIndex(app.router.routes))
 

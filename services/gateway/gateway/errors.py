@@ -33,6 +33,7 @@ class ApiError(Exception):
         hint: str | None = None,
         fields: list[dict[str, Any]] | None = None,
         extra: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -41,6 +42,7 @@ class ApiError(Exception):
         self.hint = hint
         self.fields = fields or []
         self.extra = extra or {}
+        self.headers = headers or {}
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -111,7 +113,7 @@ def _hint(err: dict[str, Any], request: Request) -> str:
     return _TYPE_HINTS.get(rule, "correct this value (see the request schema in /openapi.json)")
 
 
-def _field_name(loc: tuple[Any, ...]) -> str:
+def field_name(loc: tuple[Any, ...]) -> str:
     parts = [str(p) for p in loc]
     if parts and parts[0] in ("body", "query", "path", "header"):
         where, rest = parts[0], parts[1:]
@@ -137,7 +139,7 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
             loc = ("body",)
         fields.append(
             {
-                "field": _field_name(loc),
+                "field": field_name(loc),
                 "rule": err.get("type", "invalid"),
                 "message": message,
                 "hint": _hint(err, request),
@@ -148,8 +150,23 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     return JSONResponse(error.body(), status_code=422)
 
 
+# How long a client waits before retrying a 503 (PostgreSQL or NATS unreachable, no service to
+# answer): a short, fixed time; the outage itself has no known end.
+RETRY_AFTER_SECONDS = 2
+
+
+def retry_after(status: int, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """`headers` with Retry-After added to a 429 or 503 that does not name its own."""
+    headers = dict(headers or {})
+    if status in (429, 503) and not any(k.lower() == "retry-after" for k in headers):
+        headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return headers
+
+
 async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status)
+    return JSONResponse(
+        exc.body(), status_code=exc.status, headers=retry_after(exc.status, exc.headers) or None
+    )
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -176,7 +193,8 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     body = ApiError(
         exc.status_code, code.get(exc.status_code, "http_error"), message, hint=hint
     ).body()
-    return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    headers = retry_after(exc.status_code, getattr(exc, "headers", None))
+    return JSONResponse(body, status_code=exc.status_code, headers=headers or None)
 
 
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
@@ -187,7 +205,7 @@ async def _database_down(request: Request, exc: Exception) -> JSONResponse:
         "PostgreSQL is unreachable, so nothing was stored",
         hint="retry shortly with the same Idempotency-Key; /readyz shows when it is back",
     )
-    return JSONResponse(error.body(), status_code=503, headers={"Retry-After": "2"})
+    return JSONResponse(error.body(), status_code=503, headers=retry_after(503))
 
 
 async def _rule_violation(request: Request, exc: RuleViolation) -> JSONResponse:

@@ -1,10 +1,12 @@
-"""Prometheus metrics of the gateway (request latency by route template)."""
+"""Prometheus metrics of the gateway (request latency by route template), and the separate
+server that exposes them without a token when METRICS_BIND is set."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REQUESTS = Histogram(
@@ -45,3 +47,29 @@ class RequestMetrics:
             REQUESTS.labels(scope["method"], template, str(status)).observe(
                 time.perf_counter() - start
             )
+
+
+def split_bind(bind: str) -> tuple[str, int]:
+    """`host:port` (`[::1]:9464` for IPv6) as (host, port)."""
+    host, _, port = bind.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class MetricsServer:
+    """/metrics without a token on its own address (METRICS_BIND), for a Prometheus that cannot
+    send one: prometheus_client's small HTTP server, on a thread of its own; it serves the
+    metrics on every path and nothing else."""
+
+    def __init__(self, bind: str) -> None:
+        self.bind = bind
+        self._server: Any = None
+
+    def start(self) -> None:
+        host, port = split_bind(self.bind)
+        self._server, _ = start_http_server(port, addr=host)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -34,5 +34,6 @@ class MutationRateLimiter:
                 f"{principal} sent mutations faster than {self.rate * 60:.0f} per minute",
                 hint=f"retry after {wait} s with the same Idempotency-Key",
                 extra={"retry_after_seconds": wait},
+                headers={"Retry-After": str(wait)},
             )
         bucket.tokens -= 1.0

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from gateway.deps import Broadcaster, Operator, Pool, Viewer, token_verifier
+from gateway.limits import NonNegativeBigint, SeqHeader
 from gateway.routes.models import EventRead
 from gateway.routing import PrefixedRoute
 from gateway.stream import KEEP_ALIVE, SubscriberTooSlow
@@ -24,7 +25,9 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["events"])
 async def list_events(
     pool: Pool,
     _: Viewer,
-    after: Annotated[int, Query(ge=0, description="Return events with seq greater than this")] = 0,
+    after: Annotated[
+        NonNegativeBigint, Query(description="Return events with seq greater than this")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     operation_id: uuid.UUID | None = None,
 ) -> list[dict[str, Any]]:
@@ -48,9 +51,9 @@ async def stream_events(
     request: Request,
     broadcaster: Broadcaster,
     principal: Viewer,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[NonNegativeBigint | None, Query()] = None,
     operation_id: uuid.UUID | None = None,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[SeqHeader, Header()] = None,
 ) -> StreamingResponse:
     start = after
     if start is None:
@@ -93,7 +96,7 @@ async def stream_events(
 async def list_audit(
     pool: Pool,
     _: Operator,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[NonNegativeBigint, Query()] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     principal: Annotated[str | None, Query(max_length=200)] = None,
     operation_id: uuid.UUID | None = None,

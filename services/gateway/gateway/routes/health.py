@@ -1,4 +1,8 @@
-"""Liveness, readiness (PostgreSQL and NATS) and Prometheus metrics."""
+"""Liveness, readiness (PostgreSQL and NATS) and Prometheus metrics.
+
+/metrics needs a bearer token (viewer or above), like the API. With METRICS_BIND set it is
+served instead, without a token, by a separate small server on that address (see
+`gateway.metrics.MetricsServer`), and the gateway's own port has no /metrics."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from gateway.deps import Viewer
+from gateway.errors import retry_after
 from gateway.routing import PrefixedRoute
 
 router = APIRouter(route_class=PrefixedRoute, tags=["health"])
@@ -32,9 +38,13 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(
         {"status": "ready" if ready else "not_ready", "checks": checks},
         status_code=200 if ready else 503,
+        headers=None if ready else retry_after(503),
     )
 
 
-@router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
-async def metrics() -> Response:
+METRICS_PATH = "/metrics"
+
+
+@router.get(METRICS_PATH, summary="Prometheus metrics", include_in_schema=False)
+async def metrics(_: Viewer) -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
+from gateway.limits import NonNegativeBigint
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
@@ -230,7 +231,7 @@ async def job_events(
     job: JobNamePath,
     pool: Pool,
     _: Viewer,
-    after: Annotated[int, Query(ge=0, description="Only events after this sequence")] = 0,
+    after: Annotated[NonNegativeBigint, Query(description="Only events after this sequence")] = 0,
 ) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         rows = await conn.fetch(
