@@ -90,9 +90,12 @@ def secret_shape(value: str) -> str | None:
 
 
 HINT = (
-    "pass it by reference: store it as a Kubernetes Secret (POST /api/v1/clusters/{cluster}/"
-    "secrets/hf-token writes one without recording the value) and name the Secret, or keep it in"
-    " AWS Secrets Manager and pass the secret's ARN; AWS credentials come from the pods' IAM role"
+    "pass it by reference: write it into a Kubernetes Secret with POST"
+    " /api/v1/clusters/{cluster}/secrets (the value is never recorded) and name it in a job's"
+    ' secret_env ({"secret": "<name>", "key": "<key>"}), or keep it in AWS Secrets Manager and'
+    ' give its ARN there ({"secrets_manager_arn": "arn:aws:secretsmanager:..."}); an'
+    " endpoint's Hugging Face token goes in container.hf_token_secret; AWS credentials come"
+    " from the pods' IAM role"
 )
 
 

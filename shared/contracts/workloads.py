@@ -7,8 +7,10 @@ data contract: the cluster's S3 bucket is mounted at `/s3` in the pods (claim `s
 the same path in the development environment, so model and dataset paths are relative to the
 bucket or absolute under `/s3`.
 
-Secrets never travel in a command: a Hugging Face token is written to a Kubernetes Secret over a
-request/reply to workload-svc, and commands carry only the Secret's name.
+Secrets never travel in a command: a Hugging Face token or any other secret is written to a
+Kubernetes Secret over a request/reply to workload-svc (`HfTokenRequest`, `StoreSecretRequest`),
+and commands carry only references: the Secret's name and key, or an AWS Secrets Manager ARN
+(`SecretRef` in a job's `secret_env`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from shared.boundary import DNS_SUBDOMAIN_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
 from shared.contracts.spec import Spec
@@ -36,6 +39,22 @@ TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A key of a Kubernetes Secret (IsConfigMapKey): at most 253 of these characters, not '.' or '..'.
+SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]{1,253}$"
+_SECRET_KEY = re.compile(SECRET_KEY_PATTERN)
+# An AWS Secrets Manager secret's ARN: arn:<partition>:secretsmanager:<region>:<account>:secret:<name>
+# (the name as Secrets Manager allows it, with or without the 6-character suffix it appends).
+SECRETS_MANAGER_ARN_PATTERN = (
+    r"^arn:aws(-[a-z]+)*:secretsmanager:[a-z]{2}(-[a-z]+)+-\d:\d{12}"
+    r":secret:[A-Za-z0-9/_+=.@\-]{1,512}$"
+)
+_SECRETS_MANAGER_ARN = re.compile(SECRETS_MANAGER_ARN_PATTERN)
+SYNCED_SECRET_PREFIX = "hp-sm-"  # the Kubernetes Secrets workload-svc writes from Secrets Manager
+MAX_SECRET_KEYS = 20
+MAX_SECRET_VALUE_BYTES = 64 * 1024
+# Variables the renderer sets itself: a secret_env entry may not take their place.
+RENDERED_ENV = frozenset({"HYPERPILOT_JOB", "SHARED_DATA"})
+MLFLOW_ENV = frozenset({"MLFLOW_TRACKING_URI", "MLFLOW_RUN_NAME", "MLFLOW_EXPERIMENT_NAME"})
 # What a VERL path may hold: a plain value of a Hydra override (`data.train_files=/s3/...`), so
 # nothing of its grammar (quotes, ',' sweeps, '${...}' interpolation, lists, dicts, escapes).
 _HYDRA_PLAIN = re.compile(r"^[A-Za-z0-9/._+@-]+$")
@@ -205,6 +224,123 @@ class ElasticPolicy(Spec):
         return list(range(self.min_replicas, self.max_replicas + 1, step))
 
 
+def _shown(value: str) -> str:
+    """A refused name as a refusal may quote it: never one that looks like a credential (a value
+    pasted where its name goes)."""
+    if secret_shape(value):
+        return "(not shown: it looks like a credential)"
+    return repr(value if len(value) <= 80 else value[:77] + "...")
+
+
+def secret_key(value: str, field: str) -> str:
+    """`value` if it is a key of a Kubernetes Secret."""
+    if not _SECRET_KEY.match(value) or value in (".", "..") or value.startswith(".."):
+        raise RuleViolation(
+            f"{field} {_shown(value)} is not a Kubernetes Secret key",
+            "use at most 253 letters, digits, '-', '_' and '.' (not '.' or '..')",
+        )
+    return value
+
+
+def secret_object_name(value: str, field: str) -> str:
+    """`value` if it can name a Kubernetes Secret (a DNS-1123 subdomain)."""
+    if not re.match(DNS_SUBDOMAIN_PATTERN, value) or ".." in value:
+        raise RuleViolation(
+            f"{field} {_shown(value)} is not a Kubernetes Secret name",
+            "use at most 253 lowercase letters, digits, '-' and '.', starting and ending with a"
+            " letter or digit",
+        )
+    return value
+
+
+class SecretRef(Spec):
+    """Where one variable of a job's `secret_env` comes from, by reference: a key of a
+    Kubernetes Secret in the jobs' namespace (`secret` and `key`; written, say, by
+    POST /api/v1/clusters/{cluster}/secrets), or an AWS Secrets Manager secret
+    (`secrets_manager_arn`, with `json_key` to take one key of a JSON secret), which
+    workload-svc copies into a Kubernetes Secret when it submits the job."""
+
+    secret: str | None = Field(
+        None,
+        min_length=1,
+        max_length=253,
+        description="a Kubernetes Secret in the jobs' namespace (with key)",
+    )
+    key: str | None = Field(
+        None, min_length=1, max_length=253, description="the key of that Secret"
+    )
+    secrets_manager_arn: str | None = Field(
+        None,
+        max_length=2048,
+        description="arn:aws:secretsmanager:<region>:<account>:secret:<name>",
+        examples=["arn:aws:secretsmanager:us-east-1:123456789012:secret:hyperpilot/wandb"],
+    )
+    json_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="with secrets_manager_arn: the key of the secret's JSON whose value to use"
+        " (default: the whole secret string)",
+    )
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: str | None) -> str | None:
+        return None if value is None else secret_object_name(value, "secret")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str | None) -> str | None:
+        return None if value is None else secret_key(value, "key")
+
+    @field_validator("secrets_manager_arn")
+    @classmethod
+    def _arn(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRETS_MANAGER_ARN.match(value):
+            raise RuleViolation(
+                f"secrets_manager_arn {_shown(value)} is not a Secrets Manager secret's ARN",
+                "use arn:aws:secretsmanager:<region>:<account>:secret:<name>, as"
+                " `aws secretsmanager describe-secret --secret-id <name>` shows it",
+            )
+        return value
+
+    @field_validator("json_key")
+    @classmethod
+    def _json_key(cls, value: str | None) -> str | None:
+        if value is not None and not value.isprintable():
+            raise RuleViolation(
+                "json_key has a control character", "name a key of the secret's JSON object"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SecretRef:
+        kube = self.secret is not None or self.key is not None
+        aws = self.secrets_manager_arn is not None or self.json_key is not None
+        if kube and aws:
+            raise RuleViolation(
+                "a secret reference names either a Kubernetes Secret (secret, key) or a Secrets"
+                " Manager secret (secrets_manager_arn, json_key), not both",
+                "keep one of the two",
+            )
+        if kube and (self.secret is None or self.key is None):
+            raise RuleViolation(
+                "a Kubernetes Secret reference needs both secret and key",
+                'e.g. {"secret": "wandb", "key": "api-key"}',
+            )
+        if aws and self.secrets_manager_arn is None:
+            raise RuleViolation(
+                "json_key needs secrets_manager_arn", "add the secret's ARN, or drop json_key"
+            )
+        if not kube and not aws:
+            raise RuleViolation(
+                "a secret reference is empty",
+                'use {"secret": "<Secret>", "key": "<key>"} or {"secrets_manager_arn":'
+                ' "arn:aws:secretsmanager:<region>:<account>:secret:<name>"}',
+            )
+        return self
+
+
 class JobBase(Spec):
     name: str = Field(pattern=JOB_NAME_PATTERN, examples=["llama-sft"])
     instance_group: str = Field(pattern=GROUP_PATTERN, description="placement: the pods' group")
@@ -215,6 +351,13 @@ class JobBase(Spec):
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     elastic: ElasticPolicy | None = None
     env: dict[str, str] = Field(default_factory=dict, max_length=50)
+    secret_env: dict[str, SecretRef] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="variables whose values come from a Secret by reference: a Kubernetes"
+        " Secret's key (POST /api/v1/clusters/{cluster}/secrets writes one) or a Secrets Manager"
+        " ARN; the value never enters the spec",
+    )
     mlflow_tracking_uri: str | None = Field(
         None, description="an MLflow URI or a SageMaker MLflow tracking server ARN"
     )
@@ -230,6 +373,46 @@ class JobBase(Spec):
         # A credential by its name (HF_TOKEN, WANDB_API_KEY, ...) or by its value (AKIA...,
         # hf_..., sk-..., a JWT, a long random string): secrets travel by reference only.
         return check_env(value, "env")
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env_names(cls, value: dict[str, SecretRef]) -> dict[str, SecretRef]:
+        for key in value:
+            if not _ENV_NAME.match(key):
+                raise RuleViolation(
+                    f"secret_env name {_shown(key)} is not a valid variable name",
+                    "use letters, digits and _",
+                )
+            if secret_shape(key):
+                raise RuleViolation(
+                    "secret_env has a name that looks like a credential",
+                    'name the variable and reference its value, e.g. {"WANDB_API_KEY":'
+                    ' {"secret": "wandb", "key": "api-key"}}',
+                )
+            if key in RENDERED_ENV:
+                raise RuleViolation(
+                    f"secret_env.{key} is set by the control plane on every pod",
+                    "use another variable name",
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _env_once(self) -> JobBase:
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise RuleViolation(
+                f"secret_env.{both[0]} is also in env: a variable has one value",
+                f"keep {both[0]} in secret_env (by reference) or in env, not both",
+            )
+        if self.mlflow_tracking_uri:
+            taken = sorted(set(self.secret_env) & MLFLOW_ENV)
+            if taken:
+                raise RuleViolation(
+                    f"secret_env.{taken[0]} is set from mlflow_tracking_uri",
+                    f"drop mlflow_tracking_uri to pass {taken[0]} from a Secret, or drop it"
+                    " from secret_env",
+                )
+        return self
 
     @field_validator("image", "mlflow_tracking_uri")
     @classmethod
@@ -397,6 +580,60 @@ class HfTokenRequest(Spec):
     secret: str = Field("hf-token", pattern=SECRET_PATTERN)
 
 
+class StoreSecretRequest(Spec):
+    """A Kubernetes Secret written (created or replaced) in the jobs' namespace; its values are
+    never stored, logged or answered by Hyperpilot. A job names it in `secret_env`."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        description="the Secret's name (a DNS-1123 subdomain)",
+        examples=["wandb"],
+    )
+    data: dict[str, str] = Field(
+        min_length=1,
+        max_length=MAX_SECRET_KEYS,
+        description=f"key -> value; keys as Kubernetes allows them ([-._a-zA-Z0-9]+), at most"
+        f" {MAX_SECRET_KEYS} keys, each value at most {MAX_SECRET_VALUE_BYTES // 1024} KiB",
+        examples=[{"api-key": "..."}],
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        secret_object_name(value, "name")
+        if value.startswith(SYNCED_SECRET_PREFIX):
+            raise RuleViolation(
+                f"name {value!r}: Secrets named {SYNCED_SECRET_PREFIX}* are the copies of Secrets"
+                " Manager secrets that workload-svc writes",
+                "use another name, or reference the Secrets Manager secret by its ARN in"
+                " secret_env",
+            )
+        return value
+
+    @field_validator("data")
+    @classmethod
+    def _data(cls, value: dict[str, str]) -> dict[str, str]:
+        # The refusals name the key, never the value.
+        for key, item in value.items():
+            secret_key(key, "data key")
+            if secret_shape(key):
+                raise RuleViolation(
+                    "data has a key that looks like a credential; keys are recorded, values not",
+                    'name each value by its key, e.g. {"api-key": "<the value>"}',
+                )
+            size = len(item.encode("utf-8"))
+            if size == 0:
+                raise RuleViolation(f"data.{key} is empty", "send the secret's value")
+            if size > MAX_SECRET_VALUE_BYTES:
+                raise RuleViolation(
+                    f"data.{key} is {size} bytes; a value holds at most"
+                    f" {MAX_SECRET_VALUE_BYTES} bytes",
+                    "store large files in the bucket; a Secret holds credentials",
+                )
+        return value
+
+
 # ---- commands --------------------------------------------------------------------------------
 
 
@@ -478,6 +715,16 @@ class HfTokenStored(Event):
     what = "hf_token_stored"
     cluster: str
     secret: str
+
+
+class SecretStored(Event):
+    """A Secret was written by POST .../secrets: its name and keys (never a value)."""
+
+    what = "secret_stored"
+    cluster: str
+    secret: str
+    namespace: str
+    keys: list[str]
 
 
 # ---- MLflow ----------------------------------------------------------------------------------

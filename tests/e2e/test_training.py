@@ -28,6 +28,7 @@ from kubernetes import config as k8s_config
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from sim.k8s.server import ApiServer
+from sim.testing import aws_client
 from tests.e2e.conftest import TOKEN, Client, RunningStack
 
 STEP = re.compile(r"^step (\d+)/(\d+) ")
@@ -862,3 +863,271 @@ def test_diagnostics_read_events_pods_and_the_log_before_a_restart(
         for name in ("trainer", "looper", "puller", "hungry"):
             core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
         core.delete_namespace(ns)
+
+
+# ---- secret_env: secrets by reference ---------------------------------------------------------
+
+
+def _custom_object(server: ApiServer, kind: str, name: str) -> dict[str, Any]:
+    """A job's custom resource, read with the official client from the cluster's API server."""
+    custom = k8s.CustomObjectsApi(k8s_config.new_client_from_config_dict(server.kubeconfig()))
+    group, version, plural = {
+        "HyperPodPyTorchJob": ("sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"),
+        "RayJob": ("ray.io", "v1", "rayjobs"),
+    }[kind]
+    found: dict[str, Any] = custom.get_namespaced_custom_object(
+        group, version, "default", plural, name
+    )
+    return found
+
+
+def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    if obj["kind"] == "RayJob":
+        cluster = obj["spec"]["rayClusterSpec"]
+        groups = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
+        return [g["template"]["spec"] for g in groups]
+    return [r["template"]["spec"] for r in obj["spec"]["replicaSpecs"]]
+
+
+def _env_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container's env entries that read a Secret."""
+    return [
+        entry
+        for template in _pod_templates(obj)
+        for container in template["containers"]
+        for entry in container.get("env") or []
+        if "valueFrom" in entry
+    ]
+
+
+def _every_row(api: Client, path: str) -> str:
+    """The whole of /api/v1/events or /api/v1/audit, page by page, as text."""
+    rows: list[Any] = []
+    while True:
+        page = api.get(path, params={"after": rows[-1]["seq"] if rows else 0, "limit": 1000})
+        assert page.status_code == 200, page.text
+        rows.extend(page.json())
+        if len(page.json()) < 1000:
+            return json.dumps(rows)
+
+
+def _nowhere_but_kubernetes(
+    stack: RunningStack, cluster: str, job: str, operation_id: str, values: list[str]
+) -> None:
+    """None of `values` is in the operation, the events, the audit log, the job's record and
+    events, the database or the services' logs."""
+    api = stack.client
+    answers = [
+        api.get(f"/api/v1/operations/{operation_id}"),
+        api.get(f"{_jobs(cluster)}/{job}", params={"live": "true"}),
+        api.get(f"{_jobs(cluster)}/{job}/events"),
+        api.get(_jobs(cluster)),
+    ]
+    for answer in answers:
+        assert answer.status_code == 200, (answer.url, answer.text)
+    logs = "".join(p.read_text(errors="replace") for p in Path(stack.stack.state_dir).glob("*.log"))
+    assert logs
+    readable = [
+        *(a.text for a in answers),
+        _every_row(api, "/api/v1/events"),
+        _every_row(api, "/api/v1/audit"),
+        asyncio.run(_database_text(stack.stack.database_url or "")),
+        logs,
+    ]
+    for value in values:
+        for where, text in enumerate(readable):
+            assert value not in text, (where, value)
+
+
+def test_a_secret_written_once_is_read_by_every_recipe_by_reference(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    value = f"wandb-{time.time_ns()}-VaLuE"
+    stored = api.post(
+        f"/api/v1/clusters/{cluster}/secrets",
+        {"name": "wandb-e2e", "data": {"api-key": value, "user": "team-a"}},
+    )
+    assert stored.status_code == 200, stored.text
+    assert stored.json() == {
+        "secret": "wandb-e2e",
+        "namespace": "default",
+        "keys": ["api-key", "user"],
+    }
+    listed = api.get(f"/api/v1/clusters/{cluster}/secrets")
+    assert listed.status_code == 200, listed.text
+    mine = next(s for s in listed.json()["secrets"] if s["name"] == "wandb-e2e")
+    assert mine == {
+        "name": "wandb-e2e",
+        "type": "Opaque",
+        "keys": ["api-key", "user"],
+        "managed": True,
+    }
+    assert value not in listed.text
+
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(server.kubeconfig()))
+    secret = core.read_namespaced_secret("wandb-e2e", "default")
+    assert base64.b64decode(secret.data["api-key"]).decode() == value  # the one place it lives
+
+    secret_env = {"WANDB_API_KEY": {"secret": "wandb-e2e", "key": "api-key"}}
+    accepted = _submit(api, cluster, _pytorch("with-secret", secret_env=secret_env))
+    obj = _custom_object(server, "HyperPodPyTorchJob", "with-secret")
+    assert _env_refs(obj) == [
+        {
+            "name": "WANDB_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": "wandb-e2e", "key": "api-key"}},
+        }
+    ]
+    verl = {
+        "recipe": "verl",
+        "name": "verl-secret",
+        "instance_group": "gpu",
+        "model": "models/Qwen2.5-0.5B",
+        "train_files": "datasets/gsm8k/train.parquet",
+        "val_files": "datasets/gsm8k/test.parquet",
+        "resources": {"gpus": 1},
+        "secret_env": secret_env,
+    }
+    ray = api.post(_jobs(cluster), verl, params={"dry_run": "true"})
+    assert ray.status_code == 200, ray.text
+    (planned,) = ray.json()["plan"]["objects"]
+    assert len(_env_refs(planned["body"])) == 2  # the head and the workers
+    _wait_job(api, cluster, "with-secret", lambda j: j["status"] == "running")
+    assert api.get(f"{_jobs(cluster)}/with-secret").json()["spec"]["secret_env"] == {
+        "WANDB_API_KEY": {
+            "secret": "wandb-e2e",
+            "key": "api-key",
+            "secrets_manager_arn": None,
+            "json_key": None,
+        }
+    }
+    audited = _until(
+        lambda: [
+            row
+            for row in json.loads(_every_row(api, "/api/v1/audit"))
+            if row["type"] == "SecretStored" and row["payload"].get("secret") == "wandb-e2e"
+        ],
+        timeout=15,
+    )
+    assert audited[-1]["payload"]["keys"] == ["api-key", "user"]
+    assert audited[-1]["payload"]["namespace"] == "default"
+    _nowhere_but_kubernetes(stack, cluster, "with-secret", accepted["operation_id"], [value])
+    api.wait(api.delete(f"{_jobs(cluster)}/with-secret").json()["operation_id"])
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        (
+            {"secret_env": {"WANDB_API_KEY": {"secret": "no-such-secret", "key": "k"}}},
+            "secret_env.WANDB_API_KEY",
+            "the Secret no-such-secret does not exist in namespace default",
+        ),
+        (
+            {"env": {"X": "1"}, "secret_env": {"X": {"secret": "wandb-e2e", "key": "user"}}},
+            "pytorch",
+            "secret_env.X is also in env",
+        ),
+        (
+            {"secret_env": {"K": {"secrets_manager_arn": "arn:aws:s3:::bucket"}}},
+            "pytorch.secret_env.K.secrets_manager_arn",
+            "is not a Secrets Manager secret's ARN",
+        ),
+    ],
+)
+def test_bad_secret_references_are_refused_with_the_field(
+    created_cluster: tuple[RunningStack, str], change: dict[str, Any], field: str, words: str
+) -> None:
+    stack, cluster = created_cluster
+    for params in ({"dry_run": "true"}, {}):
+        answer = stack.client.post(_jobs(cluster), {**_pytorch("bad-ref"), **change}, params=params)
+        assert answer.status_code == 422, answer.text
+        [refused] = answer.json()["error"]["fields"]
+        assert refused["field"] == field and words in refused["message"], refused
+    assert stack.client.get(f"{_jobs(cluster)}/bad-ref").status_code == 404
+
+
+def test_a_bad_secret_request_never_echoes_its_value(
+    created_cluster: tuple[RunningStack, str],
+) -> None:
+    stack, cluster = created_cluster
+    value = "tOo-LaRgE-" + "x" * 70_000
+    for body, field in (
+        ({"name": "big", "data": {"blob": value}}, "data"),
+        ({"name": "Bad_Name", "data": {"k": "tOo-LaRgE-v"}}, "name"),
+        ({"name": "ok", "data": {"a/b": "tOo-LaRgE-v"}}, "data"),
+    ):
+        answer = stack.client.post(f"/api/v1/clusters/{cluster}/secrets", body)
+        assert answer.status_code in (413, 422), answer.text
+        assert "tOo-LaRgE" not in answer.text
+        if answer.status_code == 422:
+            assert answer.json()["error"]["fields"][0]["field"] == field
+
+
+def test_a_secrets_manager_secret_is_copied_into_a_kubernetes_secret(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    manager = aws_client(sim_aws, "secretsmanager")
+    tag = time.time_ns() % 10**9
+    whole = f"sm-whole-{time.time_ns()}-VaLuE"
+    password = f"sm-password-{time.time_ns()}-VaLuE"
+    wandb_arn = manager.create_secret(Name=f"hyperpilot/wandb-{tag}", SecretString=whole)["ARN"]
+    db_arn = manager.create_secret(
+        Name=f"hyperpilot/db-{tag}",
+        SecretString=json.dumps({"username": "trainer", "password": password}),
+    )["ARN"]
+    secret_env = {
+        "WANDB_API_KEY": {"secrets_manager_arn": wandb_arn},
+        "DB_PASSWORD": {"secrets_manager_arn": db_arn, "json_key": "password"},
+    }
+    accepted = _submit(api, cluster, _pytorch("from-sm", secret_env=secret_env))
+    op = api.get(f"/api/v1/operations/{accepted['operation_id']}").json()
+    assert [s["name"] for s in op["stages"]] == ["check", "secrets", "apply"]
+
+    obj = _custom_object(server, "HyperPodPyTorchJob", "from-sm")
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in _env_refs(obj)}
+    assert set(refs) == {"WANDB_API_KEY", "DB_PASSWORD"}
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config_dict(server.kubeconfig()))
+    for name, expected, arn in (
+        ("WANDB_API_KEY", whole, wandb_arn),
+        ("DB_PASSWORD", password, db_arn),
+    ):
+        ref = refs[name]
+        assert ref["name"].startswith("hp-sm-hyperpilot-") and ref["key"] == "value"
+        secret = core.read_namespaced_secret(ref["name"], "default")
+        assert base64.b64decode(secret.data["value"]).decode() == expected
+        assert secret.metadata.annotations["hyperpilot.dev/secrets-manager-arn"] == arn
+        assert secret.metadata.labels["app.kubernetes.io/managed-by"] == "hyperpilot"
+    _wait_job(api, cluster, "from-sm", lambda j: j["status"] == "running")
+    _nowhere_but_kubernetes(stack, cluster, "from-sm", accepted["operation_id"], [whole, password])
+    api.wait(api.delete(f"{_jobs(cluster)}/from-sm").json()["operation_id"])
+
+
+def test_a_missing_secrets_manager_secret_fails_the_submit_naming_it(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hyperpilot/never-made-AbCdEf"
+    spec = _pytorch("sm-missing", secret_env={"WANDB_API_KEY": {"secrets_manager_arn": arn}})
+    answer = api.post(_jobs(cluster), spec)
+    assert answer.status_code == 202, answer.text
+    op = api.wait(answer.json()["operation_id"])
+    assert op["status"] == "failed", op
+    error = op["error"]
+    assert error["stage"] == "secrets" and error["code"] == "SecretNotFound", error
+    assert error["message"].startswith(
+        f"secret_env.WANDB_API_KEY: Secrets Manager has no secret {arn}"
+    )
+    assert error["blocked_stages"] == ["apply"]
+    assert api.get(f"{_jobs(cluster)}/sm-missing").status_code == 404  # nothing was submitted
+    server = _api_server(sim_aws, cluster)
+    assert (
+        server.store.get("hyperpodpytorchjobs.sagemaker.amazonaws.com", "default", "sm-missing")
+        is None
+    )

@@ -23,6 +23,9 @@ NOT_TOOLS = {
     ("PATCH", "/api/v1/clusters/{}/node-recovery"),
     # A secret never passes through an agent's context: the user stores it (UI or CLI).
     ("POST", "/api/v1/clusters/{}/secrets/hf-token"),
+    ("POST", "/api/v1/clusters/{}/secrets"),
+    # The user's Secrets are the user's to write and list (REST); a job names them in secret_env.
+    ("GET", "/api/v1/clusters/{}/secrets"),
     # OpenAI-compatible proxies for HTTP clients; invoke_endpoint sends the same request.
     ("POST", "/api/v1/endpoints/{}/v1/chat/completions"),
     ("POST", "/api/v1/endpoints/{}/v1/completions"),

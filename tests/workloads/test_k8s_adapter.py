@@ -112,6 +112,28 @@ async def test_secret_claim_and_missing_log(kube: WorkloadKube) -> None:
     assert await kube.pod_log("default", "no-such-pod") == ""
 
 
+async def test_secrets_are_listed_by_name_and_keys_only(
+    world: KubeWorld, kube: WorkloadKube
+) -> None:
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:hyperpilot/w-AbCdEf"
+    await kube.put_secret(
+        "default", "hp-sm-w", {"value": "the-value"}, {"hyperpilot.dev/secrets-manager-arn": arn}
+    )
+    await kube.put_secret("default", "wandb", {"api-key": "k1", "user": "u"})
+    await kube.put_secret("default", "wandb", {"api-key": "k2"})  # replaced: "user" is gone
+    stored = world.api_server("wl").store.get("secrets", "default", "hp-sm-w")
+    assert stored["metadata"]["annotations"] == {"hyperpilot.dev/secrets-manager-arn": arn}
+    listed = {s["name"]: s for s in await kube.secret_keys("default")}
+    assert listed["wandb"] == {
+        "name": "wandb",
+        "type": "Opaque",
+        "keys": ["api-key"],
+        "managed": True,
+    }
+    assert listed["hp-sm-w"]["keys"] == ["value"]
+    assert "the-value" not in str(listed) and "k2" not in str(listed)
+
+
 async def _until(check: Any, timeout: float = 20) -> Any:
     deadline = time.monotonic() + timeout
     while not (found := await check()):

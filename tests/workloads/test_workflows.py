@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,16 +21,32 @@ class FakeCluster:
         self.objects: dict[str, dict[str, Any]] = {}
         self.jobs: dict[str, dict[str, Any]] = {}
         self.calls: list[str] = []
+        self.secrets: dict[str, dict[str, str]] = {}
+        self.annotations: dict[str, dict[str, str]] = {}
 
     async def facts(
-        self, cluster: str, api_version: str, kind: str, name: str, group: str | None
+        self,
+        cluster: str,
+        api_version: str,
+        kind: str,
+        name: str,
+        group: str | None,
+        secrets: Sequence[str] = (),
     ) -> ClusterFacts:
         return ClusterFacts(
             groups={"gpu": GroupFacts("gpu", "ml.g5.8xlarge", 2, 1, 1)},
             storage=True,
             kinds=frozenset({"HyperPodPyTorchJob", "RayJob"}),
             existing=self.objects.get(name),
+            missing_secrets=frozenset(s for s in secrets if s not in self.secrets),
         )
+
+    async def put_secret(
+        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+    ) -> None:
+        self.calls.append(f"put secret {name}")
+        self.secrets[name] = dict(data)
+        self.annotations[name] = dict(annotations)
 
     async def apply(self, cluster: str, obj: dict[str, Any]) -> None:
         self.calls.append(f"apply {obj['metadata']['name']}")

@@ -3,6 +3,7 @@ client for it, and the actual state the rules and plans are computed from."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 import asyncpg
@@ -51,9 +52,17 @@ class Kube(Protocol):
         tail: int | None = None,
     ) -> str: ...
 
-    async def put_secret(self, namespace: str, name: str, data: dict[str, str]) -> None: ...
+    async def put_secret(
+        self,
+        namespace: str,
+        name: str,
+        data: dict[str, str],
+        annotations: dict[str, str] | None = None,
+    ) -> None: ...
 
     async def secret_exists(self, namespace: str, name: str) -> bool: ...
+
+    async def secret_keys(self, namespace: str) -> list[KubeObject]: ...
 
 
 class Endpoint(Protocol):
@@ -122,8 +131,16 @@ class Clusters:
         return {r["name"]: r["instance_type"] for r in rows}
 
     async def facts(
-        self, cluster: str, api_version: str, kind: str, name: str, group: str | None
+        self,
+        cluster: str,
+        api_version: str,
+        kind: str,
+        name: str,
+        group: str | None,
+        secrets: Iterable[str] = (),
     ) -> ClusterFacts:
+        """What a job is checked against; `secrets`: the Kubernetes Secrets its secret_env
+        names (those missing from the jobs' namespace are `missing_secrets`)."""
         kube = await self.kube(cluster)
         recorded = await self.groups(cluster)
         nodes = await kube.nodes("sagemaker.amazonaws.com/compute-type=hyperpod")
@@ -169,6 +186,9 @@ class Clusters:
             storage=await kube.claim_exists(NAMESPACE, S3_CLAIM),
             kinds=frozenset(kinds),
             existing=await kube.get(api_version, kind, name, NAMESPACE),
+            missing_secrets=frozenset(
+                [s for s in sorted(set(secrets)) if not await kube.secret_exists(NAMESPACE, s)]
+            ),
         )
 
     async def pods_of(self, kube: Kube, job: str) -> list[KubeObject]:
@@ -179,6 +199,12 @@ class Clusters:
 
     async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool:
         return await (await self.kube(cluster)).delete(api_version, kind, name, NAMESPACE)
+
+    async def put_secret(
+        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+    ) -> None:
+        """Create or replace a Secret in the jobs' namespace."""
+        await (await self.kube(cluster)).put_secret(NAMESPACE, name, data, annotations)
 
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None:
         async with self.pool.acquire() as conn:

@@ -18,6 +18,7 @@ from shared.service import ServiceRuntime
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
 from workload_svc.adapters.sagemaker import TrackingServers
+from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
 from workload_svc.handlers import build_handlers
@@ -44,7 +45,9 @@ def clusters(runtime: ServiceRuntime) -> Clusters:
 def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
     access = clusters(runtime)
     workflows = {
-        SubmitJob.__name__: submit_workflow(access, SubmitJob.kind()),
+        SubmitJob.__name__: submit_workflow(
+            access, SubmitJob.kind(), SecretsManager(runtime.settings.aws_endpoint_url)
+        ),
         DownloadModel.__name__: submit_workflow(access, DownloadModel.kind()),
         CancelJob.__name__: cancel_workflow(access),
         DeleteJob.__name__: delete_workflow(access),

@@ -7,10 +7,13 @@
 - `kube_events`, `pods`, `pod_logs`: diagnostics reads of any namespace: Kubernetes events
   (newest last), pods with their containers' states and restarts, the tail of a container's
   current or previous log (`shared.contracts.diagnostics`);
-- `hf_token`: writes a Hugging Face token to a Kubernetes Secret and answers only its name.
+- `hf_token`: writes a Hugging Face token to a Kubernetes Secret and answers only its name;
+- `store_secret`: writes (creates or replaces) a Kubernetes Secret in the jobs' namespace from
+  a name and key -> value data, and answers its name and keys only;
+- `secrets`: the jobs' namespace's Secrets: names, types and keys, never a value.
 
 Every reply is `{"ok": true, "data": ...}` or `{"ok": false, "error": {code, message, hint}}`.
-Request bodies are never logged (one of them carries a token).
+Request bodies are never logged (`hf_token` and `store_secret` carry secrets).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from shared.contracts.workloads import (
     DeleteJob,
     HfTokenRequest,
     HfTokenStored,
+    SecretStored,
+    StoreSecretRequest,
 )
 from shared.errors import StageError
 from shared.logging import get_logger
@@ -50,6 +55,8 @@ PLAN = query_subject("workload", "plan")
 JOB = query_subject("workload", "job")
 LOGS = query_subject("workload", "logs")
 HF_TOKEN = query_subject("workload", "hf_token")
+STORE_SECRET = query_subject("workload", "store_secret")
+SECRETS = query_subject("workload", "secrets")
 TRACKING_SERVER = query_subject("workload", "tracking_server")
 KUBE_EVENTS = query_subject("workload", "kube_events")
 PODS = query_subject("workload", "pods")
@@ -89,7 +96,7 @@ def _require_previous(pod: dict[str, Any], container: str | None, what: str) -> 
 
 class Responder(QueryResponder):
     SERVICE = "workload-svc"
-    QUIET = True  # a request may carry a token (hf_token)
+    QUIET = True  # a request may carry a secret (hf_token, store_secret)
 
     def __init__(
         self, nc: NATS, pool: asyncpg.Pool, clusters: Clusters, servers: TrackingServerApi
@@ -104,6 +111,8 @@ class Responder(QueryResponder):
                 JOB: self.job,
                 LOGS: self.logs,
                 HF_TOKEN: self.hf_token,
+                STORE_SECRET: self.store_secret,
+                SECRETS: self.secrets,
                 TRACKING_SERVER: self.tracking_server,
                 KUBE_EVENTS: self.kube_events,
                 PODS: self.pods,
@@ -342,6 +351,34 @@ class Responder(QueryResponder):
             )
         return {"secret": body.secret, "namespace": NAMESPACE, "key": "token"}
 
+    async def store_secret(self, request: dict[str, Any]) -> Any:
+        cluster = _name(request, "cluster")
+        body = StoreSecretRequest.model_validate(_only(request, ("name", "data")))
+        kube = await self.clusters.kube(cluster)
+        await kube.put_secret(NAMESPACE, body.name, dict(body.data))
+        keys = sorted(body.data)
+        async with self.pool.acquire() as conn, conn.transaction():
+            await append_event(
+                conn,
+                operation_id=None,
+                domain="workload",
+                event=SecretStored(
+                    cluster=cluster, secret=body.name, namespace=NAMESPACE, keys=keys
+                ),
+                principal=str(request.get("principal") or "system"),
+                source=str(request.get("source") or "rest"),
+            )
+        return {"secret": body.name, "namespace": NAMESPACE, "keys": keys}
+
+    async def secrets(self, request: dict[str, Any]) -> Any:
+        cluster = _name(request, "cluster")
+        kube = await self.clusters.kube(cluster, any_status=True)
+        return {
+            "cluster": cluster,
+            "namespace": NAMESPACE,
+            "secrets": await kube.secret_keys(NAMESPACE),
+        }
+
     async def tracking_server(self, request: dict[str, Any]) -> Any:
         name = request.get("name")
         if not isinstance(name, str) or not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$", name):
@@ -366,4 +403,15 @@ class Responder(QueryResponder):
         }
 
 
-__all__ = ["HF_TOKEN", "JOB", "KUBE_EVENTS", "LOGS", "PLAN", "PODS", "POD_LOGS", "Responder"]
+__all__ = [
+    "HF_TOKEN",
+    "JOB",
+    "KUBE_EVENTS",
+    "LOGS",
+    "PLAN",
+    "PODS",
+    "POD_LOGS",
+    "SECRETS",
+    "STORE_SECRET",
+    "Responder",
+]

@@ -1,5 +1,6 @@
 """Training jobs on a cluster: submit a recipe, list, describe, cancel, delete, events, logs;
-model downloads; the Hugging Face token Secret.
+model downloads; the Secrets jobs name (the Hugging Face token's, and any other: write-only,
+answered and recorded by name and keys alone).
 
 Mutations are operations (202) carried out by workload-svc; `?dry_run=true` answers the plan
 (the custom resource that would be created) computed from the cluster's actual state by the
@@ -34,6 +35,7 @@ from shared.contracts.workloads import (
     HfTokenRequest,
     JobSpec,
     ModelDownloadSpec,
+    StoreSecretRequest,
     SubmitJob,
     TrackingServerSpec,
 )
@@ -352,6 +354,57 @@ async def store_hf_token(
                 "principal": principal.name,
                 "source": source,
             },
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    return answer
+
+
+@router.post(
+    "/clusters/{name}/secrets",
+    summary="Write (create or replace) a Kubernetes Secret in the jobs' namespace; answers only"
+    " its name and keys, never a value (a job names it in secret_env)",
+)
+async def store_secret(
+    name: ClusterNamePath,
+    body: StoreSecretRequest,
+    request: Request,
+    pool: Pool,
+    principal: Operator,
+    source: Source,
+) -> dict[str, Any]:
+    await _cluster(pool, name)
+    try:
+        # Request/reply only, as for the token: the values are neither stored, queued durably
+        # nor logged; the event names the Secret and its keys.
+        answer: dict[str, Any] = await query(
+            request.app.state.bus,
+            "workload",
+            "store_secret",
+            {
+                "cluster": name,
+                "name": body.name,
+                "data": dict(body.data),
+                "principal": principal.name,
+                "source": source,
+            },
+        )
+    except ApiError as exc:
+        raise _refusal(exc) from exc
+    return answer
+
+
+@router.get(
+    "/clusters/{name}/secrets",
+    summary="The Secrets of the jobs' namespace: names, types and keys (never a value)",
+)
+async def list_secrets(
+    name: ClusterNamePath, request: Request, pool: Pool, _: Viewer
+) -> dict[str, Any]:
+    await _cluster(pool, name)
+    try:
+        answer: dict[str, Any] = await query(
+            request.app.state.bus, "workload", "secrets", {"cluster": name}
         )
     except ApiError as exc:
         raise _refusal(exc) from exc

@@ -174,7 +174,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                     "The job, by recipe: pytorch (script), llama-factory, ms-swift (SFT/LoRA"
                     " of a model in the shared bucket) or verl (RL as a RayJob); name,"
                     " instance_group, replicas, resources.gpus. Paths are in the shared bucket,"
-                    " mounted at /s3."
+                    " mounted at /s3. Credentials go in secret_env by reference (a Kubernetes"
+                    " Secret and key the user wrote, or a Secrets Manager ARN), never in env."
                 )
             ),
         ],

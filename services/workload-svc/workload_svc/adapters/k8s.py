@@ -124,17 +124,27 @@ class WorkloadKube(ClusterKube):
         what = f"{'previous ' if previous else ''}logs {namespace}/{pod}"
         return await self._run(what, call)
 
-    async def put_secret(self, namespace: str, name: str, data: dict[str, str]) -> None:
-        """Create or replace an Opaque Secret (values are not echoed in any error)."""
+    async def put_secret(
+        self,
+        namespace: str,
+        name: str,
+        data: dict[str, str],
+        annotations: dict[str, str] | None = None,
+    ) -> None:
+        """Create or replace an Opaque Secret holding exactly `data` (values are not echoed in
+        any error)."""
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "hyperpilot"},
+        }
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Secret",
             "type": "Opaque",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {"app.kubernetes.io/managed-by": "hyperpilot"},
-            },
+            "metadata": metadata,
             "stringData": data,
         }
 
@@ -172,6 +182,28 @@ class WorkloadKube(ClusterKube):
             return True
 
         return await self._run(f"get secret {namespace}/{name}", call)
+
+    async def secret_keys(self, namespace: str) -> list[KubeObject]:
+        """The namespace's Secrets as name, type, keys and whether Hyperpilot wrote them: the
+        values are dropped here, as they are read."""
+
+        def call() -> list[KubeObject]:
+            found = self.core.list_namespaced_secret(namespace)
+            out: list[KubeObject] = []
+            for item in found.items:
+                meta = item.metadata
+                labels = (meta.labels if meta else None) or {}
+                out.append(
+                    {
+                        "name": meta.name if meta else None,
+                        "type": item.type,
+                        "keys": sorted({*(item.data or {}), *(item.string_data or {})}),
+                        "managed": labels.get("app.kubernetes.io/managed-by") == "hyperpilot",
+                    }
+                )
+            return sorted(out, key=lambda s: str(s["name"]))
+
+        return await self._run(f"list secrets in {namespace}", call)
 
 
 class KubeClients(_KubeClients[WorkloadKube]):

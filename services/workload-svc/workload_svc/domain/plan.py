@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
-from shared.contracts.workloads import S3_CLAIM, JobBase, ModelDownloadSpec
+from shared.contracts.workloads import NAMESPACE, S3_CLAIM, JobBase, ModelDownloadSpec
 from shared.errors import PermanentError
 from workload_svc.domain.render import (
     HPJ_KIND,
@@ -20,6 +20,7 @@ from workload_svc.domain.render import (
     nproc,
     render,
 )
+from workload_svc.domain.secret_refs import SYNCED_KEY, kube_secrets, synced
 
 KubeObject = dict[str, Any]
 
@@ -43,6 +44,8 @@ class ClusterFacts:
     kinds: frozenset[str]  # custom kinds the API server serves
     existing: KubeObject | None = None  # the object of the same name, if any
     notes: list[str] = field(default_factory=list)
+    # the Kubernetes Secrets the spec's secret_env names that the jobs' namespace lacks
+    missing_secrets: frozenset[str] = frozenset()
 
 
 def violation(field_name: str, message: str, hint: str) -> PermanentError:
@@ -177,6 +180,20 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
     notes += check_placement(
         spec.instance_group, spec.resources.gpus, spec.resources.efa, spec.replicas, facts
     )
+    for secret, env in kube_secrets(spec).items():
+        if secret in facts.missing_secrets:
+            raise violation(
+                f"secret_env.{env}",
+                f"the Secret {secret} does not exist in namespace {NAMESPACE}",
+                "write it first (POST /api/v1/clusters/{name}/secrets"
+                ' {"name": "' + secret + '", "data": {"<key>": "<value>"}}), or reference a'
+                " Secrets Manager secret by its ARN (secrets_manager_arn)",
+            )
+    for item in synced(spec):
+        notes.append(
+            f"secret_env.{item.env}: Secrets Manager secret {item.arn} is copied into the Secret"
+            f" {item.secret} (key {SYNCED_KEY}) before the job is applied"
+        )
     gpus = spec.resources.gpus
     if spec.nproc_per_node is not None and gpus and spec.nproc_per_node > gpus:
         raise violation(

@@ -3,6 +3,7 @@
 PyTorch, LLaMA-Factory and MS-Swift render to a HyperPodPyTorchJob; VERL to a RayJob whose
 head serves the Ray dashboard (port 8265). Every pod mounts the shared bucket's claim at /s3,
 is placed on its instance group by HyperPod's node label and tolerates nothing it does not need.
+A job's `secret_env` renders to `valueFrom.secretKeyRef` on every container (`secret_refs`).
 A model download renders to a batch/v1 Job whose token comes from a Secret by reference and
 which writes to the bucket only as Mountpoint for S3 allows (`download_program`).
 """
@@ -25,6 +26,7 @@ from shared.contracts.workloads import (
     VerlRecipe,
 )
 from workload_svc.domain.download_program import PROGRAM as DOWNLOAD_PROGRAM
+from workload_svc.domain.secret_refs import key_ref
 
 KubeObject = dict[str, Any]
 
@@ -82,7 +84,11 @@ def _resources(spec: JobBase) -> KubeObject:
 
 
 def _env(spec: JobBase) -> list[KubeObject]:
-    env = [{"name": k, "value": v} for k, v in sorted(spec.env.items())]
+    env: list[KubeObject] = [{"name": k, "value": v} for k, v in sorted(spec.env.items())]
+    # secret_env by reference: the pod reads the value from the Secret, the spec never holds it.
+    for name, ref in sorted(spec.secret_env.items()):
+        secret, key = key_ref(ref)
+        env.append({"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
     env.append({"name": "HYPERPILOT_JOB", "value": spec.name})
     env.append({"name": "SHARED_DATA", "value": MOUNT_PATH})
     if spec.mlflow_tracking_uri:

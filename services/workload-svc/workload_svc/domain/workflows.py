@@ -2,11 +2,17 @@
 
 Each mutation first reads actual state and decides with the same pure function the dry run
 uses; where requested already equals actual, the stage ends `noop` with no call made.
+
+A submit runs check -> secrets -> apply: `secrets` copies each Secrets Manager secret the job's
+`secret_env` names into its Kubernetes Secret (`secret_refs`) before the custom resource that
+reads it is applied. The value goes from Secrets Manager to the Kubernetes API and nowhere else:
+the stage's outputs name the Secret and the ARN only.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import asyncpg
@@ -24,10 +30,18 @@ from shared.contracts.workloads import (
     JobSubmitted,
     SubmitJob,
 )
-from shared.errors import PermanentError
+from shared.errors import PermanentError, StageError
 from shared.stages import Done, Outcome, Stage, StageContext, Workflow
 from workload_svc.domain.plan import ClusterFacts, plan_download, plan_submit
 from workload_svc.domain.render import Rendered, download_job, render
+from workload_svc.domain.secret_refs import (
+    ARN_ANNOTATION,
+    JSON_KEY_ANNOTATION,
+    SYNCED_KEY,
+    kube_secrets,
+    pick,
+    synced,
+)
 
 KubeObject = dict[str, Any]
 CANCEL_KINDS = ("HyperPodPyTorchJob", "RayJob", "Job")
@@ -37,14 +51,30 @@ class Workloads(Protocol):
     """What the workflows ask of a cluster (access.Clusters + its Kubernetes clients)."""
 
     async def facts(
-        self, cluster: str, api_version: str, kind: str, name: str, group: str | None
+        self,
+        cluster: str,
+        api_version: str,
+        kind: str,
+        name: str,
+        group: str | None,
+        secrets: Sequence[str] = (),
     ) -> ClusterFacts: ...
 
     async def apply(self, cluster: str, obj: KubeObject) -> None: ...
 
+    async def put_secret(
+        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+    ) -> None: ...
+
     async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool: ...
 
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None: ...
+
+
+class SecretValues(Protocol):
+    """Secrets Manager (adapters.secretsmanager): a secret's current string by its ARN."""
+
+    async def value(self, arn: str) -> str: ...
 
 
 def rendered_of(command: dict[str, Any]) -> tuple[str, Rendered, Any]:
@@ -59,18 +89,60 @@ def rendered_of(command: dict[str, Any]) -> tuple[str, Rendered, Any]:
 async def plan_of(workloads: Workloads, command: dict[str, Any]) -> Plan:
     recipe, rendered, spec = rendered_of(command)
     cluster = command["cluster"]
-    facts = await workloads.facts(
-        cluster, rendered.api_version, rendered.kind, spec.name, spec.instance_group
-    )
     if recipe == "model-download":
+        facts = await workloads.facts(
+            cluster, rendered.api_version, rendered.kind, spec.name, spec.instance_group
+        )
         return plan_download(cluster, spec, facts)
+    facts = await workloads.facts(
+        cluster,
+        rendered.api_version,
+        rendered.kind,
+        spec.name,
+        spec.instance_group,
+        secrets=sorted(kube_secrets(spec)),
+    )
     return plan_submit(cluster, spec, facts)
 
 
-def submit_workflow(workloads: Workloads, kind: str) -> Workflow:
+def submit_workflow(
+    workloads: Workloads, kind: str, secret_values: SecretValues | None = None
+) -> Workflow:
     async def check(ctx: StageContext) -> Done:
         plan = await plan_of(workloads, ctx.command)
         return Done({"plan": plan.model_dump(mode="json")}, noop=plan.noop)
+
+    async def sync_secrets(ctx: StageContext) -> Done:
+        """Secrets Manager -> Kubernetes Secret, for every ARN in secret_env. Runs again on a
+        retry (the value may have been fixed or rotated since): a write replaces the Secret."""
+        plan = Plan.model_validate(ctx.output("check", "plan"))
+        _, _, spec = rendered_of(ctx.command)
+        wanted = [] if plan.noop else synced(spec)
+        if not wanted:
+            return Done({"secrets": []}, noop=True)
+        if secret_values is None:
+            raise PermanentError(
+                "SecretsManagerUnavailable",
+                f"secret_env.{wanted[0].env}: this workload-svc reads no Secrets Manager",
+                "reference a Kubernetes Secret instead (secret and key)",
+            )
+        written = []
+        for item in wanted:
+            try:
+                value = pick(await secret_values.value(item.arn), item)
+            except StageError as exc:
+                # The same kind of error (a temporary one is retried), naming the variable.
+                raise type(exc)(
+                    exc.code, f"secret_env.{item.env}: {exc.message}", exc.hint
+                ) from None
+            annotations = {ARN_ANNOTATION: item.arn}
+            if item.json_key is not None:
+                annotations[JSON_KEY_ANNOTATION] = item.json_key
+            await workloads.put_secret(
+                ctx.command["cluster"], item.secret, {SYNCED_KEY: value}, annotations
+            )
+            written.append({"env": item.env, "secret": item.secret, "arn": item.arn})
+        return Done({"secrets": written})
 
     async def apply(ctx: StageContext) -> Done:
         plan = Plan.model_validate(ctx.output("check", "plan"))
@@ -132,13 +204,22 @@ def submit_workflow(workloads: Workloads, kind: str) -> Workflow:
         )
         return []
 
+    stages = [Stage("check", "Check the job against the cluster's actual state", check)]
+    if kind != DownloadModel.kind():  # a model download's token is a Secret it names
+        stages.append(
+            Stage(
+                "secrets",
+                "Copy the job's Secrets Manager secrets into Kubernetes Secrets",
+                sync_secrets,
+                needs=("check",),
+            )
+        )
+    needs = tuple(stage.name for stage in stages)
+    stages.append(Stage("apply", "Create the job's custom resource", apply, needs=needs))
     return Workflow(
         kind=kind,
         domain="workload",
-        stages=(
-            Stage("check", "Check the job against the cluster's actual state", check),
-            Stage("apply", "Create the job's custom resource", apply, needs=("check",)),
-        ),
+        stages=tuple(stages),
         on_start=on_start,
         on_finish=on_finish,
     )
@@ -225,6 +306,7 @@ def delete_workflow(workloads: Workloads) -> Workflow:
 
 __all__ = [
     "CANCEL_KINDS",
+    "SecretValues",
     "Workloads",
     "cancel_workflow",
     "delete_workflow",
