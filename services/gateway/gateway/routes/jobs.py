@@ -272,7 +272,7 @@ async def download_logs(
     request: Request,
     pool: Pool,
     _: Viewer,
-    from_: Annotated[int, Query(alias="from", ge=0)] = 0,
+    from_: Annotated[NonNegativeBigint, Query(alias="from")] = 0,
     previous: Annotated[
         bool, Query(description="The log of the pod's container before its last restart")
     ] = False,
