@@ -16,6 +16,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from mcp import Client, StdioServerParameters
 
+from mcp_svc.registry import ERROR_META
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from tests.e2e.conftest import RunningStack, unique
@@ -50,12 +51,16 @@ async def ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, 
 
 
 async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tool error: `isError`, the error in the text, no structured content (which would not
+    match the tool's output schema); the error body is in `_meta` for programs."""
     result = await client.call_tool(tool, arguments)
     assert result.is_error, f"{tool} was expected to fail"
-    data = result.structured_content
-    assert isinstance(data, dict) and "error" in data, data
-    error: dict[str, Any] = data["error"]
-    assert error["message"] in result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is None, result.structured_content
+    assert result.meta is not None and ERROR_META in result.meta, result.meta
+    error: dict[str, Any] = result.meta[ERROR_META]["error"]
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith(error["code"]) and error["message"] in text
+    assert not error.get("hint") or f"hint: {error['hint']}" in text
     return error
 
 
@@ -63,7 +68,7 @@ async def until_terminal(client: Client, operation_id: str, timeout: float = 240
     """Poll the status tool the way the playbooks do: no sleep, the tool waits."""
     deadline = time.monotonic() + timeout
     while True:
-        op = await ok(client, "get_operation", {"operation_id": operation_id, "wait_seconds": 60})
+        op = await ok(client, "get_operation", {"operation_id": operation_id, "wait_seconds": 45})
         if op["terminal"]:
             return op
         assert op["next_step"].startswith("get_operation(")
@@ -122,7 +127,7 @@ async def playbook_cluster(
         polls = 0
         while True:
             op = await agent.ok(
-                "get_operation", {"operation_id": started["operation_id"], "wait_seconds": 60}
+                "get_operation", {"operation_id": started["operation_id"], "wait_seconds": 45}
             )
             polls += 1
             if op["terminal"]:
@@ -353,12 +358,18 @@ async def test_the_diagnostics_tools_read_a_crash_looping_pod(
                 "get_pod_logs",
                 {"cluster": name, "namespace": "default", "pod": "no-such-pod"},
             )
-            assert missing["code"] == "not_found" and "pods?namespace=default" in missing["hint"]
+            # The hint names the tool that lists the pods, not the REST route.
+            assert missing["code"] == "not_found"
+            assert f"list_pods(cluster='{name}', namespace='default')" in missing["hint"]
+            assert "/api/v1" not in missing["hint"]
             rest = api.get(f"/api/v1/clusters/{name}/pods", params={"selector": "app in ("})
             assert rest.status_code == 422, rest.text
             error = await refused(client, "list_pods", {"cluster": name, "selector": "app in ("})
-            assert error["message"] == rest.json()["error"]["message"]
-            assert error["fields"][0]["field"] == "query.selector"
+            # REST's `query.selector` is the tool's argument `selector`.
+            expected = rest.json()["error"]
+            assert expected["fields"][0]["field"] == "query.selector"
+            assert error["message"] == expected["message"].replace("query.selector: ", "selector: ")
+            assert error["fields"][0]["field"] == "selector"
     finally:
         core.delete_namespaced_pod("mcp-looper", "default", grace_period_seconds=0)
 

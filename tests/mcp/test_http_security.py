@@ -189,9 +189,31 @@ def test_without_the_token_a_request_is_401(exposed: Served) -> None:
     ):
         answer = post_initialize(exposed, **headers)
         assert answer.status_code == 401, headers
+        # A bare challenge: no resource_metadata, which would send an MCP client looking for an
+        # OAuth authorization server this server does not have.
         assert answer.headers["WWW-Authenticate"] == "Bearer"
-        assert answer.json()["error"]["code"] == "unauthorized"
+        error = answer.json()["error"]
+        assert error["code"] == "unauthorized"
+        assert error["hint"].startswith("set the MCP HTTP token: Authorization: Bearer <token>")
         assert TOKEN not in answer.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ],
+)
+def test_oauth_discovery_finds_nothing_and_is_told_what_to_send(exposed: Served, path: str) -> None:
+    with httpx.Client(timeout=10) as http:
+        answer = http.get(f"http://127.0.0.1:{exposed.port}{path}")
+    assert answer.status_code == 404, answer.text
+    error = answer.json()["error"]
+    assert "static bearer token" in error["message"]
+    assert error["hint"].startswith("set the MCP HTTP token: Authorization: Bearer <token>")
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])

@@ -3,7 +3,8 @@
     python -m mcp_svc [--transport stdio|streamable-http] [--host H] [--port 8765] [--allow-write]
 
 Environment: MCP_GATEWAY_URL, MCP_GATEWAY_TOKEN, MCP_ALLOW_WRITE (default false), and
-MCP_TRANSPORT / MCP_HOST / MCP_PORT as defaults of the flags. Streamable HTTP: the bearer token
+MCP_TRANSPORT / MCP_HOST / MCP_PORT as defaults of the flags; a value holding an unexpanded
+`${...}` (an agent config's placeholder its client did not substitute) stops the start. Streamable HTTP: the bearer token
 clients send, MCP_HTTP_TOKEN_FILE (a file, e.g. a secret mount) or MCP_HTTP_TOKEN (required
 unless bound to loopback), and the allow-lists MCP_HTTP_ALLOWED_HOSTS / MCP_HTTP_ALLOWED_ORIGINS.
 """
@@ -16,7 +17,7 @@ import sys
 
 import anyio
 
-from mcp_svc.config import McpConfigError, McpSettings, require_http_token
+from mcp_svc.config import McpConfigError, load_settings, require_http_token
 from mcp_svc.server import build_server
 
 
@@ -45,11 +46,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    settings = McpSettings()
-    flags = {"transport": args.transport, "host": args.host, "port": args.port}
-    if args.allow_write:
-        flags["allow_write"] = True
-    settings = settings.model_copy(update={k: v for k, v in flags.items() if v is not None})
+    # First of all: a setting it cannot start with (an unexpanded `${...}`, a bad port) stops it
+    # here, naming the setting, before a tool call could fail far from the cause.
+    settings = load_settings(
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        allow_write=True if args.allow_write else None,
+    )
     log = logging.getLogger("mcp_svc")
     if settings.transport == "streamable-http":
         # Before anything else: beyond loopback, no token means no server.

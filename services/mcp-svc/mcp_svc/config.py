@@ -3,21 +3,76 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 TOKEN_SETTINGS = "MCP_HTTP_TOKEN_FILE (preferred: a file holding the token) or MCP_HTTP_TOKEN"
+ENV_PREFIX = "MCP_"
+# `${NAME}` (and `${env:NAME}`, `${input:x}`): what an agent config writes for a value its client
+# should substitute. A client that does not substitute (or a variable it does not have) passes the
+# text through as written.
+PLACEHOLDER = re.compile(r"\$\{[^}]*\}?")
+# Read from the environment outside McpSettings.
+OTHER_SETTINGS = ("MCP_SKILLS_DIR",)
+# The settings a command-line flag also sets.
+FLAGS = {
+    "transport": "--transport",
+    "host": "--host",
+    "port": "--port",
+    "allow_write": "--allow-write",
+}
 
 
 class McpConfigError(ValueError):
     """A setting the server cannot start with; the message names the setting."""
 
 
+def setting_name(field: str) -> str:
+    """`gateway_url` -> `MCP_GATEWAY_URL`, with its flag when one sets it too."""
+    name = f"{ENV_PREFIX}{field.upper()}"
+    return f"{name} (or {FLAGS[field]})" if field in FLAGS else name
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, list | tuple):
+        return ",".join(_text(v) for v in value)
+    return value if isinstance(value, str) else str(value) if isinstance(value, Path) else ""
+
+
+def unexpanded(values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The settings (by name) whose value holds an unexpanded `${...}`, with the placeholders
+    found (never the rest of the value: it may be a secret)."""
+    found = {}
+    for name, value in values.items():
+        placeholders = PLACEHOLDER.findall(_text(value))
+        if placeholders:
+            found[name] = list(dict.fromkeys(placeholders))
+    return found
+
+
+def placeholder_error(found: Mapping[str, list[str]]) -> McpConfigError:
+    names = "; ".join(f"{name} holds {' '.join(held)}" for name, held in found.items())
+    first = next(iter(found)).split(" ")[0]
+    return McpConfigError(
+        f"refusing to start: {names}: "
+        + ("an unexpanded placeholder" if len(found) == 1 else "unexpanded placeholders")
+        + " (the client that launched the server passed the text through as written, or the "
+        "variable is not set where it runs). Set the value itself (e.g. "
+        f"{first}=<value> in the MCP config's env), or set the variable where the client "
+        "expands ${...}"
+    )
+
+
 class McpSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MCP_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="ignore")
 
     gateway_url: str = Field(
         "http://127.0.0.1:3099", description="Base URL of the gateway's REST API"
@@ -59,6 +114,18 @@ class McpSettings(BaseSettings):
         30.0, gt=0, description="Timeout of one REST call (a long poll adds its wait to it)"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _expanded(cls, data: Any) -> Any:
+        # Before any field is parsed: `${MCP_PORT}` is not "a bad port", and a placeholder URL
+        # would only fail at the first tool call, far from its cause.
+        if isinstance(data, dict):
+            fields = {k: v for k, v in data.items() if k in cls.model_fields}
+            found = unexpanded({setting_name(k): v for k, v in fields.items()})
+            if found:
+                raise placeholder_error(found)
+        return data
+
     @field_validator("http_allowed_hosts", "http_allowed_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
@@ -88,6 +155,41 @@ class McpSettings(BaseSettings):
         if not token:
             raise McpConfigError(f"MCP_HTTP_TOKEN_FILE={self.http_token_file} is empty")
         return _checked(token, f"MCP_HTTP_TOKEN_FILE={self.http_token_file}")
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **flags: Any) -> McpSettings:
+    """The settings the server starts with: the environment (and `.env`), then the flags given
+    (None: not given). A value it cannot start with is a `McpConfigError` naming the setting;
+    every setting is checked for an unexpanded `${...}`, also one read elsewhere
+    (MCP_SKILLS_DIR)."""
+    environ = os.environ if environ is None else environ
+    known = {f"{ENV_PREFIX}{f.upper()}" for f in McpSettings.model_fields} | set(OTHER_SETTINGS)
+    found = unexpanded(
+        {
+            setting_name(k[len(ENV_PREFIX) :].lower()) if k.upper() not in OTHER_SETTINGS else k: v
+            for k, v in environ.items()
+            if k.upper() in known
+        }
+    )
+    if found:
+        raise placeholder_error(found)
+    try:
+        return McpSettings(**{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        raise McpConfigError(settings_problem(exc)) from None
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A settings validation error as one line per setting, named as it is set."""
+    problems = []
+    for error in exc.errors():
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = [str(part) for part in error.get("loc", ())]
+        if loc and loc[0] in McpSettings.model_fields:
+            problems.append(f"{setting_name(loc[0])}: {message}")
+        else:
+            problems.append(message)
+    return "; ".join(problems)
 
 
 def _checked(token: str, setting: str) -> str:

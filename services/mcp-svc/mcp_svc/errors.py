@@ -2,8 +2,10 @@
 
 The gateway answers every failure as
 `{"error": {"code", "message", "hint", "fields": [{"field", "rule", "message", "hint"}]}}`.
-A tool failure carries that body unchanged (as the result's structured content) and renders it
-as text: the REST message first, then the hint and each field with its rule and hint.
+A tool failure keeps that body, reworded in the tool's terms (its argument names, tool names for
+routes; see `mcp_svc.terms`), and renders it as text: the code and message first, then the hint
+and each field with its rule and hint. The text is what a client shows: a result with `isError`
+carries no structured content (see `mcp_svc.registry.failure`).
 Arguments rejected before any request is sent (the tool parameters are the same pydantic models
 as the REST bodies) are turned into the same shape with the same wording as the gateway's.
 """
@@ -43,6 +45,10 @@ class ToolFailure(ToolError):
         if self.status is not None:
             body["status"] = self.status
         return body
+
+    def reworded(self, error: dict[str, Any]) -> ToolFailure:
+        """The same failure (and status) with the error body given."""
+        return ToolFailure(error, self.status)
 
 
 class UnknownArguments(ToolFailure):

@@ -3,7 +3,14 @@
 The tools act with the MCP service's gateway token, so whoever reaches the HTTP endpoint acts
 with that token's role. With a token configured (MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN; required
 unless the server is bound to loopback), a request must carry `Authorization: Bearer <token>` or
-is answered 401 in the REST error shape; stdio needs none (the client launched the process).
+is answered 401 in the REST error shape, saying which header to set; stdio needs none (the
+client launched the process).
+
+The token is a static one, not OAuth: the 401's challenge is a bare `WWW-Authenticate: Bearer`
+(RFC 7235 section 3.1 wants one), with no `resource_metadata` (RFC 9728) pointing an MCP client
+at an authorization server, and the OAuth discovery documents (`/.well-known/oauth-*`) answer
+404 saying the same, so a client that starts the MCP authorization flow on a 401 learns at once
+that there is none and what to send instead.
 """
 
 from __future__ import annotations
@@ -34,6 +41,45 @@ def _digest(value: bytes) -> bytes:
     return hashlib.sha256(value).digest()
 
 
+UNAUTHORIZED_HINT = (
+    "set the MCP HTTP token: Authorization: Bearer <token> (the value of the server's "
+    "MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN); this server does not use OAuth"
+)
+OAUTH_DISCOVERY = (
+    b"/.well-known/oauth-protected-resource",
+    b"/.well-known/oauth-authorization-server",
+    b"/.well-known/openid-configuration",
+)
+
+
+def unauthorized() -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": {
+                "code": "unauthorized",
+                "message": "this MCP endpoint needs its bearer token",
+                "hint": UNAUTHORIZED_HINT,
+            }
+        },
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def no_oauth() -> JSONResponse:
+    return JSONResponse(
+        {
+            "error": {
+                "code": "not_found",
+                "message": "this MCP server has no OAuth authorization server or protected "
+                "resource metadata: it takes a static bearer token",
+                "hint": UNAUTHORIZED_HINT,
+            }
+        },
+        status_code=404,
+    )
+
+
 class BearerAuth:
     def __init__(self, app: ASGIApp, token: str) -> None:
         if not token:
@@ -48,19 +94,9 @@ class BearerAuth:
             await send({"type": "websocket.close", "code": 1008})  # nothing is served over one
             return
         if scope["type"] == "http" and not self.accepts(scope):
-            response = JSONResponse(
-                {
-                    "error": {
-                        "code": "unauthorized",
-                        "message": "this MCP endpoint needs its bearer token",
-                        "hint": "send Authorization: Bearer <token> (the server's "
-                        "MCP_HTTP_TOKEN_FILE or MCP_HTTP_TOKEN)",
-                    }
-                },
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-            await response(scope, receive, send)
+            path = str(scope.get("path", "")).encode()
+            discovery = path.startswith(OAUTH_DISCOVERY)
+            await (no_oauth() if discovery else unauthorized())(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

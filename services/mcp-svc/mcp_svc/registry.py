@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -27,8 +28,12 @@ from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_v
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.http_guard import HostOriginGuard, transport_security
 from mcp_svc.results import COMPLETION, STATUS_TOOL
+from mcp_svc.terms import Route, Vocabulary
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Where a failed call's error body is, for programs (the text content carries the same for a
+# reader); `structuredContent` is left out of every error result.
+ERROR_META = "hyperpilot/error"
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,16 @@ class HyperpilotServer(MCPServer):
         self.http_allowed_hosts: list[str] = []
         self.http_allowed_origins: list[str] = []
         self.skills: list[Any] = []
+        self._vocabulary: Vocabulary | None = None
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The catalog's routes, to word REST errors in the tools' terms."""
+        if self._vocabulary is None or len(self._vocabulary.routes) != len(self.catalog):
+            self._vocabulary = Vocabulary(
+                Route.of(i.name, i.rest, i.parameters) for i in self.catalog.values()
+            )
+        return self._vocabulary
 
     def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
         """Register a read-only tool; its docstring is its description."""
@@ -101,7 +116,9 @@ class HyperpilotServer(MCPServer):
                 description = f"{description}\n\n{COMPLETION}"
             elif mutating:
                 description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
-            parameters = tuple(inspect.signature(fn).parameters)
+            # The arguments a caller passes (the MCP context, injected by the SDK, is none).
+            context = find_context_parameter(fn)
+            parameters = tuple(p for p in inspect.signature(fn).parameters if p != context)
             self.catalog[name] = ToolInfo(
                 name,
                 area,
@@ -172,11 +189,19 @@ class HyperpilotServer(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ToolFailure):
-                return failure(cause)
+                return failure(self.in_tool_terms(cause, info))
             if isinstance(cause, ValidationError):
-                return failure(from_validation(cause, info.body_param if info else None))
+                local = from_validation(cause, info.body_param if info else None)
+                return failure(self.in_tool_terms(local, info))
             raise
         return with_summary(result)
+
+    def in_tool_terms(self, exc: ToolFailure, info: ToolInfo | None) -> ToolFailure:
+        """A failure worded for the tool's caller: the tool's argument names for REST fields,
+        tool calls for the REST routes its hints name."""
+        if info is None:
+            return exc
+        return exc.reworded(self.vocabulary.error(info.name, exc.error, info.body_param))
 
 
 def paragraphs(text: str) -> str:
@@ -185,11 +210,19 @@ def paragraphs(text: str) -> str:
 
 
 def failure(exc: ToolFailure) -> CallToolResult:
-    """A tool error: the REST error body as structured content, its rendering as text."""
+    """A tool error: `isError` with the error rendered as text (code, message, hint, and each
+    field with its rule and hint), the error body in `_meta["hyperpilot/error"]`.
+
+    No structured content: the MCP specification (2025-06-18, Server > Tools > Output Schema)
+    says "If an output schema is provided: Servers MUST provide structured results that conform
+    to this schema", and every tool declares one for its result, which an error body is not. A
+    client that validates (the TypeScript SDK does) would throw -32602 "Structured content does
+    not match the tool's output schema" instead of showing the error. This is also the shape the
+    SDK itself gives an exception a tool raises: text only, `isError` true."""
     return CallToolResult(
         content=[TextContent(type="text", text=str(exc))],
-        structured_content=exc.body(),
         is_error=True,
+        meta={ERROR_META: exc.body()},
     )
 
 

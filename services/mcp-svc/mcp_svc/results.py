@@ -14,8 +14,12 @@ from shared.boundary import api_path
 
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
 STATUS_TOOL: Literal["get_operation"] = "get_operation"
+# The longest one get_operation call waits: under the 60 s a client commonly allows a request
+# (the TypeScript SDK's default), with room for the answer.
+MAX_WAIT_SECONDS = 45
 COMPLETION = (
-    "Completion: poll get_operation(operation_id, wait_seconds=60) until status is terminal."
+    f"Completion: poll get_operation(operation_id, wait_seconds={MAX_WAIT_SECONDS}) until status"
+    " is terminal."
 )
 
 
@@ -66,7 +70,8 @@ def started(tool: str, accepted: dict[str, Any], key: str, what: str) -> Operati
     noop = accepted.get("noop")
     nothing = " Actual state already matches: it changes nothing." if noop else ""
     next_step = (
-        f"get_operation(operation_id='{operation_id}', wait_seconds=60) until status is terminal"
+        f"get_operation(operation_id='{operation_id}', wait_seconds={MAX_WAIT_SECONDS})"
+        " until status is terminal"
     )
     notes = accepted.get("notes")
     return OperationStarted(

@@ -24,7 +24,7 @@ Rules:
    from the user, never inferred. Never ask about CIDRs, subnets, route tables or
    security groups: the control plane settles them.
 3. Every mutating tool returns an operation_id and names its status tool. Poll
-   get_operation(operation_id, wait_seconds=60) until `terminal` is true, and report the
+   get_operation(operation_id, wait_seconds=45) until `terminal` is true, and report the
    terminal status, not the submission. The status tool waits: no sleep is needed.
 4. Repeating a mutating call with the same arguments returns the same operation; it never
    repeats the change.

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any, Literal
 
+from mcp.server.mcpserver.context import Context
 from pydantic import Field
 
 from mcp_svc.client import Gateway, idempotency_key
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import (
+    MAX_WAIT_SECONDS,
     STATUS_TOOL,
     TERMINAL,
     OperationStarted,
@@ -20,7 +23,8 @@ from mcp_svc.tools.common import count
 from mcp_svc.tools.events import Event
 from shared.boundary import api_path
 
-MAX_WAIT_SECONDS = 60
+# While it waits, get_operation reports progress at least this often (when asked to).
+PROGRESS_EVERY_SECONDS = 5.0
 OperationId = Annotated[
     str,
     Field(
@@ -99,11 +103,37 @@ def _error_text(error: dict[str, Any] | None) -> str:
     return text + (f" (hint: {error['hint']})" if error.get("hint") else "")
 
 
+def _stages_done(op: Operation) -> str:
+    done = sum(1 for s in op.stages if s.status in ("succeeded", "noop"))
+    return f"{done}/{len(op.stages)} stages done" if op.stages else "no stages yet"
+
+
+def _running(op: Operation) -> list[str]:
+    return [
+        s.name + (f" ({s.progress})" if s.progress else "")
+        for s in op.stages
+        if s.status == "running"
+    ]
+
+
+def progress_message(op: Operation) -> str:
+    """One progress notification's message: the status and the stage running now."""
+    running = _running(op)
+    pending = [s.name for s in op.stages if s.status == "pending"]
+    now = (
+        f"running: {', '.join(running)}"
+        if running
+        else f"next: {pending[0]}"
+        if pending
+        else "waiting"
+    )
+    return f"{op.kind} {op.target_id} {op.status}, {_stages_done(op)}; {now}"
+
+
 def describe(op: Operation) -> tuple[str, str]:
     """(summary, next step) of an operation."""
     head = f"Operation {op.operation_id} ({op.kind} {op.target_id}) is {op.status}"
-    done = sum(1 for s in op.stages if s.status in ("succeeded", "noop"))
-    progress = f"{done}/{len(op.stages)} stages done" if op.stages else "no stages yet"
+    progress = _stages_done(op)
     poll = f"get_operation(operation_id='{op.operation_id}', wait_seconds={MAX_WAIT_SECONDS})"
     if op.status in ("succeeded", "noop"):
         return f"{head}: {progress}.", "none: the operation finished"
@@ -118,13 +148,51 @@ def describe(op: Operation) -> tuple[str, str]:
         )
     if op.status == "cancelled":
         return f"{head}: {progress}.", "retry_operation(operation_id) resumes it if wanted"
-    running = [
-        s.name + (f" ({s.progress})" if s.progress else "")
-        for s in op.stages
-        if s.status == "running"
-    ]
+    running = _running(op)
     now = f"; running: {', '.join(running)}" if running else ""
     return f"{head}: {progress}{now}. Not finished: call {poll} again.", poll
+
+
+def operation(raw: dict[str, Any], include_events: bool, include_stage_outputs: bool) -> Operation:
+    """The REST operation as the tool's result (summary and next step filled in)."""
+    stages = [Stage.model_validate(s) for s in raw.get("stages", [])]
+    if not include_stage_outputs:
+        stages = [s.model_copy(update={"outputs": None}) for s in stages]
+    op = Operation(
+        summary="",
+        next_step="",
+        operation_id=str(raw["id"]),
+        kind=raw["kind"],
+        target_type=raw["target_type"],
+        target_id=raw["target_id"],
+        status=raw["status"],
+        terminal=raw["status"] in TERMINAL,
+        attempt=raw.get("attempt", 0),
+        cancel_requested=raw.get("cancel_requested", False),
+        error=raw.get("error"),
+        result=raw.get("result"),
+        created_at=raw.get("created_at"),
+        updated_at=raw.get("updated_at"),
+        finished_at=raw.get("finished_at"),
+        stages=stages,
+        events=[Event.model_validate(e) for e in raw.get("events", [])] if include_events else None,
+    )
+    summary, next_step = describe(op)
+    return op.model_copy(update={"summary": summary, "next_step": next_step})
+
+
+async def report(
+    ctx: Context[Any, Any] | None, progress: float, total: float, message: str
+) -> None:
+    """A progress notification (`report_progress` sends nothing unless the request carries a
+    progressToken)."""
+    if ctx is None:
+        return
+    try:
+        ctx.request_context  # noqa: B018
+    except ValueError:  # called without a request (in-process, no client): nobody to tell
+        return
+    await ctx.report_progress(progress, total, message)
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
@@ -135,10 +203,12 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             float,
             Field(
                 ge=0,
-                le=MAX_WAIT_SECONDS,
                 description=(
                     "Wait up to this many seconds for the operation to reach a terminal status"
-                    " before answering (0: answer now). Use it instead of sleeping."
+                    f" before answering (0: answer now; at most {MAX_WAIT_SECONDS}: a larger"
+                    f" value waits {MAX_WAIT_SECONDS}). Use it instead of sleeping. With a"
+                    " progressToken the wait sends progress notifications naming the running"
+                    f" stage, at least every {PROGRESS_EVERY_SECONDS:g} s."
                 ),
             ),
         ] = 30,
@@ -148,41 +218,31 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         include_stage_outputs: Annotated[
             bool, Field(description="Also return what each stage made (ids, ARNs)")
         ] = False,
+        ctx: Context[Any, Any] | None = None,
     ) -> Operation:
         """The status tool of every mutating tool: an operation with its stages, long-polled
         until it is terminal (succeeded, failed, cancelled, noop) or wait_seconds pass. Call it
         again while `terminal` is false; report to the user only a terminal status."""
-        raw = await gateway.get(
-            api_path("operations", operation_id),
-            {"wait": wait_seconds, "events": "true" if include_events else "false"},
-            extra_timeout=wait_seconds,
-        )
-        stages = [Stage.model_validate(s) for s in raw.get("stages", [])]
-        if not include_stage_outputs:
-            stages = [s.model_copy(update={"outputs": None}) for s in stages]
-        op = Operation(
-            summary="",
-            next_step="",
-            operation_id=str(raw["id"]),
-            kind=raw["kind"],
-            target_type=raw["target_type"],
-            target_id=raw["target_id"],
-            status=raw["status"],
-            terminal=raw["status"] in TERMINAL,
-            attempt=raw.get("attempt", 0),
-            cancel_requested=raw.get("cancel_requested", False),
-            error=raw.get("error"),
-            result=raw.get("result"),
-            created_at=raw.get("created_at"),
-            updated_at=raw.get("updated_at"),
-            finished_at=raw.get("finished_at"),
-            stages=stages,
-            events=[Event.model_validate(e) for e in raw.get("events", [])]
-            if include_events
-            else None,
-        )
-        summary, next_step = describe(op)
-        return op.model_copy(update={"summary": summary, "next_step": next_step})
+        wait = min(wait_seconds, MAX_WAIT_SECONDS)
+        events = "true" if include_events else "false"
+        path = api_path("operations", operation_id)
+        # The wait is cut in slices, each a long poll that still answers as soon as the
+        # operation is terminal, with a progress notification of where it is after each one (the
+        # first one at once). Without a progressToken a notification is not sent (the SDK makes
+        # it a no-op): the slices cost a few more REST reads, nothing else.
+        start = time.monotonic()
+        deadline = start + wait
+        step, reported = 0.0, -1.0
+        while True:
+            raw = await gateway.get(path, {"wait": step, "events": events}, extra_timeout=step)
+            op = operation(raw, include_events, include_stage_outputs)
+            remaining = deadline - time.monotonic()
+            if op.terminal or remaining <= 0:
+                return op
+            # Seconds waited so far, of `wait`: a progress value only ever increases.
+            reported = max(round(time.monotonic() - start, 3), reported + 0.001)
+            await report(ctx, reported, wait, progress_message(op))
+            step = round(min(PROGRESS_EVERY_SECONDS, remaining), 3)
 
     @server.read_tool(area="operations", rest="GET /api/v1/operations")
     async def list_operations(
