@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
@@ -17,7 +17,7 @@ from gateway.deps import AdminMutation, Operator, OperatorMutation, Pool, Source
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.inspect import problems_to_fields
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, MUTATION_ERRORS, READ_ERRORS, accepted, ok
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN, ClusterSpec, ImportSpec
 from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
@@ -27,7 +27,23 @@ from shared.naming import AWS_REGIONS
 from shared.operations import append_event
 from shared.validation import RuleViolation
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["clusters"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["clusters"],
+    responses=READ_ERRORS,
+)
+
+
+def _get_cluster(name: str) -> dict[str, dict[str, object]]:
+    return {
+        "GetCluster": {
+            "operationId": "get_cluster_api_v1_clusters__name__get",
+            "parameters": {"name": name},
+            "description": "The cluster the operation creates (or imports)",
+        }
+    }
+
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 
@@ -58,6 +74,42 @@ class ClusterImport(ImportSpec):
 
 class ActiveCluster(Spec):
     name: str = Field(min_length=1, max_length=63, pattern=NAME_PATTERN)
+
+
+class ClusterRead(BaseModel):
+    name: str
+    region: str
+    status: str
+    managed: bool
+    active: bool
+    eks_cluster_arn: str | None
+    hyperpod_cluster_arn: str | None
+    endpoint: str | None
+    operation_id: str | None
+    spec: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class ClusterGroupRead(BaseModel):
+    name: str
+    instance_type: str
+    count: int
+    status: str
+    spec: dict[str, Any]
+
+
+class ClusterComponentRead(BaseModel):
+    name: str
+    version: str
+    status: str
+    message: str | None
+
+
+class ClusterDescription(ClusterRead):
+    resources: dict[str, Any]
+    instance_groups: list[ClusterGroupRead]
+    components: list[ClusterComponentRead]
 
 
 def default_bucket(cluster: str) -> str:
@@ -96,7 +148,12 @@ def _taken(name: str) -> ApiError:
     )
 
 
-@router.post("", status_code=202, responses=ACCEPTED, summary="Create an EKS + HyperPod cluster")
+@router.post(
+    "",
+    status_code=202,
+    responses=accepted(_get_cluster("$request.body#/name")),
+    summary="Create an EKS + HyperPod cluster",
+)
 async def create_cluster(
     body: ClusterCreate,
     request: Request,
@@ -156,7 +213,12 @@ async def create_cluster(
     )
 
 
-@router.get("", summary="List clusters with their status; the active one is marked")
+@router.get(
+    "",
+    response_model=None,
+    responses=ok(list[ClusterRead]),
+    summary="List clusters with their status; the active one is marked",
+)
 async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
@@ -164,7 +226,12 @@ async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     return [_row(r, active) for r in rows]
 
 
-@router.get("/active", summary="The active cluster (the one commands without a cluster name use)")
+@router.get(
+    "/active",
+    response_model=None,
+    responses=ok(ClusterRead),
+    summary="The active cluster (the one commands without a cluster name use)",
+)
 async def get_active(pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
         active = await _active(conn)
@@ -176,7 +243,12 @@ async def get_active(pool: Pool, _: Viewer) -> dict[str, Any]:
     return _row(row, active)
 
 
-@router.put("/active", summary="Switch the active cluster")
+@router.put(
+    "/active",
+    response_model=None,
+    responses={**ok(ClusterRead), **MUTATION_ERRORS},
+    summary="Switch the active cluster",
+)
 async def set_active(
     body: ActiveCluster, pool: Pool, principal: Operator, source: Source
 ) -> dict[str, Any]:
@@ -214,7 +286,12 @@ async def set_active(
     return _row(row, body.name)
 
 
-@router.get("/{name}", summary="Describe a cluster: status, resources, groups, components")
+@router.get(
+    "/{name}",
+    response_model=None,
+    responses=ok(ClusterDescription),
+    summary="Describe a cluster: status, resources, groups, components",
+)
 async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
@@ -256,7 +333,7 @@ async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str,
 @router.post(
     "/import",
     status_code=202,
-    responses=ACCEPTED,
+    responses=accepted(_get_cluster("$request.body#/eks_cluster_name")),
     summary="Import an existing EKS (and HyperPod) cluster",
 )
 async def import_cluster(

@@ -6,23 +6,39 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.routes.clusters import ClusterNamePath
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ClusterSpec
 from shared.contracts.dependencies import ReconcileDependencies
 
 router = APIRouter(
-    route_class=PrefixedRoute, prefix="/api/v1/clusters/{name}/dependencies", tags=["dependencies"]
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters/{name}/dependencies",
+    tags=["dependencies"],
+    responses=READ_ERRORS,
 )
 
 
-@router.get("", summary="Each dependency component with its version and status")
+class ComponentRead(BaseModel):
+    name: str
+    version: str
+    status: str
+    updated_at: str
+
+
+@router.get(
+    "",
+    response_model=None,
+    responses=ok(list[ComponentRead]),
+    summary="Each dependency component with its version and status",
+)
 async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         if await conn.fetchval("SELECT 1 FROM clusters WHERE name = $1", name) is None:

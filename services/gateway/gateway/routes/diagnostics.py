@@ -28,6 +28,7 @@ from pydantic import AfterValidator
 from gateway.deps import Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
+from gateway.routes.models import LIVE_READ_ERRORS, as_json
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.diagnostics import (
@@ -47,7 +48,12 @@ from shared.contracts.diagnostics import (
 )
 from shared.contracts.workloads import NAMESPACE
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["diagnostics"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["diagnostics"],
+    responses=LIVE_READ_ERRORS,
+)
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 MISSING = frozenset({"ClusterNotFound", "PodNotFound", "PreviousLogNotFound"})
@@ -168,6 +174,7 @@ async def list_pods(
 @router.get(
     "/{name}/pods/{namespace}/{pod}/logs",
     response_class=PlainTextResponse,
+    responses=as_json(LIVE_READ_ERRORS),
     summary="The last lines of a container's log (text); previous=true: the instance before its"
     " last restart",
 )

@@ -18,12 +18,17 @@ from gateway.accept import accept, dry_run
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatures
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["features"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["features"],
+    responses=LIVE_READ_ERRORS,
+)
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 USABLE = ("active", "imported")

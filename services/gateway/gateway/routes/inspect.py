@@ -11,10 +11,16 @@ from fastapi import APIRouter, Query, Request
 
 from gateway.deps import Viewer
 from gateway.queries import query
+from gateway.routes.models import LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/inspect", tags=["inspect"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/inspect",
+    tags=["inspect"],
+    responses=LIVE_READ_ERRORS,
+)
 
 
 def _region(request: Request, region: str | None) -> str:

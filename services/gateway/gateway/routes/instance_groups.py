@@ -15,13 +15,14 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from gateway.accept import accept
 from gateway.accept import dry_run as answer_plan
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.instance_groups import (
@@ -35,7 +36,12 @@ from shared.contracts.instance_groups import (
     UpdateInstanceGroup,
 )
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["instance groups"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["instance groups"],
+    responses=READ_ERRORS,
+)
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 GroupNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
@@ -130,8 +136,20 @@ async def _submit(
     )
 
 
+class InstanceGroupRead(BaseModel):
+    name: str
+    instance_type: str
+    count: int
+    status: str
+    spec: dict[str, Any]
+    updated_at: str
+
+
 @router.get(
-    "/{name}/instance-groups", summary="The cluster's instance groups (from the read model)"
+    "/{name}/instance-groups",
+    response_model=None,
+    responses=ok(list[InstanceGroupRead]),
+    summary="The cluster's instance groups (from the read model)",
 )
 async def list_instance_groups(
     name: ClusterNamePath, pool: Pool, _: Viewer

@@ -10,19 +10,20 @@ field and the way to find valid ones.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import asyncpg
 import orjson
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
 
 from gateway.accept import accept
 from gateway.accept import dry_run as answer_plan
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.nodes import (
@@ -38,7 +39,12 @@ from shared.contracts.nodes import (
     StartDeepHealthCheck,
 )
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["nodes"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["nodes"],
+    responses=LIVE_READ_ERRORS,
+)
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 NodeIdPath = Annotated[str, Path(pattern=NODE_ID_PATTERN)]
@@ -152,8 +158,50 @@ async def _submit(
 # ---- reads ---------------------------------------------------------------------------------
 
 
+class NodeView(BaseModel):
+    """One node's health view, as cluster-svc joins it (cluster_svc.domain.nodes.health_view)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    node_id: str
+    logical_id: str | None
+    instance_group: str
+    instance_type: str
+    instance_status: str
+    instance_message: str | None
+    launch_time: str | None
+    hostname: str | None
+    health: str
+    reasons: list[str]
+    next_step: str | None
+    kubernetes: dict[str, Any] | None
+
+
+class NodeList(BaseModel):
+    """Live from cluster-svc (`node_recovery`, `kubernetes_readable`), or what the node watcher
+    recorded last when cluster-svc cannot answer (`observed_at`, `stale_because`)."""
+
+    cluster: str
+    source: Literal["live", "recorded"]
+    summary: dict[str, int]
+    nodes: list[NodeView]
+    node_recovery: str | None = None
+    kubernetes_readable: bool | None = None
+    observed_at: str | None = None
+    stale_because: str | None = None
+
+
+class NodeDetail(NodeView):
+    node_recovery: str | None
+    kubernetes_readable: bool
+    details: dict[str, Any]
+    events: list[dict[str, Any]]
+
+
 @router.get(
     "/{name}/nodes",
+    response_model=None,
+    responses=ok(NodeList),
     summary="Nodes with one health verdict each: HyperPod instance status + Kubernetes"
     " conditions + HyperPod health labels and taints, and the next step for unhealthy ones",
 )
@@ -207,6 +255,8 @@ async def _recorded(pool: asyncpg.Pool, name: str, cause: ApiError) -> dict[str,
 
 @router.get(
     "/{name}/nodes/{node_id}",
+    response_model=None,
+    responses=ok(NodeDetail),
     summary="One node: its health view, HyperPod's details and its recent HyperPod events",
 )
 async def get_node(

@@ -12,13 +12,18 @@ from gateway.accept import accept
 from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, READ_ERRORS, accepted
 from gateway.routing import PrefixedRoute
 from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
 from shared.naming import AWS_REGIONS, bucket_name_problem
 from shared.validation import RuleViolation
 
-router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/storage/buckets", tags=["storage"])
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/storage/buckets",
+    tags=["storage"],
+    responses=READ_ERRORS,
+)
 
 BUCKET_HINT = "use 3-63 lowercase letters, digits and hyphens, e.g. team-llm-data-123"
 
@@ -77,7 +82,21 @@ BucketName = Annotated[
 ]
 
 
-@router.post("", status_code=202, responses=ACCEPTED, summary="Create an S3 bucket")
+CREATED_BUCKET = {
+    "GetBucket": {
+        "operationId": "get_bucket_api_v1_storage_buckets__name__get",
+        "parameters": {"name": "$request.body#/name"},
+        "description": "The bucket the operation creates",
+    },
+    "DeleteBucket": {
+        "operationId": "delete_bucket_api_v1_storage_buckets__name__delete",
+        "parameters": {"name": "$request.body#/name"},
+        "description": "Empty and delete it again",
+    },
+}
+
+
+@router.post("", status_code=202, responses=accepted(CREATED_BUCKET), summary="Create an S3 bucket")
 async def create_bucket(
     body: BucketCreate, request: Request, mutation: OperatorMutation
 ) -> JSONResponse:
