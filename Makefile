@@ -4,8 +4,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TS_DIR := tests/mcp/ts
+NODE_STAMP := $(TS_DIR)/node_modules/.installed
 
-.PHONY: install browser up down status test test-unit lint typecheck reliability bench clean
+.PHONY: install browser node-deps up down status test test-unit lint typecheck reliability bench clean
 
 # One development install: every service, the simulated world and the dev tools, pinned by
 # requirements.lock (compiled from pyproject.toml with `uv pip compile`).
@@ -16,13 +18,25 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP) browser
+install: $(STAMP) browser node-deps
 
 # The browser tests (tests/ui) drive Debian's chromium; no test tool downloads a browser.
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser tests (tests/ui) will be skipped"
+
+# The TypeScript MCP SDK's client for tests/mcp/test_typescript_sdk.py, pinned by
+# tests/mcp/ts/package-lock.json; without npm (or the registry) that test is skipped.
+node-deps:
+	@if ! command -v npm >/dev/null; then \
+		echo "npm is not installed: the TypeScript SDK conformance test (tests/mcp/test_typescript_sdk.py) will be skipped"; \
+	else $(MAKE) -s --no-print-directory $(NODE_STAMP) \
+		|| echo "npm ci failed: the TypeScript SDK conformance test (tests/mcp/test_typescript_sdk.py) will be skipped"; fi
+
+$(NODE_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	npm ci --prefix $(TS_DIR) --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev -q -o requirements.lock
