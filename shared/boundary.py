@@ -28,7 +28,9 @@ from uuid import UUID
 from shared.validation import RuleViolation
 
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+# Each dot-separated label starts and ends alphanumeric (Kubernetes refuses "a-.b" and "a.-b";
+# k8s.io/apimachinery validation.IsDNS1123Subdomain); the length (<= 253) is checked apart.
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
 # A Hugging Face model id (`org/name`) or a plain served-model name, as vLLM and SGLang accept
 # them in an OpenAI request's `model`: no '..', no '\', no '%', no scheme.
@@ -81,7 +83,7 @@ def dns_label(value: str, field: str) -> str:
 
 def dns_subdomain(value: str, field: str) -> str:
     """`value` if it is a DNS-1123 subdomain (a pod's or a Secret's name)."""
-    if not _DNS_SUBDOMAIN.match(value) or ".." in value:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
         raise _refuse(
             field,
             value,

@@ -118,7 +118,8 @@ class ContainerSpec(Spec):
     env: dict[str, str] = Field(default_factory=dict, max_length=64)
     hf_token_secret: str | None = Field(
         None,
-        pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$",
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
         description="a Kubernetes Secret (key `token`) holding the Hugging Face token",
     )
 
@@ -395,7 +396,7 @@ class ContainerChange(Spec):
     model: str | None = Field(None, min_length=1, max_length=255)
     port: int | None = Field(None, ge=0, le=65535)
     env: dict[str, str] | None = Field(None, max_length=64)
-    hf_token_secret: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+    hf_token_secret: str | None = Field(None, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
 
     @field_validator("env")
     @classmethod

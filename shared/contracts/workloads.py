@@ -31,7 +31,8 @@ from shared.validation import RuleViolation
 
 JOB_NAME_PATTERN = r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$"
 GROUP_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
-SECRET_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$"
+# A Secret is named by a DNS-1123 subdomain (shared.boundary); its fields also cap the length.
+SECRET_PATTERN = DNS_SUBDOMAIN_PATTERN
 MOUNT_PATH = "/s3"  # where the shared bucket is mounted, in pods and in the dev environment
 S3_CLAIM = "s3-claim"
 NAMESPACE = "default"
@@ -244,7 +245,7 @@ def secret_key(value: str, field: str) -> str:
 
 def secret_object_name(value: str, field: str) -> str:
     """`value` if it can name a Kubernetes Secret (a DNS-1123 subdomain)."""
-    if not re.match(DNS_SUBDOMAIN_PATTERN, value) or ".." in value:
+    if len(value) > 253 or not re.match(DNS_SUBDOMAIN_PATTERN, value):
         raise RuleViolation(
             f"{field} {_shown(value)} is not a Kubernetes Secret name",
             "use at most 253 lowercase letters, digits, '-' and '.', starting and ending with a"
@@ -560,7 +561,10 @@ class ModelDownloadSpec(Spec):
     revision: str = Field("main", pattern=r"^[A-Za-z0-9_.\-/]{1,100}$")
     target: str | None = Field(None, description="default: models/<repo name>")
     token_secret: str | None = Field(
-        None, pattern=SECRET_PATTERN, description="a Secret made by POST .../secrets/hf-token"
+        None,
+        max_length=253,
+        pattern=SECRET_PATTERN,
+        description="a Secret made by POST .../secrets/hf-token",
     )
     instance_group: str | None = Field(None, pattern=GROUP_PATTERN)
 
@@ -577,7 +581,7 @@ class HfTokenRequest(Spec):
     """The token is written to a Kubernetes Secret and never stored by Hyperpilot."""
 
     token: str = Field(min_length=8, max_length=400, pattern=r"^[A-Za-z0-9_\-]+$")
-    secret: str = Field("hf-token", pattern=SECRET_PATTERN)
+    secret: str = Field("hf-token", max_length=253, pattern=SECRET_PATTERN)
 
 
 class StoreSecretRequest(Spec):

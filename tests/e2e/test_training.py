@@ -1131,3 +1131,26 @@ def test_a_missing_secrets_manager_secret_fails_the_submit_naming_it(
         server.store.get("hyperpodpytorchjobs.sagemaker.amazonaws.com", "default", "sm-missing")
         is None
     )
+
+
+@pytest.mark.parametrize("name", ["pyb8esl-.e", "a.-b", "a-.b"])
+def test_a_secret_name_kubernetes_refuses_is_a_422_not_a_502(
+    created_cluster: tuple[RunningStack, str], name: str
+) -> None:
+    """Each dot-separated label of a Secret's name starts and ends alphanumeric: a name the API
+    server would refuse is refused on its field before anything is written."""
+    stack, cluster = created_cluster
+    api = stack.client
+    calls = [
+        (f"/api/v1/clusters/{cluster}/secrets/hf-token", {"token": "abcdefgh", "secret": name}),
+        (f"/api/v1/clusters/{cluster}/secrets", {"name": name, "data": {"k": "v"}}),
+        (
+            f"/api/v1/clusters/{cluster}/model-downloads",
+            {"name": "bad-secret", "repo_id": "Qwen/Qwen2.5-0.5B", "token_secret": name},
+        ),
+    ]
+    for path, body in calls:
+        answer = api.post(path, body)
+        assert answer.status_code == 422, (path, answer.text)
+        fields = [f["field"] for f in answer.json()["error"]["fields"]]
+        assert fields and fields[0] in ("secret", "name", "token_secret"), answer.text
