@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import signal
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -214,6 +215,22 @@ def status() -> None:
     except Exception as exc:
         body = {"status": f"unreachable: {exc}"}
     typer.echo(f"  readiness: {json.dumps(body)}")
+
+
+@app.command(
+    rich_help_panel="Local stack",
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "help_option_names": [],
+    },
+    epilog=examples("hyperpilot mcp", "hyperpilot mcp --transport streamable-http --port 8765"),
+)
+def mcp(ctx: typer.Context) -> None:
+    """Run the MCP server (stdio by default) with this installation's interpreter, so an agent
+    configuration needs only `hyperpilot mcp` on its PATH; arguments go to `python -m mcp_svc`
+    (`hyperpilot mcp --help` lists them)."""
+    os.execv(sys.executable, [sys.executable, "-m", "mcp_svc", *ctx.args])
 
 
 def main() -> None:

@@ -107,7 +107,7 @@ def test_the_kiro_agent_auto_approves_exactly_the_read_only_tools(server: Hyperp
     agent = json.loads((SKILLS / "agents" / "hypd-inst-agent.json").read_text())
     assert agent["name"] == "hypd-inst-agent"
     entry = agent["mcpServers"]["hyperpilot"]
-    assert entry["command"] == "python" and entry["args"] == ["-m", "mcp_svc"]
+    assert entry["command"] == "hyperpilot" and entry["args"] == ["mcp"]
     assert set(entry["env"]) == {"MCP_GATEWAY_URL", "MCP_GATEWAY_TOKEN", "MCP_ALLOW_WRITE"}
     reads = {f"@hyperpilot/{i.name}" for i in server.catalog.values() if not i.mutating}
     assert set(agent["allowedTools"]) == reads
@@ -120,7 +120,35 @@ def test_the_kiro_agent_auto_approves_exactly_the_read_only_tools(server: Hyperp
 def test_the_generic_config_runs_the_same_server_read_only() -> None:
     config = json.loads((SKILLS / "agents" / ".mcp.json").read_text())
     entry = config["mcpServers"]["hyperpilot"]
-    assert entry["args"] == ["-m", "mcp_svc"] and entry["env"]["MCP_ALLOW_WRITE"] == "false"
+    assert entry["command"] == "hyperpilot" and entry["args"] == ["mcp"]
+    assert entry["env"]["MCP_ALLOW_WRITE"] == "false"
+
+
+async def test_the_config_starts_the_server_outside_the_virtual_environment() -> None:
+    """The configuration as a host runs it: its command found on a PATH that holds the
+    installation's bin folder but no activated environment (no VIRTUAL_ENV, no `python` of
+    ours first), its env expanded; the SDK's stdio client lists the tools."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    config = json.loads((SKILLS / "agents" / ".mcp.json").read_text())
+    entry = config["mcpServers"]["hyperpilot"]
+    bin_dir = str(Path(sys.executable).parent)
+    env = {"PATH": f"/usr/bin:/bin:{bin_dir}", "HOME": os.environ.get("HOME", "/root")}
+    values = {"HYPERPILOT_URL": "http://127.0.0.1:9", "HYPERPILOT_MCP_TOKEN": "hp_unused"}
+    for name, value in entry["env"].items():
+        for var, real in values.items():
+            value = value.replace("${" + var + "}", real)
+        env[name] = value
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+    assert {"list_clusters", "get_operation"} <= {t.name for t in tools.tools}
 
 
 def test_the_index_lists_every_playbook_with_its_version() -> None:
