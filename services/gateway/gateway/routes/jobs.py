@@ -17,6 +17,7 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
+from gateway.auth import Principal
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.limits import NonNegativeBigint
@@ -340,20 +341,28 @@ async def store_hf_token(
     principal: Operator,
     source: Source,
 ) -> dict[str, Any]:
-    await _cluster(pool, name)
+    fields = {"token": body.token, "secret": body.secret}
+    return await _write_secret(request, pool, name, "hf_token", fields, principal, source)
+
+
+async def _write_secret(
+    request: Request,
+    pool: asyncpg.Pool,
+    cluster: str,
+    name: str,
+    fields: dict[str, Any],
+    principal: Principal,
+    source: str,
+) -> dict[str, Any]:
+    """Hand a secret to workload-svc by request/reply only: the values are neither stored,
+    queued durably nor logged; the event it records names the Secret (and its keys) alone."""
+    await _cluster(pool, cluster)
     try:
-        # Request/reply only: the token is neither stored, queued durably nor logged.
         answer: dict[str, Any] = await query(
             request.app.state.bus,
             "workload",
-            "hf_token",
-            {
-                "cluster": name,
-                "token": body.token,
-                "secret": body.secret,
-                "principal": principal.name,
-                "source": source,
-            },
+            name,
+            {"cluster": cluster, **fields, "principal": principal.name, "source": source},
         )
     except ApiError as exc:
         raise _refusal(exc) from exc
@@ -373,25 +382,8 @@ async def store_secret(
     principal: Operator,
     source: Source,
 ) -> dict[str, Any]:
-    await _cluster(pool, name)
-    try:
-        # Request/reply only, as for the token: the values are neither stored, queued durably
-        # nor logged; the event names the Secret and its keys.
-        answer: dict[str, Any] = await query(
-            request.app.state.bus,
-            "workload",
-            "store_secret",
-            {
-                "cluster": name,
-                "name": body.name,
-                "data": dict(body.data),
-                "principal": principal.name,
-                "source": source,
-            },
-        )
-    except ApiError as exc:
-        raise _refusal(exc) from exc
-    return answer
+    fields = {"name": body.name, "data": dict(body.data)}
+    return await _write_secret(request, pool, name, "store_secret", fields, principal, source)
 
 
 @router.get(
