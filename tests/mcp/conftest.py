@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,34 +47,27 @@ def mcp_token(module_stack: RunningStack) -> str:  # noqa: F811
     return token
 
 
-@pytest.fixture(scope="module")
-def mcp_server(
-    module_stack: RunningStack,  # noqa: F811
-    mcp_token: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[McpProcess]:
-    """`python -m mcp_svc --transport streamable-http --allow-write` on a free port."""
+@contextmanager
+def http_server(
+    args: list[str], env: dict[str, str], workdir: Path, host: str = "127.0.0.1"
+) -> Iterator[tuple[str, int, subprocess.Popen[bytes], Path]]:
+    """`python -m mcp_svc --transport streamable-http` on a free port, its output in
+    `workdir/mcp-svc.log` (printed if it does not come up); stopped on exit. Yields the /mcp
+    URL, the port, the process and the log."""
     port = free_port()
-    log = Path(tmp_path_factory.mktemp("mcp")) / "mcp-svc.log"
+    log = workdir / "mcp-svc.log"
+    where = ["--transport", "streamable-http", "--host", host, "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_svc",
-                "--transport",
-                "streamable-http",
-                "--port",
-                str(port),
-                "--allow-write",
-            ],
-            env=mcp_env(module_stack, mcp_token),
+            [sys.executable, "-m", "mcp_svc", *where, *args],
+            env=env,
+            cwd=workdir,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
     try:
         wait_for_port("127.0.0.1", port, timeout=30)
-        yield McpProcess(f"http://127.0.0.1:{port}/mcp", mcp_token, process)
+        yield f"http://127.0.0.1:{port}/mcp", port, process, log
     except Exception:
         print(log.read_text())
         raise
@@ -84,3 +78,15 @@ def mcp_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def mcp_server(
+    module_stack: RunningStack,  # noqa: F811
+    mcp_token: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[McpProcess]:
+    """`python -m mcp_svc --transport streamable-http --allow-write` on a free port."""
+    workdir = Path(tmp_path_factory.mktemp("mcp"))
+    with http_server(["--allow-write"], mcp_env(module_stack, mcp_token), workdir) as served:
+        yield McpProcess(served[0], mcp_token, served[2])

@@ -30,6 +30,7 @@ from mcp_svc.config import McpConfigError, McpSettings, is_loopback, require_htt
 from mcp_svc.http_auth import bearer_credentials
 from mcp_svc.http_guard import transport_security
 from mcp_svc.server import build_server
+from tests.mcp.conftest import http_server
 
 TOKEN = "hp-mcp-Zq3v9LrT0kXy7wPa2sDf"
 INITIALIZE = {
@@ -79,22 +80,9 @@ def workdir(tmp_path: Path) -> Path:
 
 
 def serve(tmp: Path, host: str, **settings: str) -> Iterator[Served]:
-    port = free_port()
-    process = run_server(["--host", host, "--port", str(port)], server_env(**settings), tmp)
-    log = tmp / "mcp-svc.log"
-    try:
-        wait_for_port("127.0.0.1", port, timeout=30)
-        yield Served(f"http://127.0.0.1:{port}/mcp", port, process, log)
-    except Exception:
-        print(log.read_text())
-        raise
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    # cwd: a directory without a `.env`, so only the settings given configure the server.
+    with http_server([], server_env(**settings), tmp, host=host) as (url, port, process, log):
+        yield Served(url, port, process, log)
 
 
 @pytest.fixture(scope="module")

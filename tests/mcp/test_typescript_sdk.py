@@ -21,9 +21,8 @@ from typing import Any
 
 import pytest
 
-from hyperpilot.infra import free_port, wait_for_port
 from tests.e2e.conftest import RunningStack, created_cluster  # noqa: F401
-from tests.mcp.conftest import McpProcess, mcp_env
+from tests.mcp.conftest import McpProcess, http_server, mcp_env
 
 TS = Path(__file__).resolve().parent / "ts"
 SCRIPT = TS / "conformance.mjs"
@@ -54,36 +53,10 @@ def read_only_http(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[McpProcess]:
     """The default server (writes off) over streamable HTTP, with a bearer token."""
-    port = free_port()
-    log = Path(tmp_path_factory.mktemp("mcp-ro")) / "mcp-svc.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_svc",
-                "--transport",
-                "streamable-http",
-                "--port",
-                str(port),
-            ],
-            env=mcp_env(module_stack, mcp_token, MCP_HTTP_TOKEN=HTTP_TOKEN),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_port("127.0.0.1", port, timeout=30)
-        yield McpProcess(f"http://127.0.0.1:{port}/mcp", mcp_token, process)
-    except Exception:
-        print(log.read_text())
-        raise
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    workdir = Path(tmp_path_factory.mktemp("mcp-ro"))
+    env = mcp_env(module_stack, mcp_token, MCP_HTTP_TOKEN=HTTP_TOKEN)
+    with http_server([], env, workdir) as served:
+        yield McpProcess(served[0], mcp_token, served[2])
 
 
 @pytest.fixture(scope="module")
