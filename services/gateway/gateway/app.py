@@ -76,6 +76,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.mutations_per_minute, settings.mutation_burst
     )
     app.state.broadcaster = EventBroadcaster(pool, settings.database_url)
+    app.state.tokens.follow(app.state.broadcaster)  # revocations, from every gateway
     app.state.relay = OutboxRelay(
         pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
     )
@@ -100,6 +101,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 await task
         if metrics_server is not None:
             metrics_server.stop()
+        await app.state.tokens.close()
         await close_accept_queue(pool)
         await bus.close()
         await pool.close()

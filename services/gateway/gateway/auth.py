@@ -275,6 +275,13 @@ class TokenVerifier:
                 if not streams:
                     del self._watched[digest]
 
+    async def close(self) -> None:
+        """Stop the re-check of open streams (at shutdown)."""
+        if self._recheck is not None:
+            self._recheck.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recheck
+
     async def _recheck_watched(self) -> None:
         """While streams are open: every RECHECK_SECONDS, ends those whose token stopped
         working without this gateway noticing (a notification missed)."""

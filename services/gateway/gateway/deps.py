@@ -39,8 +39,8 @@ async def get_broadcaster(request: Request) -> EventBroadcaster:
 
 
 def token_verifier(app: Any) -> TokenVerifier:
-    """The app's token verifier. It follows revocations (on the live stream's LISTEN connection)
-    from its first use: before that it has cached nothing and watches no stream."""
+    """The app's token verifier. The lifespan makes it follow revocations (on the live stream's
+    LISTEN connection); an app served without the lifespan follows them from the first use."""
     verifier: TokenVerifier = app.state.tokens
     if isinstance(verifier, TokenVerifier) and not verifier.following:
         verifier.follow(app.state.broadcaster)
