@@ -382,15 +382,64 @@ async def _replayed(
     conn: asyncpg.Connection, principal: str, idempotency_key: str | None, digest: str
 ) -> Accepted:
     """The operation an earlier request with the same Idempotency-Key created."""
+    replayed = await find_replayed(conn, principal, idempotency_key, digest)
+    assert replayed is not None
+    return replayed
+
+
+async def find_replayed(
+    conn: asyncpg.Connection, principal: str, idempotency_key: str | None, digest: str
+) -> Accepted | None:
+    """The operation this principal's earlier request with this Idempotency-Key created,
+    whatever its status (running or finished); None if the key is new (or there is none).
+    The same key with another request (`request_hash` of another kind, target or body) is an
+    IdempotencyConflict."""
+    if idempotency_key is None:
+        return None
     existing = await conn.fetchrow(
         "SELECT id, request_hash FROM operations WHERE principal = $1 AND idempotency_key = $2",
         principal,
         idempotency_key,
     )
-    assert existing is not None
+    if existing is None:
+        return None
     if existing["request_hash"] != digest:
         raise IdempotencyConflict(existing["id"])
     return Accepted(existing["id"], created=False)
+
+
+# A key ending so is scoped to the operation's target: it names the same request only while
+# nothing else happened on that target since (see `scoped_key`).
+TARGET_SCOPED = ":target"
+
+
+async def scoped_key(
+    conn: asyncpg.Connection,
+    principal: str,
+    idempotency_key: str | None,
+    *,
+    target_type: str,
+    target_id: str,
+) -> str | None:
+    """The key an operation is stored under. A key is kept as it is, except a target-scoped one
+    (`...:target`, the MCP's key for a call without a request_id): it is completed with the id
+    of the latest operation on the same target other than this principal's requests with this
+    same key. A retry sees the same latest operation, so the same stored key (the operation it
+    started); after anything else on the target (another change, by anyone) the same request
+    is a new one."""
+    if idempotency_key is None or not idempotency_key.endswith(TARGET_SCOPED):
+        return idempotency_key
+    latest = await conn.fetchval(
+        "SELECT id FROM operations WHERE target_type = $1 AND target_id = $2"
+        " AND NOT (principal = $3 AND idempotency_key IS NOT NULL"
+        " AND left(idempotency_key, length($4) + 1) = $4 || ':')"
+        " ORDER BY created_at DESC, id DESC LIMIT 1",
+        target_type,
+        target_id,
+        principal,
+        idempotency_key,
+    )
+    return f"{idempotency_key}:{latest or 'first'}"
 
 
 async def retry_operation(

@@ -24,12 +24,16 @@ from shared.db import connect
 from shared.logging import get_logger
 from shared.operations import (
     NOTIFY_EVENTS,
+    TARGET_SCOPED,
     Accepted,
     IdempotencyConflict,
     NewOperation,
     create_operation,
+    find_replayed,
     new_operation,
     persist_operations,
+    request_hash,
+    scoped_key,
 )
 from shared.outbox import OutboxRelay
 
@@ -223,6 +227,66 @@ async def close_accept_queue(pool: asyncpg.Pool) -> None:
         await queue.close()
 
 
+def _conflict(exc: IdempotencyConflict) -> ApiError:
+    return ApiError(
+        409,
+        "idempotency_conflict",
+        "this Idempotency-Key was already used with a different request",
+        hint="use a new key for a new request, or resend the original body",
+        extra={"operation_id": str(exc.operation_id)},
+    )
+
+
+def _answer(accepted: Accepted) -> JSONResponse:
+    operation_id = str(accepted.operation_id)
+    return JSONResponse(
+        {
+            "operation_id": operation_id,
+            "status_url": api_path("operations", operation_id),
+            "created": accepted.created,
+        },
+        status_code=202,
+        headers={"Location": api_path("operations", operation_id)},
+    )
+
+
+async def replay(
+    mutation: Mutation,
+    kind: str | type[Command],
+    *,
+    target_type: str,
+    target_id: str,
+    request: dict[str, Any],
+) -> JSONResponse | None:
+    """The retry rule, resolved before anything else a mutation checks: a request whose
+    Idempotency-Key was used before answers that request's operation, running or finished (202,
+    `created: false`); the same key with another request is a 409. None: the key is new (or
+    there is none, or this is a dry run), and the route goes on with its checks.
+
+    A route calls it first, with the `kind`, target and request it will accept; `accept` and
+    `plan_then_accept` call it too, so a route that checks nothing live is covered as well."""
+    key = check_idempotency_key(mutation.idempotency_key)
+    if key is None or mutation.dry_run:
+        return None
+    if not isinstance(kind, str):
+        kind = kind.kind()
+    async with mutation.pool.acquire() as conn:
+        stored = await scoped_key(
+            conn,
+            mutation.principal.name,
+            key,
+            target_type=target_type,
+            target_id=target_id,
+        )
+        try:
+            accepted = await find_replayed(
+                conn, mutation.principal.name, stored, request_hash(kind, target_id, request)
+            )
+        except IdempotencyConflict as exc:
+            raise _conflict(exc) from exc
+    return None if accepted is None else _answer(accepted)
+
+
 async def accept(
     mutation: Mutation,
     command: Command,
@@ -236,6 +300,11 @@ async def accept(
     repeated with its Idempotency-Key answers the first one's operation."""
     pool, principal, source = mutation.pool, mutation.principal, mutation.source
     key = check_idempotency_key(mutation.idempotency_key)
+    if key is not None and key.endswith(TARGET_SCOPED):
+        async with pool.acquire() as conn:
+            key = await scoped_key(
+                conn, principal.name, key, target_type=target_type, target_id=target_id
+            )
     try:
         queue = _queues.get(id(pool))
         if queue is not None and reserve is None:
@@ -264,23 +333,8 @@ async def accept(
                     reserve=reserve,
                 )
     except IdempotencyConflict as exc:
-        raise ApiError(
-            409,
-            "idempotency_conflict",
-            "this Idempotency-Key was already used with a different request",
-            hint="use a new key for a new request, or resend the original body",
-            extra={"operation_id": str(exc.operation_id)},
-        ) from exc
-    operation_id = str(accepted.operation_id)
-    return JSONResponse(
-        {
-            "operation_id": operation_id,
-            "status_url": api_path("operations", operation_id),
-            "created": accepted.created,
-        },
-        status_code=202,
-        headers={"Location": api_path("operations", operation_id)},
-    )
+        raise _conflict(exc) from exc
+    return _answer(accepted)
 
 
 async def dry_run(bus: Bus, command: Command) -> JSONResponse:
@@ -352,6 +406,11 @@ async def plan_then_accept(
     still accepted and its workflow checks the same rules."""
     if mutation.dry_run:
         return JSONResponse({"dry_run": True, "plan": await domain_plan(bus, command, refusal)})
+    replayed = await replay(
+        mutation, type(command), target_type=target_type, target_id=target_id, request=requested
+    )
+    if replayed is not None:
+        return replayed
     plan = await domain_plan(bus, command, refusal) if bus.connected else None
     accepted = await accept(
         mutation, command, target_type=target_type, target_id=target_id, request=requested

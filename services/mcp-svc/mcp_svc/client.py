@@ -2,8 +2,11 @@
 
 Every request carries the service's bearer token and `X-Hyperpilot-Source: mcp` (so events and
 the audit log name the face). Every mutation carries an `Idempotency-Key` derived from the tool
-name and the canonical JSON of its arguments: an agent that repeats a call, or a transport retry,
-maps to the operation the first call created instead of starting a second one.
+name and the canonical JSON of its arguments (docs/operations.md, "Retries and idempotency"):
+with a `request_id`, the key names that request for good; without one it is scoped to the
+operation's target (`...:target`), so a repeated call, or a transport retry, maps to the
+operation the first call created while nothing else happened on that target since, and is a new
+request after any other change there (scale to 3, to 2, to 3 again: three operations).
 """
 
 from __future__ import annotations
@@ -28,15 +31,23 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+TARGET_SCOPED = ":target"  # the gateway's mark of a key scoped to the operation's target
+
+
 def idempotency_key(tool: str, arguments: Mapping[str, Any]) -> str:
-    """`mcp:<tool>:<sha256>` of the tool name and its canonical arguments.
+    """`mcp:<tool>:<sha256>` of the tool name and its canonical arguments; `:target` appended
+    when the call has no `request_id`.
 
     The arguments are the validated ones with defaults filled in, so two calls that mean the same
     request (an argument left out or given its default) share a key; any difference in value gives
-    another key. Within the gateway's 1-200 characters of `[A-Za-z0-9._:-]`.
+    another key. With a `request_id` the key is the request's for good: it always answers the
+    operation it started. Without one the gateway completes the key with the latest operation on
+    the target (another change there since makes the same call a new request). Within the
+    gateway's 1-200 characters of `[A-Za-z0-9._:-]`.
     """
     digest = hashlib.sha256(canonical_json({"tool": tool, "arguments": arguments}).encode())
-    return f"mcp:{tool}:{digest.hexdigest()}"
+    key = f"mcp:{tool}:{digest.hexdigest()}"
+    return key if arguments.get("request_id") is not None else key + TARGET_SCOPED
 
 
 def _present(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from gateway.accept import accept
+from gateway.accept import accept, replay
 from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import AdminMutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
@@ -166,9 +166,28 @@ async def create_cluster(
         return await dry_run_plan(
             request.app.state.bus, CreateCluster(spec=spec, region=region, bucket=bucket)
         )
+    requested = body.model_dump(mode="json", exclude_unset=True)
+    # A retry (the same Idempotency-Key) answers its operation before the name is checked:
+    # by then the name is the retried create's own.
+    replayed = await replay(
+        mutation, CreateCluster, target_type="cluster", target_id=spec.name, request=requested
+    )
+    if replayed is not None:
+        return replayed
     async with mutation.pool.acquire() as conn:
         existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
-    if existing is not None and mutation.idempotency_key is None:
+    if existing is not None:
+        if mutation.idempotency_key is not None:
+            # The same request, accepted since the first look (two sends racing).
+            replayed = await replay(
+                mutation,
+                CreateCluster,
+                target_type="cluster",
+                target_id=spec.name,
+                request=requested,
+            )
+            if replayed is not None:
+                return replayed
         raise _taken(spec.name)
     if request.app.state.bus.connected:
         problems = await query(
@@ -208,7 +227,7 @@ async def create_cluster(
         command,
         target_type="cluster",
         target_id=spec.name,
-        request=body.model_dump(mode="json", exclude_unset=True),
+        request=requested,
         reserve=reserve,
     )
 
@@ -381,6 +400,11 @@ async def delete_cluster(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
+    replayed = await replay(
+        mutation, DeleteCluster, target_type="cluster", target_id=name, request={"name": name}
+    )
+    if replayed is not None:
+        return replayed
     async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
         if row is None:
@@ -392,7 +416,7 @@ async def delete_cluster(
             " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
             name,
         )
-    if busy is not None and mutation.idempotency_key is None:
+    if busy is not None:
         raise ApiError(
             409,
             "cluster_busy",

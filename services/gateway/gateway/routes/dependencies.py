@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway.accept import accept
+from gateway.accept import accept, replay
 from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -70,6 +70,15 @@ async def reconcile(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    replayed = await replay(
+        mutation,
+        ReconcileDependencies,
+        target_type="cluster",
+        target_id=name,
+        request={"reconcile": True},
+    )
+    if replayed is not None:
+        return replayed
     async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
     if row is None:

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
+from gateway.accept import domain_plan, plan_then_accept, refusal_mapper, replay
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
@@ -239,6 +239,15 @@ async def update_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
+    replayed = await replay(
+        mutation,
+        DeployEndpoint,
+        target_type="endpoint",
+        target_id=f"{cluster_name}/{name}",
+        request=body.model_dump(mode="json", exclude_unset=True),
+    )
+    if replayed is not None:
+        return replayed
     record = await _endpoint(mutation.pool, cluster_name, name)
     try:
         spec = EndpointSpec.model_validate(body.merged(record["spec"]))
@@ -264,6 +273,15 @@ async def scale_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
+    replayed = await replay(
+        mutation,
+        ScaleEndpoint,
+        target_type="endpoint",
+        target_id=f"{cluster_name}/{name}",
+        request=body.model_dump(mode="json", exclude_unset=True),
+    )
+    if replayed is not None:
+        return replayed
     record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
@@ -279,6 +297,15 @@ async def _assign(
     name: str, body: PoolAssignment, request: Request, mutation: Mutation, cluster: str | None
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
+    replayed = await replay(
+        mutation,
+        AssignPoolWorker,
+        target_type="endpoint",
+        target_id=f"{cluster_name}/{name}",
+        request=body.model_dump(mode="json", exclude_unset=True),
+    )
+    if replayed is not None:
+        return replayed
     record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
@@ -330,6 +357,15 @@ async def delete_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
+    replayed = await replay(
+        mutation,
+        DeleteEndpoint,
+        target_type="endpoint",
+        target_id=f"{cluster_name}/{name}",
+        request={},
+    )
+    if replayed is not None:
+        return replayed
     record = await _endpoint(mutation.pool, cluster_name, name)
     target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(

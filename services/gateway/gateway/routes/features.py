@@ -14,7 +14,7 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-from gateway.accept import accept, dry_run
+from gateway.accept import accept, dry_run, replay
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
@@ -111,8 +111,17 @@ async def update_features(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(mutation.pool, name)
     changes = FeaturesChange.model_validate(body.model_dump(exclude_unset=True))
+    replayed = await replay(
+        mutation,
+        UpdateFeatures,
+        target_type="cluster",
+        target_id=name,
+        request=changes.requested(),
+    )
+    if replayed is not None:
+        return replayed
+    row = await _cluster(mutation.pool, name)
     command = UpdateFeatures(
         cluster=name, region=row["region"], target=target_of(row), changes=changes
     )

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway.accept import accept
+from gateway.accept import accept, replay
 from gateway.accept import dry_run as answer_plan
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -189,6 +189,12 @@ async def add_instance_group(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    requested = body.model_dump(mode="json", exclude_unset=True)
+    replayed = await replay(
+        mutation, AddInstanceGroup, target_type="cluster", target_id=name, request=requested
+    )
+    if replayed is not None:
+        return replayed
     cluster = await _cluster(mutation.pool, name)
     command = AddInstanceGroup(
         cluster=name,
@@ -202,7 +208,7 @@ async def add_instance_group(
         request,
         mutation,
         command,
-        body=body.model_dump(mode="json", exclude_unset=True),
+        body=requested,
     )
 
 
@@ -220,6 +226,12 @@ async def update_instance_group(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    requested = body.model_dump(mode="json", exclude_unset=True)
+    replayed = await replay(
+        mutation, UpdateInstanceGroup, target_type="cluster", target_id=name, request=requested
+    )
+    if replayed is not None:
+        return replayed
     cluster = await _cluster(mutation.pool, name)
     command = UpdateInstanceGroup(
         cluster=name,
@@ -232,7 +244,7 @@ async def update_instance_group(
         request,
         mutation,
         command,
-        body=body.model_dump(mode="json", exclude_unset=True),
+        body=requested,
     )
 
 
@@ -248,6 +260,12 @@ async def delete_instance_group(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
+    requested = {"group": group}
+    replayed = await replay(
+        mutation, DeleteInstanceGroup, target_type="cluster", target_id=name, request=requested
+    )
+    if replayed is not None:
+        return replayed
     cluster = await _cluster(mutation.pool, name)
     command = DeleteInstanceGroup(
         cluster=name,
@@ -259,7 +277,7 @@ async def delete_instance_group(
         request,
         mutation,
         command,
-        body={"group": group},
+        body=requested,
     )
 
 
@@ -275,6 +293,12 @@ async def update_software(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    requested = body.model_dump(mode="json", exclude_unset=True)
+    replayed = await replay(
+        mutation, UpdateClusterSoftware, target_type="cluster", target_id=name, request=requested
+    )
+    if replayed is not None:
+        return replayed
     cluster = await _cluster(mutation.pool, name)
     command = UpdateClusterSoftware(
         cluster=name,
@@ -286,5 +310,5 @@ async def update_software(
         request,
         mutation,
         command,
-        body=body.model_dump(mode="json", exclude_unset=True),
+        body=requested,
     )

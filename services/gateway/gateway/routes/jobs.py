@@ -16,7 +16,7 @@ import asyncpg
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gateway.accept import domain_plan, plan_then_accept, refusal_mapper
+from gateway.accept import domain_plan, plan_then_accept, refusal_mapper, replay
 from gateway.auth import Principal
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
@@ -194,6 +194,11 @@ async def cancel_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    replayed = await replay(
+        mutation, CancelJob, target_type="job", target_id=f"{name}/{job}", request={"cancel": True}
+    )
+    if replayed is not None:
+        return replayed
     await _cluster(mutation.pool, name)
     await _job(mutation.pool, name, job)
     return await _mutate(
@@ -217,6 +222,11 @@ async def delete_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    replayed = await replay(
+        mutation, DeleteJob, target_type="job", target_id=f"{name}/{job}", request={"delete": True}
+    )
+    if replayed is not None:
+        return replayed
     await _cluster(mutation.pool, name)
     await _job(mutation.pool, name, job)
     return await _mutate(

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from gateway.accept import accept
+from gateway.accept import accept, replay
 from gateway.accept import dry_run as answer_plan
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -138,6 +138,15 @@ async def _submit(
             if exc.code in _RULES:
                 raise _rule_error(exc) from exc
             raise
+    replayed = await replay(
+        mutation,
+        type(command),
+        target_type="cluster",
+        target_id=str(command.cluster),
+        request=request_body,
+    )
+    if replayed is not None:
+        return replayed
     plan = await _plan(request, command)
     accepted = await accept(
         mutation,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.accept import accept
+from gateway.accept import accept, replay
 from gateway.accept import dry_run as dry_run_plan
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -138,6 +138,11 @@ async def get_bucket(name: BucketName, pool: Pool, _: Viewer) -> dict[str, Any]:
 async def delete_bucket(
     name: BucketName, request: Request, mutation: AdminMutation
 ) -> JSONResponse:
+    replayed = await replay(
+        mutation, DeleteStorageBucket, target_type="bucket", target_id=name, request={"name": name}
+    )
+    if replayed is not None:
+        return replayed
     async with mutation.pool.acquire() as conn:
         row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
     if row is None:

@@ -71,8 +71,9 @@ async def submit(
     dry_run: bool = False,
     params: dict[str, Any] | None = None,
 ) -> OperationStarted:
-    """Send a mutation keyed by the call and describe the operation it started; a dry run asks
-    for the plan only (nothing is stored or changed)."""
+    """Send a mutation keyed by the call (`idempotency_key`: a retry returns the operation the
+    first call started, without another read) and describe that operation; a dry run asks for
+    the plan only (nothing is stored or changed)."""
     if dry_run:
         answer = await gateway.preview(method, path, body=body, params=params)
         return planned(tool, answer, what)
