@@ -97,3 +97,18 @@ async def test_a_change_repeated_after_another_change_is_a_new_request(
         if g.get("InstanceGroupName") == "gpu"
     ]
     assert counts[-5:] == [3, 2, 3, 2, 3], counts
+
+
+def test_the_derived_key_is_scoped_to_the_target_unless_a_request_id_names_the_request() -> None:
+    from gateway.accept import check_idempotency_key
+    from mcp_svc.client import idempotency_key
+    from shared.operations import TARGET_SCOPED
+
+    derived = idempotency_key("update_instance_group", {"cluster": "c", "count": 3})
+    assert derived.startswith("mcp:update_instance_group:") and derived.endswith(TARGET_SCOPED)
+    assert check_idempotency_key(derived) == derived
+    named = idempotency_key("update_instance_group", {"count": 3, "request_id": "r1"})
+    assert not named.endswith(TARGET_SCOPED) and check_idempotency_key(named) == named
+    # A request_id left unset (None, as the tools pass it) derives a target-scoped key.
+    unset = idempotency_key("update_instance_group", {"count": 3, "request_id": None})
+    assert unset.endswith(TARGET_SCOPED)
