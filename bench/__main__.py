@@ -25,6 +25,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("bench.workflow", ("--runs", "3"), 150),
     ("bench.logs", (), 150),
     ("bench.k8s_api", ("--seconds", "10"), 90),
+    ("bench.mcp_tools", (), 60),
 )
 
 

@@ -402,6 +402,22 @@ def rows() -> list[Row]:
                 "-",
             )
         )
+    tools = _load("mcp_tools")
+    if tools is None:
+        out.append(_missing("9", "MCP tools/list size", "mcp_tools"))
+    else:
+        out.append(
+            Row(
+                "9",
+                f"MCP `tools/list` as sent, {tools['tools']} tools (`bench/mcp_tools.py`; "
+                f"{tools['before_bytes']:,} bytes before the lean schemas)",
+                f"{tools['tools_list_bytes']:,} bytes",
+                "-",
+                f"{tools['ratio_to_goal']:.2f} of goal",
+                f"<= {tools['goal_bytes']:,} bytes",
+                _met(tools["tools_list_bytes"] <= tools["goal_bytes"]),
+            )
+        )
     return out
 
 

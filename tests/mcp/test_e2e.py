@@ -113,8 +113,17 @@ async def playbook_cluster(
         agent.calls.append("list_availability_zones")
         zones = await zones_when_ready(client)
         zone = zones[0]["zone_id"]
-        offered = await agent.ok("list_instance_types", {"availability_zone_id": zone})
-        types = [t["instance_type"] for t in offered["instance_types"]]
+        types: list[str] = []
+        page: str | None = None
+        while True:  # a page at a time, as the tool answers
+            offered = await agent.ok(
+                "list_instance_types", {"availability_zone_id": zone, "page_token": page}
+            )
+            types += [t["instance_type"] for t in offered["instance_types"]]
+            page = offered["next_page_token"]
+            if page is None:
+                break
+        assert len(types) == offered["total"]
         instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
         started = await agent.ok(
             "create_cluster",

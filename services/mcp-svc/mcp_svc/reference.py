@@ -10,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_types import Tool
+from mcp_types import ListToolsResult, Tool
 
 from mcp_svc.config import McpSettings
 from mcp_svc.registry import HyperpilotServer
@@ -34,6 +34,9 @@ def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
     if "const" in schema:
         return json.dumps(schema["const"])
     kind = schema.get("type", "any")
+    if isinstance(kind, list):  # ["string", "null"]: an optional value or null
+        arms = [_type({**schema, "type": k}, defs) for k in kind if k != "null"]
+        return " \\| ".join(arms) + (" \\| null" if "null" in kind else "")
     if kind == "array":
         return f"array of {_type(schema.get('items', {}), defs)}"
     if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
@@ -107,8 +110,13 @@ async def render(server: HyperpilotServer) -> str:
         "  same pydantic models as the REST bodies) get the same wording.",
         "  An argument the tool does not have is refused by name (rule `extra_forbidden`, the",
         "  hint lists the tool's arguments) and nothing is sent: it is never silently dropped.",
-        "- **Results** are typed (each tool's output schema) with a `summary` line, which is also",
-        "  the first text block.",
+        "- **Results** are typed (each tool's output schema) with a `summary`: the text content",
+        "  of a result is that one paragraph, and the data is in `structuredContent` only (not",
+        "  repeated as JSON text). A list that can be long is paged: `limit`, and the cursor the",
+        "  result names (`next_after`, or `next_page_token` passed back as `page_token`).",
+        "- **Schemas** are lean: no `title`s; an optional argument is its type or null; input",
+        "  schemas have `additionalProperties: false`. `tools/list` is bounded by a test",
+        "  (`tests/mcp/test_unit.py`) and measured by `make bench`.",
         "- **Settings.** A setting holding an unexpanded `${...}` (an agent config's placeholder",
         "  its client did not substitute) stops the start with a message naming the setting.",
         "- **Transports.** stdio (what agent configs launch) or streamable HTTP at `/mcp`",
@@ -180,6 +188,13 @@ async def render(server: HyperpilotServer) -> str:
         for name, schema in objects.items():
             out += ["", f"### {name}", "", *_fields(schema, defs, "field")]
     return "\n".join(out) + "\n"
+
+
+async def listed_size(server: HyperpilotServer) -> int:
+    """The bytes of the `tools/list` result as the server sends it (compact JSON, the SDK's
+    serialization): what a client loads into an agent's context before the first call."""
+    listed = ListToolsResult(tools=await server.list_tools())
+    return len(listed.model_dump_json(by_alias=True, exclude_none=True).encode())
 
 
 def main() -> None:

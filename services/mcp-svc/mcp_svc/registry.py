@@ -1,5 +1,5 @@
 """The MCP server with Hyperpilot's tool rules: read-only unless writes are allowed, REST-shaped
-errors, and a human summary beside every structured result.
+errors, a one-paragraph summary as the text of every structured result, and lean schemas.
 
 Tools are registered with `HyperpilotServer.read_tool` / `write_tool` so the catalog knows which
 ones mutate, which REST route each wraps and which tool decides its completion; the reference in
@@ -9,7 +9,6 @@ ones mutate, which REST route each wraps and which tool decides its completion; 
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -139,12 +138,15 @@ class HyperpilotServer(MCPServer):
                     idempotent_hint=True,
                     open_world_hint=mutating,
                 ),
-                meta={
-                    "hyperpilot/mutating": mutating,
-                    "hyperpilot/status_tool": status_tool,
-                    "hyperpilot/rest": rest,
-                },
+                meta={"hyperpilot/rest": rest},
             )
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:
+                # What tools/list sends: the SDK's schemas without its noise (the arguments and
+                # the result are still validated by the pydantic models themselves).
+                tool.parameters = input_schema(tool.parameters)
+                if tool.fn_metadata.output_schema is not None:
+                    tool.fn_metadata.output_schema = output_schema(tool.fn_metadata.output_schema)
             return fn
 
         return decorate
@@ -229,12 +231,62 @@ def failure(exc: ToolFailure) -> CallToolResult:
 def with_summary(
     result: CallToolResult | InputRequiredResult,
 ) -> CallToolResult | InputRequiredResult:
-    """Text for clients that show text: the summary line, then the structured result as JSON."""
+    """The text of a result is its summary, one paragraph; the data is in `structuredContent`
+    only, not repeated as JSON text (the MCP specification, Server > Tools > Structured Content:
+    the text may be a summary of it)."""
     if not isinstance(result, CallToolResult) or not isinstance(result.structured_content, dict):
         return result
     summary = result.structured_content.get("summary")
     if not isinstance(summary, str):
         return result
-    data = json.dumps(result.structured_content, indent=1, ensure_ascii=False)
-    result.content = [TextContent(type="text", text=summary), TextContent(type="text", text=data)]
+    paragraph = " ".join(summary.split())  # a REST message quoted in it may hold line breaks
+    result.structured_content["summary"] = paragraph
+    result.content = [TextContent(type="text", text=paragraph)]
     return result
+
+
+# Keywords the SDK's schemas carry that tell a client nothing: `title` is the field name again
+# ("Operation Id"); in a result, `default` and `examples` describe no value actually sent.
+_NOISE = frozenset({"title"})
+_OUTPUT_NOISE = frozenset({"title", "default", "examples"})
+_NULL = {"type": "null"}
+
+
+def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's arguments as listed: no titles, `X | None = None` as an optional X or null, and
+    `additionalProperties: false` (an unknown argument is refused, see `call_tool`)."""
+    lean: dict[str, Any] = _lean(schema, _NOISE)
+    lean["additionalProperties"] = False
+    return lean
+
+
+def output_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's result as listed: types, `required` and one description per property; no
+    titles, defaults, examples or the model's docstring (the tool's description says it)."""
+    lean: dict[str, Any] = _lean(schema, _OUTPUT_NOISE, output=True)
+    lean.pop("description", None)
+    return lean
+
+
+def _lean(node: Any, drop: frozenset[str], output: bool = False, names: bool = False) -> Any:
+    if isinstance(node, list):
+        return [_lean(item, drop, output) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if names:  # `properties` or `$defs`: the keys are names, not keywords
+        return {key: _lean(value, drop, output) for key, value in node.items()}
+    lean: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in drop or (output and key == "additionalProperties" and value is True):
+            continue
+        lean[key] = _lean(value, drop, output, names=key in ("properties", "$defs"))
+    if not output and "default" in lean and lean["default"] is None:
+        del lean["default"]  # not required already says it may be left out
+    arms = lean.get("anyOf")
+    if isinstance(arms, list) and len(arms) == 2 and _NULL in arms:
+        other = arms[1] if arms[0] == _NULL else arms[0]
+        kind = other.get("type")
+        if isinstance(kind, str) and kind != "null" and not set(other) & (set(lean) - {"anyOf"}):
+            del lean["anyOf"]
+            lean = {**other, **lean, "type": [kind, "null"]}
+    return lean

@@ -6,12 +6,14 @@ breaks an older MCP service.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.boundary import api_path
 
+T = TypeVar("T")
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
 STATUS_TOOL: Literal["get_operation"] = "get_operation"
 # The longest one get_operation call waits: under the 60 s a client commonly allows a request
@@ -24,7 +26,7 @@ COMPLETION = (
 
 
 class ToolResult(BaseModel):
-    summary: str = Field(description="One or two sentences for a human")
+    summary: str = Field(description="For a human")
 
 
 class Passthrough(BaseModel):
@@ -38,24 +40,21 @@ class OperationStarted(ToolResult):
 
     A dry run (`dry_run: true`) starts nothing: `operation_id` is null and `plan` holds the calls
     and the diff the change would make, computed from actual state.
+
+    The result of some 30 tools, so its schema is listed that many times: the descriptions are
+    a few words each (docs/mcp-tools.md and the tool descriptions say the rest).
     """
 
-    operation_id: str | None = Field(description="The operation to poll (null for a dry run)")
-    status_tool: Literal["get_operation"] = Field(
-        STATUS_TOOL, description="The tool that decides completion"
-    )
-    status_url: str | None = Field(None, description="The REST resource of the operation")
-    created: bool = Field(
-        False, description="False when an identical earlier call already created this operation"
-    )
-    idempotency_key: str | None = Field(None, description="The key derived from this call")
+    operation_id: str | None = Field(description="To poll; null for a dry run")
+    status_tool: Literal["get_operation"] = Field(STATUS_TOOL, description="Decides completion")
+    status_url: str | None = Field(None, description="REST resource")
+    created: bool = Field(False, description="False: an identical call's operation")
+    idempotency_key: str | None = Field(None, description="Derived from the call")
     next_step: str = Field(description="What to call next")
-    dry_run: bool = Field(False, description="True when only the plan was computed")
-    noop: bool | None = Field(
-        None, description="True when actual state already matches: the operation changes nothing"
-    )
-    diff: Any = Field(None, description="Requested against actual state, per field")
-    notes: list[str] | None = None
+    dry_run: bool = Field(False, description="Only planned")
+    noop: bool | None = Field(None, description="Changes nothing")
+    diff: Any = Field(None, description="Requested vs actual")
+    notes: list[str] | None = Field(None, description="From the gateway")
     plan: dict[str, Any] | None = Field(None, description="A dry run's plan")
 
 
@@ -101,3 +100,36 @@ def planned(tool: str, answer: dict[str, Any], what: str) -> OperationStarted:
         diff=plan.get("diff") if isinstance(plan, dict) else None,
         plan=plan if isinstance(plan, dict) else None,
     )
+
+
+# ---- pages of a long list -------------------------------------------------------------------
+
+# A result stays well under 16 KB: a REST list with no paging of its own is paged here, by a
+# cursor that is the sort key of the last item sent (an insert or a delete between two pages
+# shifts nothing).
+PageToken = Annotated[
+    str | None,
+    Field(
+        max_length=600,
+        description="The previous result's next_page_token; the first page if omitted",
+    ),
+]
+
+
+def page_of(
+    items: list[T], key: Callable[[T], str], limit: int, token: str | None
+) -> tuple[list[T], str | None]:
+    """The items sorted by `key` that come after `token`, at most `limit`, and the token of the
+    next page (None on the last)."""
+    ordered = sorted(items, key=key)
+    rest = [item for item in ordered if token is None or key(item) > token]
+    shown = rest[:limit]
+    return shown, key(shown[-1]) if len(rest) > limit else None
+
+
+def page_note(shown: int, total: int, token: str | None, next_token: str | None) -> str:
+    """How a page sits in the whole list, for a summary."""
+    if next_token is None and token is None:
+        return ""
+    more = f"; page_token='{next_token}' for the next" if next_token else "; the last page"
+    return f" (this page: {shown} of {total}{more})"

@@ -33,47 +33,47 @@ ExistingCluster = Annotated[
 
 
 class ClusterRead(Passthrough):
-    name: str
-    region: str
+    name: str = Field(description="Cluster name")
+    region: str = Field(description="AWS region")
     status: str = Field(description="pending, creating, active, failed, deleting, imported, ...")
     managed: bool = Field(description="True when Hyperpilot created it (delete removes it)")
     active: bool = Field(description="The cluster commands without a cluster name use")
-    eks_cluster_arn: str | None = None
-    hyperpod_cluster_arn: str | None = None
-    endpoint: str | None = None
+    eks_cluster_arn: str | None = Field(None, description="EKS cluster ARN")
+    hyperpod_cluster_arn: str | None = Field(None, description="HyperPod cluster ARN")
+    endpoint: str | None = Field(None, description="Kubernetes API server URL")
     operation_id: str | None = Field(None, description="The operation that created or imported it")
-    spec: dict[str, Any] | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
+    spec: dict[str, Any] | None = Field(None, description="The cluster spec it was made from")
+    created_at: str | None = Field(None, description="ISO 8601")
+    updated_at: str | None = Field(None, description="ISO 8601")
 
 
 class InstanceGroupRead(Passthrough):
-    name: str
-    instance_type: str
-    count: int
-    status: str | None = None
+    name: str = Field(description="Group name")
+    instance_type: str = Field(description="e.g. ml.g5.8xlarge")
+    count: int = Field(description="Instances asked for")
+    status: str | None = Field(None, description="As HyperPod reports it")
 
 
 class ComponentRead(Passthrough):
-    name: str
-    version: str | None = None
-    status: str | None = None
-    message: str | None = None
+    name: str = Field(description="Component name")
+    version: str | None = Field(None, description="Installed version")
+    status: str | None = Field(None, description="e.g. installed, failed")
+    message: str | None = Field(None, description="Why, when not installed")
 
 
 class ClusterDescribed(ClusterRead):
     resources: dict[str, Any] | None = Field(None, description="What each create stage made")
-    instance_groups: list[InstanceGroupRead] = []
+    instance_groups: list[InstanceGroupRead] = Field([], description="Its groups")
     components: list[ComponentRead] = Field([], description="Installed dependencies")
 
 
 class ClusterList(ToolResult):
-    clusters: list[ClusterRead]
+    clusters: list[ClusterRead] = Field(description="Every known cluster")
     active: str | None = Field(description="Name of the active cluster, if any")
 
 
 class ClusterDescription(ToolResult):
-    cluster: ClusterDescribed
+    cluster: ClusterDescribed = Field(description="The cluster")
 
 
 class ActiveCluster(ToolResult):
@@ -81,10 +81,12 @@ class ActiveCluster(ToolResult):
 
 
 class ActiveClusterSet(ToolResult):
-    name: str
+    name: str = Field(description="The cluster now active")
     operation_id: None = Field(None, description="Switching is immediate: no operation")
-    status_tool: Literal["get_active_cluster"] = "get_active_cluster"
-    cluster: ClusterRead
+    status_tool: Literal["get_active_cluster"] = Field(
+        "get_active_cluster", description="Confirms it"
+    )
+    cluster: ClusterRead = Field(description="The cluster")
 
 
 def _one_line(c: ClusterRead) -> str:

@@ -3,6 +3,8 @@ what is installed, and a reconcile on demand."""
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
@@ -13,15 +15,15 @@ READY = ("installed", "upgraded", "unchanged")
 
 
 class Component(Passthrough):
-    name: str
-    version: str | None = None
-    status: str | None = None
-    updated_at: str | None = None
+    name: str = Field(description="Component name")
+    version: str | None = Field(None, description="Installed version")
+    status: str | None = Field(None, description="e.g. installed, failed")
+    updated_at: str | None = Field(None, description="ISO 8601")
 
 
 class ComponentList(ToolResult):
-    cluster: str
-    components: list[Component]
+    cluster: str = Field(description="The cluster read")
+    components: list[Component] = Field(description="Declared components")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:

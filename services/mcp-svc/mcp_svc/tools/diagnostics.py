@@ -9,12 +9,11 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.results import PageToken, Passthrough, ToolResult, page_note, page_of
 from mcp_svc.tools.common import ClusterRef, count
 from shared.boundary import api_path
 from shared.contracts.diagnostics import (
     CONTAINER_PATTERN,
-    DEFAULT_EVENTS,
     DEFAULT_TAIL,
     KIND_PATTERN,
     MAX_EVENTS,
@@ -26,6 +25,14 @@ from shared.contracts.diagnostics import (
     POD_PATTERN,
     EventType,
 )
+
+# A pod with two containers is ~0.45 KB: 20 a page is ~9 KB, 30 (the most) ~14 KB.
+DEFAULT_PODS = 20
+# The events route has no cursor, only "the newest N" (REST allows up to MAX_EVENTS): an event
+# is ~0.3 KB, so a result keeps to the newest 50 at most, and filters reach further back.
+MCP_DEFAULT_EVENTS = 30
+MCP_MAX_EVENTS = min(50, MAX_EVENTS)
+MAX_PODS = 30
 
 Namespace = Annotated[
     str,
@@ -40,60 +47,62 @@ PodName = Annotated[
 class KubeEvent(Passthrough):
     type: str | None = Field(None, description="Normal or Warning")
     reason: str | None = Field(None, description="e.g. BackOff, Failed, FailedScheduling")
-    message: str | None = None
+    message: str | None = Field(None, description="What happened")
     object: dict[str, Any] = Field(
         default_factory=dict, description="The object it is about: kind, name, namespace"
     )
     count: int = Field(1, description="How many times it happened")
-    first_timestamp: str | None = None
-    last_timestamp: str | None = None
+    first_timestamp: str | None = Field(None, description="When it first happened")
+    last_timestamp: str | None = Field(None, description="When it last happened")
     source: str | None = Field(None, description="The component that reported it (kubelet...)")
 
 
 class KubeEvents(ToolResult):
-    cluster: str
+    cluster: str = Field(description="The cluster read")
     namespace: str = Field(description="The namespace read, or * for all")
     events: list[KubeEvent] = Field(description="The newest events, newest last")
 
 
 class Container(Passthrough):
-    name: str | None = None
-    ready: bool = False
-    restart_count: int = 0
+    name: str | None = Field(None, description="Container name")
+    ready: bool = Field(False, description="Passing its readiness probe")
+    restart_count: int = Field(0, description="Restarts so far")
     state: str | None = Field(None, description="running, waiting or terminated")
     reason: str | None = Field(
         None, description="Why it waits or ended: CrashLoopBackOff, ImagePullBackOff, OOMKilled"
     )
-    exit_code: int | None = None
+    exit_code: int | None = Field(None, description="Exit code if terminated")
     last_termination: dict[str, Any] | None = Field(
         None, description="How the instance before the last restart ended: reason, exit_code"
     )
 
 
 class Pod(Passthrough):
-    name: str | None = None
-    namespace: str | None = None
-    phase: str | None = None
+    name: str | None = Field(None, description="Pod name")
+    namespace: str | None = Field(None, description="Its namespace")
+    phase: str | None = Field(None, description="Pending, Running, Succeeded, Failed, Unknown")
     status: str | None = Field(None, description="kubectl's STATUS: Running, CrashLoopBackOff...")
-    node: str | None = None
+    node: str | None = Field(None, description="The node it runs on")
     ready: str | None = Field(None, description="ready containers / containers")
-    restarts: int = 0
-    containers: list[Container] = []
+    restarts: int = Field(0, description="Restarts of its containers")
+    containers: list[Container] = Field([], description="Each container's state")
 
 
 class PodList(ToolResult):
-    cluster: str
-    namespace: str
-    selector: str = ""
-    pods: list[Pod]
+    cluster: str = Field(description="The cluster read")
+    namespace: str = Field(description="The namespace read, or * for all")
+    selector: str = Field("", description="The label selector applied")
+    pods: list[Pod] = Field(description="This page, by namespace and name")
+    total: int = Field(description="Pods matched in all")
+    next_page_token: str | None = Field(description="Pass as page_token; null: the last page")
 
 
 class PodLog(ToolResult):
-    pod: str
-    namespace: str
-    container: str | None = None
+    pod: str = Field(description="The pod read")
+    namespace: str = Field(description="Its namespace")
+    container: str | None = Field(None, description="The container read")
     previous: bool = Field(description="True: the log of the instance before the last restart")
-    restart_count: int | None = None
+    restart_count: int | None = Field(None, description="The container's restarts")
     lines: list[str] = Field(description="The last lines of the log")
 
 
@@ -121,8 +130,13 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             Field(description="Warning for problems only, Normal, or omitted for both"),
         ] = None,
         limit: Annotated[
-            int, Field(ge=1, le=MAX_EVENTS, description="The newest this many events")
-        ] = DEFAULT_EVENTS,
+            int,
+            Field(
+                ge=1,
+                le=MCP_MAX_EVENTS,
+                description="The newest this many events (filter to see further back)",
+            ),
+        ] = MCP_DEFAULT_EVENTS,
     ) -> KubeEvents:
         """Kubernetes events of a cluster, newest last: why a pod does not start (scheduling,
         image pulls, volumes), why a container restarts (BackOff with its exit code), nodes
@@ -171,24 +185,40 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 description="A label selector, e.g. hyperpilot.dev/job=<job> for a job's pods",
             ),
         ] = "",
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_PODS, description="At most this many pods per page")
+        ] = DEFAULT_PODS,
+        page_token: PageToken = None,
     ) -> PodList:
         """Pods with their status as kubectl shows it (Running, CrashLoopBackOff,
         ImagePullBackOff, OOMKilled, Pending...), node, readiness, restarts and each container's
-        state and last termination (reason and exit code of the instance before the restart)."""
+        state and last termination (reason and exit code of the instance before the restart).
+        A page at a time; the summary names the troubled pods of every page."""
         raw = await gateway.get(
             api_path("clusters", cluster, "pods"), {"namespace": namespace, "selector": selector}
         )
-        pods = [Pod.model_validate(p) for p in raw.get("pods") or []]
+        every = [Pod.model_validate(p) for p in raw.get("pods") or []]
+        pods, next_token = page_of(
+            every, lambda p: f"{p.namespace or ''}/{p.name or ''}", limit, page_token
+        )
         troubled = [
             f"{p.name} ({p.status}, {p.restarts} restarts)"
-            for p in pods
+            for p in every
             if p.status not in ("Running", "Completed", "Succeeded") or p.restarts
         ]
-        summary = f"{cluster}/{namespace}: {count(len(pods), 'pod')}" + (
-            f"; not running cleanly: {', '.join(troubled[:10])}." if troubled else "."
+        summary = (
+            f"{cluster}/{namespace}: {count(len(every), 'pod')}"
+            f"{page_note(len(pods), len(every), page_token, next_token)}"
+            + (f"; not running cleanly: {', '.join(troubled[:10])}." if troubled else ".")
         )
         return PodList(
-            summary=summary, cluster=cluster, namespace=namespace, selector=selector, pods=pods
+            summary=summary,
+            cluster=cluster,
+            namespace=namespace,
+            selector=selector,
+            pods=pods,
+            total=len(every),
+            next_page_token=next_token,
         )
 
     @server.read_tool(

@@ -23,26 +23,26 @@ OperationFilter = Annotated[
 
 class Event(Passthrough):
     seq: int = Field(description="Position in the log; pass the last one as `after` to page")
-    type: str
-    subject: str | None = None
-    operation_id: str | None = None
-    principal: str | None = None
-    occurred_at: str | None = None
-    payload: dict[str, Any] = {}
+    type: str = Field(description="e.g. StageSucceeded, OperationFailed")
+    subject: str | None = Field(None, description="What it is about, e.g. cluster/c1")
+    operation_id: str | None = Field(None, description="Its operation")
+    principal: str | None = Field(None, description="Who caused it")
+    occurred_at: str | None = Field(None, description="ISO 8601")
+    payload: dict[str, Any] = Field({}, description="The event's data")
 
 
 class AuditEntry(Event):
     source: str | None = Field(None, description="The face it came through: ui, rest, mcp, cli")
-    recorded_at: str | None = None
+    recorded_at: str | None = Field(None, description="ISO 8601")
 
 
 class EventPage(ToolResult):
-    events: list[Event]
+    events: list[Event] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
 
 
 class AuditPage(ToolResult):
-    entries: list[AuditEntry]
+    entries: list[AuditEntry] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
 
 

@@ -18,11 +18,19 @@ FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "
 
 
 class Features(ToolResult):
-    cluster: str
-    training_operator: dict[str, Any] | None = None
-    inference_operator: dict[str, Any] | None = None
-    tiered_checkpointing: dict[str, Any] | None = None
-    autoscaling: dict[str, Any] | None = None
+    cluster: str = Field(description="The cluster read")
+    training_operator: dict[str, Any] | None = Field(
+        None, description="Training operator: its actual state"
+    )
+    inference_operator: dict[str, Any] | None = Field(
+        None, description="Inference operator: its actual state"
+    )
+    tiered_checkpointing: dict[str, Any] | None = Field(
+        None, description="Tiered checkpointing: its actual state"
+    )
+    autoscaling: dict[str, Any] | None = Field(
+        None, description="Managed autoscaling: its actual state"
+    )
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:

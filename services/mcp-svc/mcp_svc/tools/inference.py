@@ -51,23 +51,23 @@ PodName = Annotated[
 
 
 class Endpoint(Passthrough):
-    name: str
-    cluster: str | None = None
+    name: str = Field(description="Endpoint name")
+    cluster: str | None = Field(None, description="Its cluster")
     kind: str | None = Field(None, description="container, sglang, managed or jumpstart")
-    status: str | None = None
-    replicas: int | None = None
-    ready_replicas: int | None = None
-    address: str | None = None
-    message: str | None = None
-    operation_id: str | None = None
+    status: str | None = Field(None, description="e.g. pending, ready, failed")
+    replicas: int | None = Field(None, description="Replicas asked for")
+    ready_replicas: int | None = Field(None, description="Replicas ready now")
+    address: str | None = Field(None, description="Where it answers (in-cluster URL)")
+    message: str | None = Field(None, description="Why, when not ready")
+    operation_id: str | None = Field(None, description="The operation that deployed it")
 
 
 class EndpointList(ToolResult):
-    endpoints: list[Endpoint]
+    endpoints: list[Endpoint] = Field(description="Every endpoint")
 
 
 class EndpointDescription(ToolResult):
-    endpoint: Endpoint
+    endpoint: Endpoint = Field(description="The endpoint")
 
 
 class Invocation(ToolResult):

@@ -8,67 +8,73 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.results import PageToken, Passthrough, ToolResult, page_note, page_of
 from mcp_svc.tools.common import Region, count
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
+
+# A type with its zones is ~160 bytes: 50 a page is ~8 KB, 80 (the most) ~13 KB.
+DEFAULT_TYPES = 50
+MAX_TYPES = 80
 
 
 class Zone(Passthrough):
     zone_name: str = Field(description="Account-specific name, e.g. us-east-1a")
     zone_id: str = Field(description="Physical zone id, the same in every account, e.g. use1-az2")
-    state: str | None = None
+    state: str | None = Field(None, description="The AWS zone state, e.g. available")
 
 
 class InstanceTypeOffer(Passthrough):
     instance_type: str = Field(description="HyperPod instance type, e.g. ml.p5.48xlarge")
-    ec2_instance_type: str | None = None
+    ec2_instance_type: str | None = Field(None, description="The EC2 type it runs on")
     availability_zone_ids: list[str] = Field(description="Zone ids that offer it")
 
 
 class Quota(Passthrough):
-    instance_type: str
-    quota_name: str | None = None
-    quota_code: str | None = None
+    instance_type: str = Field(description="HyperPod instance type")
+    quota_name: str | None = Field(None, description="The Service Quotas name")
+    quota_code: str | None = Field(None, description="The Service Quotas code")
     value: float = Field(description="Instances of this type the account may run in clusters")
     in_use: int = Field(0, description="Instances of this type in clusters now")
     available: int = Field(0, description="value - in_use")
-    adjustable: bool | None = None
+    adjustable: bool | None = Field(None, description="Whether an increase can be requested")
 
 
 class TrainingPlan(Passthrough):
-    training_plan_arn: str | None = None
-    status: str | None = None
+    training_plan_arn: str | None = Field(None, description="Its ARN")
+    status: str | None = Field(None, description="e.g. Active, Scheduled, Expired")
 
 
 class AccountCluster(Passthrough):
     kind: str = Field(description="eks or hyperpod")
-    name: str
-    arn: str | None = None
-    status: str | None = None
+    name: str = Field(description="Cluster name")
+    arn: str | None = Field(None, description="Cluster ARN")
+    status: str | None = Field(None, description="As AWS reports it")
     managed: bool = Field(description="Made by this control plane (tagged managed-by=hyperpilot)")
     importable: bool = Field(description="Not managed here: import_cluster can adopt it")
 
 
 class ZoneList(ToolResult):
-    region: str | None
-    zones: list[Zone]
+    region: str | None = Field(description="As asked; null: the control plane's")
+    zones: list[Zone] = Field(description="By zone id")
 
 
 class InstanceTypeList(ToolResult):
-    availability_zone_id: str | None
-    instance_types: list[InstanceTypeOffer]
+    availability_zone_id: str | None = Field(description="The zone asked for; null: all")
+    instance_types: list[InstanceTypeOffer] = Field(description="This page, by name")
+    total: int = Field(description="Types offered in all")
+    next_page_token: str | None = Field(description="Pass as page_token; null: the last page")
 
 
 class QuotaResult(ToolResult):
-    quota: Quota
+    quota: Quota = Field(description="The quota and its use")
 
 
 class TrainingPlanList(ToolResult):
-    training_plans: list[TrainingPlan]
+    training_plans: list[TrainingPlan] = Field(description="The region's plans")
 
 
 class AccountClusterList(ToolResult):
-    clusters: list[AccountCluster]
+    clusters: list[AccountCluster] = Field(description="EKS and HyperPod clusters")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
@@ -93,20 +99,32 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             ),
         ] = None,
         region: Region = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_TYPES, description="At most this many types per page")
+        ] = DEFAULT_TYPES,
+        page_token: PageToken = None,
     ) -> InstanceTypeList:
         """List HyperPod instance types offered in the region, or in one zone, each with every
-        zone id that offers it. Offer only these to the user."""
+        zone id that offers it, by name, a page at a time. Offer only these to the user."""
         rows = await gateway.get(
             "/api/v1/inspect/instance-types",
             {"availability_zone_id": availability_zone_id, "region": region},
         )
         offers = [InstanceTypeOffer.model_validate(r) for r in rows]
+        page, next_token = page_of(offers, lambda o: o.instance_type, limit, page_token)
         where = f" in {availability_zone_id}" if availability_zone_id else ""
-        shown = ", ".join(o.instance_type for o in offers[:12])
-        more = f" and {len(offers) - 12} more" if len(offers) > 12 else ""
-        summary = f"{count(len(offers), 'instance type')} offered{where}: {shown}{more}."
+        shown = ", ".join(o.instance_type for o in page[:12])
+        more = f" and {len(page) - 12} more" if len(page) > 12 else ""
+        summary = (
+            f"{count(len(offers), 'instance type')} offered{where}"
+            f"{page_note(len(page), len(offers), page_token, next_token)}: {shown}{more}."
+        )
         return InstanceTypeList(
-            summary=summary, availability_zone_id=availability_zone_id, instance_types=offers
+            summary=summary,
+            availability_zone_id=availability_zone_id,
+            instance_types=page,
+            total=len(offers),
+            next_page_token=next_token,
         )
 
     @server.read_tool(area="inspect", rest="GET /api/v1/inspect/quotas")

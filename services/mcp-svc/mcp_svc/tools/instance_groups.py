@@ -42,17 +42,17 @@ HealthChecks = Annotated[
 
 
 class InstanceGroup(Passthrough):
-    name: str
-    instance_type: str
-    count: int
-    status: str | None = None
-    spec: dict[str, Any] | None = None
-    updated_at: str | None = None
+    name: str = Field(description="Group name")
+    instance_type: str = Field(description="e.g. ml.g5.8xlarge")
+    count: int = Field(description="Instances asked for")
+    status: str | None = Field(None, description="As HyperPod reports it")
+    spec: dict[str, Any] | None = Field(None, description="The group's spec")
+    updated_at: str | None = Field(None, description="ISO 8601")
 
 
 class InstanceGroupList(ToolResult):
-    cluster: str
-    instance_groups: list[InstanceGroup]
+    cluster: str = Field(description="The cluster read")
+    instance_groups: list[InstanceGroup] = Field(description="Its groups")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:

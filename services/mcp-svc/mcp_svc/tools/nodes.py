@@ -34,28 +34,30 @@ NodeId = Annotated[
 
 
 class Node(Passthrough):
-    node_id: str
-    instance_group: str | None = None
-    instance_type: str | None = None
+    node_id: str = Field(description="HyperPod instance id, e.g. i-0123...")
+    instance_group: str | None = Field(None, description="Its instance group")
+    instance_type: str | None = Field(None, description="e.g. ml.p5.48xlarge")
     instance_status: str | None = Field(None, description="HyperPod's instance status")
     health: str = Field(
         description="One verdict from HyperPod status, Kubernetes and health labels"
     )
-    reasons: list[Any] = []
+    reasons: list[Any] = Field([], description="What the verdict rests on")
     next_step: str | None = Field(None, description="What to do about an unhealthy node")
 
 
 class NodeList(ToolResult):
-    cluster: str
+    cluster: str = Field(description="The cluster read")
     node_recovery: str | None = Field(None, description="Automatic or None")
-    kubernetes_readable: bool | None = None
+    kubernetes_readable: bool | None = Field(
+        None, description="False: Kubernetes could not be read"
+    )
     health_counts: dict[str, int] = Field(description="Nodes per health verdict")
     source: str | None = Field(None, description="live, or recorded (the watcher's last view)")
-    nodes: list[Node]
+    nodes: list[Node] = Field(description="Every node")
 
 
 class NodeDescription(ToolResult):
-    node: Node
+    node: Node = Field(description="The node")
     details: dict[str, Any] | None = Field(None, description="HyperPod's DescribeClusterNode")
     events: list[Any] | None = Field(None, description="The node's recent HyperPod events")
 

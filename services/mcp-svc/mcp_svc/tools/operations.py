@@ -36,56 +36,56 @@ Status = Literal["pending", "running", "succeeded", "failed", "cancelled", "noop
 
 
 class Stage(Passthrough):
-    name: str
-    title: str | None = None
+    name: str = Field(description="Stage name, e.g. eks_cluster")
+    title: str | None = Field(None, description="For a human")
     needs: list[str] = Field([], description="Stages that must finish first")
     status: str = Field(description="pending, running, succeeded, failed, cancelled, noop")
-    attempts: int = 0
+    attempts: int = Field(0, description="Runs so far")
     external_id: str | None = Field(None, description="The cloud resource it submitted")
-    progress: str | None = None
+    progress: str | None = Field(None, description="The cloud's own status while it runs")
     outputs: dict[str, Any] | None = Field(
         None, description="What the stage made (only with include_stage_outputs)"
     )
     error: dict[str, Any] | None = Field(None, description="code, message and hint of a failure")
-    started_at: str | None = None
-    finished_at: str | None = None
+    started_at: str | None = Field(None, description="ISO 8601")
+    finished_at: str | None = Field(None, description="ISO 8601")
 
 
 class OperationSummary(Passthrough):
-    id: str
+    id: str = Field(description="Operation id")
     kind: str = Field(description="e.g. cluster.create, bucket.create")
-    target_type: str
-    target_id: str
-    status: str
-    principal: str | None = None
-    source: str | None = None
-    error: dict[str, Any] | None = None
-    created_at: str | None = None
-    finished_at: str | None = None
+    target_type: str = Field(description="e.g. cluster, bucket, job")
+    target_id: str = Field(description="The target's name or id")
+    status: str = Field(description="pending, running, succeeded, failed, cancelled, noop")
+    principal: str | None = Field(None, description="Who started it")
+    source: str | None = Field(None, description="ui, rest, mcp or cli")
+    error: dict[str, Any] | None = Field(None, description="code, message and hint of a failure")
+    created_at: str | None = Field(None, description="ISO 8601")
+    finished_at: str | None = Field(None, description="ISO 8601")
 
 
 class Operation(ToolResult):
-    operation_id: str
-    kind: str
-    target_type: str
-    target_id: str
-    status: Status
+    operation_id: str = Field(description="Operation id")
+    kind: str = Field(description="e.g. cluster.create")
+    target_type: str = Field(description="e.g. cluster, bucket, job")
+    target_id: str = Field(description="The target's name or id")
+    status: Status = Field(description="Its status now")
     terminal: bool = Field(description="True when the status will not change any more")
-    status_tool: Literal["get_operation"] = STATUS_TOOL
+    status_tool: Literal["get_operation"] = Field(STATUS_TOOL, description="This tool")
     next_step: str = Field(description="What to call next")
-    attempt: int = 0
-    cancel_requested: bool = False
+    attempt: int = Field(0, description="Retries so far")
+    cancel_requested: bool = Field(False, description="cancel_operation was called")
     error: dict[str, Any] | None = Field(None, description="code, message and hint of a failure")
-    result: dict[str, Any] | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    finished_at: str | None = None
-    stages: list[Stage]
+    result: dict[str, Any] | None = Field(None, description="What it made, once succeeded")
+    created_at: str | None = Field(None, description="ISO 8601")
+    updated_at: str | None = Field(None, description="ISO 8601")
+    finished_at: str | None = Field(None, description="ISO 8601")
+    stages: list[Stage] = Field(description="In order")
     events: list[Event] | None = Field(None, description="Only with include_events")
 
 
 class OperationList(ToolResult):
-    operations: list[OperationSummary]
+    operations: list[OperationSummary] = Field(description="Newest first")
 
 
 class RetryStarted(OperationStarted):

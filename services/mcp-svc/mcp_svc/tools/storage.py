@@ -23,21 +23,21 @@ BucketName = Annotated[
 
 
 class Bucket(Passthrough):
-    name: str
-    region: str
+    name: str = Field(description="Bucket name")
+    region: str = Field(description="AWS region")
     status: str = Field(description="pending, creating, active, failed, deleting, ...")
-    arn: str | None = None
-    operation_id: str | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
+    arn: str | None = Field(None, description="Bucket ARN")
+    operation_id: str | None = Field(None, description="The operation that made it")
+    created_at: str | None = Field(None, description="ISO 8601")
+    updated_at: str | None = Field(None, description="ISO 8601")
 
 
 class BucketList(ToolResult):
-    buckets: list[Bucket]
+    buckets: list[Bucket] = Field(description="Every bucket")
 
 
 class BucketDescription(ToolResult):
-    bucket: Bucket
+    bucket: Bucket = Field(description="The bucket")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:

@@ -32,17 +32,17 @@ JobName = Annotated[
 
 
 class Job(Passthrough):
-    name: str
-    cluster: str | None = None
+    name: str = Field(description="Job name")
+    cluster: str | None = Field(None, description="Its cluster")
     recipe: str | None = Field(None, description="pytorch, llama-factory, ms-swift or verl")
     kind: str | None = Field(None, description="HyperPodPyTorchJob or RayJob")
-    status: str | None = None
+    status: str | None = Field(None, description="e.g. Running, Succeeded, Failed")
     restart_budget: dict[str, Any] | None = Field(None, description="restarts used / allowed")
-    faulty_pods: Any = None
-    pods: Any = None
-    reason: str | None = None
-    message: str | None = None
-    operation_id: str | None = None
+    faulty_pods: Any = Field(None, description="Pods the operator found faulty")
+    pods: Any = Field(None, description="The job's pods")
+    reason: str | None = Field(None, description="Why it is in this status")
+    message: str | None = Field(None, description="The operator's message")
+    operation_id: str | None = Field(None, description="The operation that submitted it")
 
 
 class TrackingServer(ToolResult):
@@ -50,28 +50,28 @@ class TrackingServer(ToolResult):
 
 
 class JobList(ToolResult):
-    cluster: str
-    jobs: list[Job]
+    cluster: str = Field(description="The cluster read")
+    jobs: list[Job] = Field(description="Every job")
 
 
 class JobDescription(ToolResult):
-    job: Job
+    job: Job = Field(description="The job")
 
 
 class JobEvent(Passthrough):
-    seq: int
-    type: str
-    occurred_at: str | None = None
-    payload: dict[str, Any] = {}
+    seq: int = Field(description="Position in the event log")
+    type: str = Field(description="e.g. JobSubmitted, JobFailed")
+    occurred_at: str | None = Field(None, description="ISO 8601")
+    payload: dict[str, Any] = Field({}, description="The event's data")
 
 
 class JobEvents(ToolResult):
-    events: list[JobEvent]
+    events: list[JobEvent] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
 
 
 class JobLog(ToolResult):
-    pod: str
+    pod: str = Field(description="The pod read")
     lines: list[str] = Field(description="The last lines read (at most tail_lines)")
     total_lines: int = Field(description="Lines read from `from_line` on")
     next_line: int | None = Field(None, description="Pass as from_line to read only newer lines")
