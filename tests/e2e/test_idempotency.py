@@ -67,10 +67,14 @@ def test_a_finished_cluster_create_retried_with_its_key_answers_its_operation(
     assert error["code"] == "idempotency_conflict"
     assert error["operation_id"] == first["operation_id"]
 
-    # Without a key (or with a new one) the name is taken: a new request is refused.
+    # A new key is a new request: the name is taken (the live check, on the name field).
     fresh = api.post("/api/v1/clusters", spec, headers={"Idempotency-Key": str(uuid.uuid4())})
-    assert fresh.status_code == 409, fresh.text
-    assert fresh.json()["error"]["code"] == "cluster_exists"
+    assert fresh.status_code == 422, fresh.text
+    assert fresh.json()["error"]["fields"][0]["rule"] == "name_available"
+    # Without a key too (refused at once: the name is known here).
+    unkeyed = api.post("/api/v1/clusters", spec)
+    assert unkeyed.status_code == 409, unkeyed.text
+    assert unkeyed.json()["error"]["code"] == "cluster_exists"
     assert len(_eks_creates(sim_aws, name)) == 1
 
 

@@ -176,18 +176,7 @@ async def create_cluster(
         return replayed
     async with mutation.pool.acquire() as conn:
         existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
-    if existing is not None:
-        if mutation.idempotency_key is not None:
-            # The same request, accepted since the first look (two sends racing).
-            replayed = await replay(
-                mutation,
-                CreateCluster,
-                target_type="cluster",
-                target_id=spec.name,
-                request=requested,
-            )
-            if replayed is not None:
-                return replayed
+    if existing is not None and mutation.idempotency_key is None:
         raise _taken(spec.name)
     if request.app.state.bus.connected:
         problems = await query(
@@ -416,7 +405,7 @@ async def delete_cluster(
             " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
             name,
         )
-    if busy is not None:
+    if busy is not None and mutation.idempotency_key is None:
         raise ApiError(
             409,
             "cluster_busy",
