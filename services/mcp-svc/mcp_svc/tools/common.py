@@ -51,9 +51,9 @@ RequestId = Annotated[
         max_length=64,
         pattern=r"^[A-Za-z0-9._-]+$",
         description=(
-            "Leave unset. A repeated call with the same arguments returns the operation the first"
-            " call started, so a retry never repeats the change. Set a new value only to repeat"
-            " a change on purpose after the first one finished (e.g. recreate what was deleted)."
+            "Usually unset: a repeated call returns the operation the first one started while"
+            " nothing else changed the target. Set it to name a request for good (a retry with"
+            " it always returns that operation), or a new value to repeat a finished change."
         ),
     ),
 ]
