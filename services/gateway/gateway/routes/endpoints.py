@@ -146,6 +146,20 @@ async def _mutate(
     )
 
 
+async def _replay(
+    mutation: Mutation,
+    command: type[Command],
+    cluster: str,
+    name: str,
+    requested: dict[str, Any],
+) -> JSONResponse | None:
+    """The operation an earlier request with this Idempotency-Key started on the endpoint, if
+    any (before any live check: see `gateway.accept.replay`)."""
+    return await replay(
+        mutation, command, target_type="endpoint", target_id=f"{cluster}/{name}", request=requested
+    )
+
+
 @router.post("", status_code=202, responses=ACCEPTED, summary="Deploy (or update) an endpoint")
 async def deploy_endpoint(
     body: EndpointSpec,
@@ -239,12 +253,12 @@ async def update_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await replay(
+    replayed = await _replay(
         mutation,
         DeployEndpoint,
-        target_type="endpoint",
-        target_id=f"{cluster_name}/{name}",
-        request=body.model_dump(mode="json", exclude_unset=True),
+        cluster_name,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
     )
     if replayed is not None:
         return replayed
@@ -273,12 +287,12 @@ async def scale_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await replay(
+    replayed = await _replay(
         mutation,
         ScaleEndpoint,
-        target_type="endpoint",
-        target_id=f"{cluster_name}/{name}",
-        request=body.model_dump(mode="json", exclude_unset=True),
+        cluster_name,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
     )
     if replayed is not None:
         return replayed
@@ -297,12 +311,12 @@ async def _assign(
     name: str, body: PoolAssignment, request: Request, mutation: Mutation, cluster: str | None
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await replay(
+    replayed = await _replay(
         mutation,
         AssignPoolWorker,
-        target_type="endpoint",
-        target_id=f"{cluster_name}/{name}",
-        request=body.model_dump(mode="json", exclude_unset=True),
+        cluster_name,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
     )
     if replayed is not None:
         return replayed
@@ -357,13 +371,7 @@ async def delete_endpoint(
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
     cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await replay(
-        mutation,
-        DeleteEndpoint,
-        target_type="endpoint",
-        target_id=f"{cluster_name}/{name}",
-        request={},
-    )
+    replayed = await _replay(mutation, DeleteEndpoint, cluster_name, name, {})
     if replayed is not None:
         return replayed
     record = await _endpoint(mutation.pool, cluster_name, name)
