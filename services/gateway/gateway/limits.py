@@ -19,6 +19,21 @@ from gateway.errors import ApiError, field_name
 from shared.validation import RuleViolation
 
 
+async def send_json(send: Send, status: int, body: bytes) -> None:
+    """Answer an ASGI request with a JSON body, before any route (the edge checks)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 class BodySizeLimit:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -77,17 +92,7 @@ class BodySizeLimit:
                 }
             }
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, 413, body)
 
 
 # The largest value of a PostgreSQL bigint: an integer query parameter compared with a bigint
@@ -283,14 +288,4 @@ async def _refuse(scope: Scope, send: Send, fields: list[dict[str, Any]]) -> Non
         await send({"type": "websocket.close", "code": 1008, "reason": summary[:120]})
         return
     body = orjson.dumps(ApiError(422, "validation_error", summary, fields=fields).body())
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 422,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 422, body)
