@@ -17,10 +17,11 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
+from shared.contracts.commands import Command
 from shared.contracts.events import (
     Event,
     OperationCancelled,
@@ -43,6 +44,8 @@ log = get_logger("shared.stages")
 
 FINISHED = frozenset({"succeeded", "noop"})
 
+C = TypeVar("C", bound=Command)
+
 
 @dataclass(frozen=True)
 class Done:
@@ -62,14 +65,22 @@ class Pending:
 
 
 @dataclass
-class StageContext:
+class StageContext(Generic[C]):
     operation_id: uuid.UUID
     stage: str
-    command: dict[str, Any]
+    command: dict[str, Any]  # the stored payload, as the bus carried it
     outputs: dict[str, dict[str, Any]]  # outputs of every finished stage, by stage name
     external_id: str | None
     own_outputs: dict[str, Any]
     _report: Callable[[str], Awaitable[None]]
+    _parsed: C | None = None
+
+    @property
+    def cmd(self) -> C:
+        """The command, parsed once per run from `command` by the workflow's `command` type."""
+        if self._parsed is None:
+            raise TypeError(f"stage {self.stage}: its workflow declares no command type")
+        return self._parsed
 
     def output(self, stage: str, key: str) -> Any:
         return self.outputs[stage][key]
@@ -78,8 +89,8 @@ class StageContext:
         await self._report(message)
 
 
-RunFn = Callable[[StageContext], Awaitable[Done | Submitted]]
-PollFn = Callable[[StageContext], Awaitable[Done | Pending]]
+RunFn = Callable[[StageContext[Any]], Awaitable[Done | Submitted]]
+PollFn = Callable[[StageContext[Any]], Awaitable[Done | Pending]]
 
 
 @dataclass(frozen=True)
@@ -104,12 +115,14 @@ FinalHook = Callable[[asyncpg.Connection, uuid.UUID, Outcome], Awaitable[list[Ev
 
 
 @dataclass(frozen=True)
-class Workflow:
+class Workflow(Generic[C]):
     kind: str
     domain: str
     stages: tuple[Stage, ...]
     on_start: Hook | None = None  # runs in the transaction that marks the operation running
     on_finish: FinalHook | None = None  # runs in the transaction that ends it; returns events
+    # The command type: the engine parses the payload once and stages read it as `ctx.cmd`.
+    command: type[C] | None = None
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.stages]
@@ -224,7 +237,7 @@ class StageEngine:
 
     async def run(
         self,
-        workflow: Workflow,
+        workflow: Workflow[Any],
         operation_id: uuid.UUID,
         command: dict[str, Any],
         delivery: Delivery,
@@ -238,7 +251,7 @@ class StageEngine:
 
     async def _start(
         self,
-        workflow: Workflow,
+        workflow: Workflow[Any],
         operation_id: uuid.UUID,
         command: dict[str, Any],
         delivery: Delivery,
@@ -312,7 +325,7 @@ class _Run:
     def __init__(
         self,
         engine: StageEngine,
-        workflow: Workflow,
+        workflow: Workflow[Any],
         operation_id: uuid.UUID,
         command: dict[str, Any],
         delivery: Delivery,
@@ -321,6 +334,7 @@ class _Run:
         self.workflow = workflow
         self.operation_id = operation_id
         self.command = command
+        self.parsed = None if workflow.command is None else workflow.command.from_payload(command)
         self.delivery = delivery
         self.by_name = {s.name: s for s in workflow.stages}
         self.status: dict[str, str] = {}
@@ -464,7 +478,7 @@ class _Run:
             source=self.delivery.source,
         )
 
-    def _context(self, stage: Stage) -> StageContext:
+    def _context(self, stage: Stage) -> StageContext[Any]:
         async def report(message: str) -> None:
             await self._progress(stage.name, message)
 
@@ -476,6 +490,7 @@ class _Run:
             external_id=self.external.get(stage.name),
             own_outputs=dict(self.outputs.get(stage.name, {})),
             _report=report,
+            _parsed=self.parsed,
         )
 
     async def _stage(self, stage: Stage) -> None:
@@ -549,7 +564,7 @@ class _Run:
             )
         self.status[stage.name] = "running"
 
-    async def _call(self, stage: Stage, fn: Callable[[StageContext], Awaitable[Any]]) -> Any:
+    async def _call(self, stage: Stage, fn: Callable[[StageContext[Any]], Awaitable[Any]]) -> Any:
         policy = self.engine.retry
         delay = policy.initial
         for attempt in range(1, policy.attempts + 1):

@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from shared.contracts.commands import CreateStorageBucket
 from shared.errors import PermanentError, TemporaryError
 from shared.operations import retry_operation
 from shared.stages import (
@@ -217,6 +218,35 @@ async def test_a_terminal_operation_is_not_run_again(pool: asyncpg.Pool) -> None
             await conn.fetchval("SELECT count(*) FROM inbox WHERE message_id = $1", d.message_id)
             == 1
         )
+
+
+async def test_every_stage_reads_the_command_parsed_once(pool: asyncpg.Pool) -> None:
+    seen: list[CreateStorageBucket] = []
+
+    async def read(ctx: StageContext[CreateStorageBucket]) -> Done:
+        seen.append(ctx.cmd)
+        return Done({"bucket": ctx.cmd.name})
+
+    wf = Workflow(
+        kind="storage.create",
+        domain="storage",
+        stages=(Stage("a", "A", read), Stage("b", "B", read, needs=("a",))),
+        command=CreateStorageBucket,
+    )
+    op = await new_operation(pool)
+    payload = {"name": "bucket-a", "region": "us-east-1", "unknown": "dropped"}
+    assert await _engine(pool).run(wf, op, payload, delivery()) == "succeeded"
+    assert [c.name for c in seen] == ["bucket-a", "bucket-a"]
+    assert seen[0] is seen[1]  # parsed once for the run, not once per stage
+
+
+async def test_a_workflow_without_a_command_type_refuses_ctx_cmd(pool: asyncpg.Pool) -> None:
+    async def read(ctx: StageContext[CreateStorageBucket]) -> Done:
+        return Done({"bucket": ctx.cmd.name})
+
+    wf = Workflow(kind="storage.create", domain="storage", stages=(Stage("a", "A", read),))
+    op = await new_operation(pool)
+    assert await _engine(pool).run(wf, op, {"name": "b"}, delivery()) == "failed"
 
 
 async def test_concurrent_event_writers_keep_sequence_equal_to_commit_order(

@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.cluster_workflow import ClusterPorts
@@ -22,7 +23,7 @@ from shared.stages import Workflow
 
 @dataclass(frozen=True)
 class Area:
-    workflows: dict[str, Workflow] = field(default_factory=dict)  # command type -> workflow
+    workflows: dict[str, Workflow[Any]] = field(default_factory=dict)  # command type -> workflow
     planners: dict[str, Planner] = field(default_factory=dict)  # command type -> dry run
     read_routes: dict[str, Route] = field(default_factory=dict)  # query subject -> route
     # Long-running tasks of the area (e.g. a node-health watcher), started with the service.

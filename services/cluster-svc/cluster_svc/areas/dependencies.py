@@ -18,8 +18,8 @@ from shared.errors import PermanentError
 from shared.stages import Done, Outcome, Stage, StageContext, Workflow
 
 
-def reconcile_workflow(ports: ClusterPorts) -> Workflow:
-    async def eks_cluster(ctx: StageContext) -> Done:
+def reconcile_workflow(ports: ClusterPorts) -> Workflow[Any]:
+    async def eks_cluster(ctx: StageContext[Any]) -> Done:
         name = ReconcileDependencies.from_payload(ctx.command).spec.name
         cluster = await ports.eks.describe_cluster(name)
         if cluster is None or cluster.status != "ACTIVE":
@@ -40,7 +40,7 @@ def reconcile_workflow(ports: ClusterPorts) -> Workflow:
         )
 
     def recorded(stage: str) -> Stage:
-        async def run(ctx: StageContext) -> Done:
+        async def run(ctx: StageContext[Any]) -> Done:
             resources = ReconcileDependencies.from_payload(ctx.command).resources
             return Done(dict(resources.get(stage, {})), noop=True)
 

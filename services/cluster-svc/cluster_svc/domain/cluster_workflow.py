@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from cluster_svc.domain import (
     cluster_records,
@@ -49,7 +50,7 @@ def with_needs(stages: Iterable[Stage], extra: Mapping[str, tuple[str, ...]]) ->
     return tuple(result)
 
 
-def create_cluster_workflow(ports: ClusterPorts) -> Workflow:
+def create_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     stages = [
         *inspection.create_stages(ports.inspector),
         *network.create_stages(ports.ec2),
@@ -94,7 +95,7 @@ def delete_feature_roles_stage(iam: identity.Iam) -> Stage:
     """Remove the roles managed features made for this cluster (tagged as ours), so deleting a
     cluster with features still on leaves nothing behind."""
 
-    async def run(ctx: StageContext) -> Done:
+    async def run(ctx: StageContext[Any]) -> Done:
         cluster = DeleteCluster.from_payload(ctx.command).name
         removed = []
         for suffix in FEATURE_ROLE_SUFFIXES:
@@ -108,7 +109,7 @@ def delete_feature_roles_stage(iam: identity.Iam) -> Stage:
     return Stage("delete_feature_roles", "Delete the roles managed features made", run)
 
 
-def delete_cluster_workflow(ports: ClusterPorts) -> Workflow:
+def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     stages = [
         *dependencies.delete_stages(ports.kube, ports.addons),
         *hyperpod.delete_stages(ports.sagemaker),
@@ -127,10 +128,10 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow:
     )
 
 
-def import_cluster_workflow(ports: ClusterPorts) -> Workflow:
+def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     """Read-only: an imported cluster's resources are never touched, only remembered."""
 
-    async def describe_eks(ctx: StageContext) -> Done:
+    async def describe_eks(ctx: StageContext[Any]) -> Done:
         name = ImportCluster.from_payload(ctx.command).spec.eks_cluster_name
         cluster = await ports.eks.describe_cluster(name)
         if cluster is None:
@@ -155,7 +156,7 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow:
             }
         )
 
-    async def describe_hyperpod(ctx: StageContext) -> Done:
+    async def describe_hyperpod(ctx: StageContext[Any]) -> Done:
         name = ImportCluster.from_payload(ctx.command).spec.hyperpod_cluster_name
         if name is None:
             return Done(noop=True)

@@ -43,7 +43,7 @@ def is_ours(tags: dict[str, str], cluster_name: str) -> bool:
     return tags.get(MANAGED_BY_KEY) == MANAGED_BY and tags.get(CLUSTER_KEY) == cluster_name
 
 
-def recorded(ctx: StageContext, stage: str) -> dict[str, Any]:
+def recorded(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
     """What the create operation's `stage` output, as carried by DeleteCluster.resources."""
     resources = ctx.command.get("resources") or {}
     outputs = resources.get(stage) or {}
@@ -186,7 +186,7 @@ def _failed(cluster: EksCluster) -> PermanentError:
 
 
 def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
-    async def bucket(ctx: StageContext) -> Done:
+    async def bucket(ctx: StageContext[Any]) -> Done:
         cmd = CreateCluster.from_payload(ctx.command)
         name, spec = cmd.bucket, cmd.spec
         changed = False
@@ -215,7 +215,7 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
         }
         return Done(outputs, noop=not changed)
 
-    async def eks_cluster(ctx: StageContext) -> Done | Submitted:
+    async def eks_cluster(ctx: StageContext[Any]) -> Done | Submitted:
         spec = CreateCluster.from_payload(ctx.command).spec
         current = await eks.describe_cluster(spec.name)
         if current is None:
@@ -250,7 +250,7 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
             current.arn, {"cluster_arn": current.arn, "cluster_name": current.name, "created": True}
         )
 
-    async def eks_cluster_poll(ctx: StageContext) -> Done | Pending:
+    async def eks_cluster_poll(ctx: StageContext[Any]) -> Done | Pending:
         name = (
             ctx.own_outputs.get("cluster_name") or CreateCluster.from_payload(ctx.command).spec.name
         )
@@ -269,7 +269,7 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
             f"EKS control plane {current.status} ({elapsed_seconds(current.created_at)} s)"
         )
 
-    async def access_entries(ctx: StageContext) -> Done:
+    async def access_entries(ctx: StageContext[Any]) -> Done:
         cluster = ctx.output("eks_cluster", "cluster_name")
         cluster_arn = ctx.output("eks_cluster", "cluster_arn")
         spec = CreateCluster.from_payload(ctx.command).spec
@@ -311,7 +311,7 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
 
 
 def delete_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
-    async def delete_eks(ctx: StageContext) -> Done | Submitted:
+    async def delete_eks(ctx: StageContext[Any]) -> Done | Submitted:
         made = recorded(ctx, "eks_cluster")
         if not made.get("created") or not made.get("cluster_name"):
             return Done(noop=True)
@@ -328,14 +328,14 @@ def delete_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
             await eks.delete_cluster(current.name)
         return Submitted(current.arn, {"cluster_name": current.name})
 
-    async def delete_eks_poll(ctx: StageContext) -> Done | Pending:
+    async def delete_eks_poll(ctx: StageContext[Any]) -> Done | Pending:
         name = ctx.own_outputs.get("cluster_name") or recorded(ctx, "eks_cluster")["cluster_name"]
         current = await eks.describe_cluster(name)
         if current is None:
             return Done({"deleted": name})
         return Pending(f"EKS control plane {current.status}")
 
-    async def delete_bucket(ctx: StageContext) -> Done:
+    async def delete_bucket(ctx: StageContext[Any]) -> Done:
         made = recorded(ctx, "bucket")
         name = made.get("bucket")
         if not made.get("created") or not name or not await buckets.exists(name):

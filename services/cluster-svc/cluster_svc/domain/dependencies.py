@@ -372,7 +372,7 @@ def _settled(previous: str | None, seen: Observed, action: Action) -> str:
 def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
     """`dependencies` (needs eks_cluster, access_entries, oidc_provider) and `storage`."""
 
-    def reconciler(ctx: StageContext) -> tuple[Reconciler, Target]:
+    def reconciler(ctx: StageContext[Any]) -> tuple[Reconciler, Target]:
         cmd = CreateCluster.from_payload(ctx.command)
         eks = ctx.outputs["eks_cluster"]
         access = cluster_access(eks)
@@ -385,7 +385,7 @@ def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
     # persisted outputs of the submit are the history instead.
     passes: dict[uuid.UUID, dict[str, Any]] = {}
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         rec, target = reconciler(ctx)
         result = await rec.run_pass(target, ctx.own_outputs)
         if result.complete:
@@ -395,7 +395,7 @@ def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
             f"{target.cluster}/dependencies/{DEPENDENCY_SET_VERSION}", result.outputs()
         )
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         rec, target = reconciler(ctx)
         history = passes.get(ctx.operation_id) or ctx.own_outputs
         try:
@@ -429,7 +429,7 @@ def delete_stages(
     """`delete_storage`, then `delete_dependencies` (only the add-ons this control plane
     installed), which also waits for `dependencies_after` (HyperPod must go first)."""
 
-    def targets(ctx: StageContext) -> tuple[str | None, list[str]]:
+    def targets(ctx: StageContext[Any]) -> tuple[str | None, list[str]]:
         resources = ctx.command.get("resources") or {}
         cluster = (resources.get("eks_cluster") or {}).get("cluster_name")
         created = list((resources.get("dependencies") or {}).get("created") or [])
@@ -439,7 +439,7 @@ def delete_stages(
         states = await asyncio.gather(*(addons.describe(cluster, n) for n in names))
         return [s for s in states if s is not None and s.managed]
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         cluster, created = targets(ctx)
         if cluster is None or not created:
             return Done({"removed": []}, noop=True)
@@ -453,7 +453,7 @@ def delete_stages(
             f"{cluster}/dependencies/delete", {"removed": sorted(s.name for s in present)}
         )
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         cluster, created = targets(ctx)
         assert cluster is not None
         left = await remaining(cluster, created)

@@ -991,7 +991,7 @@ async def advance(
 
 
 def feature_stage(port: FeaturePort, feature: str, needs: tuple[str, ...] = ()) -> Stage:
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         command = UpdateFeatures.from_payload(ctx.command)
         actual, steps, now, wait = await advance(port, command, feature)
         found = {k: v.model_dump(mode="json") for k, v in diff(actual, command.changes).items()}
@@ -1003,7 +1003,7 @@ def feature_stage(port: FeaturePort, feature: str, needs: tuple[str, ...] = ()) 
             {"diff": changed, "steps": [_label(s) for s in now], "waiting": _reason(wait)},
         )
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         command = UpdateFeatures.from_payload(ctx.command)
         _, steps, now, wait = await advance(port, command, feature)
         if not steps:
@@ -1036,7 +1036,7 @@ def _reason(wait: Wait | None) -> str | None:
     return f"waiting until {wait.reason}" if wait is not None else None
 
 
-def update_features_workflow(port: FeaturePort) -> Workflow:
+def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
     """One stage per feature; the two that update the HyperPod cluster run one after the other
     (HyperPod takes one update at a time)."""
     return Workflow(

@@ -97,7 +97,7 @@ def create_stages(
     deployment_type: DeploymentType = "PERSISTENT_2",
     throughput_per_tib: int = 250,
 ) -> list[Stage]:
-    async def file_system(ctx: StageContext) -> Done | Submitted:
+    async def file_system(ctx: StageContext[Any]) -> Done | Submitted:
         cmd = CreateCluster.from_payload(ctx.command)
         if cmd.spec.storage.fsx_capacity_gib is None:
             return Done(noop=True)
@@ -130,7 +130,7 @@ def create_stages(
             return Done(_outputs(found), noop=True)
         return Submitted(found.file_system_id, _outputs(found))
 
-    async def file_system_poll(ctx: StageContext) -> Done | Pending:
+    async def file_system_poll(ctx: StageContext[Any]) -> Done | Pending:
         file_system_id = ctx.own_outputs.get("file_system_id") or ctx.external_id or ""
         found = await fsx.describe(file_system_id)
         if found is None:
@@ -157,7 +157,7 @@ def create_stages(
 
 
 def delete_stages(fsx: FsxPort) -> list[Stage]:
-    async def delete_fsx(ctx: StageContext) -> Done | Submitted:
+    async def delete_fsx(ctx: StageContext[Any]) -> Done | Submitted:
         made = recorded(ctx, "fsx")
         file_system_id = made.get("file_system_id")
         if not made.get("created") or not file_system_id:
@@ -175,7 +175,7 @@ def delete_stages(fsx: FsxPort) -> list[Stage]:
             await fsx.delete(file_system_id)
         return Submitted(file_system_id, {"file_system_id": file_system_id})
 
-    async def delete_fsx_poll(ctx: StageContext) -> Done | Pending:
+    async def delete_fsx_poll(ctx: StageContext[Any]) -> Done | Pending:
         file_system_id = ctx.own_outputs.get("file_system_id") or ctx.external_id or ""
         found = await fsx.describe(file_system_id)
         if found is None:

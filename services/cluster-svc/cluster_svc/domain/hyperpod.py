@@ -56,7 +56,7 @@ class ClusterRefs:
     lifecycle_script_uri: str
 
     @classmethod
-    def from_context(cls, ctx: StageContext) -> ClusterRefs:
+    def from_context(cls, ctx: StageContext[Any]) -> ClusterRefs:
         compute = ctx.outputs["compute_subnet"]
         subnet_id = compute["subnet_id"]
         by_zone = {compute["availability_zone_id"]: subnet_id, **(compute.get("subnets") or {})}
@@ -200,7 +200,7 @@ def _outputs(cluster: HyperPodCluster) -> dict[str, Any]:
 
 
 def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
-    async def hyperpod_cluster(ctx: StageContext) -> Done | Submitted:
+    async def hyperpod_cluster(ctx: StageContext[Any]) -> Done | Submitted:
         spec = CreateCluster.from_payload(ctx.command).spec
         current = await sagemaker.describe_cluster(spec.name)
         if current is None:
@@ -225,7 +225,7 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
             return Done(_outputs(current), noop=True)
         return Submitted(current.arn, _outputs(current))
 
-    async def hyperpod_cluster_poll(ctx: StageContext) -> Done | Pending:
+    async def hyperpod_cluster_poll(ctx: StageContext[Any]) -> Done | Pending:
         spec = CreateCluster.from_payload(ctx.command).spec
         current = await sagemaker.describe_cluster(spec.name)
         replacing = bool(ctx.own_outputs.get(REPLACING))
@@ -272,7 +272,7 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
 
 
 def delete_stages(sagemaker: SageMakerPort) -> list[Stage]:
-    async def delete_hyperpod(ctx: StageContext) -> Done | Submitted:
+    async def delete_hyperpod(ctx: StageContext[Any]) -> Done | Submitted:
         made = recorded(ctx, "hyperpod_cluster")
         name = made.get("cluster_name")
         if not made.get("created") or not name:
@@ -290,7 +290,7 @@ def delete_stages(sagemaker: SageMakerPort) -> list[Stage]:
             await sagemaker.delete_cluster(name)
         return Submitted(current.arn, {"cluster_name": name})
 
-    async def delete_hyperpod_poll(ctx: StageContext) -> Done | Pending:
+    async def delete_hyperpod_poll(ctx: StageContext[Any]) -> Done | Pending:
         name = (
             ctx.own_outputs.get("cluster_name") or recorded(ctx, "hyperpod_cluster")["cluster_name"]
         )

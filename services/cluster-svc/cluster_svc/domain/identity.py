@@ -352,7 +352,7 @@ def create_stages(iam: Iam) -> list[Stage]:
     """`eks_role`, `execution_role` and `oidc_provider` (docs/cluster-lifecycle.md); the last
     needs `eks_cluster`, which the control-plane area provides."""
 
-    async def eks_role(ctx: StageContext) -> Done:
+    async def eks_role(ctx: StageContext[Any]) -> Done:
         spec = CreateCluster.from_payload(ctx.command).spec
         return await ensure_role(
             iam,
@@ -365,7 +365,7 @@ def create_stages(iam: Iam) -> list[Stage]:
             policy=lambda _arn: eks_cluster_policy(),
         )
 
-    async def execution_role(ctx: StageContext) -> Done:
+    async def execution_role(ctx: StageContext[Any]) -> Done:
         cmd = CreateCluster.from_payload(ctx.command)
         return await ensure_role(
             iam,
@@ -380,7 +380,7 @@ def create_stages(iam: Iam) -> list[Stage]:
             ),
         )
 
-    async def oidc_provider(ctx: StageContext) -> Done:
+    async def oidc_provider(ctx: StageContext[Any]) -> Done:
         spec = CreateCluster.from_payload(ctx.command).spec
         issuer = str(ctx.output("eks_cluster", "oidc_issuer"))
         return await ensure_oidc_provider(iam, issuer, spec.name, spec.tags)
@@ -422,7 +422,7 @@ async def ensure_oidc_provider(
 # ---- delete -----------------------------------------------------------------------------------
 
 
-def _resources(ctx: StageContext, stage: str) -> dict[str, Any]:
+def _resources(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
     resources: dict[str, Any] = ctx.command.get("resources") or {}
     return dict(resources.get(stage) or {})
 
@@ -446,7 +446,7 @@ def delete_stages(iam: Iam) -> list[Stage]:
     """Delete what the create operation recorded as created; needs on other areas' stages are
     added by whoever composes the workflow."""
 
-    async def delete_oidc_provider(ctx: StageContext) -> Done:
+    async def delete_oidc_provider(ctx: StageContext[Any]) -> Done:
         outputs = _resources(ctx, "oidc_provider")
         arn = outputs.get("provider_arn")
         if not outputs.get("created") or not arn:
@@ -454,7 +454,7 @@ def delete_stages(iam: Iam) -> list[Stage]:
         deleted = await iam.delete_oidc_provider(arn)
         return Done({"deleted": [arn] if deleted else []}, noop=not deleted)
 
-    async def delete_roles(ctx: StageContext) -> Done:
+    async def delete_roles(ctx: StageContext[Any]) -> Done:
         deleted = []
         for stage in ("eks_role", "execution_role"):
             outputs = _resources(ctx, stage)

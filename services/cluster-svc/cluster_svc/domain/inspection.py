@@ -407,7 +407,7 @@ def create_stages(reads: InspectionReads) -> list[Stage]:
     It only reads, so re-running it after a crash repeats nothing. Every later stage should
     need it; it fails permanently with every problem (field: message) and their next steps."""
 
-    async def preflight(ctx: StageContext) -> Done:
+    async def preflight(ctx: StageContext[Any]) -> Done:
         command = CreateCluster.from_payload(ctx.command)
         problems = await check_create(reads, command.spec, command.region)
         if problems:

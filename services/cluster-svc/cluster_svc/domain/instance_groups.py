@@ -803,7 +803,7 @@ def _diff_json(diff: dict[str, FieldChange]) -> dict[str, Any]:
 def update_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
-    async def update_group(ctx: StageContext) -> Done | Submitted:
+    async def update_group(ctx: StageContext[Any]) -> Done | Submitted:
         command = UpdateInstanceGroup.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_update(cluster, command.group, command.change.changed())
@@ -819,7 +819,7 @@ def update_stages(
         arn = await api.update_cluster(request)
         return Submitted(arn, {"diff": _diff_json(decision.diff), "request": request})
 
-    async def update_group_poll(ctx: StageContext) -> Done | Pending:
+    async def update_group_poll(ctx: StageContext[Any]) -> Done | Pending:
         command = UpdateInstanceGroup.from_payload(ctx.command)
         count = ctx.own_outputs["request"]["InstanceGroups"][0]["InstanceCount"]
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
@@ -836,7 +836,7 @@ def update_stages(
 
 
 def delete_stages(api: InstanceGroupApi) -> list[Stage]:
-    async def delete_group(ctx: StageContext) -> Done | Submitted:
+    async def delete_group(ctx: StageContext[Any]) -> Done | Submitted:
         command = DeleteInstanceGroup.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_delete(cluster, command.group)
@@ -849,7 +849,7 @@ def delete_stages(api: InstanceGroupApi) -> list[Stage]:
         arn = await api.update_cluster(request)
         return Submitted(arn, {"request": request})
 
-    async def delete_group_poll(ctx: StageContext) -> Done | Pending:
+    async def delete_group_poll(ctx: StageContext[Any]) -> Done | Pending:
         command = DeleteInstanceGroup.from_payload(ctx.command)
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         return settled(cluster, command.hyperpod_cluster, command.group, None)
@@ -858,7 +858,7 @@ def delete_stages(api: InstanceGroupApi) -> list[Stage]:
 
 
 def software_stages(api: InstanceGroupApi) -> list[Stage]:
-    async def update_software(ctx: StageContext) -> Done | Submitted:
+    async def update_software(ctx: StageContext[Any]) -> Done | Submitted:
         command = UpdateClusterSoftware.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_software(cluster, command)
@@ -871,7 +871,7 @@ def software_stages(api: InstanceGroupApi) -> list[Stage]:
         arn = await api.update_cluster_software(request)
         return Submitted(arn, {"request": request})
 
-    async def update_software_poll(ctx: StageContext) -> Done | Pending:
+    async def update_software_poll(ctx: StageContext[Any]) -> Done | Pending:
         command = UpdateClusterSoftware.from_payload(ctx.command)
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         if cluster is None:
@@ -900,7 +900,7 @@ def software_stages(api: InstanceGroupApi) -> list[Stage]:
 def add_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
-    async def validate(ctx: StageContext) -> Done:
+    async def validate(ctx: StageContext[Any]) -> Done:
         command = AddInstanceGroup.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
         existing = cluster.groups.get(command.group.name)
@@ -911,7 +911,7 @@ def add_stages(
             raise Decision(problems=problems).error("InstanceGroupRefused")
         return Done(noop=True)  # only read
 
-    async def compute_subnet(ctx: StageContext) -> Done:
+    async def compute_subnet(ctx: StageContext[Any]) -> Done:
         command = AddInstanceGroup.from_payload(ctx.command)
         zone = command.group.availability_zone_id
         if zone is None:
@@ -943,7 +943,7 @@ def add_stages(
             noop=not made,
         )
 
-    async def add_group(ctx: StageContext) -> Done | Submitted:
+    async def add_group(ctx: StageContext[Any]) -> Done | Submitted:
         command = AddInstanceGroup.from_payload(ctx.command)
         cluster = await _describe(api, command.hyperpod_cluster)
         name = command.group.name
@@ -968,7 +968,7 @@ def add_stages(
         arn = await api.update_cluster(request)
         return Submitted(arn, {"instance_group": name, "request": request})
 
-    async def add_group_poll(ctx: StageContext) -> Done | Pending:
+    async def add_group_poll(ctx: StageContext[Any]) -> Done | Pending:
         command = AddInstanceGroup.from_payload(ctx.command)
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         return settled(cluster, command.hyperpod_cluster, command.group.name, command.group.count)
@@ -1232,7 +1232,7 @@ async def software_updated(
 
 def workflows(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
-) -> dict[str, Workflow]:
+) -> dict[str, Workflow[Any]]:
     return {
         AddInstanceGroup.__name__: Workflow(
             kind=AddInstanceGroup.kind(),

@@ -96,7 +96,7 @@ def fsx_volume(
     ]
 
 
-def wanted_volumes(ctx: StageContext) -> list[KubeObject]:
+def wanted_volumes(ctx: StageContext[Any]) -> list[KubeObject]:
     cmd = CreateCluster.from_payload(ctx.command)
     objects = s3_volume(ctx.output("bucket", "bucket"), cmd.region)
     fsx = ctx.outputs.get("fsx") or {}
@@ -142,7 +142,7 @@ def _claim_conflict(wanted: KubeObject, current: KubeObject) -> PermanentError |
 
 def storage_stage(kube_factory: KubeFactory) -> Stage:
     async def current(
-        ctx: StageContext,
+        ctx: StageContext[Any],
     ) -> tuple[KubeApi, list[KubeObject], list[KubeObject | None]]:
         kube = kube_factory(cluster_access(ctx.outputs["eks_cluster"]))
         wanted = wanted_volumes(ctx)
@@ -179,7 +179,7 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
                 waiting.append(obj["metadata"]["name"])
         return waiting
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         kube, wanted, found = await current(ctx)
         for obj, existing in zip(wanted, found, strict=True):
             if existing is not None and (conflict := _claim_conflict(obj, existing)):
@@ -195,7 +195,7 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
         cluster = ctx.outputs["eks_cluster"]["cluster_name"]
         return Submitted(f"{cluster}/{NAMESPACE}/{S3_CLAIM}", result)
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         _, wanted, found = await current(ctx)
         if any(obj is None for obj in found):
             missing = [_ref(w) for w, f in zip(wanted, found, strict=True) if f is None]
@@ -227,7 +227,7 @@ def delete_storage_stage(kube_factory: KubeFactory) -> Stage:
     """Remove the claims and volumes the storage stage made (claims first). The bucket and
     file system behind them are deleted by their own stages."""
 
-    async def run(ctx: StageContext) -> Done:
+    async def run(ctx: StageContext[Any]) -> Done:
         resources = ctx.command.get("resources") or {}
         created = list((resources.get("storage") or {}).get("created") or [])
         eks = resources.get("eks_cluster") or {}

@@ -202,7 +202,7 @@ async def ensure_compute_subnet(
 def create_stages(ec2: Ec2) -> list[Stage]:
     """`network`, `security_group` and `compute_subnet` (docs/cluster-lifecycle.md)."""
 
-    async def network(ctx: StageContext) -> Done | Submitted:
+    async def network(ctx: StageContext[Any]) -> Done | Submitted:
         spec = CreateCluster.from_payload(ctx.command).spec
         outputs = await _network_up_to_nat(ec2, spec)
         nat = await ec2.nat_gateway(outputs["nat_gateway_id"])
@@ -210,7 +210,7 @@ def create_stages(ec2: Ec2) -> list[Stage]:
             return Done(await _default_route(ec2, outputs))
         return Submitted(outputs["nat_gateway_id"], outputs)
 
-    async def network_poll(ctx: StageContext) -> Done | Pending:
+    async def network_poll(ctx: StageContext[Any]) -> Done | Pending:
         assert ctx.external_id is not None
         nat = await ec2.nat_gateway(ctx.external_id)
         if nat is None or nat.state in ("deleting", "deleted"):
@@ -230,11 +230,11 @@ def create_stages(ec2: Ec2) -> list[Stage]:
             return Pending(f"NAT gateway {nat.nat_gateway_id} is {nat.state}")
         return Done(await _default_route(ec2, dict(ctx.own_outputs)))
 
-    async def security_group(ctx: StageContext) -> Done:
+    async def security_group(ctx: StageContext[Any]) -> Done:
         spec = CreateCluster.from_payload(ctx.command).spec
         return await _security_group(ec2, spec, ctx.output("network", "vpc_id"))
 
-    async def compute_subnet(ctx: StageContext) -> Done:
+    async def compute_subnet(ctx: StageContext[Any]) -> Done:
         spec = CreateCluster.from_payload(ctx.command).spec
         return await _compute_subnets(
             ec2,
@@ -513,20 +513,20 @@ async def _route_through_nat(ec2: Ec2, subnet_id: str, private_route_table_id: s
 # ---- delete -----------------------------------------------------------------------------------
 
 
-Step = Callable[[StageContext], Awaitable[Done | Pending]]
+Step = Callable[[StageContext[Any]], Awaitable[Done | Pending]]
 
 
 def _waiting_stage(name: str, title: str, step: Step, needs: tuple[str, ...] = ()) -> Stage:
     """A delete stage that does what it can now and is polled while AWS still holds something
     (a NAT gateway deleting, network interfaces of a deleted cluster not yet released)."""
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         result = await step(ctx)
         if isinstance(result, Done):
             return result
         return Submitted(name, {"waiting_since": time.time(), "waiting_for": result.progress})
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         result = await step(ctx)
         if isinstance(result, Done):
             return result
@@ -543,7 +543,7 @@ def _waiting_stage(name: str, title: str, step: Step, needs: tuple[str, ...] = (
     return Stage(name, title, run, poll=poll, needs=needs)
 
 
-def _resources(ctx: StageContext, stage: str) -> dict[str, Any]:
+def _resources(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
     resources: dict[str, Any] = ctx.command.get("resources") or {}
     return dict(resources.get(stage) or {})
 
@@ -562,7 +562,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
     """Delete exactly what the create operation recorded under `created`, in reverse order.
     Needs on other areas' stages are added by whoever composes the workflow."""
 
-    async def compute_subnets(ctx: StageContext) -> Done | Pending:
+    async def compute_subnets(ctx: StageContext[Any]) -> Done | Pending:
         ids = list(_resources(ctx, "compute_subnet").get("created") or [])
         deleted = []
         for subnet_id in ids:
@@ -580,7 +580,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
                 raise
         return Done({"deleted": ids}, noop=not deleted)
 
-    async def security_group(ctx: StageContext) -> Done | Pending:
+    async def security_group(ctx: StageContext[Any]) -> Done | Pending:
         outputs = _resources(ctx, "security_group")
         group_id = outputs.get("security_group_id")
         if not outputs.get("created") or not group_id:
@@ -593,7 +593,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
             raise
         return Done({"deleted": [group_id]}, noop=gone)
 
-    async def network(ctx: StageContext) -> Done | Pending:
+    async def network(ctx: StageContext[Any]) -> Done | Pending:
         created: dict[str, list[str]] = _resources(ctx, "network").get("created") or {}
         try:
             return await _delete_network(ec2, created)

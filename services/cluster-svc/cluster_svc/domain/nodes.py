@@ -637,11 +637,11 @@ async def _nodes(port: NodesPort, hyperpod_cluster: str) -> list[NodeInstance]:
     return await port.list_nodes(hyperpod_cluster)
 
 
-def action_workflow(port: NodesPort, action: NodeAction) -> Workflow:
+def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
     command_type = NODE_ACTION_COMMANDS[action]
     stage_name = f"{action}_nodes"
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         command = command_type.from_payload(ctx.command)
         before = await _nodes(port, command.hyperpod_cluster)
         decision = decide_action(action, command.node_ids, before)
@@ -684,7 +684,7 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow:
             return Done(outputs)
         return Submitted(f"{action}:{len(submitted)} nodes", outputs)
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         command = command_type.from_payload(ctx.command)
         own = ctx.own_outputs
         submitted = own.get("submitted") or {}
@@ -700,7 +700,7 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow:
             )
         return Done({"results": results})
 
-    async def verify(ctx: StageContext) -> Done:
+    async def verify(ctx: StageContext[Any]) -> Done:
         command = command_type.from_payload(ctx.command)
         results = ctx.outputs.get(stage_name, {}).get("results") or {}
         error = failures_error(action, command.cluster, results)
@@ -744,8 +744,8 @@ def _finish_with_results(action: str, stage_name: str) -> FinalHook:
     return finish
 
 
-def health_check_workflow(port: NodesPort) -> Workflow:
-    async def run(ctx: StageContext) -> Done | Submitted:
+def health_check_workflow(port: NodesPort) -> Workflow[Any]:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         command = StartDeepHealthCheck.from_payload(ctx.command)
         decision = decide_health_check(command, await _nodes(port, command.hyperpod_cluster))
         _raise_unknown(command.cluster, decision)
@@ -762,7 +762,7 @@ def health_check_workflow(port: NodesPort) -> Workflow:
             },
         )
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         command = StartDeepHealthCheck.from_payload(ctx.command)
         targets = ctx.own_outputs.get("targets") or {}
         finished, progress = health_check_progress(
@@ -773,7 +773,7 @@ def health_check_workflow(port: NodesPort) -> Workflow:
             return Pending(f"{waiting} of {len(targets)} nodes still being checked")
         return Done({"results": {**(ctx.own_outputs.get("results") or {}), **progress}})
 
-    async def verify(ctx: StageContext) -> Done:
+    async def verify(ctx: StageContext[Any]) -> Done:
         command = StartDeepHealthCheck.from_payload(ctx.command)
         outputs = ctx.outputs.get("health_check", {})
         error = failures_error("health_check", command.cluster, outputs.get("results") or {})
@@ -792,8 +792,8 @@ def health_check_workflow(port: NodesPort) -> Workflow:
     )
 
 
-def node_recovery_workflow(port: NodesPort) -> Workflow:
-    async def run(ctx: StageContext) -> Done | Submitted:
+def node_recovery_workflow(port: NodesPort) -> Workflow[Any]:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         command = SetNodeRecovery.from_payload(ctx.command)
         actual = await read_recovery(port, command)
         diff = decide_recovery(actual.mode, command.mode.value)
@@ -812,7 +812,7 @@ def node_recovery_workflow(port: NodesPort) -> Workflow:
             {"previous": actual.mode, "mode": command.mode.value},
         )
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         command = SetNodeRecovery.from_payload(ctx.command)
         actual = await read_recovery(port, command)
         if actual.status == "InService" and actual.mode == command.mode.value:

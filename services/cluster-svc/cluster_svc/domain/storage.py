@@ -30,8 +30,8 @@ def bucket_arn(name: str) -> str:
     return f"arn:aws:s3:::{name}"
 
 
-def create_bucket_workflow(buckets: BucketStore) -> Workflow:
-    async def bucket(ctx: StageContext) -> Done:
+def create_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
+    async def bucket(ctx: StageContext[Any]) -> Done:
         cmd = CreateStorageBucket.from_payload(ctx.command)
         if await buckets.exists(cmd.name):
             return Done({"arn": bucket_arn(cmd.name)}, noop=True)
@@ -39,11 +39,11 @@ def create_bucket_workflow(buckets: BucketStore) -> Workflow:
         await buckets.tag(cmd.name)
         return Done({"arn": bucket_arn(cmd.name)})
 
-    async def public_access(ctx: StageContext) -> Done:
+    async def public_access(ctx: StageContext[Any]) -> Done:
         changed = await buckets.block_public_access(ctx.command["name"])
         return Done(noop=not changed)
 
-    async def encryption(ctx: StageContext) -> Done:
+    async def encryption(ctx: StageContext[Any]) -> Done:
         changed = await buckets.encrypt(ctx.command["name"])
         return Done({"algorithm": "AES256"}, noop=not changed)
 
@@ -60,15 +60,15 @@ def create_bucket_workflow(buckets: BucketStore) -> Workflow:
     )
 
 
-def delete_bucket_workflow(buckets: BucketStore) -> Workflow:
-    async def empty(ctx: StageContext) -> Done:
+def delete_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
+    async def empty(ctx: StageContext[Any]) -> Done:
         name = ctx.command["name"]
         if not await buckets.exists(name):
             return Done({"objects_removed": 0}, noop=True)
         removed = await buckets.empty(name)
         return Done({"objects_removed": removed}, noop=removed == 0)
 
-    async def delete(ctx: StageContext) -> Done:
+    async def delete(ctx: StageContext[Any]) -> Done:
         name = ctx.command["name"]
         if not await buckets.exists(name):
             return Done(noop=True)

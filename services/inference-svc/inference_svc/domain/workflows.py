@@ -81,7 +81,7 @@ class Access(Protocol):
 def _wait_available(access: Access, spec_of: Any) -> Stage:
     """Poll the endpoint until every replica is available (or it fails for good)."""
 
-    async def run(ctx: StageContext) -> Done | Submitted:
+    async def run(ctx: StageContext[Any]) -> Done | Submitted:
         cluster, spec = await spec_of(ctx)
         seen = await access.observe(cluster, spec)
         if seen.status == AVAILABLE and all(
@@ -90,7 +90,7 @@ def _wait_available(access: Access, spec_of: Any) -> Stage:
             return Done(_observed(seen), noop=True)
         return Submitted(f"{cluster}/{spec.namespace}/{spec.name}", {"since": time.time()})
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         cluster, spec = await spec_of(ctx)
         seen = await access.observe(cluster, spec)
         if seen.status == AVAILABLE:
@@ -127,12 +127,12 @@ def _observed(seen: Observed) -> dict[str, Any]:
 # ---- deploy ----------------------------------------------------------------------------------
 
 
-def deploy_workflow(access: Access) -> Workflow:
-    async def spec_of(ctx: StageContext) -> tuple[str, EndpointSpec]:
+def deploy_workflow(access: Access) -> Workflow[Any]:
+    async def spec_of(ctx: StageContext[Any]) -> tuple[str, EndpointSpec]:
         command = DeployEndpoint.from_payload(ctx.command)
         return command.cluster, command.spec
 
-    async def apply(ctx: StageContext) -> Done | Submitted:
+    async def apply(ctx: StageContext[Any]) -> Done | Submitted:
         cluster, spec = await spec_of(ctx)
         plan = deploy_plan(spec, await access.facts(cluster, spec))
         kube = await access.kube(cluster)
@@ -227,14 +227,14 @@ def deploy_workflow(access: Access) -> Workflow:
 # ---- scale -----------------------------------------------------------------------------------
 
 
-def scale_workflow(access: Access) -> Workflow:
-    async def spec_of(ctx: StageContext) -> tuple[str, EndpointSpec]:
+def scale_workflow(access: Access) -> Workflow[Any]:
+    async def spec_of(ctx: StageContext[Any]) -> tuple[str, EndpointSpec]:
         command = ScaleEndpoint.from_payload(ctx.command)
         return command.target.cluster, await access.recorded(
             command.target.cluster, command.target.name
         )
 
-    async def apply(ctx: StageContext) -> Done | Submitted:
+    async def apply(ctx: StageContext[Any]) -> Done | Submitted:
         command = ScaleEndpoint.from_payload(ctx.command)
         cluster, spec = await spec_of(ctx)
         actual = await access.scale_object(cluster, spec)
@@ -294,8 +294,8 @@ def scale_workflow(access: Access) -> Workflow:
 # ---- model pool ------------------------------------------------------------------------------
 
 
-def assign_workflow(access: Access) -> Workflow:
-    async def assign(ctx: StageContext) -> Done | Submitted:
+def assign_workflow(access: Access) -> Workflow[Any]:
+    async def assign(ctx: StageContext[Any]) -> Done | Submitted:
         command = AssignPoolWorker.from_payload(ctx.command)
         cluster = command.target.cluster
         spec = await access.recorded(cluster, command.target.name)
@@ -352,8 +352,8 @@ def assign_workflow(access: Access) -> Workflow:
 # ---- delete ----------------------------------------------------------------------------------
 
 
-def delete_workflow(access: Access) -> Workflow:
-    async def remove(ctx: StageContext) -> Done | Submitted:
+def delete_workflow(access: Access) -> Workflow[Any]:
+    async def remove(ctx: StageContext[Any]) -> Done | Submitted:
         command = DeleteEndpoint.from_payload(ctx.command)
         cluster = command.target.cluster
         spec = await access.recorded(cluster, command.target.name)

@@ -100,8 +100,8 @@ def _ready(found: dict[str, Any]) -> Done | Pending:
     return Pending(f"tracking server is {status}")
 
 
-def tracking_server_workflow(api: TrackingServerApi) -> Workflow:
-    async def create(ctx: StageContext) -> Done | Submitted:
+def tracking_server_workflow(api: TrackingServerApi) -> Workflow[Any]:
+    async def create(ctx: StageContext[Any]) -> Done | Submitted:
         spec = CreateTrackingServer.from_payload(ctx.command).spec
         actual = await api.describe(spec.name)
         plan = plan_tracking_server(spec, actual)
@@ -113,7 +113,7 @@ def tracking_server_workflow(api: TrackingServerApi) -> Workflow:
         arn = await api.create(create_params(spec))
         return Submitted(arn)
 
-    async def poll(ctx: StageContext) -> Done | Pending:
+    async def poll(ctx: StageContext[Any]) -> Done | Pending:
         spec = CreateTrackingServer.from_payload(ctx.command).spec
         found = await api.describe(spec.name)
         if found is None:

@@ -107,12 +107,12 @@ async def plan_of(workloads: Workloads, command: dict[str, Any]) -> Plan:
 
 def submit_workflow(
     workloads: Workloads, kind: str, secret_values: SecretValues | None = None
-) -> Workflow:
-    async def check(ctx: StageContext) -> Done:
+) -> Workflow[Any]:
+    async def check(ctx: StageContext[Any]) -> Done:
         plan = await plan_of(workloads, ctx.command)
         return Done({"plan": plan.model_dump(mode="json")}, noop=plan.noop)
 
-    async def sync_secrets(ctx: StageContext) -> Done:
+    async def sync_secrets(ctx: StageContext[Any]) -> Done:
         """Secrets Manager -> Kubernetes Secret, for every ARN in secret_env. Runs again on a
         retry (the value may have been fixed or rotated since): a write replaces the Secret."""
         plan = Plan.model_validate(ctx.output("check", "plan"))
@@ -144,7 +144,7 @@ def submit_workflow(
             written.append({"env": item.env, "secret": item.secret, "arn": item.arn})
         return Done({"secrets": written})
 
-    async def apply(ctx: StageContext) -> Done:
+    async def apply(ctx: StageContext[Any]) -> Done:
         plan = Plan.model_validate(ctx.output("check", "plan"))
         if plan.noop:
             return Done({"applied": False}, noop=True)
@@ -233,10 +233,10 @@ def _job_missing(cluster: str, name: str) -> PermanentError:
     )
 
 
-def cancel_workflow(workloads: Workloads) -> Workflow:
+def cancel_workflow(workloads: Workloads) -> Workflow[Any]:
     """Stop a job: its custom resource (and so its pods) goes; the record stays, cancelled."""
 
-    async def stop(ctx: StageContext) -> Done:
+    async def stop(ctx: StageContext[Any]) -> Done:
         command = CancelJob.from_payload(ctx.command)
         job = await workloads.recorded(command.cluster, command.name)
         if job is None:
@@ -270,10 +270,10 @@ def cancel_workflow(workloads: Workloads) -> Workflow:
     )
 
 
-def delete_workflow(workloads: Workloads) -> Workflow:
+def delete_workflow(workloads: Workloads) -> Workflow[Any]:
     """Remove a job: its custom resource if still there, then its record."""
 
-    async def remove(ctx: StageContext) -> Done:
+    async def remove(ctx: StageContext[Any]) -> Done:
         command = DeleteJob.from_payload(ctx.command)
         job = await workloads.recorded(command.cluster, command.name)
         if job is None:
