@@ -56,7 +56,7 @@ lint: install
 	$(BIN)/lint-imports
 
 typecheck: install
-	$(BIN)/mypy shared sim hyperpilot services/*/*/
+	$(BIN)/mypy shared sim hyperpilot bench services/*/*/
 
 test: install lint typecheck
 	$(BIN)/pytest -q -m "not slow"

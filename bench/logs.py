@@ -61,27 +61,23 @@ def _flood_pods(sim: Any, cluster: str, job: str, pods: int, lines: int) -> list
     from kubernetes import config as k8s_config
 
     server = sim.ctx.kube.api_server(cluster)
-    api = k8s_config.new_client_from_config_dict(server.kubeconfig())
+    api = k8s_config.new_client_from_config_dict(server.kubeconfig())  # type: ignore[no-untyped-call]
     core = k8s.CoreV1Api(api)
     text = "\\n".join(f"line {i}" for i in range(lines))
     names = []
     for index in range(pods):
         name = f"{job}-flood-{index}"
-        core.create_namespaced_pod(
-            "default",
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "labels": {"hyperpilot.dev/job": job}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {"sagemaker.amazonaws.com/instance-group-name": "gpu"},
-                    "containers": [
-                        {"name": "flood", "image": "busybox", "command": ["printf", text]}
-                    ],
-                },
+        pod: Any = {  # the client accepts a manifest as well as a V1Pod
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"hyperpilot.dev/job": job}},
+            "spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"sagemaker.amazonaws.com/instance-group-name": "gpu"},
+                "containers": [{"name": "flood", "image": "busybox", "command": ["printf", text]}],
             },
-        )
+        }
+        core.create_namespaced_pod("default", pod)
         names.append(name)
     return names
 

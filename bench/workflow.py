@@ -19,7 +19,7 @@ from bench.common import TOKEN, median, record, simulated_stack
 from shared.stages import Done, Stage, StageContext, Workflow
 
 
-async def _noop(ctx: StageContext) -> Done:
+async def _noop(ctx: StageContext[Any]) -> Done:
     return Done()
 
 
@@ -30,7 +30,7 @@ def _seconds(start: str, end: str) -> float:
 def measure(op: dict[str, Any]) -> dict[str, Any]:
     stages = op["stages"]
     durations = {s["name"]: _seconds(s["started_at"], s["finished_at"]) for s in stages}
-    graph = Workflow(
+    graph: Workflow[Any] = Workflow(
         kind="bench",
         domain="bench",
         stages=tuple(Stage(s["name"], s["title"], _noop, needs=tuple(s["needs"])) for s in stages),
