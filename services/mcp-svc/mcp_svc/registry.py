@@ -9,6 +9,7 @@ ones mutate, which REST route each wraps and which tool decides its completion; 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from mcp_svc.config import require_http_token
 from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.http_guard import HostOriginGuard, transport_security
-from mcp_svc.results import COMPLETION, STATUS_TOOL
+from mcp_svc.results import COMPLETION, STATUS_TOOL, OperationStarted
 from mcp_svc.terms import Route, Vocabulary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,14 +139,15 @@ class HyperpilotServer(MCPServer):
                     idempotent_hint=True,
                     open_world_hint=mutating,
                 ),
-                meta={"hyperpilot/rest": rest},
             )
             tool = self._tool_manager.get_tool(name)
             if tool is not None:
                 # What tools/list sends: the SDK's schemas without its noise (the arguments and
                 # the result are still validated by the pydantic models themselves).
                 tool.parameters = input_schema(tool.parameters)
-                if tool.fn_metadata.output_schema is not None:
+                if tool.fn_metadata.output_model is OperationStarted:
+                    tool.fn_metadata.output_schema = MUTATION_RESULT
+                elif tool.fn_metadata.output_schema is not None:
                     tool.fn_metadata.output_schema = output_schema(tool.fn_metadata.output_schema)
             return fn
 
@@ -246,26 +248,106 @@ def with_summary(
 
 
 # Keywords the SDK's schemas carry that tell a client nothing: `title` is the field name again
-# ("Operation Id"); in a result, `default` and `examples` describe no value actually sent.
-_NOISE = frozenset({"title"})
+# ("Operation Id"), `examples` repeat what a description says, a `discriminator` repeats the
+# `const` of each arm; in a result, `default` describes no value actually sent.
+_NOISE = frozenset({"title", "examples", "discriminator"})
 _OUTPUT_NOISE = frozenset({"title", "default", "examples"})
 _NULL = {"type": "null"}
+# A definition this small (compact JSON) is written where it is used, however often.
+_SMALL_DEF = 200
 
 
 def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's arguments as listed: no titles, `X | None = None` as an optional X or null, and
-    `additionalProperties: false` (an unknown argument is refused, see `call_tool`)."""
-    lean: dict[str, Any] = _lean(schema, _NOISE)
+    `additionalProperties: false` (an unknown argument is refused, see `call_tool`). A nested
+    model used once, or a small one, is written in place rather than as a `$ref`."""
+    lean: dict[str, Any] = _lean(_inlined(schema), _NOISE)
     lean["additionalProperties"] = False
+    return lean
+
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    defs: dict[str, Any] = schema.get("$defs", {})
+    uses: dict[str, int] = {}
+
+    def count(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                count(item)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                uses[ref.rsplit("/", 1)[-1]] = uses.get(ref.rsplit("/", 1)[-1], 0) + 1
+            for value in node.values():
+                count(value)
+
+    count(schema)
+    inline = {
+        name
+        for name, definition in defs.items()
+        if uses.get(name, 0) <= 1
+        or len(json.dumps(definition, separators=(",", ":"))) <= _SMALL_DEF
+    }
+
+    def place(node: Any, depth: int = 0) -> Any:
+        if isinstance(node, list):
+            return [place(item, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
+        if name in inline and depth < 8:
+            target = dict(defs[name])
+            if "description" in node or ("description" in target and len(target) > 1):
+                target.pop("description", None)  # the property's own words, or the model's
+            merged = {**place(target, depth + 1), **{k: v for k, v in node.items() if k != "$ref"}}
+            return merged
+        return {key: place(value, depth) for key, value in node.items() if key != "$defs"}
+
+    lean: dict[str, Any] = place(schema)
+    kept = {name: place(d) for name, d in defs.items() if name not in inline}
+    if kept:
+        lean["$defs"] = kept
     return lean
 
 
 def output_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's result as listed: types, `required` and one description per property; no
     titles, defaults, examples or the model's docstring (the tool's description says it)."""
-    lean: dict[str, Any] = _lean(schema, _OUTPUT_NOISE, output=True)
+    lean: dict[str, Any] = _lean(_shallow(schema), _OUTPUT_NOISE, output=True)
     lean.pop("description", None)
     return lean
+
+
+def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
+    """The result's own fields; a nested REST object is an object (its fields are the REST
+    API's, in the OpenAPI document; they pass through as the gateway sends them)."""
+
+    def objects(node: Any) -> Any:
+        if isinstance(node, list):
+            return [objects(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return {"type": "object", **{k: v for k, v in node.items() if k != "$ref"}}
+        return {key: objects(value) for key, value in node.items()}
+
+    return {key: objects(value) for key, value in schema.items() if key != "$defs"}
+
+
+# The result of every mutating tool, listed as what a caller reads: the rest of
+# `OperationStarted` (dry run, plan, diff, notes) is sent too and described once, in
+# docs/mcp-tools.md.
+MUTATION_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string", "description": "For a human"},
+        "operation_id": {"type": ["string", "null"], "description": "To poll; null: dry run"},
+        "status_tool": {"const": STATUS_TOOL, "description": "Decides completion"},
+        "next_step": {"type": "string", "description": "What to call next"},
+    },
+    "required": ["summary", "operation_id", "next_step"],
+}
 
 
 def _lean(node: Any, drop: frozenset[str], output: bool = False, names: bool = False) -> Any:

@@ -26,8 +26,10 @@ Rules:
 3. Every mutating tool returns an operation_id and names its status tool. Poll
    get_operation(operation_id, wait_seconds=45) until `terminal` is true, and report the
    terminal status, not the submission. The status tool waits: no sleep is needed.
-4. Repeating a mutating call with the same arguments returns the same operation; it never
-   repeats the change.
+4. Repeating a mutating call with the same arguments returns the same operation while nothing
+   else changed its target; it never repeats the change. Leave `request_id` unset, or set it to
+   name a request for good (a retry with it always returns that operation), or a new value to
+   repeat a finished change.
 5. A failed operation names its failed stage and the reason; fix the cause, then
    retry_operation re-runs only the failed stages.
 

@@ -19,13 +19,7 @@ Region = Annotated[
     ),
 ]
 DryRun = Annotated[
-    bool,
-    Field(
-        description=(
-            "Only compute the plan (the calls and the diff against actual state); change"
-            " nothing. Allowed even when the server runs read-only."
-        )
-    ),
+    bool, Field(description="Only plan (calls and diff); change nothing. Allowed read-only.")
 ]
 ClusterRef = Annotated[
     str,
@@ -50,11 +44,7 @@ RequestId = Annotated[
     Field(
         max_length=64,
         pattern=r"^[A-Za-z0-9._-]+$",
-        description=(
-            "Usually unset: a repeated call returns the operation the first one started while"
-            " nothing else changed the target. Set it to name a request for good (a retry with"
-            " it always returns that operation), or a new value to repeat a finished change."
-        ),
+        description="Names the request for good; usually unset (instructions, rule 4)",
     ),
 ]
 
