@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import orjson
@@ -29,24 +29,39 @@ from shared.contracts.subjects import event_subject
 from shared.secrets import redact
 
 TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
-_EVENT_ORDER_LOCK = 0x4576_656E_7473  # "Events": serialises event inserts so seq = commit order
 
-# One round trip per event (each statement is a round trip, and an operation appends many):
-# take the ordering lock, insert the event after it (the INSERT reads from the lock's CTE),
-# queue it for `evt.>` and notify the relay and the live stream (delivered at commit). The
-# relay's notification names the writing process (its connections' application_name, see
-# shared/db.py), so only that process's relay wakes; the others' polls are the fallback.
-_APPEND_EVENT = (
-    "WITH ordered AS (SELECT pg_advisory_xact_lock($1)),"
-    " event AS (INSERT INTO events"
-    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
-    " SELECT $2::uuid, $3::uuid, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb"
-    " FROM ordered RETURNING seq),"
-    " queued AS (INSERT INTO outbox (subject, message_id, body) VALUES ($5, $2, $9))"
-    " SELECT seq, pg_notify('outbox', current_setting('application_name')),"
-    " pg_notify('events', seq::text || $10::text) FROM event"
-)
 
+class EventRecord(NamedTuple):
+    """An event as the database function `write_event` takes it (migration 0009_event_write):
+    its log row, its source (for the audit log), its envelope for `evt.>` and what follows its
+    sequence number in the live stream's notification (`event_note`)."""
+
+    event_id: uuid.UUID
+    operation_id: uuid.UUID | None
+    type: str
+    subject: str
+    principal: str
+    source: str
+    occurred_at: datetime
+    payload: dict[str, Any]
+    body: bytes
+    note: str
+
+
+def write_event_call(first: int, *options: str) -> str:
+    """`write_event(...)` on an `EventRecord` passed as the arguments from `$first` on, in its
+    field order, then the named `options` (`wake_relay`, `notify_events`) as the next ones.
+
+    The function takes the event-order lock and writes the event, its outbox row and its audit
+    row and notifies the relay and the live stream (delivered at commit): one call per event,
+    inside whichever statement announces it, so one round trip. The relay's notification names
+    the writing process (its connections' application_name, see shared/db.py), so only that
+    process's relay wakes; the others' polls are the fallback."""
+    names = (*EventRecord._fields, *options)
+    return "write_event(" + ", ".join(f"{n} => ${first + i}" for i, n in enumerate(names)) + ")"
+
+
+_APPEND_EVENT = "SELECT " + write_event_call(1)
 
 _ROW_COLUMNS = 12  # the operation's own columns: the first arguments of _ACCEPT
 _INSERT_OPERATION = (
@@ -57,27 +72,18 @@ _INSERT_OPERATION = (
 )
 
 # Accepting a command in one statement: the operation (nothing else when its Idempotency-Key
-# was used before), then under the event-order lock its OperationAccepted event, and the
-# command and the event queued for the bus in that order; it answers the operation and its
-# event's sequence number. The relay is notified at commit unless the writer publishes the two
-# messages itself ($24), and the live stream unless the writer announces the event itself ($25).
+# was used before), its command queued for the bus ($13-$15), then its OperationAccepted event
+# ($16-$25, an `EventRecord`) written after it; it answers the operation and its event's
+# sequence number. The relay is notified at commit unless the writer publishes the two
+# messages itself ($26), and the live stream unless the writer announces the event itself ($27).
 _ACCEPT = (
     "WITH op AS (" + _INSERT_OPERATION + "),"
-    " ordered AS (SELECT pg_advisory_xact_lock($13) FROM op),"
-    " event AS (INSERT INTO events"
-    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
-    " SELECT $17::uuid, $1::uuid, $18::text, $19::text, $9::text, $20::timestamptz, $21::jsonb"
-    " FROM ordered RETURNING seq),"
     " queued AS (INSERT INTO outbox (subject, message_id, body)"
-    " SELECT v.subject, v.message_id, v.body FROM op, (VALUES"
-    " (1, $14::text, $15::uuid, $16::bytea), (2, $19::text, $17::uuid, $22::bytea))"
-    " AS v(n, subject, message_id, body) ORDER BY v.n)"
-    " SELECT op.id, event.seq,"
-    " CASE WHEN $25::bool THEN pg_notify('events', event.seq::text || $23::text) END,"
-    " CASE WHEN $24::bool THEN pg_notify('outbox', current_setting('application_name')) END"
-    " FROM op, event"
+    " SELECT $13, $14, $15 FROM op RETURNING id)"
+    " SELECT op.id, " + write_event_call(16, "wake_relay", "notify_events") + " AS seq"
+    " FROM op, queued"
 )
-_NOTE = 22  # the event's notification after its sequence number: the argument $23 of _ACCEPT
+_EVENT = _ROW_COLUMNS + 3  # where the OperationAccepted event's record starts in its arguments
 
 # The live stream's notifications of events already committed, in order.
 NOTIFY_EVENTS = "SELECT pg_notify('events', note) FROM unnest($1::text[]) AS note"
@@ -144,29 +150,28 @@ async def append_event(
     principal: str,
     source: str = "system",
 ) -> int:
-    """Record an event (totally ordered) and queue it for `evt.>`; returns its sequence number."""
+    """Record an event (totally ordered, audited) and queue it for `evt.>`; returns its
+    sequence number."""
     seq: int = await conn.fetchval(
         _APPEND_EVENT,
-        *event_arguments(operation_id, domain, event, principal=principal, source=source),
+        *event_record(operation_id, domain, event, principal=principal, source=source),
     )
     return seq
 
 
-def event_arguments(
+def event_record(
     operation_id: uuid.UUID | None, domain: str, event: Event, *, principal: str, source: str
-) -> tuple[Any, ...]:
-    """The arguments of `_APPEND_EVENT`, in order ($1 to $10): the event-order lock, the
-    event's id, operation, type, subject, principal, time and payload, its envelope for the
-    bus and its notification."""
+) -> EventRecord:
+    """The event as `write_event` takes it, its payload redacted."""
     envelope = _event_envelope(operation_id, event, principal=principal, source=source)
     subject = event_subject(domain, event.what)
-    return (
-        _EVENT_ORDER_LOCK,
+    return EventRecord(
         envelope.message_id,
         operation_id,
         envelope.type,
         subject,
         principal,
+        source,
         envelope.occurred_at,
         envelope.payload,
         envelope.to_bytes(),
@@ -254,8 +259,9 @@ async def create_operation(
 @dataclass(frozen=True)
 class NewOperation:
     """An operation ready to be written by `persist_operations`: its row, its command's
-    outbox message and its OperationAccepted event, as the arguments of `_ACCEPT`; `messages`
-    are the two outbox rows (subject, message id, body), for a writer that publishes them."""
+    outbox message and its OperationAccepted event's `EventRecord`, as the arguments of
+    `_ACCEPT`; `messages` are the two outbox rows (subject, message id, body), for a writer
+    that publishes them."""
 
     operation_id: uuid.UUID
     principal: str
@@ -266,7 +272,7 @@ class NewOperation:
 
     def notification(self, seq: int) -> str:
         """The live stream's notification of its OperationAccepted event, numbered `seq`."""
-        return f"{seq}{self.arguments[_NOTE]}"
+        return f"{seq}{EventRecord(*self.arguments[_EVENT:]).note}"
 
 
 def new_operation(
@@ -290,7 +296,7 @@ def new_operation(
     accepted = OperationAccepted(
         kind=kind, target_type=target_type, target_id=target_id, request=request
     )
-    event = _event_envelope(operation_id, accepted, principal=principal, source=source)
+    event = event_record(operation_id, command.domain, accepted, principal=principal, source=source)
     row = (
         operation_id,
         kind,
@@ -306,29 +312,13 @@ def new_operation(
         digest,
     )
     command_message = (command.subject(), message.message_id, message.to_bytes())
-    event_message = (
-        event_subject(command.domain, accepted.what),
-        event.message_id,
-        event.to_bytes(),
-    )
     return NewOperation(
         operation_id,
         principal,
         idempotency_key,
         digest,
-        (
-            *row,
-            _EVENT_ORDER_LOCK,
-            *command_message,
-            event.message_id,
-            event.type,
-            event_message[0],
-            event.occurred_at,
-            event.payload,
-            event_message[2],
-            event_note(event, operation_id, event_message[0]),
-        ),
-        (command_message, event_message),
+        (*row, *command_message, *event),
+        (command_message, (event.subject, event.event_id, event.body)),
     )
 
 

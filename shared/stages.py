@@ -38,7 +38,7 @@ from shared.contracts.events import (
 )
 from shared.errors import PermanentError, StageError, TemporaryError
 from shared.logging import get_logger
-from shared.operations import TERMINAL, append_event, event_arguments
+from shared.operations import TERMINAL, append_event, event_record, write_event_call
 
 log = get_logger("shared.stages")
 
@@ -201,23 +201,16 @@ _START = (
 )
 
 # The same, for a workflow without an on_start hook whose attempt is known ($4): moving the
-# operation from pending to running appends its OperationStarted event for that attempt
-# ($5-$14 are `event_arguments`) under the event-order lock, queued for `evt.>` and notified
-# at commit. `started` says whether it did; pending and not started (another attempt found)
-# leaves the operation pending for the general path.
+# operation from pending to running writes its OperationStarted event for that attempt
+# ($5-$14, an `EventRecord`; `write_event` takes the event-order lock, queues and audits it and
+# notifies at commit). `started` says whether it did; pending and not started (another attempt
+# found) leaves the operation pending for the general path.
 _START_AND_EVENT = (
     _LOCK_AND_STAGE + " running AS (UPDATE operations SET status = 'running', updated_at = now()"
     " FROM op WHERE operations.id = $1 AND op.status = 'pending' AND op.attempt = $4),"
-    " ordered AS (SELECT pg_advisory_xact_lock($5) FROM op"
-    " WHERE op.status = 'pending' AND op.attempt = $4),"
-    " event AS (INSERT INTO events"
-    " (event_id, operation_id, type, subject, principal, occurred_at, payload)"
-    " SELECT $6::uuid, $7::uuid, $8::text, $9::text, $10::text, $11::timestamptz, $12::jsonb"
-    " FROM ordered RETURNING seq),"
-    " queued AS (INSERT INTO outbox (subject, message_id, body) SELECT $9, $6, $13 FROM event),"
-    " notified AS (SELECT pg_notify('outbox', current_setting('application_name')),"
-    " pg_notify('events', seq::text || $14::text) FROM event)"
-    " SELECT status, attempt, EXISTS (SELECT FROM notified) AS started FROM op"
+    " event AS (SELECT " + write_event_call(5) + " FROM op"
+    " WHERE op.status = 'pending' AND op.attempt = $4)"
+    " SELECT status, attempt, EXISTS (SELECT FROM event) AS started FROM op"
 )
 
 
@@ -269,7 +262,7 @@ class StageEngine:
                     stages,
                     list(TERMINAL),
                     delivery.attempt,
-                    *event_arguments(
+                    *event_record(
                         operation_id,
                         workflow.domain,
                         OperationStarted(kind=workflow.kind, attempt=delivery.attempt),

@@ -1,4 +1,4 @@
-"""The gateway: REST API v1, the live event stream, the outbox relay and the audit subscriber."""
+"""The gateway: REST API v1, the live event stream and the outbox relay."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from gateway import errors
 from gateway.accept import close_accept_queue, open_accept_queue
-from gateway.audit import AuditSubscriber
 from gateway.auth import TokenVerifier, store_token
 from gateway.limits import BodySizeLimit, StorableInput
 from gateway.metrics import MetricsServer, RequestMetrics
@@ -81,7 +80,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool, bus, settings.database_url, poll_seconds=settings.outbox_poll_seconds
     )
     open_accept_queue(pool, settings.database_url, app.state.relay, app.state.broadcaster.committed)
-    app.state.audit = AuditSubscriber(pool, bus)
     metrics_server = MetricsServer(settings.metrics_bind) if settings.metrics_bind else None
     if metrics_server is not None:
         metrics_server.start()
@@ -89,7 +87,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         asyncio.create_task(_bootstrap_admin(app, settings)),
         asyncio.create_task(app.state.broadcaster.run(), name="event-stream"),
         asyncio.create_task(app.state.relay.run(), name="outbox-relay"),
-        asyncio.create_task(app.state.audit.run(), name="audit"),
     ]
     try:
         yield
