@@ -134,7 +134,7 @@ def test_automatic_recovery_replaces_a_failed_node_and_reports_it(
     # HyperPod did it on its own: Hyperpilot sent no replace.
     assert len(sim_aws.call_log("sagemaker", "BatchReplaceClusterNodes")) == replaces_before
     deadline = time.monotonic() + 15
-    while True:  # the audit subscriber records it from the bus
+    while True:  # its audit row commits with the event
         audit = api.get("/api/v1/audit", params={"principal": "cluster-svc", "limit": 1000}).json()
         if any(
             a["type"] == "NodeReplaced" and a["payload"]["old_node_id"] == victim for a in audit
