@@ -103,14 +103,16 @@ export function formError() {
   return h("p", { class: "form-error", role: "alert", tabindex: "-1", hidden: true });
 }
 
-// A modal confirmation (native <dialog>: focus trapped, Escape cancels).
-export function confirmAction(message, confirmLabel = "Confirm") {
+// A modal confirmation (native <dialog>: focus trapped, Escape cancels); `lines` is the plan of
+// the change in words (plan.js), shown as a list.
+export function confirmAction(message, confirmLabel = "Confirm", lines = []) {
   return new Promise((resolve) => {
     const dialog = h(
       "dialog",
       { class: "confirm", "aria-labelledby": "confirm-title" },
       h("h2", { id: "confirm-title" }, "Please confirm"),
       h("p", {}, message),
+      lines.length ? h("ul", { class: "diff", "aria-label": "Plan" }, ...lines.map((l) => h("li", {}, l))) : null,
       h(
         "div",
         { class: "actions" },

@@ -7,6 +7,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
   fill, section, showErrors, when,
 } from "../dom.js";
+import { dryRun, planLines } from "../plan.js";
 import { featuresPanel } from "./features.js";
 
 function table(caption, columns, rows) {
@@ -86,46 +87,75 @@ export async function render(main, [name]) {
         table(
           "Instance groups",
           ["Group", "Type", "Count", "Status", "Scale", "Delete"],
-          groups.map((g) => {
-            const n = h("input", { type: "number", min: "0", max: "6758", value: String(g.count), "aria-label": `New count for ${g.name}`, class: "count" });
-            return h(
-              "tr",
-              { "data-group": g.name },
-              h("th", { scope: "row", "data-label": "Group" }, g.name),
-              h("td", { "data-label": "Type" }, g.instance_type),
-              h("td", { "data-label": "Count" }, String(g.count)),
-              h("td", { "data-label": "Status" }, badge(g.status)),
-              h(
-                "td",
-                { "data-label": "Scale" },
-                h("span", { class: "inline" }, n, h("button", {
-                  type: "button",
-                  class: "small secondary",
-                  onclick: () => act(`Scale ${g.name} to ${n.value}`, () => patch(`${base}/instance-groups/${encodeURIComponent(g.name)}`, { count: Number(n.value) }), loadGroups),
-                }, "Scale")),
-              ),
-              h(
-                "td",
-                { "data-label": "Delete" },
-                h("button", {
-                  type: "button",
-                  class: "small danger",
-                  "aria-label": `Delete instance group ${g.name}`,
-                  onclick: async () => {
-                    if (await confirmAction(`Delete instance group ${g.name}? Its ${g.count} nodes are terminated.`, "Delete group")) {
-                      act(`Delete ${g.name}`, () => del(`${base}/instance-groups/${encodeURIComponent(g.name)}`), loadGroups);
-                    }
-                  },
-                }, "Delete"),
-              ),
-            );
-          }),
+          groups.map((g) => groupRow(g)),
         ),
         addGroupForm(),
       );
     } catch (error) {
       fill(groupsBox, h("p", { class: "form-error" }, errorText(error)));
     }
+  }
+
+  // A count box sends nothing while it is empty or unchanged; a scale-down and a deletion show
+  // the dry-run plan in words and ask first.
+  function groupRow(g) {
+    const path = `${base}/instance-groups/${encodeURIComponent(g.name)}`;
+    const note = h("p", { class: "hint scale-note", id: `scale-${g.name}-note`, "aria-live": "polite" });
+    const n = h("input", {
+      type: "number", min: "0", max: "6758", value: String(g.count), inputmode: "numeric",
+      "aria-label": `New count for ${g.name}`, "aria-describedby": note.id, class: "count",
+    });
+    const scale = h("button", { type: "button", class: "small secondary", disabled: true, "aria-label": `Scale ${g.name}` }, "Scale");
+    const wanted = () => (n.value.trim() === "" ? null : Number(n.value));
+    n.addEventListener("input", () => {
+      const count = wanted();
+      scale.disabled = count === null || count === g.count;
+      note.textContent = count === null ? "Enter the new count." : "";
+    });
+    scale.addEventListener("click", async () => {
+      const count = wanted();
+      if (count === null || count === g.count) return;
+      const body = { count };
+      if (count < g.count) {
+        let plan;
+        try {
+          plan = await dryRun("PATCH", path, body);
+        } catch (error) {
+          note.textContent = errorText(error);
+          return;
+        }
+        const ok = await confirmAction(`Scale ${g.name} down to ${count}?`, `Scale ${g.name}`, planLines(plan, { group: g.name }));
+        if (!ok) return;
+      }
+      act(`Scale ${g.name} to ${count}`, () => patch(path, body), loadGroups);
+    });
+    const remove = h("button", {
+      type: "button",
+      class: "small danger",
+      "aria-label": `Delete instance group ${g.name}`,
+      onclick: async () => {
+        let plan;
+        try {
+          plan = await dryRun("DELETE", path);
+        } catch (error) {
+          note.textContent = errorText(error);
+          return;
+        }
+        if (await confirmAction(`Delete instance group ${g.name}?`, "Delete group", planLines(plan, { group: g.name, count: g.count }))) {
+          act(`Delete ${g.name}`, () => del(path), loadGroups);
+        }
+      },
+    }, "Delete");
+    return h(
+      "tr",
+      { "data-group": g.name },
+      h("th", { scope: "row", "data-label": "Group" }, g.name),
+      h("td", { "data-label": "Type" }, g.instance_type),
+      h("td", { "data-label": "Count" }, String(g.count)),
+      h("td", { "data-label": "Status" }, badge(g.status)),
+      h("td", { "data-label": "Scale" }, h("span", { class: "inline" }, n, scale), note),
+      h("td", { "data-label": "Delete" }, remove),
+    );
   }
 
   function addGroupForm() {
@@ -192,8 +222,16 @@ export async function render(main, [name]) {
                     class: `small ${verb === "Reboot" ? "secondary" : "danger"}`,
                     "aria-label": `${verb} ${n.node_id}`,
                     onclick: async () => {
-                      if (await confirmAction(`${verb} node ${n.node_id}? ${note}`, verb)) {
-                        act(`${verb} ${n.node_id}`, () => post(`${base}/nodes/${path}`, { node_ids: [n.node_id] }), loadNodes);
+                      const body = { node_ids: [n.node_id] };
+                      let plan;
+                      try {
+                        plan = await dryRun("POST", `${base}/nodes/${path}`, body);
+                      } catch (error) {
+                        status.textContent = `${verb} ${n.node_id}: ${errorText(error)}`;
+                        return;
+                      }
+                      if (await confirmAction(`${verb} node ${n.node_id}? ${note}`, verb, planLines(plan))) {
+                        act(`${verb} ${n.node_id}`, () => post(`${base}/nodes/${path}`, body), loadNodes);
                       }
                     },
                   }, verb);

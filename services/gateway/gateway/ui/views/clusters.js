@@ -5,6 +5,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
   fill, section, showErrors, when,
 } from "../dom.js";
+import { dryRun, planLines } from "../plan.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main) {
@@ -67,13 +68,22 @@ export async function render(main) {
   }
 
   async function remove_(c) {
+    const path = `/clusters/${encodeURIComponent(c.name)}`;
+    let plan;
+    try {
+      plan = await dryRun("DELETE", path);
+    } catch (error) {
+      status.textContent = errorText(error);
+      return;
+    }
     const ok = await confirmAction(
       `Delete cluster ${c.name}? ${c.managed === false ? "It is forgotten by Hyperpilot; AWS resources stay." : "Everything Hyperpilot created for it is deleted, nodes included."}`,
       `Delete ${c.name}`,
+      planLines(plan),
     );
     if (!ok) return;
     try {
-      const accepted = await del(`/clusters/${encodeURIComponent(c.name)}`);
+      const accepted = await del(path);
       fill(status, `Deleting ${c.name}. `, operationLink(accepted.operation_id));
       showPanel(accepted.operation_id);
       await load();

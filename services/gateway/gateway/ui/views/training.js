@@ -100,6 +100,8 @@ export async function render(main, [cluster, job]) {
   return undefined;
 }
 
+const FINISHED = ["succeeded", "failed", "cancelled"];
+
 function podNames(job) {
   return (job.pods || []).map((p) => (typeof p === "string" ? p : p.name)).filter(Boolean);
 }
@@ -115,13 +117,15 @@ async function detail(main, cluster, jobName) {
   const status = h("div", { class: "notice", role: "status" });
   const info = h("dl", { class: "summary" });
   const events = h("ul", { class: "plain" });
+  // "Cancel job" only while the job can still run
+  const cancel = h("button", { type: "button", class: "secondary", hidden: true, onclick: async () => {
+    if (await confirmAction(`Cancel job ${jobName}? Its pods are stopped.`, "Cancel job")) {
+      post(`${base}/cancel`).then((a) => fill(status, "Cancelling: ", operationLink(a.operation_id))).catch((e) => { status.textContent = errorText(e); });
+    }
+  } }, "Cancel job");
   main.append(status, section("Job", info,
     h("div", { class: "actions" },
-      h("button", { type: "button", class: "secondary", onclick: async () => {
-        if (await confirmAction(`Cancel job ${jobName}? Its pods are stopped.`, "Cancel job")) {
-          post(`${base}/cancel`).then((a) => fill(status, "Cancelling: ", operationLink(a.operation_id))).catch((e) => { status.textContent = errorText(e); });
-        }
-      } }, "Cancel job"),
+      cancel,
       h("button", { type: "button", class: "danger", onclick: async () => {
         if (await confirmAction(`Delete job ${jobName} and its record?`, "Delete job")) {
           del(base).then((a) => fill(status, "Deleting: ", operationLink(a.operation_id))).catch((e) => { status.textContent = errorText(e); });
@@ -133,6 +137,7 @@ async function detail(main, cluster, jobName) {
   let viewer = null;
   const paint = () => {
     const budget = job.restart_budget || { used: job.restarts, allowed: job.budget };
+    cancel.hidden = FINISHED.includes(job.status);
     fill(info,
       h("dt", {}, "Status"), h("dd", {}, badge(job.status), job.reason ? ` ${job.reason}` : ""),
       h("dt", {}, "Recipe"), h("dd", {}, job.recipe || ""),
@@ -158,7 +163,7 @@ async function detail(main, cluster, jobName) {
       viewer = logsViewer(cluster, jobName, podNames(job));
       fill(logsSlot, viewer.element);
     }
-    if (!viewer || !["succeeded", "failed", "cancelled"].includes(job.status)) {
+    if (!viewer || !FINISHED.includes(job.status)) {
       timer = setTimeout(refresh, viewer ? 5000 : 2000);
     }
   };

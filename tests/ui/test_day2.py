@@ -1,0 +1,109 @@
+"""Day-2 pages in Debian's Chromium against the real stack: safe changes, live pages, layout."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from playwright.sync_api import Page, Request, expect
+
+from tests.e2e.conftest import RunningStack, unique
+
+
+def group_count(stack: RunningStack, cluster: str, group: str = "gpu") -> int:
+    groups = stack.client.get(f"/api/v1/clusters/{cluster}/instance-groups").json()
+    return int(next(g["count"] for g in groups if g["name"] == group))
+
+
+def mutations(page: Page) -> list[Request]:
+    """The requests that would change something (a dry run changes nothing)."""
+    sent: list[Request] = []
+
+    def on_request(request: Request) -> None:
+        if request.method in ("PATCH", "POST", "DELETE") and "dry_run=true" not in request.url:
+            sent.append(request)
+
+    page.on("request", on_request)
+    return sent
+
+
+def test_an_empty_or_unchanged_count_sends_nothing(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    page.goto(f"/#/clusters/{cluster}")
+    row = page.locator("tr[data-group='gpu']")
+    box = row.get_by_label("New count for gpu")
+    expect(box).to_have_value(str(group_count(stack, cluster)))
+    sent = mutations(page)
+    scale = row.get_by_role("button", name="Scale")
+    # unchanged: nothing to send
+    expect(scale).to_be_disabled()
+    box.fill("")
+    expect(scale).to_be_disabled()
+    scale.click(force=True)
+    expect(row.locator(".scale-note")).to_have_text("Enter the new count.")
+    page.wait_for_timeout(500)
+    assert sent == [], [r.url for r in sent]
+
+
+def test_a_scale_down_asks_first_with_the_plan_in_words(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    before = group_count(stack, cluster)
+    page.goto(f"/#/clusters/{cluster}")
+    row = page.locator("tr[data-group='gpu']")
+    sent = mutations(page)
+    row.get_by_label("New count for gpu").fill("0")
+    row.get_by_role("button", name="Scale").click()
+    dialog = page.get_by_role("dialog")
+    plan = dialog.get_by_role("list", name="Plan")
+    expect(plan).to_have_text(f"gpu: {before} -> 0 nodes, {before} nodes terminated")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_have_count(0)
+    assert sent == [], [r.url for r in sent]
+    assert group_count(stack, cluster) == before
+
+    # deleting the only group: the API's refusal, next to the group, and no dialog
+    row.get_by_role("button", name="Delete instance group gpu").click()
+    expect(row.locator(".scale-note")).to_contain_text("only instance group")
+    expect(page.get_by_role("dialog")).to_have_count(0)
+
+    # deleting a cluster shows the calls its plan makes
+    page.goto("/#/clusters")
+    page.get_by_role("button", name=f"Delete {cluster}").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("list", name="Plan")).to_contain_text("DeleteCluster")
+    dialog.get_by_role("button", name="Cancel").click()
+    assert sent == [], [r.url for r in sent]
+
+
+def test_cancel_job_not_offered_on_a_finished_job(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    name = unique("short")
+    jobs = f"/api/v1/clusters/{cluster}/jobs"
+    spec: dict[str, Any] = {
+        "recipe": "pytorch",
+        "name": name,
+        "instance_group": "gpu",
+        "script": "code/train.py",
+        "args": ["--max_steps", "2"],
+        "resources": {"gpus": 1},
+    }
+    accepted = api.post(jobs, spec)
+    assert accepted.status_code == 202, accepted.text
+    assert api.wait(accepted.json()["operation_id"])["status"] == "succeeded"
+    deadline = time.monotonic() + 90
+    while api.get(f"{jobs}/{name}").json()["status"] != "succeeded":
+        assert time.monotonic() < deadline, api.get(f"{jobs}/{name}").text
+        time.sleep(0.5)
+
+    page.goto(f"/#/clusters/{cluster}/jobs/{name}")
+    expect(page.locator("dd .status-succeeded")).to_be_visible()
+    expect(page.get_by_role("button", name="Delete job")).to_be_visible()
+    expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
+    api.wait(api.delete(f"{jobs}/{name}").json()["operation_id"])
