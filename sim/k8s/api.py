@@ -16,11 +16,17 @@ from typing import Any
 import orjson
 import yaml
 
+from sim.k8s import admission
 from sim.k8s import patch as patches
 from sim.k8s.defaults import IpAllocator, apply_defaults
 from sim.k8s.errors import ApiError, already_exists, conflict, not_found
 from sim.k8s.registry import REVIEWS, Registry, ResourceType
-from sim.k8s.selectors import parse_field_selector, parse_label_selector, selector_string
+from sim.k8s.selectors import (
+    check_field_selector,
+    parse_field_selector,
+    parse_label_selector,
+    selector_string,
+)
 from sim.k8s.store import Obj, Store, clone
 from sim.k8s.timeutil import now_iso
 from sim.k8s.validation import (
@@ -184,15 +190,22 @@ class Api:
         kept.append(self._manager_entry(manager, operation, rt.group_version, sub, fields))
         obj["metadata"]["managedFields"] = kept
 
-    def _admit_and_validate(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> Obj:
+    def _admit_and_validate(
+        self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool, internal: bool
+    ) -> Obj:
         if not rt.builtin and rt.schema:
             if strict:
                 reject_unknown_fields(rt, obj)
             obj = prune_and_default(rt.schema, obj)
+        admission.check_quantities(rt, obj)
         apply_defaults(rt.key, obj, old, self.ips)
         for plugin in self.admission:
             plugin(rt, obj, old)
-        validate_object(rt, obj, self.validator, strict=strict)
+        causes = admission.resource_requirement_errors(rt, obj) if rt.builtin else []
+        if old is not None and rt.builtin and not internal:
+            # the emulator's own controllers stand for kubelet/scheduler subresources (binding)
+            causes += admission.update_errors(rt, obj, old)
+        validate_object(rt, obj, self.validator, strict=strict, extra=causes)
         return obj
 
     # ---- reads ---------------------------------------------------------------------------
@@ -216,6 +229,7 @@ class Api:
         continue_token: str | None = None,
     ) -> Obj:
         labels = parse_label_selector(label_selector)
+        check_field_selector(rt.key, field_selector)
         fields = parse_field_selector(field_selector)
         with self.store.lock:
             rv = self.store.rv
@@ -310,7 +324,7 @@ class Api:
         if rt.status_subresource and not internal:
             obj.pop("status", None)
         self._check_namespace(rt, namespace, creating=True)
-        obj = self._admit_and_validate(rt, obj, None, strict)
+        obj = self._admit_and_validate(rt, obj, None, strict, internal)
         self._record_manager(obj, manager, operation, rt, None, fields)
         with self.store.lock:
             if self.store.get(rt.key, namespace, obj["metadata"]["name"]) is not None:
@@ -378,7 +392,7 @@ class Api:
                         obj["status"] = clone(current["status"])
                     else:
                         obj.pop("status", None)
-            obj = self._admit_and_validate(rt, obj, current, strict)
+            obj = self._admit_and_validate(rt, obj, current, strict, internal)
             if _spec_view(obj) != _spec_view(current):
                 obj["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
             if _strip_volatile(obj) == _strip_volatile(current):

@@ -9,7 +9,67 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from sim.k8s.errors import ApiError, invalid
+from sim.k8s.timeutil import parse_iso
+
 MAX_LINES = 20000
+
+
+@dataclass(frozen=True)
+class LogOptions:
+    tail: int | None
+    since: float | None  # seconds back from now
+    limit_bytes: int | None
+
+
+def _int64(query: dict[str, str], key: str) -> int | None:
+    """The query parameter conversion of PodLogOptions (strconv.ParseInt, a 400 when it fails)."""
+    raw = query.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw, 10)
+    except ValueError:
+        raise ApiError(400, f'strconv.ParseInt: parsing "{raw}": invalid syntax') from None
+
+
+def log_options(query: dict[str, str], pod: str) -> LogOptions:
+    """Decode and validate pods/log parameters as the API server does: bad syntax is a 400
+    (parameter decoding), bad values a 422 (core validation ValidatePodLogOptions)."""
+    tail = _int64(query, "tailLines")
+    since_seconds = _int64(query, "sinceSeconds")
+    limit_bytes = _int64(query, "limitBytes")
+    since_time = None
+    if query.get("sinceTime"):
+        raw = query["sinceTime"]
+        try:
+            since_time = parse_iso(raw).timestamp()
+        except ValueError:
+            raise ApiError(
+                400,
+                f'parsing time "{raw}" as "2006-01-02T15:04:05Z07:00": cannot parse "{raw}" as '
+                '"2006"',
+            ) from None
+    causes = []
+    if tail is not None and tail < 0:
+        causes.append(("tailLines", f"Invalid value: {tail}: must be greater than or equal to 0"))
+    if limit_bytes is not None and limit_bytes < 1:
+        causes.append(("limitBytes", f"Invalid value: {limit_bytes}: must be greater than 0"))
+    if since_seconds is not None and since_time is not None:
+        causes.append(("", "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+    elif since_seconds is not None and since_seconds < 1:
+        causes.append(("sinceSeconds", f"Invalid value: {since_seconds}: must be greater than 0"))
+    if causes:
+        raise invalid(
+            "PodLogOptions",
+            "",
+            pod,
+            [{"reason": "FieldValueInvalid", "field": f, "message": m} for f, m in causes],
+        )
+    since = float(since_seconds) if since_seconds is not None else None
+    if since_time is not None:
+        since = max(0.0, time.time() - since_time)
+    return LogOptions(tail, since, limit_bytes)
 
 
 def _stamp(ts: float) -> str:

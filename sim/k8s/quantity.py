@@ -7,6 +7,8 @@ from typing import Any
 
 _SUFFIX = {
     "": 1.0,
+    "n": 1e-9,
+    "u": 1e-6,
     "m": 1e-3,
     "k": 1e3,
     "M": 1e6,
@@ -21,16 +23,22 @@ _SUFFIX = {
     "Pi": 2.0**50,
     "Ei": 2.0**60,
 }
-_RE = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+# apimachinery pkg/api/resource/quantity.go: splitRE and ErrFormatWrong's text
+UPSTREAM_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+FORMAT_WRONG = f"quantities must match the regular expression '{UPSTREAM_PATTERN}'"
+_RE = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$")
 
 
 def parse(value: Any) -> float:
-    if isinstance(value, (int, float)):
+    """A quantity as a number; ValueError (upstream's ErrFormatWrong text) for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    m = _RE.match(str(value).strip())
-    if not m or m.group(2) not in _SUFFIX:
-        raise ValueError(f"quantities must match the regular expression: {value!r}")
-    return float(m.group(1)) * _SUFFIX[m.group(2)]
+    m = _RE.match(value) if isinstance(value, str) else None
+    if not m or (m.group(3) or "") not in _SUFFIX:
+        raise ValueError(FORMAT_WRONG)
+    if m.group(2):
+        return float(m.group(1) + m.group(2))
+    return float(m.group(1)) * _SUFFIX[m.group(3) or ""]
 
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, float]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +13,12 @@ from sim.k8s import admin, discovery, events_v1, openapi
 from sim.k8s.api import load_yaml_or_json
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
+from sim.k8s.logs import log_options
 from sim.k8s.proxy import proxy
 from sim.k8s.registry import ResourceType
-from sim.k8s.selectors import parse_field_selector, parse_label_selector
+from sim.k8s.selectors import check_field_selector, parse_field_selector, parse_label_selector
 from sim.k8s.store import Watcher, WatchEvent
 from sim.k8s.tables import to_table
-from sim.k8s.timeutil import parse_iso
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -379,6 +378,7 @@ class Router:
         q = req.query
         shown, convert = view if view is not None else (rt, None)
         labels = parse_label_selector(q.get("labelSelector"))
+        check_field_selector(rt.key, q.get("fieldSelector"))
         fields = parse_field_selector(q.get("fieldSelector"))
         bookmarks = _truthy(q.get("allowWatchBookmarks"))
         send_initial = _truthy(q.get("sendInitialEvents"))
@@ -525,13 +525,20 @@ class Router:
             raise ApiError(
                 400, f'container "{container}" in pod "{name}" is waiting to start: {reason}'
             )
-        tail = int(q["tailLines"]) if q.get("tailLines") else None
-        since = float(q["sinceSeconds"]) if q.get("sinceSeconds") else None
-        if q.get("sinceTime"):
-            since = max(0.0, time.time() - parse_iso(q["sinceTime"]).timestamp())
+        options = log_options(q, name)
+        tail, since, limit_bytes = options.tail, options.since, options.limit_bytes
+        previous = _truthy(q.get("previous"))
+        restarts = next(
+            (s.get("restartCount", 0) for s in statuses if s.get("name") == container), 0
+        )
+        if previous and not restarts:
+            # the kubelet's answer (pkg/kubelet/kubelet_pods.go validateContainerLogStatus)
+            raise ApiError(
+                400, f'previous terminated container "{container}" in pod "{name}" not found'
+            )
         timestamps = _truthy(q.get("timestamps"))
         logs = self.server.logs
-        if _truthy(q.get("follow")) and not _truthy(q.get("previous")):
+        if _truthy(q.get("follow")) and not previous:
             chunks = logs.follow(
                 namespace,
                 name,
@@ -549,7 +556,7 @@ class Router:
             tail=tail,
             since=since,
             timestamps=timestamps,
-            previous=_truthy(q.get("previous")),
-            limit_bytes=int(q["limitBytes"]) if q.get("limitBytes") else None,
+            previous=previous,
+            limit_bytes=limit_bytes,
         )
         return Response(200, data, content_type="text/plain")

@@ -124,6 +124,77 @@ def _field_value(obj: dict[str, Any], path: str) -> str:
     return str(node)
 
 
+# The field labels each kind's registry strategy declares (GetAttrs / ToSelectableFields in
+# kubernetes/kubernetes pkg/registry/<group>/<kind>/strategy.go, and the field label conversion
+# funcs of pkg/apis/<group>/v1/conversion.go); every kind has metadata.name and .namespace.
+_COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+_EVENT_FIELDS = frozenset(
+    {
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    }
+)
+SELECTABLE_FIELDS: dict[str, frozenset[str]] = {
+    "pods": frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        }
+    ),
+    "events": _EVENT_FIELDS,
+    "events.events.k8s.io": frozenset(
+        {
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        }
+    ),
+    "secrets": frozenset({"type"}),
+    "nodes": frozenset({"spec.unschedulable"}),
+    "namespaces": frozenset({"status.phase"}),
+    "services": frozenset({"spec.clusterIP", "spec.type"}),
+    "replicationcontrollers": frozenset({"status.replicas"}),
+    "replicasets.apps": frozenset({"status.replicas"}),
+    "jobs.batch": frozenset({"status.successful"}),
+    "certificatesigningrequests.certificates.k8s.io": frozenset({"spec.signerName"}),
+}
+
+
+def check_field_selector(kind_key: str, field_selector: str | None) -> None:
+    """400 for a field the kind cannot be selected by, in upstream's words (the field label
+    conversion func's error; kubectl prefixes `Unable to find "<gvr>" that match ...`)."""
+    if not field_selector:
+        return
+    allowed = _COMMON_FIELDS | SELECTABLE_FIELDS.get(kind_key, frozenset())
+    for term in _split_terms(field_selector):
+        path = term.split("!=" if "!=" in term else "=", 1)[0].strip()
+        if "=" in term and path not in allowed:
+            raise ApiError(400, f"field label not supported: {path}")
+
+
 def parse_field_selector(selector: str | None) -> Predicate:
     if not selector:
         return lambda obj: True

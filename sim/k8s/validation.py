@@ -246,8 +246,10 @@ def validate_object(
     obj: dict[str, Any],
     builtin: BuiltinValidator,
     strict: bool = False,
+    extra: list[Cause] | None = None,
 ) -> None:
-    """Raise 422 with causes for an invalid object; 400 for unknown fields under Strict."""
+    """Raise 422 with causes for an invalid object (and `extra` ones found by the caller); 400 for
+    unknown fields under Strict."""
     name = obj.get("metadata", {}).get("name") or obj.get("metadata", {}).get("generateName", "")
     causes = check_name(rt, obj)
     if rt.builtin:
@@ -272,6 +274,7 @@ def validate_object(
         causes += structural_errors(rt.schema, obj, "")
     causes += check_metadata(obj)
     causes += semantic_checks(rt, obj)
+    causes += extra or []
     if causes:
         raise invalid(rt.kind, rt.group, name, causes)
 

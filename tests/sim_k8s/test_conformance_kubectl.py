@@ -1,0 +1,341 @@
+"""Conformance: the emulator refuses what a real API server refuses, in upstream's words.
+
+Driven with the project's pinned kubectl and the official Python client; each test names the
+defect it guards against (issue 24, "Kubernetes emulator").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+
+import pytest
+from kubernetes import client
+
+from tests.sim_k8s.conftest import eventually
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+QUANTITY_FORMAT = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+POD_UPDATE = "pod updates may not change fields other than `spec.containers[*].image`"
+
+
+def _pod(name: str, **container: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.27", **container}]},
+    }
+
+
+def _running(core: client.CoreV1Api, name: str) -> None:
+    eventually(
+        lambda: core.read_namespaced_pod(name, "default").status.phase == "Running",
+        timeout=20,
+    )
+
+
+def _message(exc: client.ApiException) -> str:
+    return str(json.loads(exc.body)["message"])
+
+
+def _refused(kubectl: Kubectl, *args: str, stdin: str | None = None) -> str:
+    result = kubectl(*args, check=False, stdin=stdin)
+    assert result.returncode != 0, result.stdout
+    return result.stderr
+
+
+# ---- immutability ----------------------------------------------------------------------------
+
+
+def test_pod_node_name_is_immutable_by_merge_patch(
+    kubectl: Kubectl, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", _pod("imm-node"))
+    _running(core, "imm-node")
+    err = _refused(
+        kubectl,
+        "patch",
+        "pod",
+        "imm-node",
+        "--type=merge",
+        "-p",
+        '{"spec":{"nodeName":"elsewhere"}}',
+    )
+    assert 'The Pod "imm-node" is invalid: spec: Forbidden: ' + POD_UPDATE in err
+    assert core.read_namespaced_pod("imm-node", "default").spec.node_name != "elsewhere"
+
+
+def test_pod_update_allows_image_deadline_and_added_tolerations(
+    kubectl: Kubectl, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", _pod("imm-ok"))
+    _running(core, "imm-ok")
+    kubectl("set", "image", "pod/imm-ok", "main=nginx:1.28")
+    kubectl("patch", "pod", "imm-ok", "-p", '{"spec":{"activeDeadlineSeconds":600}}')
+    toleration = '{"spec":{"tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule"}]}}'
+    kubectl("patch", "pod", "imm-ok", "-p", toleration)
+    pod = core.read_namespaced_pod("imm-ok", "default")
+    assert pod.spec.containers[0].image == "nginx:1.28"
+    assert pod.spec.active_deadline_seconds == 600
+    err = _refused(kubectl, "patch", "pod", "imm-ok", "-p", '{"spec":{"hostname":"other"}}')
+    assert POD_UPDATE in err
+
+
+def test_deployment_selector_is_immutable_by_apply(kubectl: Kubectl) -> None:
+    manifest = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: imm-sel}
+spec:
+  selector: {matchLabels: {app: imm-sel%s}}
+  template:
+    metadata: {labels: {app: imm-sel%s}}
+    spec: {containers: [{name: c, image: nginx:1.27}]}
+"""
+    kubectl("apply", "-f", "-", stdin=manifest % ("", ""))
+    err = _refused(kubectl, "apply", "-f", "-", stdin=manifest % (", tier: web", ", tier: web"))
+    assert (
+        'The Deployment "imm-sel" is invalid: spec.selector: Invalid value: v1.LabelSelector'
+        '{MatchLabels:map[string]string{"app":"imm-sel", "tier":"web"}, '
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
+    ) in err
+
+
+def test_replicaset_selector_is_immutable(apps: client.AppsV1Api) -> None:
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "imm-rs"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "imm-rs"}},
+            "template": {
+                "metadata": {"labels": {"app": "imm-rs", "v": "1"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+    apps.create_namespaced_replica_set("default", rs)
+    patch = {"spec": {"selector": {"matchLabels": {"app": "imm-rs", "v": "1"}}}}
+    with pytest.raises(client.ApiException) as exc:
+        apps.patch_namespaced_replica_set("imm-rs", "default", patch)
+    assert exc.value.status == 422
+    assert "spec.selector: Invalid value" in _message(
+        exc.value
+    ) and "field is immutable" in _message(exc.value)
+
+
+def test_job_pod_template_is_immutable(kubectl: Kubectl) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: imm-job}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox:1.36, command: [sleep, "30"]}]
+""",
+    )
+    err = _refused(kubectl, "set", "image", "job/imm-job", "c=busybox:1.37")
+    assert 'Job.batch "imm-job" is invalid: spec.template: Invalid value: ' in err
+    assert "field is immutable" in err
+
+
+def test_service_cluster_ip_is_immutable(kubectl: Kubectl) -> None:
+    ip = kubectl("get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}").stdout
+    other = ip.rsplit(".", 1)[0] + ".250"
+    err = _refused(
+        kubectl,
+        "patch",
+        "svc",
+        "kubernetes",
+        "--type=merge",
+        "-p",
+        f'{{"spec":{{"clusterIP":"{other}"}}}}',
+    )
+    assert (
+        f'The Service "kubernetes" is invalid: spec.clusterIPs[0]: Invalid value: '
+        f'[]string{{"{other}"}}: may not change once set'
+    ) in err
+
+
+def test_immutable_configmap_and_secret_refuse_data_changes(kubectl: Kubectl) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: imm-cm}
+immutable: true
+data: {a: "1"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: imm-secret}
+immutable: true
+stringData: {a: "1"}
+""",
+    )
+    err = _refused(kubectl, "patch", "cm", "imm-cm", "-p", '{"data":{"a":"2"}}')
+    assert "data: Forbidden: field is immutable when `immutable` is set" in err
+    err = _refused(kubectl, "patch", "secret", "imm-secret", "-p", '{"immutable":false}')
+    assert "immutable: Forbidden: field is immutable when `immutable` is set" in err
+    err = _refused(kubectl, "patch", "secret", "imm-secret", "-p", '{"type":"kubernetes.io/tls"}')
+    assert "type: Invalid value" in err and "field is immutable" in err
+
+
+def test_pvc_spec_is_immutable_except_requests_of_bound_claims(core: client.CoreV1Api) -> None:
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "imm-pvc"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "nothing-provisions-this",
+        },
+    }
+    core.create_namespaced_persistent_volume_claim("default", pvc)
+    with pytest.raises(client.ApiException) as exc:
+        core.patch_namespaced_persistent_volume_claim(
+            "imm-pvc", "default", {"spec": {"accessModes": ["ReadWriteMany"]}}
+        )
+    assert exc.value.status == 422
+    assert "spec: Forbidden: spec is immutable after creation" in _message(exc.value)
+
+
+def test_pv_source_is_immutable(core: client.CoreV1Api) -> None:
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "imm-pv"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/data/a"},
+        },
+    }
+    core.create_persistent_volume(pv)
+    with pytest.raises(client.ApiException) as exc:
+        core.patch_persistent_volume("imm-pv", {"spec": {"hostPath": {"path": "/data/b"}}})
+    assert exc.value.status == 422
+    assert "spec.persistentvolumesource: Forbidden" in _message(exc.value)
+
+
+def test_node_provider_id_is_immutable(core: client.CoreV1Api) -> None:
+    node = core.list_node().items[0]
+    assert node.spec.provider_id
+    with pytest.raises(client.ApiException) as exc:
+        core.patch_node(node.metadata.name, {"spec": {"providerID": "aws:///x/i-0"}})
+    assert exc.value.status == 422
+    assert "node updates may not change providerID" in _message(exc.value)
+
+
+# ---- quantities and extended resources -------------------------------------------------------
+
+
+def test_malformed_quantity_is_refused(kubectl: Kubectl, core: client.CoreV1Api) -> None:
+    manifest = """
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-qty}
+spec:
+  containers: [{name: c, image: nginx:1.27, resources: {requests: {memory: 12XB}}}]
+"""
+    err = _refused(kubectl, "apply", "--validate=false", "-f", "-", stdin=manifest)
+    assert 'Pod in version "v1" cannot be handled as a Pod: ' + QUANTITY_FORMAT in err
+    with pytest.raises(client.ApiException) as exc:
+        core.create_namespaced_pod(
+            "default", _pod("bad-qty2", resources={"limits": {"cpu": "1.2.3"}})
+        )
+    assert exc.value.status == 400 and QUANTITY_FORMAT in _message(exc.value)
+
+
+def test_gpu_request_without_equal_limit_is_refused(core: client.CoreV1Api) -> None:
+    with pytest.raises(client.ApiException) as exc:
+        core.create_namespaced_pod(
+            "default", _pod("gpu-nolimit", resources={"requests": {"nvidia.com/gpu": "1"}})
+        )
+    assert exc.value.status == 422
+    assert (
+        "spec.containers[0].resources.limits: Required value: Limit must be set for non "
+        "overcommitable resources"
+    ) in _message(exc.value)
+    with pytest.raises(client.ApiException) as exc:
+        core.create_namespaced_pod(
+            "default",
+            _pod(
+                "gpu-unequal",
+                resources={"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+            ),
+        )
+    assert (
+        'spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "1": must be '
+        "equal to nvidia.com/gpu limit of 2"
+    ) in _message(exc.value)
+    with pytest.raises(client.ApiException) as exc:
+        core.create_namespaced_pod(
+            "default",
+            _pod("cpu-over", resources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        )
+    assert "must be less than or equal to cpu limit of 1" in _message(exc.value)
+
+
+# ---- field selectors -------------------------------------------------------------------------
+
+
+def test_unknown_field_selector_is_refused(kubectl: Kubectl, core: client.CoreV1Api) -> None:
+    err = _refused(kubectl, "get", "pods", "--field-selector", "spec.foo=bar")
+    assert (
+        'Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label '
+        'selector "", field selector "spec.foo=bar": field label not supported: spec.foo'
+    ) in err
+    with pytest.raises(client.ApiException) as exc:
+        core.list_namespaced_config_map("default", field_selector="data.a=1")
+    assert exc.value.status == 400 and "field label not supported: data.a" in _message(exc.value)
+    assert kubectl("get", "pods", "--field-selector", "status.phase=Running,spec.nodeName!=x")
+    core.list_namespaced_event("default", field_selector="involvedObject.kind=Pod,type=Normal")
+
+
+# ---- pod logs --------------------------------------------------------------------------------
+
+
+def test_log_parameters_are_validated(kubectl: Kubectl, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("default", _pod("logs-params"))
+    _running(core, "logs-params")
+    base = "/api/v1/namespaces/default/pods/logs-params/log?"
+    err = _refused(kubectl, "get", "--raw", base + "tailLines=abc")
+    assert 'Error from server (BadRequest): strconv.ParseInt: parsing "abc": invalid syntax' in err
+    err = _refused(kubectl, "get", "--raw", base + "sinceTime=garbage")
+    assert 'BadRequest): parsing time "garbage"' in err
+    with pytest.raises(client.ApiException) as exc:
+        core.read_namespaced_pod_log("logs-params", "default", since_seconds=-5)
+    assert exc.value.status == 422
+    assert "sinceSeconds: Invalid value: -5: must be greater than 0" in _message(exc.value)
+    with pytest.raises(client.ApiException) as exc:
+        core.read_namespaced_pod_log("logs-params", "default", tail_lines=-1)
+    assert "tailLines: Invalid value: -1: must be greater than or equal to 0" in _message(exc.value)
+
+
+def test_previous_logs_of_a_container_that_never_restarted(
+    kubectl: Kubectl, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", _pod("logs-prev"))
+    _running(core, "logs-prev")
+    err = _refused(kubectl, "logs", "logs-prev", "--previous")
+    assert (
+        'Error from server (BadRequest): previous terminated container "main" in pod '
+        '"logs-prev" not found'
+    ) in err
