@@ -28,6 +28,11 @@ log = get_logger("shared.queries")
 Route = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
+def temporary_hint(exc: StageError) -> str:
+    """The hint of a refusal that came without one."""
+    return "retry shortly" if isinstance(exc, TemporaryError) else ""
+
+
 class BadRequest(Exception):
     """The request itself is wrong: answered with code `invalid_request` and the fix."""
 
@@ -43,27 +48,33 @@ def query_error(code: str, message: str, hint: str | None) -> dict[str, Any]:
 
 class QueryResponder:
     """Subscribes each route's subject in the service's queue group; each request runs on its
-    own task (a slow read must not hold up the others) and always gets a reply document."""
+    own task (a slow read must not hold up the others) and always gets a reply document.
 
-    SERVICE = ""  # the queue group, and the log a failure's hint points to
-    # True when a request may carry a secret: neither a request's text nor an unexpected
-    # error's is logged or answered.
-    QUIET = False
+    `service` is the queue group, and the log a failure's hint points to; `quiet` is for a
+    service whose requests may carry a secret: neither a request's text nor an unexpected
+    error's is logged or answered; `stage_hint` gives a refusal that came without a hint one."""
 
-    def __init__(self, nc: NATS, routes: dict[str, Route]) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        routes: dict[str, Route],
+        service: str,
+        *,
+        quiet: bool = False,
+        stage_hint: Callable[[StageError], str] = temporary_hint,
+    ) -> None:
         self.nc = nc
         self.routes = routes
+        self.service = service
+        self.quiet = quiet
+        self.stage_hint = stage_hint
         self._subscriptions: list[Subscription] = []
         self._inflight: set[asyncio.Task[None]] = set()
-
-    def stage_hint(self, exc: StageError) -> str:
-        """The hint of a refusal that came without one."""
-        return "retry shortly" if isinstance(exc, TemporaryError) else ""
 
     async def start(self) -> None:
         for subject in self.routes:
             self._subscriptions.append(
-                await self.nc.subscribe(subject, queue=self.SERVICE, cb=self._on_message)
+                await self.nc.subscribe(subject, queue=self.service, cb=self._on_message)
             )
         # Answering starts once the server has the subscriptions, not when they are sent.
         await self.nc.flush()
@@ -119,7 +130,7 @@ class QueryResponder:
         except StageError as exc:
             return query_error(exc.code, exc.message, exc.hint or self.stage_hint(exc))
         except Exception as exc:
-            if self.QUIET:
+            if self.quiet:
                 log.error("query failed", subject=subject, error=type(exc).__name__)
                 return query_error(
                     "internal_error", f"{type(exc).__name__} answering {subject}", "retry shortly"
@@ -128,8 +139,8 @@ class QueryResponder:
             return query_error(
                 "internal_error",
                 f"{type(exc).__name__}: {exc}",
-                f"retry; if it persists, read {self.SERVICE}'s log",
+                f"retry; if it persists, read {self.service}'s log",
             )
 
 
-__all__ = ["BadRequest", "QueryResponder", "Route", "query_error"]
+__all__ = ["BadRequest", "QueryResponder", "Route", "query_error", "temporary_hint"]

@@ -1,4 +1,12 @@
-"""The process shell of a domain service: pool, bus, outbox relay, consumer, health, shutdown."""
+"""The process shell of a domain service: pool, bus, outbox relay, consumer, health, shutdown.
+
+A service is declared once (`Service`, in its `bootstrap.py`): its name, the command domains it
+consumes and the function that builds its areas. Each `Area` says which workflow runs each
+command type, which planner answers each command's dry run, which read routes it answers and
+which long-running companions it needs; `assemble` turns the list into the command table, the
+`qry.<domain>.plan` route, the query responder and the companions, refusing any command or
+query claimed twice.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import asyncpg
 import uvloop
@@ -16,10 +24,15 @@ import uvloop
 from shared.bus import Bus
 from shared.config import Settings, get_settings
 from shared.consumer import CommandConsumer, ConsumerSettings, Handler
+from shared.contracts.envelope import Envelope
+from shared.contracts.plan import Plan
+from shared.contracts.subjects import domain_commands, query_subject
 from shared.db import create_pool
+from shared.errors import StageError
 from shared.logging import configure_logging, get_logger
 from shared.outbox import OutboxRelay
-from shared.stages import RetryPolicy, StageEngine
+from shared.queries import BadRequest, QueryResponder, Route, temporary_hint
+from shared.stages import Delivery, RetryPolicy, StageEngine, Workflow
 
 log = get_logger("shared.service")
 
@@ -38,10 +51,119 @@ class ServiceRuntime:
     engine: StageEngine
 
 
-HandlerFactory = Callable[[ServiceRuntime], dict[str, Handler]]
-# Long-running companions of the consumer (e.g. a request/reply responder), started once NATS
-# is ready and cancelled at shutdown.
+# Long-running companions of the consumer (e.g. a status watcher), started with the service
+# and cancelled at shutdown.
 Companion = Callable[[ServiceRuntime], Coroutine[Any, Any, None]]
+# A command's dry run: what it would do, from actual state (`qry.<domain>.plan`).
+Planner = Callable[[dict[str, Any]], Awaitable[Plan]]
+
+
+@dataclass(frozen=True)
+class Area:
+    """One topic of a service: what it handles, plans, reads and keeps running."""
+
+    workflows: dict[str, Workflow[Any]] = field(default_factory=dict)  # command type -> workflow
+    planners: dict[str, Planner] = field(default_factory=dict)  # command type -> dry run
+    read_routes: dict[str, Route] = field(default_factory=dict)  # query subject -> route
+    # Long-running tasks of the area (e.g. a node-health watcher), started with the service.
+    companions: tuple[Companion, ...] = ()
+
+
+@dataclass(frozen=True)
+class Service:
+    """A domain service, as its bootstrap declares it."""
+
+    name: str  # the consumer, the query queue group, the log a failure's hint points to
+    domains: tuple[str, ...]  # the command domains consumed; queries are qry.<domains[0]>.*
+    areas: Callable[[ServiceRuntime], list[Area]]  # called once per process
+    quiet: bool = False  # a query may carry a secret: its text and errors are never logged
+    stage_hint: Callable[[StageError], str] = temporary_hint  # a refusal's hint, if it has none
+
+    @property
+    def subjects(self) -> list[str]:
+        return [domain_commands(domain) for domain in self.domains]
+
+    @property
+    def plan_subject(self) -> str:
+        return query_subject(self.domains[0], "plan")
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """A service's areas, put together."""
+
+    workflows: dict[str, Workflow[Any]]  # command type -> workflow: the command table
+    routes: dict[str, Route]  # query subject -> route, the plan route included
+    companions: tuple[Companion, ...]
+
+    def handlers(self, engine: StageEngine) -> dict[str, Handler]:
+        return {command: _run_workflow(engine, wf) for command, wf in self.workflows.items()}
+
+
+V = TypeVar("V")
+
+
+def _merge(what: str, tables: Iterable[Mapping[str, V]]) -> dict[str, V]:
+    merged: dict[str, V] = {}
+    for table in tables:
+        for key, value in table.items():
+            if key in merged:
+                raise ValueError(f"two areas claim the {what} {key}")
+            merged[key] = value
+    return merged
+
+
+def assemble(service: Service, runtime: ServiceRuntime) -> Assembled:
+    areas = service.areas(runtime)
+    planners = _merge("dry run of", (area.planners for area in areas))
+    routes = _merge(
+        "query",
+        [*(area.read_routes for area in areas), {service.plan_subject: plan_route(planners)}],
+    )
+    return Assembled(
+        workflows=_merge("command", (area.workflows for area in areas)),
+        routes=routes,
+        companions=tuple(c for area in areas for c in area.companions),
+    )
+
+
+def plan_route(planners: dict[str, Planner]) -> Route:
+    """`qry.<domain>.plan`: the dry run of `{"type": <command type>, "payload": {...}}`."""
+
+    async def plan(request: dict[str, Any]) -> Any:
+        command_type = request.get("type")
+        payload = request.get("payload")
+        planner = planners.get(str(command_type))
+        if planner is None:
+            raise BadRequest(
+                f"no dry run for {command_type}",
+                "dry_run is answered for: " + (", ".join(sorted(planners)) or "no command yet"),
+            )
+        if not isinstance(payload, dict):
+            raise BadRequest("payload is required", "send the command as a JSON object")
+        return (await planner(payload)).model_dump(mode="json")
+
+    return plan
+
+
+def _run_workflow(engine: StageEngine, workflow: Workflow[Any]) -> Handler:
+    async def handle(envelope: Envelope, delivery: Delivery) -> None:
+        await engine.run(workflow, envelope.correlation_id, envelope.payload, delivery)
+
+    return handle
+
+
+async def _answer_queries(service: Service, routes: dict[str, Route], bus: Bus) -> None:
+    await bus.wait_ready()
+    assert bus.nc is not None
+    responder = QueryResponder(
+        bus.nc, routes, service.name, quiet=service.quiet, stage_hint=service.stage_hint
+    )
+    await responder.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await responder.stop()
 
 
 async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Server:
@@ -65,25 +187,15 @@ async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Ser
     return await asyncio.start_server(answer, "0.0.0.0", port)
 
 
-def run(
-    name: str,
-    subjects: list[str],
-    build_handlers: HandlerFactory,
-    companions: tuple[Companion, ...] = (),
-) -> None:
+def run(service: Service) -> None:
     """`python -m <service>`: serve on uvloop, as the gateway is served, with the settings
     from the environment."""
-    uvloop.run(serve(name, subjects, build_handlers, get_settings(), companions))
+    uvloop.run(serve(service, get_settings()))
 
 
-async def serve(
-    name: str,
-    subjects: list[str],
-    build_handlers: HandlerFactory,
-    settings: Settings,
-    companions: tuple[Companion, ...] = (),
-) -> None:
+async def serve(service: Service, settings: Settings) -> None:
     """Run a domain service until SIGINT/SIGTERM."""
+    name, subjects = service.name, service.subjects
     configure_logging(settings.log_level, settings.log_format)
     # Adapters run blocking SDK calls in the default executor; its stock size (cores + 4, so 6
     # on two cores) capped the calls in flight well below the commands the consumer runs.
@@ -102,10 +214,11 @@ async def serve(
         retry=RetryPolicy(),
     )
     runtime = ServiceRuntime(settings=settings, pool=pool, bus=bus, engine=engine)
+    assembled = assemble(service, runtime)
     consumer = CommandConsumer(
         name=name,
         subjects=subjects,
-        handlers=build_handlers(runtime),
+        handlers=assembled.handlers(engine),
         pool=pool,
         bus=bus,
         dsn=settings.database_url,
@@ -119,7 +232,10 @@ async def serve(
     tasks = [
         asyncio.create_task(relay.run(), name=f"{name}-outbox"),
         asyncio.create_task(consumer.run(), name=f"{name}-consumer"),
-        *(asyncio.create_task(companion(runtime)) for companion in companions),
+        asyncio.create_task(
+            _answer_queries(service, assembled.routes, bus), name=f"{name}-queries"
+        ),
+        *(asyncio.create_task(companion(runtime)) for companion in assembled.companions),
     ]
     health = None
     if settings.health_port:

@@ -19,9 +19,11 @@ from cluster_svc.queries import (
     QUOTAS,
     SUBJECTS,
     TRAINING_PLANS,
-    QueryResponder,
+    aws_hint,
+    inspect_area,
 )
 from hyperpilot.infra import NatsServer
+from shared.queries import QueryResponder
 from sim.aws import SimulatedAws
 from sim.testing import inject_fault
 from tests.cluster_inspection.conftest import World, spec
@@ -31,7 +33,7 @@ from tests.cluster_inspection.conftest import World, spec
 async def client(nats_server: NatsServer, inspector: Inspector) -> AsyncIterator[NATS]:
     """A NATS client of the gateway's kind, with a responder serving on another connection."""
     service = await nats.connect(nats_server.url)
-    responder = QueryResponder(service, inspector)
+    responder = responder_on(service, inspector)
     await responder.start()
     gateway = await nats.connect(nats_server.url)
     try:
@@ -40,6 +42,12 @@ async def client(nats_server: NatsServer, inspector: Inspector) -> AsyncIterator
         await gateway.close()
         await responder.stop()
         await service.close()
+
+
+def responder_on(nc: NATS, inspector: Inspector) -> QueryResponder:
+    """cluster-svc's responder, with the inspect routes alone."""
+    routes = inspect_area(inspector).read_routes
+    return QueryResponder(nc, routes, "cluster-svc", stage_hint=aws_hint)
 
 
 async def ask(nc: NATS, subject: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +163,7 @@ async def test_aws_errors_are_answered_with_aws_code_and_message(
 async def test_replicas_share_the_queries(nats_server: NatsServer, inspector: Inspector) -> None:
     """Two responders in the queue group: each request is answered exactly once."""
     connections = [await nats.connect(nats_server.url) for _ in range(3)]
-    responders = [QueryResponder(nc, inspector) for nc in connections[:2]]
+    responders = [responder_on(nc, inspector) for nc in connections[:2]]
     for responder in responders:
         await responder.start()
     try:

@@ -25,10 +25,10 @@ from inference_svc.domain.render import (
     pool_service,
     service_name,
 )
-from inference_svc.queries import INVOKE, Responder
+from inference_svc.queries import INVOKE, Reads
 from shared.contracts.inference import EndpointSpec
 from shared.errors import PermanentError
-from shared.queries import BadRequest
+from shared.queries import BadRequest, QueryResponder
 from shared.validation import RuleViolation
 
 FORGERY = "x/../../../../../../apis/rbac.authorization.k8s.io/v1/clusterrolebindings?x="
@@ -223,9 +223,9 @@ class FakeClusters:
         return self.cube
 
 
-def responder(spec: EndpointSpec) -> tuple[Responder, FakeKube]:
+def responder(spec: EndpointSpec) -> tuple[Reads, FakeKube]:
     clusters = FakeClusters(spec)
-    return Responder(None, clusters), clusters.cube  # type: ignore[arg-type]
+    return Reads(clusters), clusters.cube  # type: ignore[arg-type]
 
 
 def invoke(model: Any, path: str = "/v1/chat/completions") -> dict[str, Any]:
@@ -250,7 +250,8 @@ async def test_a_pool_invoke_with_a_model_that_names_no_service_sends_nothing(mo
 
 
 async def test_the_refusal_reply_names_the_field_for_the_gateway() -> None:
-    answer, kube = responder(make())
+    reads, kube = responder(make())
+    answer = QueryResponder(None, reads.routes(), "inference-svc")  # type: ignore[arg-type]
     reply = orjson.loads(orjson.dumps(await answer.answer(INVOKE, orjson.dumps(invoke(FORGERY)))))
     assert reply["ok"] is False
     assert reply["error"]["code"] == "InvalidEndpoint"

@@ -13,7 +13,9 @@ from shared.contracts.diagnostics import check_label_selector
 from shared.errors import PermanentError
 from shared.validation import RuleViolation
 from workload_svc.domain import diagnostics
-from workload_svc.queries import JOB, KUBE_EVENTS, LOGS, POD_LOGS, PODS, Responder
+from shared.queries import QueryResponder
+from workload_svc.bootstrap import SERVICE
+from workload_svc.queries import JOB, KUBE_EVENTS, LOGS, POD_LOGS, PODS, Reads
 
 
 def _event(name: str, last: str | None, **extra: Any) -> dict[str, Any]:
@@ -303,7 +305,7 @@ class FakeClusters:
 
 
 @pytest.fixture
-def world() -> tuple[Responder, FakeKube, FakeClusters]:
+def world() -> tuple[QueryResponder, FakeKube, FakeClusters]:
     kube = FakeKube()
     restarted = _pod(
         "train-0",
@@ -335,17 +337,18 @@ def world() -> tuple[Responder, FakeKube, FakeClusters]:
         ("fresh-0", "app", False): "boom\n",
     }
     clusters = FakeClusters(kube)
-    responder = Responder(None, None, clusters, None)  # type: ignore[arg-type]
+    reads = Reads(None, clusters, None)  # type: ignore[arg-type]
+    responder = QueryResponder(None, reads.routes(), SERVICE.name, quiet=SERVICE.quiet)  # type: ignore[arg-type]
     return responder, kube, clusters
 
 
-async def _ask(responder: Responder, subject: str, request: dict[str, Any]) -> dict[str, Any]:
+async def _ask(responder: QueryResponder, subject: str, request: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = await responder.answer(subject, orjson.dumps(request))
     return answer
 
 
 async def test_events_of_every_namespace_by_object_and_type(
-    world: tuple[Responder, FakeKube, FakeClusters],
+    world: tuple[QueryResponder, FakeKube, FakeClusters],
 ) -> None:
     responder, kube, clusters = world
     answer = await _ask(
@@ -371,7 +374,7 @@ async def test_events_of_every_namespace_by_object_and_type(
 
 
 async def test_pods_of_a_namespace_or_all_with_a_checked_selector(
-    world: tuple[Responder, FakeKube, FakeClusters],
+    world: tuple[QueryResponder, FakeKube, FakeClusters],
 ) -> None:
     responder, kube, _ = world
     answer = await _ask(responder, PODS, {"cluster": "c"})
@@ -387,7 +390,7 @@ async def test_pods_of_a_namespace_or_all_with_a_checked_selector(
 
 
 async def test_pod_logs_current_previous_and_the_refusals(
-    world: tuple[Responder, FakeKube, FakeClusters],
+    world: tuple[QueryResponder, FakeKube, FakeClusters],
 ) -> None:
     responder, _, _ = world
     base = {"cluster": "c", "namespace": "default", "pod": "train-0"}
@@ -421,7 +424,7 @@ async def test_pod_logs_current_previous_and_the_refusals(
 
 
 async def test_a_job_pods_previous_log_is_paged_like_its_current_log(
-    world: tuple[Responder, FakeKube, FakeClusters],
+    world: tuple[QueryResponder, FakeKube, FakeClusters],
 ) -> None:
     responder, _, _ = world
     request = {"cluster": "c", "job": "train", "pod": "train-0", "previous": True}

@@ -6,12 +6,12 @@ import shared.slim  # noqa: F401  (first: before nats and structlog are imported
 
 # isort: split
 
-from cluster_svc.bootstrap import COMPANIONS, NAME, SUBJECTS, handlers
+from cluster_svc.bootstrap import SERVICE
 from shared.service import run
 
 
 def main() -> None:
-    run(NAME, SUBJECTS, handlers, COMPANIONS)
+    run(SERVICE)
 
 
 if __name__ == "__main__":

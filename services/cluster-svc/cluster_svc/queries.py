@@ -1,20 +1,19 @@
-"""Live reads answered over NATS request/reply (`shared.queries`): `qry.cluster.<name>`.
-AWS failures keep AWS's code and message, with a hint of what to check."""
+"""The account reads answered over NATS request/reply (`shared.queries`): `qry.cluster.<name>`.
+AWS failures keep AWS's code and message, with a hint of what to check (`aws_hint`)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Protocol
 
-from nats.aio.client import Client as NATS
 from pydantic import ValidationError
 
 from cluster_svc.domain.inspection import Problem
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN, ClusterSpec
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError, TemporaryError
-from shared.queries import BadRequest, Route
-from shared.queries import QueryResponder as Responder
+from shared.queries import BadRequest, Route, temporary_hint
+from shared.service import Area
 
 AVAILABILITY_ZONES = query_subject("cluster", "availability_zones")
 INSTANCE_TYPES = query_subject("cluster", "instance_types")
@@ -62,31 +61,24 @@ def _required(request: dict[str, Any], key: str, pattern: str, example: str) -> 
     return value
 
 
-class QueryResponder(Responder):
-    """Answers the inspect queries with one inspector (its region is the one served), and any
-    further read routes the service adds (`extra`: subject -> route)."""
+def inspect_area(inspector: Inspecting) -> Area:
+    """The inspect queries, answered with one inspector (its region is the one served)."""
+    return Area(read_routes=Inspect(inspector).routes())
 
-    SERVICE = "cluster-svc"
 
-    def __init__(
-        self, nc: NATS, inspector: Inspecting, extra: dict[str, Route] | None = None
-    ) -> None:
+class Inspect:
+    def __init__(self, inspector: Inspecting) -> None:
         self.inspector = inspector
-        super().__init__(
-            nc,
-            {
-                AVAILABILITY_ZONES: self._availability_zones,
-                INSTANCE_TYPES: self._instance_types,
-                QUOTAS: self._quotas,
-                TRAINING_PLANS: self._training_plans,
-                CLUSTERS: self._clusters,
-                CHECK_CREATE: self._check_create,
-                **(extra or {}),
-            },
-        )
 
-    def stage_hint(self, exc: StageError) -> str:
-        return "retry shortly" if isinstance(exc, TemporaryError) else _aws_hint(exc.code)
+    def routes(self) -> dict[str, Route]:
+        return {
+            AVAILABILITY_ZONES: self._availability_zones,
+            INSTANCE_TYPES: self._instance_types,
+            QUOTAS: self._quotas,
+            TRAINING_PLANS: self._training_plans,
+            CLUSTERS: self._clusters,
+            CHECK_CREATE: self._check_create,
+        }
 
     def _region(self, request: dict[str, Any]) -> None:
         region = request.get("region")
@@ -134,7 +126,11 @@ class QueryResponder(Responder):
         return [p.to_json() for p in problems]
 
 
-def _aws_hint(code: str) -> str:
+def aws_hint(exc: StageError) -> str:
+    """The hint of an AWS refusal that came without one."""
+    if isinstance(exc, TemporaryError):
+        return temporary_hint(exc)
+    code = exc.code
     if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
         return "grant cluster-svc's role this read (docs/operations.md: Real AWS credentials)"
     if code in ("UnrecognizedClientException", "InvalidClientTokenId", "ExpiredToken"):

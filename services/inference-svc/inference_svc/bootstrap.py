@@ -1,9 +1,7 @@
-"""Composition root of inference-svc: adapters in, handlers and companions out."""
+"""Composition root of inference-svc: its command table, dry runs, reads and companions
+(`shared.service.Area`), over one set of adapters."""
 
 from __future__ import annotations
-
-import asyncio
-from functools import cache
 
 from inference_svc.access import Clusters
 from inference_svc.adapters.k8s import ClusterEndpoint, KubeClients
@@ -13,57 +11,36 @@ from inference_svc.domain.workflows import (
     deploy_workflow,
     scale_workflow,
 )
-from inference_svc.handlers import build_handlers
-from inference_svc.queries import Responder
+from inference_svc.queries import Reads
 from inference_svc.watcher import StatusWatcher
-from shared.consumer import Handler
 from shared.contracts.inference import (
     AssignPoolWorker,
     DeleteEndpoint,
     DeployEndpoint,
     ScaleEndpoint,
 )
-from shared.contracts.subjects import domain_commands
-from shared.service import ServiceRuntime
-
-NAME = "inference-svc"
-SUBJECTS = [domain_commands("inference")]
+from shared.service import Area, Service, ServiceRuntime
 
 
-@cache
-def _kube_clients(region: str) -> KubeClients:
-    return KubeClients(region)
+def areas(runtime: ServiceRuntime) -> list[Area]:
+    clusters = Clusters(runtime.pool, KubeClients(runtime.settings.aws_region), ClusterEndpoint)
+    reads = Reads(clusters)
+
+    async def watch_endpoints(runtime: ServiceRuntime) -> None:
+        await StatusWatcher(runtime.pool, clusters).run()
+
+    endpoints = Area(
+        workflows={
+            DeployEndpoint.__name__: deploy_workflow(clusters),
+            ScaleEndpoint.__name__: scale_workflow(clusters),
+            AssignPoolWorker.__name__: assign_workflow(clusters),
+            DeleteEndpoint.__name__: delete_workflow(clusters),
+        },
+        planners=reads.planners(),
+        read_routes=reads.routes(),
+        companions=(watch_endpoints,),
+    )
+    return [endpoints]
 
 
-def clusters(runtime: ServiceRuntime) -> Clusters:
-    return Clusters(runtime.pool, _kube_clients(runtime.settings.aws_region), ClusterEndpoint)
-
-
-def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
-    access = clusters(runtime)
-    workflows = {
-        DeployEndpoint.__name__: deploy_workflow(access),
-        ScaleEndpoint.__name__: scale_workflow(access),
-        AssignPoolWorker.__name__: assign_workflow(access),
-        DeleteEndpoint.__name__: delete_workflow(access),
-    }
-    return build_handlers(runtime.engine, workflows)
-
-
-async def answer_queries(runtime: ServiceRuntime) -> None:
-    """Dry runs, live endpoint reads and invocations over request/reply."""
-    await runtime.bus.wait_ready()
-    assert runtime.bus.nc is not None
-    responder = Responder(runtime.bus.nc, clusters(runtime))
-    await responder.start()
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await responder.stop()
-
-
-async def watch_endpoints(runtime: ServiceRuntime) -> None:
-    await StatusWatcher(runtime.pool, clusters(runtime)).run()
-
-
-COMPANIONS = (answer_queries, watch_endpoints)
+SERVICE = Service(name="inference-svc", domains=("inference",), areas=areas)

@@ -1,6 +1,7 @@
 """Live reads over NATS request/reply: `qry.inference.<name>`.
 
-- `plan`: a command's dry run, computed by the same functions the workflows decide with.
+- `plan`: a command's dry run, computed by the same functions the workflows decide with
+  (`planners`, one per command type, answered through `shared.service.plan_route`).
 - `describe`: an endpoint's spec, its observed status, its pods (a pool worker's model label).
 - `invoke`: an OpenAI-compatible request to the endpoint's model server, through the Kubernetes
   API server's service proxy (the gateway never reaches into a cluster's network itself). The
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-
-from nats.aio.client import Client as NATS
 
 from inference_svc.access import Clusters
 from inference_svc.domain.plan import (
@@ -44,12 +43,12 @@ from shared.contracts.inference import (
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
 from shared.logging import get_logger
-from shared.queries import BadRequest, QueryResponder
+from shared.queries import BadRequest, Route
+from shared.service import Planner
 from shared.validation import RuleViolation
 
 log = get_logger("inference_svc.queries")
 
-PLAN = query_subject("inference", "plan")
 DESCRIBE = query_subject("inference", "describe")
 INVOKE = query_subject("inference", "invoke")
 
@@ -61,54 +60,54 @@ def _text(request: dict[str, Any], key: str) -> str:
     return value
 
 
-class Responder(QueryResponder):
-    SERVICE = "inference-svc"
+class Reads:
+    """The inference queries and dry runs, over the recorded endpoints and their clusters."""
 
-    def __init__(self, nc: NATS, clusters: Clusters) -> None:
+    def __init__(self, clusters: Clusters) -> None:
         self.clusters = clusters
-        super().__init__(nc, {PLAN: self.plan, DESCRIBE: self.describe, INVOKE: self.invoke})
+
+    def routes(self) -> dict[str, Route]:
+        return {DESCRIBE: self.describe, INVOKE: self.invoke}
+
+    def planners(self) -> dict[str, Planner]:
+        return {
+            DeployEndpoint.__name__: self.plan_deploy,
+            ScaleEndpoint.__name__: self.plan_scale,
+            AssignPoolWorker.__name__: self.plan_assign,
+            DeleteEndpoint.__name__: self.plan_delete,
+        }
 
     # ---- plan --------------------------------------------------------------------------------
 
-    async def plan(self, request: dict[str, Any]) -> Any:
-        command_type = request.get("type")
-        payload = request.get("payload")
-        if not isinstance(payload, dict):
-            raise BadRequest("payload is required", "send the command as a JSON object")
-        plan: Plan
-        if command_type == DeployEndpoint.__name__:
-            deploy = DeployEndpoint.from_payload(payload)
-            plan = deploy_plan(deploy.spec, await self.clusters.facts(deploy.cluster, deploy.spec))
-        elif command_type == ScaleEndpoint.__name__:
-            scale = ScaleEndpoint.from_payload(payload)
-            cluster = scale.target.cluster
-            spec = await self.clusters.recorded(cluster, scale.target.name)
-            plan = scale_plan(
-                spec, cluster, await self.clusters.scale_object(cluster, spec), scale.replicas
-            )
-        elif command_type == AssignPoolWorker.__name__:
-            assign = AssignPoolWorker.from_payload(payload)
-            cluster = assign.target.cluster
-            spec = await self.clusters.recorded(cluster, assign.target.name)
-            kube = await self.clusters.kube(cluster)
-            pod = await kube.get("v1", "Pod", assign.pod, spec.namespace)
-            exists = False
-            if assign.model is not None:
-                name = checked_pool_model(spec, assign.model).service
-                exists = await kube.get("v1", "Service", name, spec.namespace) is not None
-            plan = assign_plan(spec, cluster, pod, assign.model, exists)
-        elif command_type == DeleteEndpoint.__name__:
-            delete = DeleteEndpoint.from_payload(payload)
-            cluster = delete.target.cluster
-            spec = await self.clusters.recorded(cluster, delete.target.name)
-            plan = delete_plan(spec, cluster, await self.clusters.present(cluster, spec))
-        else:
-            raise BadRequest(
-                f"no dry run for {command_type}",
-                "dry_run is answered for DeployEndpoint, ScaleEndpoint, AssignPoolWorker, "
-                "DeleteEndpoint",
-            )
-        return plan.model_dump(mode="json")
+    async def plan_deploy(self, payload: dict[str, Any]) -> Plan:
+        deploy = DeployEndpoint.from_payload(payload)
+        return deploy_plan(deploy.spec, await self.clusters.facts(deploy.cluster, deploy.spec))
+
+    async def plan_scale(self, payload: dict[str, Any]) -> Plan:
+        scale = ScaleEndpoint.from_payload(payload)
+        cluster = scale.target.cluster
+        spec = await self.clusters.recorded(cluster, scale.target.name)
+        return scale_plan(
+            spec, cluster, await self.clusters.scale_object(cluster, spec), scale.replicas
+        )
+
+    async def plan_assign(self, payload: dict[str, Any]) -> Plan:
+        assign = AssignPoolWorker.from_payload(payload)
+        cluster = assign.target.cluster
+        spec = await self.clusters.recorded(cluster, assign.target.name)
+        kube = await self.clusters.kube(cluster)
+        pod = await kube.get("v1", "Pod", assign.pod, spec.namespace)
+        exists = False
+        if assign.model is not None:
+            name = checked_pool_model(spec, assign.model).service
+            exists = await kube.get("v1", "Service", name, spec.namespace) is not None
+        return assign_plan(spec, cluster, pod, assign.model, exists)
+
+    async def plan_delete(self, payload: dict[str, Any]) -> Plan:
+        delete = DeleteEndpoint.from_payload(payload)
+        cluster = delete.target.cluster
+        spec = await self.clusters.recorded(cluster, delete.target.name)
+        return delete_plan(spec, cluster, await self.clusters.present(cluster, spec))
 
     # ---- describe ----------------------------------------------------------------------------
 
@@ -195,4 +194,4 @@ def _pod(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["DESCRIBE", "INVOKE", "PLAN", "EndpointSpec", "Responder"]
+__all__ = ["DESCRIBE", "INVOKE", "EndpointSpec", "Reads"]

@@ -7,11 +7,11 @@ import shared.slim  # noqa: F401  (first: before nats and structlog are imported
 # isort: split
 
 from shared.service import run
-from workload_svc.bootstrap import COMPANIONS, NAME, SUBJECTS, handlers
+from workload_svc.bootstrap import SERVICE
 
 
 def main() -> None:
-    run(NAME, SUBJECTS, handlers, COMPANIONS)
+    run(SERVICE)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,8 @@
-"""Composition root of workload-svc: adapters in, handlers and companions out."""
+"""Composition root of workload-svc: its command table, dry runs, reads and companions
+(`shared.service.Area`), over one set of adapters."""
 
 from __future__ import annotations
 
-import asyncio
-from functools import cache
-
-from shared.consumer import Handler
-from shared.contracts.subjects import domain_commands
 from shared.contracts.workloads import (
     CancelJob,
     CreateTrackingServer,
@@ -14,64 +10,41 @@ from shared.contracts.workloads import (
     DownloadModel,
     SubmitJob,
 )
-from shared.service import ServiceRuntime
+from shared.service import Area, Service, ServiceRuntime
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
 from workload_svc.adapters.sagemaker import TrackingServers
 from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
-from workload_svc.handlers import build_handlers
-from workload_svc.queries import Responder
+from workload_svc.queries import Reads
 from workload_svc.watcher import StatusWatcher
 
-NAME = "workload-svc"
-SUBJECTS = [domain_commands("workload")]
 
+def areas(runtime: ServiceRuntime) -> list[Area]:
+    settings = runtime.settings
+    clusters = Clusters(runtime.pool, KubeClients(settings.aws_region), ClusterEndpoint)
+    servers = TrackingServers(settings.aws_region, settings.aws_endpoint_url)
+    reads = Reads(runtime.pool, clusters, servers)
 
-@cache
-def _kube_clients(region: str) -> KubeClients:
-    return KubeClients(region)
+    async def watch_jobs(runtime: ServiceRuntime) -> None:
+        await StatusWatcher(runtime.pool, clusters).run()
 
-
-def tracking_servers(runtime: ServiceRuntime) -> TrackingServers:
-    return TrackingServers(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
-
-
-def clusters(runtime: ServiceRuntime) -> Clusters:
-    return Clusters(runtime.pool, _kube_clients(runtime.settings.aws_region), ClusterEndpoint)
-
-
-def handlers(runtime: ServiceRuntime) -> dict[str, Handler]:
-    access = clusters(runtime)
-    workflows = {
-        SubmitJob.__name__: submit_workflow(
-            access, SubmitJob.kind(), SecretsManager(runtime.settings.aws_endpoint_url)
-        ),
-        DownloadModel.__name__: submit_workflow(access, DownloadModel.kind()),
-        CancelJob.__name__: cancel_workflow(access),
-        DeleteJob.__name__: delete_workflow(access),
-        CreateTrackingServer.__name__: tracking_server_workflow(tracking_servers(runtime)),
-    }
-    return build_handlers(runtime.engine, workflows)
-
-
-async def answer_queries(runtime: ServiceRuntime) -> None:
-    """Dry runs, live job reads, log pages and token Secrets over request/reply."""
-    await runtime.bus.wait_ready()
-    assert runtime.bus.nc is not None
-    responder = Responder(
-        runtime.bus.nc, runtime.pool, clusters(runtime), tracking_servers(runtime)
+    secrets = SecretsManager(settings.aws_endpoint_url)
+    jobs = Area(
+        workflows={
+            SubmitJob.__name__: submit_workflow(clusters, SubmitJob.kind(), secrets),
+            DownloadModel.__name__: submit_workflow(clusters, DownloadModel.kind()),
+            CancelJob.__name__: cancel_workflow(clusters),
+            DeleteJob.__name__: delete_workflow(clusters),
+            CreateTrackingServer.__name__: tracking_server_workflow(servers),
+        },
+        planners=reads.planners(),
+        read_routes=reads.routes(),
+        companions=(watch_jobs,),
     )
-    await responder.start()
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await responder.stop()
+    return [jobs]
 
 
-async def watch_jobs(runtime: ServiceRuntime) -> None:
-    await StatusWatcher(runtime.pool, clusters(runtime)).run()
-
-
-COMPANIONS = (answer_queries, watch_jobs)
+# Quiet: a query may carry a secret (hf_token, store_secret).
+SERVICE = Service(name="workload-svc", domains=("workload",), areas=areas, quiet=True)

@@ -1,6 +1,7 @@
 """Reads and synchronous requests answered over NATS request/reply: `qry.workload.<name>`.
 
-- `plan`: the dry run of a workload command, from actual state (the workflows' own function);
+- `plan`: the dry run of a workload command, from actual state (the workflows' own function;
+  `planners`, one per command type, are answered through `shared.service.plan_route`);
 - `job`: a job's live status, pods and (for Ray) the dashboard's address;
 - `logs`: lines of one pod's log from a line number (the WebSocket and the download read them),
   or (`previous`) of its container's instance before the last restart;
@@ -22,7 +23,6 @@ import re
 from typing import Any
 
 import asyncpg
-from nats.aio.client import Client as NATS
 
 from shared.boundary import shell_line, url_path
 from shared.contracts.diagnostics import ALL_NAMESPACES, KubeEventsQuery, PodLogsQuery, PodsQuery
@@ -30,18 +30,22 @@ from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
 from shared.contracts.workloads import (
     NAMESPACE,
+    TERMINAL_STATUSES,
     CancelJob,
     CreateTrackingServer,
     DeleteJob,
+    DownloadModel,
     HfTokenRequest,
     HfTokenStored,
     SecretStored,
     StoreSecretRequest,
+    SubmitJob,
 )
 from shared.errors import StageError
 from shared.logging import get_logger
 from shared.operations import append_event
-from shared.queries import BadRequest, QueryResponder
+from shared.queries import BadRequest, Route
+from shared.service import Planner
 from workload_svc.access import Clusters, Kube
 from workload_svc.domain import diagnostics
 from workload_svc.domain.logs import LogPage, page
@@ -51,7 +55,6 @@ from workload_svc.domain.workflows import plan_of
 
 log = get_logger("workload_svc.queries")
 
-PLAN = query_subject("workload", "plan")
 JOB = query_subject("workload", "job")
 LOGS = query_subject("workload", "logs")
 HF_TOKEN = query_subject("workload", "hf_token")
@@ -94,78 +97,73 @@ def _require_previous(pod: dict[str, Any], container: str | None, what: str) -> 
     )
 
 
-class Responder(QueryResponder):
-    SERVICE = "workload-svc"
-    QUIET = True  # a request may carry a secret (hf_token, store_secret)
+class Reads:
+    """The workload queries and dry runs, over the recorded jobs and their clusters."""
 
-    def __init__(
-        self, nc: NATS, pool: asyncpg.Pool, clusters: Clusters, servers: TrackingServerApi
-    ) -> None:
+    def __init__(self, pool: asyncpg.Pool, clusters: Clusters, servers: TrackingServerApi) -> None:
         self.servers = servers
         self.pool = pool
         self.clusters = clusters
-        super().__init__(
-            nc,
-            {
-                PLAN: self.plan,
-                JOB: self.job,
-                LOGS: self.logs,
-                HF_TOKEN: self.hf_token,
-                STORE_SECRET: self.store_secret,
-                SECRETS: self.secrets,
-                TRACKING_SERVER: self.tracking_server,
-                KUBE_EVENTS: self.kube_events,
-                PODS: self.pods,
-                POD_LOGS: self.pod_logs,
-            },
+
+    def routes(self) -> dict[str, Route]:
+        return {
+            JOB: self.job,
+            LOGS: self.logs,
+            HF_TOKEN: self.hf_token,
+            STORE_SECRET: self.store_secret,
+            SECRETS: self.secrets,
+            TRACKING_SERVER: self.tracking_server,
+            KUBE_EVENTS: self.kube_events,
+            PODS: self.pods,
+            POD_LOGS: self.pod_logs,
+        }
+
+    def planners(self) -> dict[str, Planner]:
+        return {
+            SubmitJob.__name__: self.plan_submit,
+            DownloadModel.__name__: self.plan_submit,
+            CancelJob.__name__: self.plan_cancel,
+            DeleteJob.__name__: self.plan_delete,
+            CreateTrackingServer.__name__: self.plan_tracking_server,
+        }
+
+    # ---- dry runs ------------------------------------------------------------------------
+
+    async def plan_submit(self, payload: dict[str, Any]) -> Plan:
+        return await plan_of(self.clusters, payload)
+
+    async def plan_tracking_server(self, payload: dict[str, Any]) -> Plan:
+        spec = CreateTrackingServer.from_payload(payload).spec
+        return plan_tracking_server(spec, await self.servers.describe(spec.name))
+
+    async def plan_cancel(self, payload: dict[str, Any]) -> Plan:
+        return await self._plan_stop(CancelJob.from_payload(payload))
+
+    async def plan_delete(self, payload: dict[str, Any]) -> Plan:
+        return await self._plan_stop(DeleteJob.from_payload(payload))
+
+    async def _plan_stop(self, command: CancelJob | DeleteJob) -> Plan:
+        command_type = type(command).__name__
+        job = await self.clusters.recorded(command.cluster, command.name)
+        target = f"{command.cluster}/jobs/{command.name}"
+        if job is None or (isinstance(command, CancelJob) and job["status"] in TERMINAL_STATUSES):
+            return Plan(command=command_type, target=target, noop=True)
+        return Plan(
+            command=command_type,
+            target=target,
+            noop=False,
+            objects=[
+                {
+                    "action": "delete",
+                    "api_version": job["api_version"],
+                    "kind": job["kind"],
+                    "name": command.name,
+                    "namespace": NAMESPACE,
+                }
+            ],
         )
 
-    # ---- routes --------------------------------------------------------------------------
-
-    async def plan(self, request: dict[str, Any]) -> Any:
-        command_type = request.get("type")
-        payload = request.get("payload")
-        if not isinstance(payload, dict):
-            raise BadRequest("payload is required", "send the command as a JSON object")
-        if command_type == "CreateTrackingServer":
-            spec = CreateTrackingServer.from_payload(payload).spec
-            actual = await self.servers.describe(spec.name)
-            return plan_tracking_server(spec, actual).model_dump(mode="json")
-        if command_type in ("SubmitJob", "DownloadModel"):
-            return (await plan_of(self.clusters, payload)).model_dump(mode="json")
-        if command_type in ("CancelJob", "DeleteJob"):
-            command = (CancelJob if command_type == "CancelJob" else DeleteJob).from_payload(
-                payload
-            )
-            job = await self.clusters.recorded(command.cluster, command.name)
-            target = f"{command.cluster}/jobs/{command.name}"
-            terminal = job is None or (
-                command_type == "CancelJob"
-                and job["status"] in ("succeeded", "failed", "cancelled")
-            )
-            if terminal or job is None:
-                return Plan(command=str(command_type), target=target, noop=True).model_dump(
-                    mode="json"
-                )
-            return Plan(
-                command=str(command_type),
-                target=target,
-                noop=False,
-                objects=[
-                    {
-                        "action": "delete",
-                        "api_version": job["api_version"],
-                        "kind": job["kind"],
-                        "name": command.name,
-                        "namespace": NAMESPACE,
-                    }
-                ],
-            ).model_dump(mode="json")
-        raise BadRequest(
-            f"no dry run for {command_type}",
-            "dry_run is answered for: CancelJob, CreateTrackingServer, DeleteJob,"
-            " DownloadModel, SubmitJob",
-        )
+    # ---- reads ---------------------------------------------------------------------------
 
     async def _job(self, cluster: str, name: str) -> dict[str, Any]:
         job = await self.clusters.recorded(cluster, name)
@@ -408,10 +406,9 @@ __all__ = [
     "JOB",
     "KUBE_EVENTS",
     "LOGS",
-    "PLAN",
     "PODS",
     "POD_LOGS",
     "SECRETS",
     "STORE_SECRET",
-    "Responder",
+    "Reads",
 ]
