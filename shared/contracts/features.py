@@ -69,8 +69,12 @@ class FeaturesChange(Spec):
         None,
         description="HyperPod inference operator (installs cert-manager first)",
     )
-    tiered_checkpointing: TieredCheckpointingChange | None = None
-    autoscaling: AutoscalingChange | None = None
+    tiered_checkpointing: TieredCheckpointingChange | None = Field(
+        None, description="Managed tiered checkpointing: enabled and/or memory_percentage"
+    )
+    autoscaling: AutoscalingChange | None = Field(
+        None, description="HyperPod managed autoscaling (Karpenter) of the instance groups"
+    )
 
     @model_validator(mode="after")
     def _something(self) -> Self:

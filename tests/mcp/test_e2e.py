@@ -211,7 +211,8 @@ async def test_add_instance_group_and_enable_features_playbooks(
         quota = await ok(client, "get_instance_type_quota", {"instance_type": instance_type})
         assert quota["quota"]["available"] >= 1
 
-        add = {"cluster": name, "name": "extra", "instance_type": instance_type, "count": 1}
+        group = {"name": "extra", "instance_type": instance_type, "count": 1}
+        add = {"cluster": name, "group": group}
         preview = await ok(client, "add_instance_group", {**add, "dry_run": True})
         assert preview["dry_run"] is True and preview["operation_id"] is None
         started = await ok(client, "add_instance_group", add)
@@ -221,7 +222,7 @@ async def test_add_instance_group_and_enable_features_playbooks(
         assert {g["name"] for g in groups["instance_groups"]} == {"gpu", "extra"}
 
         before = await ok(client, "get_features", {"cluster": name})
-        change = {"cluster": name, "training_operator": True}
+        change = {"cluster": name, "change": {"training_operator": True}}
         first = await ok(client, "update_features", change)
         again = await ok(client, "update_features", change)
         assert again["operation_id"] == first["operation_id"] and again["created"] is False

@@ -39,7 +39,7 @@ async def _scale(client: Client, cluster: str, count: int, **extra: Any) -> dict
     return await ok(
         client,
         "update_instance_group",
-        {"cluster": cluster, "group": "gpu", "count": count, **extra},
+        {"cluster": cluster, "group": "gpu", "change": {"count": count}, **extra},
     )
 
 

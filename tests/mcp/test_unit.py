@@ -392,7 +392,7 @@ async def test_rest_fields_are_named_by_the_tools_arguments() -> None:
     assert field["field"] == "selector" and field["rule"] == "label_selector"
     assert field["hint"] == "see list_pods(cluster='c1', namespace='default')"
 
-    # cluster-svc checks a new group as a one-group cluster spec: the tool takes it flat.
+    # cluster-svc checks a new group as a one-group cluster spec: named from the group itself.
     offered = {
         "code": "validation_error",
         "message": "instance_groups[0].instance_type: ml.p5.48xlarge is not offered in use1-az2",
@@ -405,9 +405,9 @@ async def test_rest_fields_are_named_by_the_tools_arguments() -> None:
             }
         ],
     }
-    group = {"cluster": "c1", "name": "big", "instance_type": "ml.p5.48xlarge", "count": 1}
+    group = {"name": "big", "instance_type": "ml.p5.48xlarge", "count": 1}
     async with Client(server_answering(422, offered)) as client:
-        result = await client.call_tool("add_instance_group", group)
+        result = await client.call_tool("add_instance_group", {"cluster": "c1", "group": group})
     error = error_of(result)
     assert error["message"] == "instance_type: ml.p5.48xlarge is not offered in use1-az2"
     assert error["fields"][0]["field"] == "instance_type"
@@ -439,8 +439,10 @@ def test_field_paths_in_tool_terms() -> None:
     server = build_server(McpSettings(allow_write=False, gateway_token=None))
     routes = server.vocabulary.by_tool
     for tool, field, body_param, expected in [
-        ("add_instance_group", "instance_groups[0].instance_type", None, "instance_type"),
-        ("add_instance_group", "instance_groups.0.count", None, "count"),
+        ("add_instance_group", "instance_groups[0].instance_type", "group", "instance_type"),
+        ("add_instance_group", "instance_groups.0.count", "group", "count"),
+        ("add_instance_group", "body.labels", "group", "labels"),
+        ("update_instance_group", "path.group", "change", "group"),
         ("create_cluster", "instance_groups[1].count", None, "instance_groups[1].count"),
         (
             "create_cluster",

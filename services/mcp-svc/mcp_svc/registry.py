@@ -46,6 +46,8 @@ class ToolInfo:
     destructive: bool = False
     body_param: str | None = None
     parameters: tuple[str, ...] = ()
+    # The fields of the `body_param` model (none for a union such as a job's recipes).
+    body_fields: tuple[str, ...] = ()
 
     @property
     def previewable(self) -> bool:
@@ -70,7 +72,7 @@ class HyperpilotServer(MCPServer):
         """The catalog's routes, to word REST errors in the tools' terms."""
         if self._vocabulary is None or len(self._vocabulary.routes) != len(self.catalog):
             self._vocabulary = Vocabulary(
-                Route.of(i.name, i.rest, i.parameters) for i in self.catalog.values()
+                Route.of(i.name, i.rest, i.parameters, i.body_fields) for i in self.catalog.values()
             )
         return self._vocabulary
 
@@ -119,16 +121,6 @@ class HyperpilotServer(MCPServer):
             # The arguments a caller passes (the MCP context, injected by the SDK, is none).
             context = find_context_parameter(fn)
             parameters = tuple(p for p in inspect.signature(fn).parameters if p != context)
-            self.catalog[name] = ToolInfo(
-                name,
-                area,
-                rest,
-                mutating,
-                status_tool,
-                destructive,
-                body_param,
-                parameters,
-            )
             self.add_tool(
                 fn,
                 name=name,
@@ -145,6 +137,18 @@ class HyperpilotServer(MCPServer):
                 # What tools/list sends: the SDK's schemas without its noise (the arguments and
                 # the result are still validated by the pydantic models themselves).
                 tool.parameters = input_schema(tool.parameters)
+                body = tool.parameters["properties"].get(body_param or "", {})
+                self.catalog[name] = ToolInfo(
+                    name,
+                    area,
+                    rest,
+                    mutating,
+                    status_tool,
+                    destructive,
+                    body_param,
+                    parameters,
+                    tuple(body.get("properties", {})),
+                )
                 if tool.fn_metadata.output_model is OperationStarted:
                     tool.fn_metadata.output_schema = MUTATION_RESULT
                 elif tool.fn_metadata.output_schema is not None:

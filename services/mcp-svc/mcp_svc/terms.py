@@ -42,6 +42,7 @@ class Route:
     method: str
     segments: tuple[str, ...]
     parameters: tuple[str, ...]
+    body_fields: tuple[str, ...] = ()
 
     @property
     def holes(self) -> tuple[str, ...]:
@@ -53,10 +54,13 @@ class Route:
         return dict(zip(self.holes, self.parameters, strict=False))
 
     @classmethod
-    def of(cls, tool: str, rest: str, parameters: Sequence[str]) -> Route:
+    def of(
+        cls, tool: str, rest: str, parameters: Sequence[str], body_fields: Sequence[str] = ()
+    ) -> Route:
         method, _, target = rest.partition(" ")
         path = target.split("?", 1)[0]
-        return cls(tool, method.upper(), tuple(path.strip("/").split("/")), tuple(parameters))
+        segments = tuple(path.strip("/").split("/"))
+        return cls(tool, method.upper(), segments, tuple(parameters), tuple(body_fields))
 
     def matches(self, method: str, segments: Sequence[str]) -> bool:
         return (
@@ -73,10 +77,11 @@ def split_field(field: str) -> list[str]:
 
 def field_in_tool_terms(field: str, route: Route, body_param: str | None = None) -> str:
     """The REST field a tool's argument is: `query.selector` -> `selector`, `path.name` ->
-    `cluster`, and for a tool that takes the body's fields flat, the first part of the path that
-    is one of its arguments (`instance_groups[0].instance_type` -> `instance_type`, `body.name` ->
-    `name`). Inside a parameter that is the whole REST body (`body_param`) a field keeps its REST
-    name, which is that parameter's schema. Anything else stays as REST wrote it."""
+        `cluster`, and for a tool that takes the body's fields flat, the first part of the path that
+        is one of its arguments (`instance_groups[0].instance_type` -> `instance_type`, `body.name` ->
+        `name`). Inside a parameter that is the whole REST body (`body_param`) a field keeps its REST
+        name, which is that parameter's schema (a path from a larger spec starts at the body's own
+    field). Anything else stays as REST wrote it."""
     parts = split_field(field)
     if not parts:
         return field
@@ -96,6 +101,11 @@ def field_in_tool_terms(field: str, route: Route, body_param: str | None = None)
     if not rest:  # the whole body
         return body_param or field
     if body_param is not None:
+        # A service that checked the body inside a larger spec (a new group as a one-group
+        # cluster: `instance_groups[0].instance_type`) names it from there.
+        for i, part in enumerate(rest):
+            if part in route.body_fields:
+                return ".".join(rest[i:]) if i or where else field
         return ".".join(rest) if where else field
     for i, part in enumerate(rest):
         if part in route.parameters:

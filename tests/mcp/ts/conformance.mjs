@@ -101,9 +101,7 @@ async function writable(transport, group) {
   try {
     out.write = await call(client, "add_instance_group", {
       cluster: config.cluster,
-      name: group,
-      instance_type: config.instance_type,
-      count: 1,
+      group: { name: group, instance_type: config.instance_type, count: 1 },
     });
     const operationId = out.write.structuredContent?.operation_id;
     out.progress = [];

@@ -10,9 +10,9 @@ from pydantic import Field
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, body_of, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, submit
 from shared.boundary import api_path
-from shared.contracts.features import AutoscalingChange, TieredCheckpointingChange
+from shared.contracts.features import FeaturesChange
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
 
@@ -48,45 +48,27 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             summary=summary, **{**{k: raw.get(k) for k in FEATURES}, "cluster": cluster}
         )
 
-    @server.write_tool(area="features", rest="PATCH /api/v1/clusters/{name}/features")
+    @server.write_tool(
+        area="features", rest="PATCH /api/v1/clusters/{name}/features", body_param="change"
+    )
     async def update_features(
         cluster: ClusterRef,
-        training_operator: Annotated[
-            bool | None,
-            Field(description="HyperPod training operator EKS add-on (cert-manager comes first)"),
-        ] = None,
-        inference_operator: Annotated[
-            bool | None,
-            Field(description="HyperPod inference operator (cert-manager comes first)"),
-        ] = None,
-        tiered_checkpointing: Annotated[
-            TieredCheckpointingChange | None,
-            Field(description="Managed tiered checkpointing: enabled and/or memory_percentage"),
-        ] = None,
-        autoscaling: Annotated[
-            AutoscalingChange | None,
-            Field(description="HyperPod managed autoscaling (Karpenter) of the instance groups"),
-        ] = None,
+        change: Annotated[
+            FeaturesChange,
+            Field(description='Only the features to change, e.g. {"training_operator": true}'),
+        ],
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Enable or disable managed features: send only what changes (unset means unchanged).
         Each is dependency-aware; what already matches actual state is left alone."""
-        arguments = {
-            "cluster": cluster,
-            "training_operator": training_operator,
-            "inference_operator": inference_operator,
-            "tiered_checkpointing": tiered_checkpointing,
-            "autoscaling": autoscaling,
-            "request_id": request_id,
-        }
         return await submit(
             gateway,
             tool="update_features",
-            arguments=arguments,
+            arguments={"cluster": cluster, "change": change, "request_id": request_id},
             method="PATCH",
             path=api_path("clusters", cluster, "features"),
-            body=body_of(arguments),
+            body=change.requested(),
             what=f"feature change on {cluster}",
             dry_run=dry_run,
         )
