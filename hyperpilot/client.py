@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from hyperpilot import __version__
 
@@ -124,6 +125,29 @@ class ApiError(CliError):
                 "hyperpilot profile add NAME --url URL --token TOKEN"
             )
         return out
+
+
+class InvalidRequest(ApiError):
+    """A body that fails the contract model the gateway would check it with: refused before it
+    is sent, worded as the gateway's 422 (each field with its rule and hint)."""
+
+    @classmethod
+    def of(cls, exc: ValidationError) -> InvalidRequest:
+        fields = [
+            {
+                "field": ".".join(str(part) for part in err["loc"]) or "body",
+                "rule": err["type"],
+                "message": str(err["msg"]).removeprefix("Value error, "),
+                "hint": getattr((err.get("ctx") or {}).get("error"), "hint", None),
+            }
+            for err in exc.errors()
+        ]
+        message = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+        return cls(422, "validation_error", message, fields=fields)
+
+    def lines(self) -> list[str]:
+        head, *rest = super().lines()
+        return [head.replace("(HTTP 422)", "(checked before sending)"), *rest]
 
 
 class ConnectionFailed(CliError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +27,7 @@ from hyperpilot.commands.common import (
 )
 from hyperpilot.commands.complete import cluster_names
 from hyperpilot.output import Column, compact, details, emit, table
+from shared.contracts.cluster import NodeRecovery
 
 app = Area(
     "clusters",
@@ -75,11 +75,6 @@ GROUP_KEYS = {
     "interface": "interface_type",
 }
 INTEGER_FIELDS = {"count", "min_count", "ebs_volume_gb", "threads_per_core"}
-
-
-class NodeRecovery(StrEnum):
-    AUTOMATIC = "Automatic"
-    NONE = "None"
 
 
 def parse_group(text: str) -> dict[str, Any]:

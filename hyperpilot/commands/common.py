@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 
 from hyperpilot import config as configuration
-from hyperpilot.client import EXIT_INTERRUPTED, EXIT_USAGE, Client, CliError
+from hyperpilot.client import EXIT_INTERRUPTED, EXIT_USAGE, Client, CliError, InvalidRequest
 from hyperpilot.commands.complete import cluster_names
 from hyperpilot.output import Format, cell, console, default_format, emit, err_console, to_yaml
 from hyperpilot.progress import Follower, duration, exit_code
@@ -125,6 +126,22 @@ Cluster = Annotated[
 Region = Annotated[
     str | None, typer.Option(help="AWS region (the control plane's region if omitted)")
 ]
+
+
+def described(model: type[BaseModel], field: str, *notes: str) -> str:
+    """An option's help: the REST body field's own description (the contract's), plus notes."""
+    text = model.model_fields[field].description or field.replace("_", " ")
+    return f"{text} ({', '.join(notes)})" if notes else text
+
+
+def checked(model: type[BaseModel], body: dict[str, Any]) -> dict[str, Any]:
+    """The body, checked by the contract model the gateway checks it with: a value it would
+    refuse is refused here, naming the field, before anything is sent."""
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        raise InvalidRequest.of(exc) from None
+    return body
 
 
 def fmt(value: Format | None) -> Format:

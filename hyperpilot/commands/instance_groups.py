@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -17,14 +16,18 @@ from hyperpilot.commands.common import (
     Wait,
     Yes,
     active_cluster,
+    checked,
     client,
     confirm,
+    described,
     examples,
     fmt,
     mutate,
 )
 from hyperpilot.output import Column, emit, table
 from shared.boundary import api_path
+from shared.contracts.cluster import CapacityType, DeepHealthCheck, InterfaceType
+from shared.contracts.instance_groups import InstanceGroupChange, NewInstanceGroup
 
 app = Area("instance-groups", "A cluster's instance groups: list, add, update, delete.")
 
@@ -42,28 +45,17 @@ COLUMNS = [
 Group = Annotated[str, typer.Argument(help="Instance group name", show_default=False)]
 
 
-class Capacity(StrEnum):
-    ON_DEMAND = "on-demand"
-    SPOT = "spot"
-    TRAINING_PLAN = "training-plan"
+NEW = NewInstanceGroup
+CHANGE = InstanceGroupChange
 
-
-class Interface(StrEnum):
-    EFA = "efa"
-    EFA_ONLY = "efa-only"
-
-
-class Check(StrEnum):
-    INSTANCE_STRESS = "InstanceStress"
-    INSTANCE_CONNECTIVITY = "InstanceConnectivity"
-
-
-Count = Annotated[int | None, typer.Option(help="Instances to run")]
-MinCount = Annotated[int | None, typer.Option("--min-count", help="Fewest instances to keep")]
-Ebs = Annotated[int | None, typer.Option("--ebs-volume-gb", help="EBS volume per instance, GB")]
+Count = Annotated[int | None, typer.Option(help=described(CHANGE, "count"))]
+MinCount = Annotated[int | None, typer.Option("--min-count", help=described(CHANGE, "min_count"))]
+Ebs = Annotated[
+    int | None, typer.Option("--ebs-volume-gb", help=described(CHANGE, "ebs_volume_gb"))
+]
 Checks = Annotated[
-    list[Check] | None,
-    typer.Option("--health-check", help="Deep health check of new nodes (repeatable)"),
+    list[DeepHealthCheck] | None,
+    typer.Option("--health-check", help=described(CHANGE, "deep_health_checks", "repeatable")),
 ]
 Labels = Annotated[
     list[str] | None, typer.Option("--label", help="KEY=VALUE Kubernetes label (repeatable)")
@@ -90,7 +82,7 @@ def _changes(
     count: int | None,
     min_count: int | None,
     ebs: int | None,
-    checks: list[Check] | None,
+    checks: list[DeepHealthCheck] | None,
     labels: list[str] | None,
     taints: list[str] | None,
 ) -> dict[str, Any]:
@@ -144,25 +136,33 @@ def add(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Group name")] = None,
     instance_type: Annotated[
-        str | None, typer.Option("--type", help="HyperPod instance type, e.g. ml.g5.8xlarge")
+        str | None, typer.Option("--type", help=described(NEW, "instance_type"))
     ] = None,
-    count: Count = None,
-    min_count: MinCount = None,
-    zone: Annotated[
-        str | None, typer.Option(help="Zone id of the group's subnet (the cluster's if omitted)")
+    count: Annotated[int | None, typer.Option(help=described(NEW, "count"))] = None,
+    min_count: Annotated[
+        int | None, typer.Option("--min-count", help=described(NEW, "min_count"))
     ] = None,
-    capacity: Annotated[Capacity | None, typer.Option(help="Capacity type")] = None,
+    zone: Annotated[str | None, typer.Option(help=described(NEW, "availability_zone_id"))] = None,
+    capacity: Annotated[
+        CapacityType | None, typer.Option(help=described(NEW, "capacity_type"))
+    ] = None,
     training_plan_arn: Annotated[
-        str | None, typer.Option(help="With --capacity training-plan")
+        str | None, typer.Option(help=described(NEW, "training_plan_arn"))
     ] = None,
-    interface: Annotated[Interface | None, typer.Option(help="EFA mode")] = None,
-    ebs_volume_gb: Ebs = None,
-    threads_per_core: Annotated[int | None, typer.Option(help="1 disables hyperthreading")] = None,
+    interface: Annotated[
+        InterfaceType | None, typer.Option(help=described(NEW, "interface_type"))
+    ] = None,
+    ebs_volume_gb: Annotated[
+        int | None, typer.Option("--ebs-volume-gb", help=described(NEW, "ebs_volume_gb"))
+    ] = None,
+    threads_per_core: Annotated[
+        int | None, typer.Option(help=described(NEW, "threads_per_core"))
+    ] = None,
     health_check: Checks = None,
     label: Labels = None,
     taint: Taints = None,
     lifecycle_script_uri: Annotated[
-        str | None, typer.Option(help="S3 prefix of the group's own lifecycle scripts")
+        str | None, typer.Option(help=described(NEW, "lifecycle_script_uri"))
     ] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
@@ -183,6 +183,7 @@ def add(
     ):
         if value is not None:
             body[key] = value
+    checked(NEW, body)
     with client() as api:
         path = _base(active_cluster(api, cluster))
         mutate(api, "POST", path, body, output=fmt(output), wait=wait, dry_run=dry_run)
@@ -218,6 +219,7 @@ def update(
     body = _changes(count, min_count, ebs_volume_gb, health_check, label, taint)
     if not body:
         raise UsageError("nothing to change", "give at least one of --count, --min-count, ...")
+    checked(CHANGE, body)
     with client() as api:
         path = f"{_base(active_cluster(api, cluster))}/{group}"
         mutate(api, "PATCH", path, body, output=fmt(output), wait=wait, dry_run=dry_run)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +24,7 @@ from hyperpilot.commands.common import (
 )
 from hyperpilot.output import Column, Format, details, emit, table
 from shared.boundary import api_path
+from shared.contracts.cluster import DeepHealthCheck, NodeRecovery
 
 app = Area("nodes", "Nodes: health, describe, reboot, replace, delete, deep health checks.")
 
@@ -40,16 +40,6 @@ COLUMNS = [
 ]
 
 NodeIds = Annotated[list[str], typer.Argument(help="HyperPod node ids (i-...)", show_default=False)]
-
-
-class Check(StrEnum):
-    INSTANCE_STRESS = "InstanceStress"
-    INSTANCE_CONNECTIVITY = "InstanceConnectivity"
-
-
-class Recovery(StrEnum):
-    AUTOMATIC = "Automatic"
-    NONE = "None"
 
 
 def _base(cluster: str) -> str:
@@ -184,7 +174,7 @@ def health_check(
         list[str] | None, typer.Option("--group", help="Instance group (repeatable)")
     ] = None,
     check: Annotated[
-        list[Check] | None, typer.Option("--check", help="Check to run (default: both)")
+        list[DeepHealthCheck] | None, typer.Option("--check", help="Check to run (default: both)")
     ] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
@@ -206,7 +196,7 @@ def health_check(
     )
 )
 def recovery(
-    mode: Annotated[Recovery, typer.Argument(help="Automatic or None", show_default=False)],
+    mode: Annotated[NodeRecovery, typer.Argument(help="Automatic or None", show_default=False)],
     cluster: Cluster = None,
     dry_run: DryRun = False,
     wait: Wait = False,

@@ -27,6 +27,8 @@ TRAINING_PLAN_ARN_PATTERN = (
     r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/[a-zA-Z0-9\-]+$"
 )
 KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
+# The most instances one HyperPod instance group can hold.
+MAX_INSTANCES = 6758
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
@@ -95,9 +97,9 @@ class InstanceGroupSpec(Spec):
         description="HyperPod instance type (ml.*), e.g. ml.p5.48xlarge",
         examples=["ml.g5.8xlarge"],
     )
-    count: int = Field(ge=0, le=6758, description="Instances to run now")
+    count: int = Field(ge=0, le=MAX_INSTANCES, description="Instances to run now")
     min_count: int | None = Field(
-        None, ge=0, le=6758, description="Fewest instances to keep (autoscaling)"
+        None, ge=0, le=MAX_INSTANCES, description="Fewest instances to keep (autoscaling)"
     )
     availability_zone_id: ZoneId | None = Field(
         None,

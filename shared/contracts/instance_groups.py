@@ -15,6 +15,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from shared.contracts.cluster import (
+    MAX_INSTANCES,
     ML_INSTANCE_PATTERN,
     NAME_PATTERN,
     TRAINING_PLAN_ARN_PATTERN,
@@ -56,8 +57,10 @@ class NewInstanceGroup(InstanceGroupSpec):
 class InstanceGroupChange(Spec):
     """An explicit diff of one instance group: only the fields sent are changed."""
 
-    count: int | None = Field(None, ge=0, le=6758, description="Instances to run")
-    min_count: int | None = Field(None, ge=0, le=6758, description="Fewest instances to keep")
+    count: int | None = Field(None, ge=0, le=MAX_INSTANCES, description="Instances to run")
+    min_count: int | None = Field(
+        None, ge=0, le=MAX_INSTANCES, description="Fewest instances to keep"
+    )
     ebs_volume_gb: int | None = Field(
         None, ge=1, le=16384, description="EBS volume per instance, GB (can only grow)"
     )
@@ -100,7 +103,7 @@ class BatchSize(Spec):
     type: Literal["count", "percentage"] = Field(
         "count", description="count: instances per batch; percentage: of the group's capacity"
     )
-    value: int = Field(1, ge=1, le=6758)
+    value: int = Field(1, ge=1, le=MAX_INSTANCES)
 
     @model_validator(mode="after")
     def _percentage(self) -> Self:
