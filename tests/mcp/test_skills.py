@@ -167,3 +167,76 @@ async def test_the_playbooks_are_served_as_prompts(server: HyperpilotServer) -> 
         assert prompt.description == meta["description"] and not prompt.arguments
         rendered = await server.get_prompt(meta["name"])
         assert rendered.messages[0].content.text.strip() == body.strip()  # type: ignore[union-attr]
+
+
+# ---- every tool a playbook or an agent config names is one the server has --------------------
+
+TEXTS = sorted(p for p in SKILLS.rglob("*") if p.is_file() and p.suffix in (".md", ".json"))
+# `name(` or `name` in backticks: how a playbook names a tool (and an argument, a field, a code).
+CALL = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\(")
+QUOTED = re.compile(r"`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`")
+AGENT_TOOL = re.compile(r"@hyperpilot/([A-Za-z0-9_]+)")
+
+
+def calls(text: str) -> list[tuple[str, str]]:
+    """Each `tool(arguments)` of a text: its name and the text between its parentheses."""
+    found = []
+    for match in CALL.finditer(text):
+        depth, end = 1, match.end()
+        while end < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        found.append((match.group(1), text[match.end() : end - 1]))
+    return found
+
+
+def argument_names(arguments: str) -> set[str]:
+    """The keyword names, and the bare positional names, of a call's top-level arguments."""
+    parts, depth, current = [], 0, ""
+    for char in arguments:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    names = set()
+    for part in (p.strip() for p in parts):
+        if match := re.match(r"^([a-z_][a-z0-9_]*)\s*=", part):
+            names.add(match.group(1))
+        elif re.fullmatch(r"[a-z_][a-z0-9_]*", part):
+            names.add(part)
+    return names
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=lambda p: str(p.relative_to(SKILLS)))
+def test_every_tool_a_playbook_or_config_names_is_a_server_tool_with_those_arguments(
+    path: Path, server: HyperpilotServer
+) -> None:
+    catalog = server.catalog
+    # A name is a tool's when it starts as some tool's name does (list_, get_, update_, ...).
+    verbs = {name.split("_", 1)[0] for name in catalog}
+    text = path.read_text()
+    named = {n for n in CALL.findall(text) + QUOTED.findall(text) if n.split("_", 1)[0] in verbs}
+    named |= set(AGENT_TOOL.findall(text))
+    assert named - set(catalog) == set(), f"{path.name} names tools the server lacks"
+    for tool, arguments in calls(text):
+        if tool in catalog:
+            unknown = argument_names(arguments) - set(catalog[tool].parameters)
+            assert not unknown, f"{path.name}: {tool}({arguments}) passes {sorted(unknown)}"
+    if path.name == "SKILL.md":
+        meta, body = front_matter(path)
+        used = {n for n in CALL.findall(body) + QUOTED.findall(body) if n in catalog}
+        assert used <= set(meta["tools"]), (
+            f"{path.parent.name} uses unlisted {used - set(meta['tools'])}"
+        )
+
+
+def test_the_shared_bucket_is_read_where_it_is_listed(server: HyperpilotServer) -> None:
+    """The cluster's own bucket (mounted at /s3) is in get_cluster's resources; the managed
+    bucket list does not hold it, so no playbook sends an agent there for it."""
+    for name in ("submit-training", "deploy-inference"):
+        _, body = front_matter(SKILLS / name / "SKILL.md")
+        assert "list_storage_buckets" not in body, name
+        assert "get_cluster(name)" in body and "resources.bucket.bucket" in body, name
