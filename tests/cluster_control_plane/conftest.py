@@ -18,6 +18,7 @@ from shared.contracts.commands import CreateCluster
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 from sim.aws import SimulatedAws
 from sim.testing import aws_client, simulated_aws
+from tests.cluster_network.helpers import parsed
 
 ACCOUNT = "222233334444"
 REGION = "us-east-1"
@@ -121,7 +122,7 @@ def context(
     stage: str = "stage",
     external_id: str | None = None,
     own: dict[str, Any] | None = None,
-) -> StageContext:
+) -> StageContext[Any]:
     async def report(message: str) -> None:
         return None
 
@@ -133,6 +134,7 @@ def context(
         external_id=external_id,
         own_outputs=dict(own or {}),
         _report=report,
+        _parsed=parsed(command),
     )
 
 
@@ -143,7 +145,7 @@ class Driven:
     progress: list[str]
 
 
-async def drive(stage: Stage, ctx: StageContext, timeout: float = 20.0) -> Driven:
+async def drive(stage: Stage, ctx: StageContext[Any], timeout: float = 20.0) -> Driven:
     """Run a stage as the engine does: run once, persist the submission, poll to Done."""
     result = await stage.run(ctx)
     if isinstance(result, Done):

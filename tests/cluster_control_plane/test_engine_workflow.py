@@ -64,6 +64,7 @@ async def test_create_then_delete_through_the_stage_engine(
     create = Workflow(
         kind=CreateCluster.kind(),
         domain=CreateCluster.domain,
+        command=CreateCluster,
         stages=(
             _stand_in("network", given["network"]),
             _stand_in("security_group", given["security_group"], ("network",)),
@@ -103,6 +104,7 @@ async def test_create_then_delete_through_the_stage_engine(
     delete = Workflow(
         kind=DeleteCluster.kind(),
         domain=DeleteCluster.domain,
+        command=DeleteCluster,
         stages=(
             _stand_in("delete_storage", {}),
             *hyperpod.delete_stages(SageMakerClusters(aws)),
@@ -143,6 +145,7 @@ async def test_capacity_failure_is_the_operations_error_with_the_next_step(
     create = Workflow(
         kind=CreateCluster.kind(),
         domain=CreateCluster.domain,
+        command=CreateCluster,
         stages=(
             _stand_in("network", given["network"]),
             _stand_in("security_group", given["security_group"], ("network",)),

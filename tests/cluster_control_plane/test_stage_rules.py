@@ -270,6 +270,7 @@ async def test_delete_refuses_a_cluster_that_lost_our_tags() -> None:
     eks = FakeEks(EksCluster("llm", "arn", "ACTIVE", {"owner": "x"}))
     command = {
         "name": "llm",
+        "region": "us-east-1",
         "resources": {"eks_cluster": {"cluster_name": "llm", "created": True}},
     }
     stage = by_name(control_plane.delete_stages(eks, FakeBuckets()))["delete_eks"]

@@ -9,6 +9,7 @@ from typing import Any
 from shared.contracts.cluster import ClusterSpec, InstanceGroupSpec
 from shared.contracts.commands import CreateCluster
 from shared.stages import StageContext
+from tests.cluster_network.helpers import parsed
 
 CA_DATA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -49,7 +50,7 @@ class Contexts:
         self.own: dict[str, Any] = {}
         self.progress: list[str] = []
 
-    def __call__(self) -> StageContext:
+    def __call__(self) -> StageContext[Any]:
         async def report(message: str) -> None:
             self.progress.append(message)
 
@@ -61,6 +62,7 @@ class Contexts:
             external_id=self.external_id,
             own_outputs=dict(self.own),
             _report=report,
+            _parsed=parsed(self.command),
         )
 
     def keep(self, result: Any) -> Any:

@@ -204,6 +204,7 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
     }
     workflow = Workflow(
         kind="cluster.create",
+        command=CreateCluster,
         domain="cluster",
         stages=(*upstream(given), *create_stages(factory, addons)),
     )
@@ -328,6 +329,7 @@ async def test_dependencies_and_storage_install_then_rerun_as_noop_then_delete(
     resources = {name: row["outputs"] for name, row in rows.items()}
     delete_flow = Workflow(
         kind="cluster.delete",
+        command=DeleteCluster,
         domain="cluster",
         stages=(*upstream({"delete_hyperpod": {}}), *delete_stages(factory, addons)),
     )

@@ -30,6 +30,7 @@ async def run_create(
     workflow = Workflow(
         kind=CreateCluster.kind(),
         domain=CreateCluster.domain,
+        command=CreateCluster,
         stages=(
             *create_stages(inspector),
             Stage("network", "Build the network", network, needs=("preflight",)),

@@ -7,8 +7,10 @@ import asyncio
 import uuid
 from typing import Any
 
+from pydantic import ValidationError
+
 from shared.contracts.cluster import ClusterSpec
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import COMMANDS, Command, CreateCluster, DeleteCluster
 from shared.stages import Done, Stage, StageContext, Submitted
 
 REGION = "us-east-1"
@@ -31,13 +33,25 @@ def delete_command(name: str, resources: dict[str, Any]) -> dict[str, Any]:
     return {"name": name, "region": REGION, "resources": resources}
 
 
+def parsed(payload: dict[str, Any], *prefer: type[Command]) -> Command:
+    """The command a stored payload is, as the engine parses it for the workflow's declared
+    type: the first of `prefer` (then of every command) that validates strictly."""
+    candidates: list[type[Command]] = [*prefer, CreateCluster, DeleteCluster, *COMMANDS.values()]
+    for command in candidates:
+        try:
+            return command.model_validate(payload)
+        except ValidationError:
+            continue
+    raise ValueError(f"no command validates {sorted(payload)}")
+
+
 def context(
     stage: str,
     command: dict[str, Any],
     outputs: dict[str, dict[str, Any]] | None = None,
     external_id: str | None = None,
     own: dict[str, Any] | None = None,
-) -> StageContext:
+) -> StageContext[Any]:
     async def report(_message: str) -> None:
         return None
 
@@ -49,6 +63,7 @@ def context(
         external_id=external_id,
         own_outputs=own or {},
         _report=report,
+        _parsed=parsed(command),
     )
 
 

@@ -108,6 +108,7 @@ async def test_create_then_delete_through_the_stage_engine(
     eks_cluster, delete_eks = eks_stages(sim)
     create_flow = Workflow(
         kind="cluster.create",
+        command=CreateCluster,
         domain="cluster",
         stages=(
             *network.create_stages(ec2),
@@ -139,6 +140,7 @@ async def test_create_then_delete_through_the_stage_engine(
     # Delete, composed as the full workflow composes it: after the EKS cluster is gone.
     delete_flow = Workflow(
         kind="cluster.delete",
+        command=DeleteCluster,
         domain="cluster",
         stages=(
             delete_eks,

@@ -438,6 +438,7 @@ async def test_the_workflow_stage_ends_noop_when_nothing_differs() -> None:
         external_id=None,
         own_outputs={},
         _report=report,
+        _parsed=command({"training_operator": True}),
     )
     result = await stage.run(ctx)
     assert isinstance(result, Done) and result.noop and world.calls == []

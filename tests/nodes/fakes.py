@@ -9,6 +9,7 @@ from typing import Any
 from cluster_svc.domain.nodes import BatchResult, ClusterRecovery, NodeInstance
 from shared.contracts.nodes import BATCH_LIMIT, NodeAction
 from shared.stages import StageContext
+from tests.cluster_network.helpers import parsed
 
 
 def nid(i: int) -> str:
@@ -89,7 +90,7 @@ def context(
     outputs: dict[str, dict[str, Any]] | None = None,
     own: dict[str, Any] | None = None,
     stage: str = "s",
-) -> StageContext:
+) -> StageContext[Any]:
     async def report(message: str) -> None:
         return None
 
@@ -101,4 +102,5 @@ def context(
         external_id=None,
         own_outputs=own or {},
         _report=report,
+        _parsed=parsed(command),
     )

@@ -8,8 +8,8 @@ from typing import Any
 
 import asyncpg
 
-from cluster_svc.areas.nodes import record
 from cluster_svc.domain.nodes import NodeInstance, health_view
+from cluster_svc.records import record_nodes as record
 from tests.nodes.fakes import nid
 
 

@@ -3,24 +3,21 @@ against the cluster as it is. A second run changes nothing and ends `noop`."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-import asyncpg
-
+from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.areas import Area
 from cluster_svc.domain import dependencies
 from cluster_svc.domain.cluster_workflow import ClusterPorts
-from shared.contracts.dependencies import DependenciesReconciled, ReconcileDependencies
-from shared.contracts.events import Event
+from shared.contracts.dependencies import ReconcileDependencies
 from shared.errors import PermanentError
-from shared.stages import Done, Outcome, Stage, StageContext, Workflow
+from shared.stages import Done, Stage, StageContext, Workflow
 
 
 def reconcile_workflow(ports: ClusterPorts) -> Workflow[Any]:
-    async def eks_cluster(ctx: StageContext[Any]) -> Done:
-        name = ReconcileDependencies.from_payload(ctx.command).spec.name
+    async def eks_cluster(ctx: StageContext[ReconcileDependencies]) -> Done:
+        name = ctx.cmd.spec.name
         cluster = await ports.eks.describe_cluster(name)
         if cluster is None or cluster.status != "ACTIVE":
             raise PermanentError(
@@ -40,8 +37,8 @@ def reconcile_workflow(ports: ClusterPorts) -> Workflow[Any]:
         )
 
     def recorded(stage: str) -> Stage:
-        async def run(ctx: StageContext[Any]) -> Done:
-            resources = ReconcileDependencies.from_payload(ctx.command).resources
+        async def run(ctx: StageContext[ReconcileDependencies]) -> Done:
+            resources = ctx.cmd.resources
             return Done(dict(resources.get(stage, {})), noop=True)
 
         return Stage(stage, f"Read the recorded {stage.replace('_', ' ')}", run)
@@ -52,35 +49,17 @@ def reconcile_workflow(ports: ClusterPorts) -> Workflow[Any]:
     return Workflow(
         kind=ReconcileDependencies.kind(),
         domain=ReconcileDependencies.domain,
+        command=ReconcileDependencies,
         stages=(
             Stage("eks_cluster", "Read the EKS cluster", eks_cluster),
             recorded("access_entries"),
             recorded("oidc_provider"),
             reconcile,
         ),
-        on_finish=_record_components,
     )
-
-
-async def _record_components(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    name = ReconcileDependencies.from_payload(outcome.command).spec.name
-    components: dict[str, dict[str, Any]] = outcome.outputs.get("dependencies", {}).get(
-        "components", {}
-    )
-    await conn.executemany(
-        "INSERT INTO cluster_components (cluster, component, version, status) VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (cluster, component) DO UPDATE SET version = $3, status = $4, updated_at = now()",
-        [
-            (name, c, str(v.get("version", "")), str(v.get("status", "")))
-            for c, v in components.items()
-        ],
-    )
-    if outcome.status not in ("succeeded", "noop"):
-        return []
-    return [DependenciesReconciled(cluster=name, components=components)]
 
 
 def build(aws: AwsClients, ports: ClusterPorts) -> Area:
-    return Area(workflows={ReconcileDependencies.__name__: reconcile_workflow(ports)})
+    return Area(
+        workflows=records.recorded({ReconcileDependencies.__name__: reconcile_workflow(ports)})
+    )

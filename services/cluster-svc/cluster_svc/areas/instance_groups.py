@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.sagemaker import SageMakerClusters
 from cluster_svc.areas import Area
@@ -54,7 +55,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
 
     routes: dict[str, Route] = {CHECK: check}
     return Area(
-        workflows=instance_groups.workflows(api, ports.ec2, ports.inspector),
+        workflows=records.recorded(instance_groups.workflows(api, ports.ec2, ports.inspector)),
         planners={name: planner(name) for name in deciders},
         read_routes=routes,
     )

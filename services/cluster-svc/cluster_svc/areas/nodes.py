@@ -16,6 +16,7 @@ import asyncpg
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory
@@ -24,16 +25,13 @@ from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.nodes import (
     KubeNode,
-    NodeRecord,
     action_plan,
     action_workflow,
-    diff_nodes,
     health_check_plan,
     health_check_workflow,
     join_nodes,
     node_recovery_workflow,
     read_recovery,
-    record_of,
     recovery_plan,
     summary,
 )
@@ -50,7 +48,6 @@ from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.logging import get_logger
-from shared.operations import append_event
 from shared.queries import BadRequest
 from shared.service import ServiceRuntime
 
@@ -58,7 +55,6 @@ log = get_logger("cluster_svc.nodes")
 
 NODES = query_subject("cluster", "nodes")
 NODE = query_subject("cluster", "node")
-_WATCH_LOCK = "hyperpilot.nodes:"
 
 
 class WatchSettings(BaseSettings):
@@ -160,13 +156,15 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
         await watch(runtime.pool, port, WatchSettings().node_watch_seconds)
 
     return Area(
-        workflows={
-            RebootNodes.__name__: action_workflow(port, "reboot"),
-            ReplaceNodes.__name__: action_workflow(port, "replace"),
-            DeleteNodes.__name__: action_workflow(port, "delete"),
-            StartDeepHealthCheck.__name__: health_check_workflow(port),
-            SetNodeRecovery.__name__: node_recovery_workflow(port),
-        },
+        workflows=records.recorded(
+            {
+                RebootNodes.__name__: action_workflow(port, "reboot"),
+                ReplaceNodes.__name__: action_workflow(port, "replace"),
+                DeleteNodes.__name__: action_workflow(port, "delete"),
+                StartDeepHealthCheck.__name__: health_check_workflow(port),
+                SetNodeRecovery.__name__: node_recovery_workflow(port),
+            }
+        ),
         planners={
             RebootNodes.__name__: plan_reboot,
             ReplaceNodes.__name__: plan_replace,
@@ -206,95 +204,16 @@ async def watch(pool: asyncpg.Pool, port: HyperPodNodes, interval: float) -> Non
 
 async def watch_once(pool: asyncpg.Pool, port: HyperPodNodes) -> int:
     """One pass over the active managed clusters; returns the number of events appended."""
-    async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT name, hyperpod_cluster_arn, eks_cluster_arn, endpoint, ca_data FROM clusters"
-            " WHERE status = 'active' AND managed AND hyperpod_cluster_arn IS NOT NULL"
-        )
-    counts = await asyncio.gather(*(_watch_cluster(pool, port, row) for row in rows))
-    return sum(counts)
+    clusters = await records.watched_clusters(pool)
+    return sum(await asyncio.gather(*(_watch_cluster(pool, port, c) for c in clusters)))
 
 
-async def _watch_cluster(pool: asyncpg.Pool, port: HyperPodNodes, row: asyncpg.Record) -> int:
-    name = str(row["name"])
-    access = None
-    if row["endpoint"] and row["ca_data"] and row["eks_cluster_arn"]:
-        eks_name = str(row["eks_cluster_arn"]).rsplit("/", 1)[-1]
-        access = ClusterAccess(name=eks_name, endpoint=row["endpoint"], ca_data=row["ca_data"])
+async def _watch_cluster(
+    pool: asyncpg.Pool, port: HyperPodNodes, cluster: records.WatchedCluster
+) -> int:
     try:
-        _, views, _ = await observe(port, str(row["hyperpod_cluster_arn"]), access)
+        _, views, _ = await observe(port, cluster.hyperpod_cluster_arn, cluster.access)
     except StageError as exc:
-        log.info("nodes not observable", cluster=name, error=str(exc))
+        log.info("nodes not observable", cluster=cluster.name, error=str(exc))
         return 0
-    try:
-        return await record(pool, name, views)
-    except asyncpg.ForeignKeyViolationError:
-        return 0  # the cluster was forgotten meanwhile
-
-
-async def record(pool: asyncpg.Pool, cluster: str, views: list[dict[str, Any]]) -> int:
-    """Store one observation and append the events it implies, in one transaction. A lock per
-    cluster makes concurrent watchers (several replicas) report each change once."""
-    current = {v["node_id"]: record_of(v) for v in views}
-    async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", _WATCH_LOCK + cluster)
-        baseline = await conn.fetchval(
-            "SELECT observed_at FROM cluster_node_watch WHERE cluster = $1", cluster
-        )
-        rows = await conn.fetch(
-            "SELECT node_id, logical_id, instance_group, instance_status, health, view"
-            " FROM cluster_nodes WHERE cluster = $1",
-            cluster,
-        )
-        previous = {
-            r["node_id"]: NodeRecord(
-                node_id=r["node_id"],
-                instance_group=r["instance_group"],
-                status=r["instance_status"],
-                health=r["health"],
-                logical_id=r["logical_id"],
-                view=dict(r["view"] or {}),
-            )
-            for r in rows
-        }
-        events = diff_nodes(cluster, previous, current) if baseline is not None else []
-        gone = [k for k in previous if k not in current]
-        if gone:
-            await conn.execute(
-                "DELETE FROM cluster_nodes WHERE cluster = $1 AND node_id = ANY($2::text[])",
-                cluster,
-                gone,
-            )
-        changed = [
-            v for v in views if v["node_id"] not in previous or previous[v["node_id"]].view != v
-        ]
-        await conn.executemany(
-            "INSERT INTO cluster_nodes (cluster, node_id, logical_id, instance_group,"
-            " instance_type, instance_status, health, view)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-            " ON CONFLICT (cluster, node_id) DO UPDATE SET logical_id = $3, instance_group = $4,"
-            " instance_type = $5, instance_status = $6, health = $7, view = $8, updated_at = now()",
-            [
-                (
-                    cluster,
-                    v["node_id"],
-                    v.get("logical_id"),
-                    v["instance_group"],
-                    v.get("instance_type"),
-                    v["instance_status"],
-                    v["health"],
-                    v,
-                )
-                for v in changed
-            ],
-        )
-        await conn.execute(
-            "INSERT INTO cluster_node_watch (cluster, observed_at) VALUES ($1, now())"
-            " ON CONFLICT (cluster) DO UPDATE SET observed_at = now()",
-            cluster,
-        )
-        for event in events:
-            await append_event(
-                conn, operation_id=None, domain="cluster", event=event, principal="cluster-svc"
-            )
-    return len(events)
+    return await records.record_nodes(pool, cluster.name, views)

@@ -65,6 +65,7 @@ def create_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     return Workflow(
         kind=CreateCluster.kind(),
         domain=CreateCluster.domain,
+        command=CreateCluster,
         stages=with_needs(stages, {**roots, "storage": ("fsx",)}),
         on_start=cluster_records.creating,
         on_finish=cluster_records.created,
@@ -95,8 +96,8 @@ def delete_feature_roles_stage(iam: identity.Iam) -> Stage:
     """Remove the roles managed features made for this cluster (tagged as ours), so deleting a
     cluster with features still on leaves nothing behind."""
 
-    async def run(ctx: StageContext[Any]) -> Done:
-        cluster = DeleteCluster.from_payload(ctx.command).name
+    async def run(ctx: StageContext[DeleteCluster]) -> Done:
+        cluster = ctx.cmd.name
         removed = []
         for suffix in FEATURE_ROLE_SUFFIXES:
             name = identity.role_name(cluster, suffix)
@@ -122,6 +123,7 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     return Workflow(
         kind=DeleteCluster.kind(),
         domain=DeleteCluster.domain,
+        command=DeleteCluster,
         stages=with_needs(stages, DELETE_NEEDS),
         on_start=cluster_records.deleting,
         on_finish=cluster_records.deleted,
@@ -131,8 +133,8 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
 def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     """Read-only: an imported cluster's resources are never touched, only remembered."""
 
-    async def describe_eks(ctx: StageContext[Any]) -> Done:
-        name = ImportCluster.from_payload(ctx.command).spec.eks_cluster_name
+    async def describe_eks(ctx: StageContext[ImportCluster]) -> Done:
+        name = ctx.cmd.spec.eks_cluster_name
         cluster = await ports.eks.describe_cluster(name)
         if cluster is None:
             raise PermanentError(
@@ -156,8 +158,8 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
             }
         )
 
-    async def describe_hyperpod(ctx: StageContext[Any]) -> Done:
-        name = ImportCluster.from_payload(ctx.command).spec.hyperpod_cluster_name
+    async def describe_hyperpod(ctx: StageContext[ImportCluster]) -> Done:
+        name = ctx.cmd.spec.hyperpod_cluster_name
         if name is None:
             return Done(noop=True)
         cluster = await ports.sagemaker.describe_cluster(name)
@@ -174,6 +176,7 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
     return Workflow(
         kind=ImportCluster.kind(),
         domain=ImportCluster.domain,
+        command=ImportCluster,
         stages=(
             Stage("describe_eks", "Read the EKS cluster", describe_eks),
             Stage("describe_hyperpod", "Read the HyperPod cluster", describe_hyperpod),

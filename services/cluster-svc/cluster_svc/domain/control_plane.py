@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from cluster_svc.domain import lifecycle
 from cluster_svc.domain.storage import BucketStore
 from shared.contracts.cluster import ClusterSpec
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -43,9 +43,9 @@ def is_ours(tags: dict[str, str], cluster_name: str) -> bool:
     return tags.get(MANAGED_BY_KEY) == MANAGED_BY and tags.get(CLUSTER_KEY) == cluster_name
 
 
-def recorded(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
+def recorded(ctx: StageContext[DeleteCluster], stage: str) -> dict[str, Any]:
     """What the create operation's `stage` output, as carried by DeleteCluster.resources."""
-    resources = ctx.command.get("resources") or {}
+    resources = ctx.cmd.resources
     outputs = resources.get(stage) or {}
     return dict(outputs) if isinstance(outputs, dict) else {}
 
@@ -186,8 +186,8 @@ def _failed(cluster: EksCluster) -> PermanentError:
 
 
 def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
-    async def bucket(ctx: StageContext[Any]) -> Done:
-        cmd = CreateCluster.from_payload(ctx.command)
+    async def bucket(ctx: StageContext[CreateCluster]) -> Done:
+        cmd = ctx.cmd
         name, spec = cmd.bucket, cmd.spec
         changed = False
         if await buckets.exists(name):
@@ -215,8 +215,8 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
         }
         return Done(outputs, noop=not changed)
 
-    async def eks_cluster(ctx: StageContext[Any]) -> Done | Submitted:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def eks_cluster(ctx: StageContext[CreateCluster]) -> Done | Submitted:
+        spec = ctx.cmd.spec
         current = await eks.describe_cluster(spec.name)
         if current is None:
             request = eks_create_request(
@@ -250,10 +250,8 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
             current.arn, {"cluster_arn": current.arn, "cluster_name": current.name, "created": True}
         )
 
-    async def eks_cluster_poll(ctx: StageContext[Any]) -> Done | Pending:
-        name = (
-            ctx.own_outputs.get("cluster_name") or CreateCluster.from_payload(ctx.command).spec.name
-        )
+    async def eks_cluster_poll(ctx: StageContext[CreateCluster]) -> Done | Pending:
+        name = ctx.own_outputs.get("cluster_name") or ctx.cmd.spec.name
         current = await eks.describe_cluster(name)
         if current is None:
             raise PermanentError(
@@ -269,10 +267,10 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
             f"EKS control plane {current.status} ({elapsed_seconds(current.created_at)} s)"
         )
 
-    async def access_entries(ctx: StageContext[Any]) -> Done:
+    async def access_entries(ctx: StageContext[CreateCluster]) -> Done:
         cluster = ctx.output("eks_cluster", "cluster_name")
         cluster_arn = ctx.output("eks_cluster", "cluster_arn")
-        spec = CreateCluster.from_payload(ctx.command).spec
+        spec = ctx.cmd.spec
         tags = resource_tags(spec)
         caller = principal_arn(await eks.caller_arn())
         execution_role = ctx.output("execution_role", "role_arn")
@@ -311,14 +309,14 @@ def create_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
 
 
 def delete_stages(eks: EksPort, buckets: LifecycleBuckets) -> list[Stage]:
-    async def delete_eks(ctx: StageContext[Any]) -> Done | Submitted:
+    async def delete_eks(ctx: StageContext[DeleteCluster]) -> Done | Submitted:
         made = recorded(ctx, "eks_cluster")
         if not made.get("created") or not made.get("cluster_name"):
             return Done(noop=True)
         current = await eks.describe_cluster(made["cluster_name"])
         if current is None:
             return Done(noop=True)
-        if not is_ours(current.tags, ctx.command.get("name", "")):
+        if not is_ours(current.tags, ctx.cmd.name):
             raise PermanentError(
                 "EksClusterNotOurs",
                 f"EKS cluster {current.name} no longer carries Hyperpilot's tags for this cluster",

@@ -48,7 +48,8 @@ from cluster_svc.domain.components.kuberay import kuberay_operator
 from cluster_svc.domain.components.load_balancer import load_balancer_controller
 from cluster_svc.domain.components.namespaces import namespaces
 from cluster_svc.domain.kube_storage import delete_storage_stage, storage_stage
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
+from shared.contracts.dependencies import ReconcileDependencies
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -372,8 +373,10 @@ def _settled(previous: str | None, seen: Observed, action: Action) -> str:
 def create_stages(kube_factory: KubeFactory, addons: AddonApi) -> list[Stage]:
     """`dependencies` (needs eks_cluster, access_entries, oidc_provider) and `storage`."""
 
-    def reconciler(ctx: StageContext[Any]) -> tuple[Reconciler, Target]:
-        cmd = CreateCluster.from_payload(ctx.command)
+    def reconciler(
+        ctx: StageContext[CreateCluster | ReconcileDependencies],
+    ) -> tuple[Reconciler, Target]:
+        cmd = ctx.cmd
         eks = ctx.outputs["eks_cluster"]
         access = cluster_access(eks)
         components = dependency_set(access.name, cmd.region)
@@ -429,8 +432,8 @@ def delete_stages(
     """`delete_storage`, then `delete_dependencies` (only the add-ons this control plane
     installed), which also waits for `dependencies_after` (HyperPod must go first)."""
 
-    def targets(ctx: StageContext[Any]) -> tuple[str | None, list[str]]:
-        resources = ctx.command.get("resources") or {}
+    def targets(ctx: StageContext[DeleteCluster]) -> tuple[str | None, list[str]]:
+        resources = ctx.cmd.resources
         cluster = (resources.get("eks_cluster") or {}).get("cluster_name")
         created = list((resources.get("dependencies") or {}).get("created") or [])
         return cluster, created

@@ -26,12 +26,9 @@ command repeats nothing that already took effect; the dry-run plan is the same l
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-import asyncpg
 
 from cluster_svc.domain.components.addons import eks_addons
 from cluster_svc.domain.components.base import (
@@ -991,8 +988,8 @@ async def advance(
 
 
 def feature_stage(port: FeaturePort, feature: str, needs: tuple[str, ...] = ()) -> Stage:
-    async def run(ctx: StageContext[Any]) -> Done | Submitted:
-        command = UpdateFeatures.from_payload(ctx.command)
+    async def run(ctx: StageContext[UpdateFeatures]) -> Done | Submitted:
+        command = ctx.cmd
         actual, steps, now, wait = await advance(port, command, feature)
         found = {k: v.model_dump(mode="json") for k, v in diff(actual, command.changes).items()}
         changed = {k: v for k, v in found.items() if k.split(".")[0] == feature}
@@ -1003,8 +1000,8 @@ def feature_stage(port: FeaturePort, feature: str, needs: tuple[str, ...] = ()) 
             {"diff": changed, "steps": [_label(s) for s in now], "waiting": _reason(wait)},
         )
 
-    async def poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = UpdateFeatures.from_payload(ctx.command)
+    async def poll(ctx: StageContext[UpdateFeatures]) -> Done | Pending:
+        command = ctx.cmd
         _, steps, now, wait = await advance(port, command, feature)
         if not steps:
             return Done()
@@ -1042,6 +1039,7 @@ def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
     return Workflow(
         kind=UpdateFeatures.kind(),
         domain=UpdateFeatures.domain,
+        command=UpdateFeatures,
         stages=(
             feature_stage(port, "training_operator"),
             feature_stage(port, "inference_operator"),
@@ -1052,9 +1050,7 @@ def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
     )
 
 
-async def features_updated(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
+async def features_updated(conn: object, operation_id: object, outcome: Outcome) -> list[Event]:
     if outcome.status != "succeeded":
         return []
     command = UpdateFeatures.from_payload(outcome.command)

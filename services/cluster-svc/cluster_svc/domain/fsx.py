@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from cluster_svc.domain.control_plane import elapsed_seconds, is_ours, recorded, resource_tags
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -97,8 +97,8 @@ def create_stages(
     deployment_type: DeploymentType = "PERSISTENT_2",
     throughput_per_tib: int = 250,
 ) -> list[Stage]:
-    async def file_system(ctx: StageContext[Any]) -> Done | Submitted:
-        cmd = CreateCluster.from_payload(ctx.command)
+    async def file_system(ctx: StageContext[CreateCluster]) -> Done | Submitted:
+        cmd = ctx.cmd
         if cmd.spec.storage.fsx_capacity_gib is None:
             return Done(noop=True)
         ours = [
@@ -157,7 +157,7 @@ def create_stages(
 
 
 def delete_stages(fsx: FsxPort) -> list[Stage]:
-    async def delete_fsx(ctx: StageContext[Any]) -> Done | Submitted:
+    async def delete_fsx(ctx: StageContext[DeleteCluster]) -> Done | Submitted:
         made = recorded(ctx, "fsx")
         file_system_id = made.get("file_system_id")
         if not made.get("created") or not file_system_id:
@@ -165,7 +165,7 @@ def delete_stages(fsx: FsxPort) -> list[Stage]:
         found = await fsx.describe(file_system_id)
         if found is None:
             return Done(noop=True)
-        if not is_ours(found.tags, ctx.command.get("name", "")):
+        if not is_ours(found.tags, ctx.cmd.name):
             raise PermanentError(
                 "FileSystemNotOurs",
                 f"FSx for Lustre {file_system_id} no longer carries Hyperpilot's tags for this cluster",

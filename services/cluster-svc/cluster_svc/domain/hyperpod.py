@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from cluster_svc.domain import lifecycle
 from cluster_svc.domain.control_plane import elapsed_seconds, is_ours, recorded, resource_tags
 from shared.contracts.cluster import CapacityType, ClusterSpec, InstanceGroupSpec
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError, StageError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -200,8 +200,8 @@ def _outputs(cluster: HyperPodCluster) -> dict[str, Any]:
 
 
 def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
-    async def hyperpod_cluster(ctx: StageContext[Any]) -> Done | Submitted:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def hyperpod_cluster(ctx: StageContext[CreateCluster]) -> Done | Submitted:
+        spec = ctx.cmd.spec
         current = await sagemaker.describe_cluster(spec.name)
         if current is None:
             arn = await sagemaker.create_cluster(
@@ -225,8 +225,8 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
             return Done(_outputs(current), noop=True)
         return Submitted(current.arn, _outputs(current))
 
-    async def hyperpod_cluster_poll(ctx: StageContext[Any]) -> Done | Pending:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def hyperpod_cluster_poll(ctx: StageContext[CreateCluster]) -> Done | Pending:
+        spec = ctx.cmd.spec
         current = await sagemaker.describe_cluster(spec.name)
         replacing = bool(ctx.own_outputs.get(REPLACING))
         if current is None:
@@ -272,7 +272,7 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
 
 
 def delete_stages(sagemaker: SageMakerPort) -> list[Stage]:
-    async def delete_hyperpod(ctx: StageContext[Any]) -> Done | Submitted:
+    async def delete_hyperpod(ctx: StageContext[DeleteCluster]) -> Done | Submitted:
         made = recorded(ctx, "hyperpod_cluster")
         name = made.get("cluster_name")
         if not made.get("created") or not name:
@@ -280,7 +280,7 @@ def delete_stages(sagemaker: SageMakerPort) -> list[Stage]:
         current = await sagemaker.describe_cluster(name)
         if current is None:
             return Done(noop=True)
-        if not is_ours(await sagemaker.cluster_tags(current.arn), ctx.command.get("name", "")):
+        if not is_ours(await sagemaker.cluster_tags(current.arn), ctx.cmd.name):
             raise PermanentError(
                 "HyperPodClusterNotOurs",
                 f"HyperPod cluster {name} no longer carries Hyperpilot's tags for this cluster",

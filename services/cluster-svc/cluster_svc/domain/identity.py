@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Stage, StageContext
 
@@ -352,8 +352,8 @@ def create_stages(iam: Iam) -> list[Stage]:
     """`eks_role`, `execution_role` and `oidc_provider` (docs/cluster-lifecycle.md); the last
     needs `eks_cluster`, which the control-plane area provides."""
 
-    async def eks_role(ctx: StageContext[Any]) -> Done:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def eks_role(ctx: StageContext[CreateCluster]) -> Done:
+        spec = ctx.cmd.spec
         return await ensure_role(
             iam,
             name=role_name(spec.name, "eks"),
@@ -365,8 +365,8 @@ def create_stages(iam: Iam) -> list[Stage]:
             policy=lambda _arn: eks_cluster_policy(),
         )
 
-    async def execution_role(ctx: StageContext[Any]) -> Done:
-        cmd = CreateCluster.from_payload(ctx.command)
+    async def execution_role(ctx: StageContext[CreateCluster]) -> Done:
+        cmd = ctx.cmd
         return await ensure_role(
             iam,
             name=role_name(cmd.spec.name, "exec"),
@@ -380,8 +380,8 @@ def create_stages(iam: Iam) -> list[Stage]:
             ),
         )
 
-    async def oidc_provider(ctx: StageContext[Any]) -> Done:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def oidc_provider(ctx: StageContext[CreateCluster]) -> Done:
+        spec = ctx.cmd.spec
         issuer = str(ctx.output("eks_cluster", "oidc_issuer"))
         return await ensure_oidc_provider(iam, issuer, spec.name, spec.tags)
 
@@ -422,8 +422,8 @@ async def ensure_oidc_provider(
 # ---- delete -----------------------------------------------------------------------------------
 
 
-def _resources(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
-    resources: dict[str, Any] = ctx.command.get("resources") or {}
+def _resources(ctx: StageContext[DeleteCluster], stage: str) -> dict[str, Any]:
+    resources: dict[str, Any] = ctx.cmd.resources
     return dict(resources.get(stage) or {})
 
 

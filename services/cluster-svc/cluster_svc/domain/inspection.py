@@ -407,8 +407,8 @@ def create_stages(reads: InspectionReads) -> list[Stage]:
     It only reads, so re-running it after a crash repeats nothing. Every later stage should
     need it; it fails permanently with every problem (field: message) and their next steps."""
 
-    async def preflight(ctx: StageContext[Any]) -> Done:
-        command = CreateCluster.from_payload(ctx.command)
+    async def preflight(ctx: StageContext[CreateCluster]) -> Done:
+        command = ctx.cmd
         problems = await check_create(reads, command.spec, command.region)
         if problems:
             message, hint = problems_summary(problems)

@@ -19,34 +19,26 @@ command, shared by the workflow stage that acts and the planner that answers a d
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-
-import asyncpg
 
 from cluster_svc.domain import hyperpod, inspection, lifecycle, network
 from cluster_svc.domain.inspection import Problem
 from cluster_svc.domain.subnets import CreateSubnet, plan_compute_subnet
 from shared.contracts.cluster import CapacityType, ClusterSpec, InstanceGroupSpec, InterfaceType
-from shared.contracts.events import Event
 from shared.contracts.instance_groups import (
     IMMUTABLE_FIELDS,
     MAX_INSTANCE_GROUPS,
     AddInstanceGroup,
-    ClusterSoftwareUpdated,
     DeleteInstanceGroup,
-    InstanceGroupAdded,
-    InstanceGroupDeleted,
-    InstanceGroupUpdated,
     NewInstanceGroup,
     UpdateClusterSoftware,
     UpdateInstanceGroup,
 )
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
 from shared.errors import PermanentError, TemporaryError
-from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
+from shared.stages import Done, Pending, Stage, StageContext, Submitted, Workflow
 
 RULE_GROUP_EXISTS = "instance_group_exists"
 RULE_NAME_AVAILABLE = "instance_group_name_available"
@@ -803,8 +795,8 @@ def _diff_json(diff: dict[str, FieldChange]) -> dict[str, Any]:
 def update_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
-    async def update_group(ctx: StageContext[Any]) -> Done | Submitted:
-        command = UpdateInstanceGroup.from_payload(ctx.command)
+    async def update_group(ctx: StageContext[UpdateInstanceGroup]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_update(cluster, command.group, command.change.changed())
         if decision.problems:
@@ -819,8 +811,8 @@ def update_stages(
         arn = await api.update_cluster(request)
         return Submitted(arn, {"diff": _diff_json(decision.diff), "request": request})
 
-    async def update_group_poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = UpdateInstanceGroup.from_payload(ctx.command)
+    async def update_group_poll(ctx: StageContext[UpdateInstanceGroup]) -> Done | Pending:
+        command = ctx.cmd
         count = ctx.own_outputs["request"]["InstanceGroups"][0]["InstanceCount"]
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         return settled(cluster, command.hyperpod_cluster, command.group, count)
@@ -836,8 +828,8 @@ def update_stages(
 
 
 def delete_stages(api: InstanceGroupApi) -> list[Stage]:
-    async def delete_group(ctx: StageContext[Any]) -> Done | Submitted:
-        command = DeleteInstanceGroup.from_payload(ctx.command)
+    async def delete_group(ctx: StageContext[DeleteInstanceGroup]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_delete(cluster, command.group)
         if decision.problems:
@@ -849,8 +841,8 @@ def delete_stages(api: InstanceGroupApi) -> list[Stage]:
         arn = await api.update_cluster(request)
         return Submitted(arn, {"request": request})
 
-    async def delete_group_poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = DeleteInstanceGroup.from_payload(ctx.command)
+    async def delete_group_poll(ctx: StageContext[DeleteInstanceGroup]) -> Done | Pending:
+        command = ctx.cmd
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         return settled(cluster, command.hyperpod_cluster, command.group, None)
 
@@ -858,8 +850,8 @@ def delete_stages(api: InstanceGroupApi) -> list[Stage]:
 
 
 def software_stages(api: InstanceGroupApi) -> list[Stage]:
-    async def update_software(ctx: StageContext[Any]) -> Done | Submitted:
-        command = UpdateClusterSoftware.from_payload(ctx.command)
+    async def update_software(ctx: StageContext[UpdateClusterSoftware]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = await _describe(api, command.hyperpod_cluster)
         decision = decide_software(cluster, command)
         if decision.problems:
@@ -871,8 +863,8 @@ def software_stages(api: InstanceGroupApi) -> list[Stage]:
         arn = await api.update_cluster_software(request)
         return Submitted(arn, {"request": request})
 
-    async def update_software_poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = UpdateClusterSoftware.from_payload(ctx.command)
+    async def update_software_poll(ctx: StageContext[UpdateClusterSoftware]) -> Done | Pending:
+        command = ctx.cmd
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         if cluster is None:
             raise PermanentError(
@@ -900,8 +892,8 @@ def software_stages(api: InstanceGroupApi) -> list[Stage]:
 def add_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
-    async def validate(ctx: StageContext[Any]) -> Done:
-        command = AddInstanceGroup.from_payload(ctx.command)
+    async def validate(ctx: StageContext[AddInstanceGroup]) -> Done:
+        command = ctx.cmd
         cluster = await _describe(api, command.hyperpod_cluster)
         existing = cluster.groups.get(command.group.name)
         if existing is not None and same_group(existing, command.group):
@@ -911,8 +903,8 @@ def add_stages(
             raise Decision(problems=problems).error("InstanceGroupRefused")
         return Done(noop=True)  # only read
 
-    async def compute_subnet(ctx: StageContext[Any]) -> Done:
-        command = AddInstanceGroup.from_payload(ctx.command)
+    async def compute_subnet(ctx: StageContext[AddInstanceGroup]) -> Done:
+        command = ctx.cmd
         zone = command.group.availability_zone_id
         if zone is None:
             return Done(noop=True)
@@ -943,8 +935,8 @@ def add_stages(
             noop=not made,
         )
 
-    async def add_group(ctx: StageContext[Any]) -> Done | Submitted:
-        command = AddInstanceGroup.from_payload(ctx.command)
+    async def add_group(ctx: StageContext[AddInstanceGroup]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = await _describe(api, command.hyperpod_cluster)
         name = command.group.name
         existing = cluster.groups.get(name)
@@ -968,8 +960,8 @@ def add_stages(
         arn = await api.update_cluster(request)
         return Submitted(arn, {"instance_group": name, "request": request})
 
-    async def add_group_poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = AddInstanceGroup.from_payload(ctx.command)
+    async def add_group_poll(ctx: StageContext[AddInstanceGroup]) -> Done | Pending:
+        command = ctx.cmd
         cluster = await api.describe_cluster_groups(command.hyperpod_cluster)
         return settled(cluster, command.hyperpod_cluster, command.group.name, command.group.count)
 
@@ -1057,179 +1049,6 @@ def deciders(
     }
 
 
-# ---- the read model ------------------------------------------------------------------------
-
-OK = ("succeeded", "noop")
-
-
-async def _set_status(
-    conn: asyncpg.Connection, cluster: str, names: list[str] | None, status: str
-) -> None:
-    if names is None:
-        await conn.execute(
-            "UPDATE instance_groups SET status = $2, updated_at = now() WHERE cluster = $1",
-            cluster,
-            status,
-        )
-        return
-    await conn.execute(
-        "UPDATE instance_groups SET status = $3, updated_at = now()"
-        " WHERE cluster = $1 AND name = ANY($2::text[])",
-        cluster,
-        names,
-        status,
-    )
-
-
-async def _record_subnet(conn: asyncpg.Connection, cluster: str, subnet: dict[str, Any]) -> None:
-    """A compute subnet made for a group joins the cluster's recorded resources, so deleting
-    the cluster deletes it too."""
-    created = list(subnet.get("created") or [])
-    if not created:
-        return
-    resources = await conn.fetchval(
-        "SELECT resources FROM clusters WHERE name = $1 FOR UPDATE", cluster
-    )
-    if resources is None:
-        return
-    compute = dict(resources.get("compute_subnet") or {})
-    compute["created"] = list(dict.fromkeys([*(compute.get("created") or []), *created]))
-    zones = dict(compute.get("subnets") or {})
-    zone = subnet.get("availability_zone_id")
-    if zone and zone not in zones:
-        zones[zone] = {
-            "subnet_id": subnet["subnet_id"],
-            "cidr": subnet.get("cidr"),
-            "created": True,
-        }
-    compute["subnets"] = zones
-    await conn.execute(
-        "UPDATE clusters SET resources = $2, updated_at = now() WHERE name = $1",
-        cluster,
-        {**resources, "compute_subnet": compute},
-    )
-
-
-async def adding(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-) -> None:
-    add = AddInstanceGroup.from_payload(command)
-    await conn.execute(
-        "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
-        " SELECT $1, $2, $3, $4, $5, 'adding' WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $1)"
-        " ON CONFLICT (cluster, name) DO NOTHING",
-        add.cluster,
-        add.group.name,
-        add.group.instance_type,
-        add.group.count,
-        add.group.model_dump(mode="json"),
-    )
-
-
-async def added(conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome) -> list[Event]:
-    add = AddInstanceGroup.from_payload(outcome.command)
-    subnet = outcome.outputs.get("compute_subnet") or {}
-    await _record_subnet(conn, add.cluster, subnet)
-    if outcome.status not in OK:
-        await conn.execute(
-            "DELETE FROM instance_groups WHERE cluster = $1 AND name = $2 AND status = 'adding'",
-            add.cluster,
-            add.group.name,
-        )
-        return []
-    spec = {**add.group.model_dump(mode="json"), "subnet_id": subnet.get("subnet_id")}
-    await conn.execute(
-        "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
-        " SELECT $1, $2, $3, $4, $5, 'InService' WHERE EXISTS (SELECT 1 FROM clusters WHERE name = $1)"
-        " ON CONFLICT (cluster, name) DO UPDATE SET instance_type = $3, count = $4, spec = $5,"
-        " status = 'InService', updated_at = now()",
-        add.cluster,
-        add.group.name,
-        add.group.instance_type,
-        add.group.count,
-        spec,
-    )
-    if outcome.status == "noop":
-        return []
-    return [
-        InstanceGroupAdded(
-            cluster=add.cluster,
-            name=add.group.name,
-            instance_type=add.group.instance_type,
-            count=add.group.count,
-            subnet_id=subnet.get("subnet_id"),
-        )
-    ]
-
-
-async def updating(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-) -> None:
-    update = UpdateInstanceGroup.from_payload(command)
-    await _set_status(conn, update.cluster, [update.group], "updating")
-
-
-async def updated(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    update = UpdateInstanceGroup.from_payload(outcome.command)
-    diff = (outcome.outputs.get("update_group") or {}).get("diff") or {}
-    if outcome.status == "succeeded" and diff:
-        requested = {k: v["requested"] for k, v in diff.items()}
-        await conn.execute(
-            "UPDATE instance_groups SET spec = spec || $3::jsonb,"
-            " count = coalesce(($3::jsonb ->> 'count')::int, count), updated_at = now()"
-            " WHERE cluster = $1 AND name = $2",
-            update.cluster,
-            update.group,
-            requested,
-        )
-    await _set_status(conn, update.cluster, [update.group], "InService")
-    if outcome.status != "succeeded" or not diff:
-        return []
-    return [InstanceGroupUpdated(cluster=update.cluster, name=update.group, changes=diff)]
-
-
-async def deleting(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-) -> None:
-    delete = DeleteInstanceGroup.from_payload(command)
-    await _set_status(conn, delete.cluster, [delete.group], "deleting")
-
-
-async def deleted(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    delete = DeleteInstanceGroup.from_payload(outcome.command)
-    if outcome.status not in OK:
-        await _set_status(conn, delete.cluster, [delete.group], "InService")
-        return []
-    await conn.execute(
-        "DELETE FROM instance_groups WHERE cluster = $1 AND name = $2", delete.cluster, delete.group
-    )
-    if outcome.status == "noop":
-        return []
-    return [InstanceGroupDeleted(cluster=delete.cluster, name=delete.group)]
-
-
-async def software_updating(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-) -> None:
-    update = UpdateClusterSoftware.from_payload(command)
-    await _set_status(conn, update.cluster, update.spec.instance_groups, "updating_software")
-
-
-async def software_updated(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    update = UpdateClusterSoftware.from_payload(outcome.command)
-    await _set_status(conn, update.cluster, update.spec.instance_groups, "InService")
-    if outcome.status != "succeeded":
-        return []
-    names = (outcome.outputs.get("update_software") or {}).get("instance_groups") or []
-    return [ClusterSoftwareUpdated(cluster=update.cluster, instance_groups=list(names))]
-
-
 def workflows(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> dict[str, Workflow[Any]]:
@@ -1237,29 +1056,25 @@ def workflows(
         AddInstanceGroup.__name__: Workflow(
             kind=AddInstanceGroup.kind(),
             domain=AddInstanceGroup.domain,
+            command=AddInstanceGroup,
             stages=tuple(add_stages(api, ec2, reads)),
-            on_start=adding,
-            on_finish=added,
         ),
         UpdateInstanceGroup.__name__: Workflow(
             kind=UpdateInstanceGroup.kind(),
             domain=UpdateInstanceGroup.domain,
+            command=UpdateInstanceGroup,
             stages=tuple(update_stages(api, ec2, reads)),
-            on_start=updating,
-            on_finish=updated,
         ),
         DeleteInstanceGroup.__name__: Workflow(
             kind=DeleteInstanceGroup.kind(),
             domain=DeleteInstanceGroup.domain,
+            command=DeleteInstanceGroup,
             stages=tuple(delete_stages(api)),
-            on_start=deleting,
-            on_finish=deleted,
         ),
         UpdateClusterSoftware.__name__: Workflow(
             kind=UpdateClusterSoftware.kind(),
             domain=UpdateClusterSoftware.domain,
+            command=UpdateClusterSoftware,
             stages=tuple(software_stages(api)),
-            on_start=software_updating,
-            on_finish=software_updated,
         ),
     }

@@ -18,7 +18,7 @@ from cluster_svc.domain.components.base import (
     labelled,
     object_ref,
 )
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -96,8 +96,8 @@ def fsx_volume(
     ]
 
 
-def wanted_volumes(ctx: StageContext[Any]) -> list[KubeObject]:
-    cmd = CreateCluster.from_payload(ctx.command)
+def wanted_volumes(ctx: StageContext[CreateCluster]) -> list[KubeObject]:
+    cmd = ctx.cmd
     objects = s3_volume(ctx.output("bucket", "bucket"), cmd.region)
     fsx = ctx.outputs.get("fsx") or {}
     if fsx.get("file_system_id"):
@@ -227,8 +227,8 @@ def delete_storage_stage(kube_factory: KubeFactory) -> Stage:
     """Remove the claims and volumes the storage stage made (claims first). The bucket and
     file system behind them are deleted by their own stages."""
 
-    async def run(ctx: StageContext[Any]) -> Done:
-        resources = ctx.command.get("resources") or {}
+    async def run(ctx: StageContext[DeleteCluster]) -> Done:
+        resources = ctx.cmd.resources
         created = list((resources.get("storage") or {}).get("created") or [])
         eks = resources.get("eks_cluster") or {}
         if not created or not eks.get("endpoint"):

@@ -28,7 +28,7 @@ from cluster_svc.domain.subnets import (
     plan_support_subnets,
 )
 from shared.contracts.cluster import ClusterSpec
-from shared.contracts.commands import CreateCluster
+from shared.contracts.commands import CreateCluster, DeleteCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -202,8 +202,8 @@ async def ensure_compute_subnet(
 def create_stages(ec2: Ec2) -> list[Stage]:
     """`network`, `security_group` and `compute_subnet` (docs/cluster-lifecycle.md)."""
 
-    async def network(ctx: StageContext[Any]) -> Done | Submitted:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def network(ctx: StageContext[CreateCluster]) -> Done | Submitted:
+        spec = ctx.cmd.spec
         outputs = await _network_up_to_nat(ec2, spec)
         nat = await ec2.nat_gateway(outputs["nat_gateway_id"])
         if nat is not None and nat.state == "available":
@@ -230,12 +230,12 @@ def create_stages(ec2: Ec2) -> list[Stage]:
             return Pending(f"NAT gateway {nat.nat_gateway_id} is {nat.state}")
         return Done(await _default_route(ec2, dict(ctx.own_outputs)))
 
-    async def security_group(ctx: StageContext[Any]) -> Done:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def security_group(ctx: StageContext[CreateCluster]) -> Done:
+        spec = ctx.cmd.spec
         return await _security_group(ec2, spec, ctx.output("network", "vpc_id"))
 
-    async def compute_subnet(ctx: StageContext[Any]) -> Done:
-        spec = CreateCluster.from_payload(ctx.command).spec
+    async def compute_subnet(ctx: StageContext[CreateCluster]) -> Done:
+        spec = ctx.cmd.spec
         return await _compute_subnets(
             ec2,
             spec,
@@ -543,8 +543,8 @@ def _waiting_stage(name: str, title: str, step: Step, needs: tuple[str, ...] = (
     return Stage(name, title, run, poll=poll, needs=needs)
 
 
-def _resources(ctx: StageContext[Any], stage: str) -> dict[str, Any]:
-    resources: dict[str, Any] = ctx.command.get("resources") or {}
+def _resources(ctx: StageContext[DeleteCluster], stage: str) -> dict[str, Any]:
+    resources: dict[str, Any] = ctx.cmd.resources
     return dict(resources.get(stage) or {})
 
 

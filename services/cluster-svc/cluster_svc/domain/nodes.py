@@ -16,13 +16,10 @@ names the next step.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
-
-import asyncpg
 
 from shared.contracts.events import Event
 from shared.contracts.nodes import (
@@ -34,7 +31,6 @@ from shared.contracts.nodes import (
     NodeFailed,
     NodeOperationFinished,
     NodeRecovered,
-    NodeRecoveryChanged,
     NodeRemoved,
     NodeReplaced,
     NodeStatusChanged,
@@ -68,6 +64,7 @@ BATCH_OPERATIONS: dict[str, str] = {
     "replace": "BatchReplaceClusterNodes",
     "delete": "BatchDeleteClusterNodes",
 }
+NodeActionCommand = RebootNodes | ReplaceNodes | DeleteNodes
 # A node still Failure this long after its reboot was accepted did not come back.
 SETTLE_SECONDS = 30.0
 
@@ -641,8 +638,8 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
     command_type = NODE_ACTION_COMMANDS[action]
     stage_name = f"{action}_nodes"
 
-    async def run(ctx: StageContext[Any]) -> Done | Submitted:
-        command = command_type.from_payload(ctx.command)
+    async def run(ctx: StageContext[NodeActionCommand]) -> Done | Submitted:
+        command = ctx.cmd
         before = await _nodes(port, command.hyperpod_cluster)
         decision = decide_action(action, command.node_ids, before)
         if decision.unknown:
@@ -684,8 +681,8 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
             return Done(outputs)
         return Submitted(f"{action}:{len(submitted)} nodes", outputs)
 
-    async def poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = command_type.from_payload(ctx.command)
+    async def poll(ctx: StageContext[NodeActionCommand]) -> Done | Pending:
+        command = ctx.cmd
         own = ctx.own_outputs
         submitted = own.get("submitted") or {}
         elapsed = time.time() - float(own.get("submitted_at") or time.time())
@@ -700,8 +697,8 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
             )
         return Done({"results": results})
 
-    async def verify(ctx: StageContext[Any]) -> Done:
-        command = command_type.from_payload(ctx.command)
+    async def verify(ctx: StageContext[NodeActionCommand]) -> Done:
+        command = ctx.cmd
         results = ctx.outputs.get(stage_name, {}).get("results") or {}
         error = failures_error(action, command.cluster, results)
         if error is not None:
@@ -711,6 +708,7 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
     return Workflow(
         kind=command_type.kind(),
         domain=command_type.domain,
+        command=command_type,
         stages=(
             Stage(
                 stage_name, f"{action.capitalize()} nodes in batches of {BATCH_LIMIT}", run, poll
@@ -732,9 +730,7 @@ def _batch_hint(action: str, code: str | None) -> str:
 
 
 def _finish_with_results(action: str, stage_name: str) -> FinalHook:
-    async def finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
+    async def finish(conn: object, operation_id: object, outcome: Outcome) -> list[Event]:
         results = outcome.outputs.get(stage_name, {}).get("results") or {}
         if not results:
             return []
@@ -745,8 +741,8 @@ def _finish_with_results(action: str, stage_name: str) -> FinalHook:
 
 
 def health_check_workflow(port: NodesPort) -> Workflow[Any]:
-    async def run(ctx: StageContext[Any]) -> Done | Submitted:
-        command = StartDeepHealthCheck.from_payload(ctx.command)
+    async def run(ctx: StageContext[StartDeepHealthCheck]) -> Done | Submitted:
+        command = ctx.cmd
         decision = decide_health_check(command, await _nodes(port, command.hyperpod_cluster))
         _raise_unknown(command.cluster, decision)
         skipped = {i: {"status": "skipped", "message": why} for i, why in decision.skipped.items()}
@@ -762,8 +758,8 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
             },
         )
 
-    async def poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = StartDeepHealthCheck.from_payload(ctx.command)
+    async def poll(ctx: StageContext[StartDeepHealthCheck]) -> Done | Pending:
+        command = ctx.cmd
         targets = ctx.own_outputs.get("targets") or {}
         finished, progress = health_check_progress(
             targets, await _nodes(port, command.hyperpod_cluster)
@@ -773,8 +769,8 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
             return Pending(f"{waiting} of {len(targets)} nodes still being checked")
         return Done({"results": {**(ctx.own_outputs.get("results") or {}), **progress}})
 
-    async def verify(ctx: StageContext[Any]) -> Done:
-        command = StartDeepHealthCheck.from_payload(ctx.command)
+    async def verify(ctx: StageContext[StartDeepHealthCheck]) -> Done:
+        command = ctx.cmd
         outputs = ctx.outputs.get("health_check", {})
         error = failures_error("health_check", command.cluster, outputs.get("results") or {})
         if error is not None:
@@ -784,6 +780,7 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
     return Workflow(
         kind=StartDeepHealthCheck.kind(),
         domain=StartDeepHealthCheck.domain,
+        command=StartDeepHealthCheck,
         stages=(
             Stage("health_check", "Deep health check (StartClusterHealthCheck)", run, poll),
             Stage("verify", "Check every node's result", verify, needs=("health_check",)),
@@ -793,8 +790,8 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
 
 
 def node_recovery_workflow(port: NodesPort) -> Workflow[Any]:
-    async def run(ctx: StageContext[Any]) -> Done | Submitted:
-        command = SetNodeRecovery.from_payload(ctx.command)
+    async def run(ctx: StageContext[SetNodeRecovery]) -> Done | Submitted:
+        command = ctx.cmd
         actual = await read_recovery(port, command)
         diff = decide_recovery(actual.mode, command.mode.value)
         if not diff:
@@ -812,8 +809,8 @@ def node_recovery_workflow(port: NodesPort) -> Workflow[Any]:
             {"previous": actual.mode, "mode": command.mode.value},
         )
 
-    async def poll(ctx: StageContext[Any]) -> Done | Pending:
-        command = SetNodeRecovery.from_payload(ctx.command)
+    async def poll(ctx: StageContext[SetNodeRecovery]) -> Done | Pending:
+        command = ctx.cmd
         actual = await read_recovery(port, command)
         if actual.status == "InService" and actual.mode == command.mode.value:
             return Done({"mode": actual.mode})
@@ -825,32 +822,11 @@ def node_recovery_workflow(port: NodesPort) -> Workflow[Any]:
             )
         return Pending(f"cluster is {actual.status}, NodeRecovery {actual.mode}")
 
-    async def finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        command = SetNodeRecovery.from_payload(outcome.command)
-        out = outcome.outputs.get("node_recovery", {})
-        if outcome.status not in ("succeeded", "noop"):
-            return []
-        await conn.execute(
-            "UPDATE clusters SET spec = jsonb_set(spec, '{node_recovery}', to_jsonb($2::text)),"
-            " updated_at = now() WHERE name = $1 AND spec ? 'node_recovery'",
-            command.cluster,
-            command.mode.value,
-        )
-        if outcome.status == "noop":
-            return []
-        return [
-            NodeRecoveryChanged(
-                cluster=command.cluster, previous=out.get("previous"), mode=command.mode.value
-            )
-        ]
-
     return Workflow(
         kind=SetNodeRecovery.kind(),
         domain=SetNodeRecovery.domain,
+        command=SetNodeRecovery,
         stages=(Stage("node_recovery", "Set NodeRecovery (UpdateCluster)", run, poll),),
-        on_finish=finish,
     )
 
 
@@ -881,6 +857,33 @@ def record_of(view: Mapping[str, Any]) -> NodeRecord:
 
 
 BAD = frozenset({"unhealthy"})
+
+
+@dataclass(frozen=True)
+class NodeChanges:
+    """What one observation changes: the events to report and the records to write."""
+
+    events: list[Event]
+    gone: list[str]  # node ids no longer listed
+    changed: list[dict[str, Any]]  # health views new or different from their record
+
+
+def watch_changes(
+    cluster: str,
+    previous: Mapping[str, NodeRecord],
+    views: list[dict[str, Any]],
+    *,
+    baseline: bool,
+) -> NodeChanges:
+    """The watcher's decision for one observation; the first one (no baseline) reports nothing."""
+    current = {v["node_id"]: record_of(v) for v in views}
+    return NodeChanges(
+        events=diff_nodes(cluster, previous, current) if baseline else [],
+        gone=[k for k in previous if k not in current],
+        changed=[
+            v for v in views if v["node_id"] not in previous or previous[v["node_id"]].view != v
+        ],
+    )
 
 
 def diff_nodes(
@@ -979,6 +982,7 @@ __all__ = [
     "BatchResult",
     "ClusterRecovery",
     "KubeNode",
+    "NodeChanges",
     "NodeInstance",
     "NodeRecord",
     "NodesPort",
@@ -996,4 +1000,5 @@ __all__ = [
     "node_recovery_workflow",
     "record_of",
     "recovery_plan",
+    "watch_changes",
 ]

@@ -30,21 +30,21 @@ def bucket_arn(name: str) -> str:
     return f"arn:aws:s3:::{name}"
 
 
-def create_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
-    async def bucket(ctx: StageContext[Any]) -> Done:
-        cmd = CreateStorageBucket.from_payload(ctx.command)
-        if await buckets.exists(cmd.name):
-            return Done({"arn": bucket_arn(cmd.name)}, noop=True)
-        await buckets.create(cmd.name, cmd.region)
-        await buckets.tag(cmd.name)
-        return Done({"arn": bucket_arn(cmd.name)})
+def create_bucket_workflow(buckets: BucketStore) -> Workflow[CreateStorageBucket]:
+    async def bucket(ctx: StageContext[CreateStorageBucket]) -> Done:
+        name = ctx.cmd.name
+        if await buckets.exists(name):
+            return Done({"arn": bucket_arn(name)}, noop=True)
+        await buckets.create(name, ctx.cmd.region)
+        await buckets.tag(name)
+        return Done({"arn": bucket_arn(name)})
 
-    async def public_access(ctx: StageContext[Any]) -> Done:
-        changed = await buckets.block_public_access(ctx.command["name"])
+    async def public_access(ctx: StageContext[CreateStorageBucket]) -> Done:
+        changed = await buckets.block_public_access(ctx.cmd.name)
         return Done(noop=not changed)
 
-    async def encryption(ctx: StageContext[Any]) -> Done:
-        changed = await buckets.encrypt(ctx.command["name"])
+    async def encryption(ctx: StageContext[CreateStorageBucket]) -> Done:
+        changed = await buckets.encrypt(ctx.cmd.name)
         return Done({"algorithm": "AES256"}, noop=not changed)
 
     return Workflow(
@@ -57,22 +57,21 @@ def create_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
         ),
         on_start=_mark("creating"),
         on_finish=_finish_create,
+        command=CreateStorageBucket,
     )
 
 
-def delete_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
-    async def empty(ctx: StageContext[Any]) -> Done:
-        name = ctx.command["name"]
-        if not await buckets.exists(name):
+def delete_bucket_workflow(buckets: BucketStore) -> Workflow[DeleteStorageBucket]:
+    async def empty(ctx: StageContext[DeleteStorageBucket]) -> Done:
+        if not await buckets.exists(ctx.cmd.name):
             return Done({"objects_removed": 0}, noop=True)
-        removed = await buckets.empty(name)
+        removed = await buckets.empty(ctx.cmd.name)
         return Done({"objects_removed": removed}, noop=removed == 0)
 
-    async def delete(ctx: StageContext[Any]) -> Done:
-        name = ctx.command["name"]
-        if not await buckets.exists(name):
+    async def delete(ctx: StageContext[DeleteStorageBucket]) -> Done:
+        if not await buckets.exists(ctx.cmd.name):
             return Done(noop=True)
-        await buckets.delete(name)
+        await buckets.delete(ctx.cmd.name)
         return Done()
 
     return Workflow(
@@ -84,6 +83,7 @@ def delete_bucket_workflow(buckets: BucketStore) -> Workflow[Any]:
         ),
         on_start=_mark("deleting"),
         on_finish=_finish_delete,
+        command=DeleteStorageBucket,
     )
 
 
