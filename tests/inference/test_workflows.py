@@ -108,8 +108,10 @@ async def run(workflow: Workflow, command: dict[str, Any]) -> dict[str, Done]:
     async def report(message: str) -> None:
         return None
 
+    assert workflow.command is not None
+    parsed = workflow.command.from_payload(command)
     for stage in workflow.stages:
-        ctx = StageContext(uuid.uuid4(), stage.name, command, outputs, None, {}, report)
+        ctx = StageContext(uuid.uuid4(), stage.name, command, outputs, None, {}, report, parsed)
         step = await stage.run(ctx)
         if isinstance(step, Submitted):
             assert stage.poll is not None
@@ -160,8 +162,16 @@ async def test_the_wait_stage_polls_until_available() -> None:
     access.available = False
     workflow = deploy_workflow(access)
     wait = workflow.stages[1]
+    command = deploy(access.spec)
     ctx = StageContext(
-        uuid.uuid4(), "available", deploy(access.spec), {"apply": {"noop": False}}, None, {}, _quiet
+        uuid.uuid4(),
+        "available",
+        command,
+        {"apply": {"noop": False}},
+        None,
+        {},
+        _quiet,
+        DeployEndpoint.from_payload(command),
     )
     assert isinstance(await wait.run(ctx), Submitted)
     assert wait.poll is not None
@@ -176,8 +186,16 @@ async def test_an_endpoint_that_never_becomes_available_fails_with_what_its_pods
     wait = deploy_workflow(access).stages[1]
     assert wait.poll is not None
     stale = time.time() - AVAILABLE_WITHIN - 1
+    command = deploy(access.spec)
     ctx = StageContext(
-        uuid.uuid4(), "available", deploy(access.spec), {}, "x", {"since": stale}, _quiet
+        uuid.uuid4(),
+        "available",
+        command,
+        {},
+        "x",
+        {"since": stale},
+        _quiet,
+        DeployEndpoint.from_payload(command),
     )
     with pytest.raises(PermanentError) as info:
         await wait.poll(ctx)

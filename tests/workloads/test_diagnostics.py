@@ -11,10 +11,10 @@ import pytest
 
 from shared.contracts.diagnostics import check_label_selector
 from shared.errors import PermanentError
-from shared.validation import RuleViolation
-from workload_svc.domain import diagnostics
 from shared.queries import QueryResponder
+from shared.validation import RuleViolation
 from workload_svc.bootstrap import SERVICE
+from workload_svc.domain import diagnostics
 from workload_svc.queries import JOB, KUBE_EVENTS, LOGS, POD_LOGS, PODS, Reads
 
 

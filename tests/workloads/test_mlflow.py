@@ -41,7 +41,8 @@ def ctx(command: dict[str, Any]) -> StageContext:
     async def report(message: str) -> None:
         return None
 
-    return StageContext(uuid.uuid4(), "server", command, {}, None, {}, report)
+    parsed = CreateTrackingServer.from_payload(command)
+    return StageContext(uuid.uuid4(), "server", command, {}, None, {}, report, parsed)
 
 
 def test_plan_creates_or_is_a_noop_or_refuses() -> None:

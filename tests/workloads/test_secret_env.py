@@ -359,8 +359,10 @@ async def run(workflow: Workflow, command: dict[str, Any]) -> dict[str, Done]:
     async def report(message: str) -> None:
         return None
 
+    assert workflow.command is not None
+    parsed = workflow.command.from_payload(command)
     for name in workflow.topological_order():
-        ctx = StageContext(uuid.uuid4(), name, command, outputs, None, {}, report)
+        ctx = StageContext(uuid.uuid4(), name, command, outputs, None, {}, report, parsed)
         stage = next(s for s in workflow.stages if s.name == name)
         done = await stage.run(ctx)
         assert isinstance(done, Done)

@@ -67,8 +67,10 @@ async def run(workflow: Workflow, command: dict[str, Any]) -> dict[str, Done]:
     async def report(message: str) -> None:
         return None
 
+    assert workflow.command is not None
+    parsed = workflow.command.from_payload(command)
     for stage in workflow.stages:
-        ctx = StageContext(uuid.uuid4(), stage.name, command, outputs, None, {}, report)
+        ctx = StageContext(uuid.uuid4(), stage.name, command, outputs, None, {}, report, parsed)
         done = await stage.run(ctx)
         assert isinstance(done, Done)
         results[stage.name] = done

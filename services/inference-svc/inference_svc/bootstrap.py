@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from inference_svc import records
 from inference_svc.access import Clusters
 from inference_svc.adapters.k8s import ClusterEndpoint, KubeClients
 from inference_svc.domain.workflows import (
@@ -31,10 +32,10 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
 
     endpoints = Area(
         workflows={
-            DeployEndpoint.__name__: deploy_workflow(clusters),
-            ScaleEndpoint.__name__: scale_workflow(clusters),
-            AssignPoolWorker.__name__: assign_workflow(clusters),
-            DeleteEndpoint.__name__: delete_workflow(clusters),
+            DeployEndpoint.__name__: records.deploy(deploy_workflow(clusters)),
+            ScaleEndpoint.__name__: records.scale(scale_workflow(clusters)),
+            AssignPoolWorker.__name__: records.assign(assign_workflow(clusters)),
+            DeleteEndpoint.__name__: records.delete(delete_workflow(clusters)),
         },
         planners=reads.planners(),
         read_routes=reads.routes(),

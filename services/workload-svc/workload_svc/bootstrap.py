@@ -11,6 +11,7 @@ from shared.contracts.workloads import (
     SubmitJob,
 )
 from shared.service import Area, Service, ServiceRuntime
+from workload_svc import records
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
 from workload_svc.adapters.sagemaker import TrackingServers
@@ -33,11 +34,15 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     secrets = SecretsManager(settings.aws_endpoint_url)
     jobs = Area(
         workflows={
-            SubmitJob.__name__: submit_workflow(clusters, SubmitJob.kind(), secrets),
-            DownloadModel.__name__: submit_workflow(clusters, DownloadModel.kind()),
-            CancelJob.__name__: cancel_workflow(clusters),
-            DeleteJob.__name__: delete_workflow(clusters),
-            CreateTrackingServer.__name__: tracking_server_workflow(servers),
+            SubmitJob.__name__: records.submit(
+                submit_workflow(clusters, SubmitJob.kind(), secrets)
+            ),
+            DownloadModel.__name__: records.submit(submit_workflow(clusters, DownloadModel.kind())),
+            CancelJob.__name__: records.cancel(cancel_workflow(clusters)),
+            DeleteJob.__name__: records.delete(delete_workflow(clusters)),
+            CreateTrackingServer.__name__: records.tracking_server(
+                tracking_server_workflow(servers)
+            ),
         },
         planners=reads.planners(),
         read_routes=reads.routes(),

@@ -121,7 +121,7 @@ class Reads:
     def planners(self) -> dict[str, Planner]:
         return {
             SubmitJob.__name__: self.plan_submit,
-            DownloadModel.__name__: self.plan_submit,
+            DownloadModel.__name__: self.plan_download,
             CancelJob.__name__: self.plan_cancel,
             DeleteJob.__name__: self.plan_delete,
             CreateTrackingServer.__name__: self.plan_tracking_server,
@@ -130,7 +130,10 @@ class Reads:
     # ---- dry runs ------------------------------------------------------------------------
 
     async def plan_submit(self, payload: dict[str, Any]) -> Plan:
-        return await plan_of(self.clusters, payload)
+        return await plan_of(self.clusters, SubmitJob.from_payload(payload))
+
+    async def plan_download(self, payload: dict[str, Any]) -> Plan:
+        return await plan_of(self.clusters, DownloadModel.from_payload(payload))
 
     async def plan_tracking_server(self, payload: dict[str, Any]) -> Plan:
         spec = CreateTrackingServer.from_payload(payload).spec

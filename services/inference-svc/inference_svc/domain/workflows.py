@@ -8,10 +8,7 @@ no mutating call. Deploy and scale then poll the endpoint's status to a terminal
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any, Protocol
-
-import asyncpg
 
 from inference_svc.domain.plan import (
     ClusterFacts,
@@ -29,20 +26,15 @@ from inference_svc.domain.render import (
     scale_target,
 )
 from inference_svc.domain.status import AVAILABLE, FAILED, Observed
-from shared.contracts.events import Event
 from shared.contracts.inference import (
     AssignPoolWorker,
     DeleteEndpoint,
     DeployEndpoint,
-    EndpointDeleted,
-    EndpointDeployed,
-    EndpointScaled,
     EndpointSpec,
-    PoolWorkerAssigned,
     ScaleEndpoint,
 )
 from shared.errors import PermanentError
-from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
+from shared.stages import Done, Pending, Stage, StageContext, Submitted, Workflow
 
 DOMAIN = "inference"
 # How long an endpoint may take to become available (large serving images take minutes to pull
@@ -127,12 +119,11 @@ def _observed(seen: Observed) -> dict[str, Any]:
 # ---- deploy ----------------------------------------------------------------------------------
 
 
-def deploy_workflow(access: Access) -> Workflow[Any]:
-    async def spec_of(ctx: StageContext[Any]) -> tuple[str, EndpointSpec]:
-        command = DeployEndpoint.from_payload(ctx.command)
-        return command.cluster, command.spec
+def deploy_workflow(access: Access) -> Workflow[DeployEndpoint]:
+    async def spec_of(ctx: StageContext[DeployEndpoint]) -> tuple[str, EndpointSpec]:
+        return ctx.cmd.cluster, ctx.cmd.spec
 
-    async def apply(ctx: StageContext[Any]) -> Done | Submitted:
+    async def apply(ctx: StageContext[DeployEndpoint]) -> Done | Submitted:
         cluster, spec = await spec_of(ctx)
         plan = deploy_plan(spec, await access.facts(cluster, spec))
         kube = await access.kube(cluster)
@@ -153,65 +144,6 @@ def deploy_workflow(access: Access) -> Workflow[Any]:
             noop=plan.noop,
         )
 
-    async def on_start(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-    ) -> None:
-        deploy = DeployEndpoint.from_payload(command)
-        spec = deploy.spec
-        await conn.execute(
-            "INSERT INTO endpoints (cluster, name, namespace, kind, spec, status, replicas,"
-            " operation_id) VALUES ($1, $2, $3, $4, $5, 'deploying', $6, $7)"
-            " ON CONFLICT (cluster, name) DO UPDATE SET spec = EXCLUDED.spec, kind = EXCLUDED.kind,"
-            " namespace = EXCLUDED.namespace, replicas = EXCLUDED.replicas,"
-            " operation_id = EXCLUDED.operation_id, updated_at = now()",
-            deploy.cluster,
-            spec.name,
-            spec.namespace,
-            spec.kind,
-            spec.model_dump(mode="json"),
-            spec.replicas,
-            operation_id,
-        )
-
-    async def on_finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        deploy = DeployEndpoint.from_payload(outcome.command)
-        spec = deploy.spec
-        available = outcome.outputs.get("available") or {}
-        objects = (outcome.outputs.get("apply") or {}).get("objects") or []
-        if outcome.status in ("succeeded", "noop"):
-            await conn.execute(
-                "UPDATE endpoints SET status = 'available', objects = $3, replicas = $4,"
-                " ready_replicas = $5, address = $6, message = NULL, updated_at = now()"
-                " WHERE cluster = $1 AND name = $2",
-                deploy.cluster,
-                spec.name,
-                objects,
-                int(available.get("replicas") or spec.replicas),
-                int(available.get("ready_replicas") or 0),
-                available.get("address"),
-            )
-            if outcome.status == "succeeded":
-                return [
-                    EndpointDeployed(
-                        cluster=deploy.cluster,
-                        name=spec.name,
-                        kind=spec.kind,
-                        objects=[f"{o['kind']}/{o['name']}" for o in objects],
-                    )
-                ]
-            return []
-        error = outcome.error or {}
-        await conn.execute(
-            "UPDATE endpoints SET status = 'failed', message = $3, updated_at = now()"
-            " WHERE cluster = $1 AND name = $2",
-            deploy.cluster,
-            spec.name,
-            str(error.get("message") or outcome.status),
-        )
-        return []
-
     return Workflow(
         kind=DeployEndpoint.kind(),
         domain=DOMAIN,
@@ -219,23 +151,20 @@ def deploy_workflow(access: Access) -> Workflow[Any]:
             Stage("apply", "Check the rules and apply the endpoint's objects", apply),
             _wait_available(access, spec_of),
         ),
-        on_start=on_start,
-        on_finish=on_finish,
+        command=DeployEndpoint,
     )
 
 
 # ---- scale -----------------------------------------------------------------------------------
 
 
-def scale_workflow(access: Access) -> Workflow[Any]:
-    async def spec_of(ctx: StageContext[Any]) -> tuple[str, EndpointSpec]:
-        command = ScaleEndpoint.from_payload(ctx.command)
-        return command.target.cluster, await access.recorded(
-            command.target.cluster, command.target.name
-        )
+def scale_workflow(access: Access) -> Workflow[ScaleEndpoint]:
+    async def spec_of(ctx: StageContext[ScaleEndpoint]) -> tuple[str, EndpointSpec]:
+        target = ctx.cmd.target
+        return target.cluster, await access.recorded(target.cluster, target.name)
 
-    async def apply(ctx: StageContext[Any]) -> Done | Submitted:
-        command = ScaleEndpoint.from_payload(ctx.command)
+    async def apply(ctx: StageContext[ScaleEndpoint]) -> Done | Submitted:
+        command = ctx.cmd
         cluster, spec = await spec_of(ctx)
         actual = await access.scale_object(cluster, spec)
         plan = scale_plan(spec, cluster, actual, command.replicas)
@@ -249,54 +178,20 @@ def scale_workflow(access: Access) -> Workflow[Any]:
         )
         return Done({"noop": False, "previous": previous})
 
-    async def on_finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        command = ScaleEndpoint.from_payload(outcome.command)
-        if outcome.status != "succeeded":
-            return []
-        target = command.target
-        row = await conn.fetchrow(
-            "SELECT spec FROM endpoints WHERE cluster = $1 AND name = $2",
-            target.cluster,
-            target.name,
-        )
-        if row is not None:
-            spec = dict(row["spec"]) | {"replicas": command.replicas}
-            available = outcome.outputs.get("available") or {}
-            await conn.execute(
-                "UPDATE endpoints SET spec = $3, replicas = $4, ready_replicas = $5,"
-                " status = 'available', updated_at = now() WHERE cluster = $1 AND name = $2",
-                target.cluster,
-                target.name,
-                spec,
-                command.replicas,
-                int(available.get("ready_replicas") or 0),
-            )
-        previous = (outcome.outputs.get("apply") or {}).get("previous")
-        return [
-            EndpointScaled(
-                cluster=target.cluster,
-                name=target.name,
-                replicas=command.replicas,
-                previous=previous,
-            )
-        ]
-
     return Workflow(
         kind=ScaleEndpoint.kind(),
         domain=DOMAIN,
         stages=(Stage("apply", "Set the replicas", apply), _wait_available(access, spec_of)),
-        on_finish=on_finish,
+        command=ScaleEndpoint,
     )
 
 
 # ---- model pool ------------------------------------------------------------------------------
 
 
-def assign_workflow(access: Access) -> Workflow[Any]:
-    async def assign(ctx: StageContext[Any]) -> Done | Submitted:
-        command = AssignPoolWorker.from_payload(ctx.command)
+def assign_workflow(access: Access) -> Workflow[AssignPoolWorker]:
+    async def assign(ctx: StageContext[AssignPoolWorker]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = command.target.cluster
         spec = await access.recorded(cluster, command.target.name)
         kube = await access.kube(cluster)
@@ -324,37 +219,20 @@ def assign_workflow(access: Access) -> Workflow[Any]:
                 )
         return Done(outputs, noop=plan.noop)
 
-    async def on_finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        if outcome.status != "succeeded":
-            return []
-        command = AssignPoolWorker.from_payload(outcome.command)
-        out = outcome.outputs.get("assign") or {}
-        return [
-            PoolWorkerAssigned(
-                cluster=command.target.cluster,
-                name=command.target.name,
-                pod=command.pod,
-                model=command.model,
-                previous=out.get("previous"),
-            )
-        ]
-
     return Workflow(
         kind=AssignPoolWorker.kind(),
         domain=DOMAIN,
         stages=(Stage("assign", "Relabel the worker for its model", assign),),
-        on_finish=on_finish,
+        command=AssignPoolWorker,
     )
 
 
 # ---- delete ----------------------------------------------------------------------------------
 
 
-def delete_workflow(access: Access) -> Workflow[Any]:
-    async def remove(ctx: StageContext[Any]) -> Done | Submitted:
-        command = DeleteEndpoint.from_payload(ctx.command)
+def delete_workflow(access: Access) -> Workflow[DeleteEndpoint]:
+    async def remove(ctx: StageContext[DeleteEndpoint]) -> Done | Submitted:
+        command = ctx.cmd
         cluster = command.target.cluster
         spec = await access.recorded(cluster, command.target.name)
         plan = delete_plan(spec, cluster, await access.present(cluster, spec))
@@ -363,33 +241,9 @@ def delete_workflow(access: Access) -> Workflow[Any]:
             await kube.delete(planned.api_version, planned.kind, planned.name, spec.namespace)
         return Done({"deleted": [f"{o.kind}/{o.name}" for o in plan.objects]}, noop=plan.noop)
 
-    async def on_start(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-    ) -> None:
-        target = DeleteEndpoint.from_payload(command).target
-        await conn.execute(
-            "UPDATE endpoints SET status = 'deleting', operation_id = $3, updated_at = now()"
-            " WHERE cluster = $1 AND name = $2",
-            target.cluster,
-            target.name,
-            operation_id,
-        )
-
-    async def on_finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        target = DeleteEndpoint.from_payload(outcome.command).target
-        if outcome.status not in ("succeeded", "noop"):
-            return []
-        await conn.execute(
-            "DELETE FROM endpoints WHERE cluster = $1 AND name = $2", target.cluster, target.name
-        )
-        return [EndpointDeleted(cluster=target.cluster, name=target.name)]
-
     return Workflow(
         kind=DeleteEndpoint.kind(),
         domain=DOMAIN,
         stages=(Stage("delete", "Delete the endpoint's objects", remove),),
-        on_start=on_start,
-        on_finish=on_finish,
+        command=DeleteEndpoint,
     )

@@ -5,20 +5,15 @@ create ends `noop` with no call; with other settings it is refused (it is not ch
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Protocol
 
-import asyncpg
-
-from shared.contracts.events import Event
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
 from shared.contracts.workloads import (
     CreateTrackingServer,
-    TrackingServerCreated,
     TrackingServerSpec,
 )
 from shared.errors import PermanentError
-from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
+from shared.stages import Done, Pending, Stage, StageContext, Submitted, Workflow
 
 FAILED = frozenset({"CreateFailed", "DeleteFailed", "UpdateFailed", "Deleting"})
 
@@ -100,9 +95,9 @@ def _ready(found: dict[str, Any]) -> Done | Pending:
     return Pending(f"tracking server is {status}")
 
 
-def tracking_server_workflow(api: TrackingServerApi) -> Workflow[Any]:
-    async def create(ctx: StageContext[Any]) -> Done | Submitted:
-        spec = CreateTrackingServer.from_payload(ctx.command).spec
+def tracking_server_workflow(api: TrackingServerApi) -> Workflow[CreateTrackingServer]:
+    async def create(ctx: StageContext[CreateTrackingServer]) -> Done | Submitted:
+        spec = ctx.cmd.spec
         actual = await api.describe(spec.name)
         plan = plan_tracking_server(spec, actual)
         if plan.noop and actual is not None:
@@ -113,8 +108,8 @@ def tracking_server_workflow(api: TrackingServerApi) -> Workflow[Any]:
         arn = await api.create(create_params(spec))
         return Submitted(arn)
 
-    async def poll(ctx: StageContext[Any]) -> Done | Pending:
-        spec = CreateTrackingServer.from_payload(ctx.command).spec
+    async def poll(ctx: StageContext[CreateTrackingServer]) -> Done | Pending:
+        spec = ctx.cmd.spec
         found = await api.describe(spec.name)
         if found is None:
             raise PermanentError(
@@ -124,18 +119,9 @@ def tracking_server_workflow(api: TrackingServerApi) -> Workflow[Any]:
             )
         return _ready(found)
 
-    async def on_finish(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        if outcome.status != "succeeded":
-            return []
-        out = outcome.outputs.get("server") or {}
-        name = CreateTrackingServer.from_payload(outcome.command).spec.name
-        return [TrackingServerCreated(name=name, arn=str(out.get("arn")), url=out.get("url"))]
-
     return Workflow(
         kind=CreateTrackingServer.kind(),
         domain="workload",
         stages=(Stage("server", "Create the MLflow tracking server", create, poll=poll),),
-        on_finish=on_finish,
+        command=CreateTrackingServer,
     )
