@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from sim.k8s import admin, discovery, events_v1, openapi
+from sim.k8s import admin, discovery, events_v1, openapi, protobuf
 from sim.k8s.api import load_yaml_or_json
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
@@ -70,10 +70,12 @@ class Router:
             return _json(200, admin.handle(self.server, req.method, req.path.rstrip("/"), body))
         self.server.faults.before_request(req)
         ctype = req.headers.get("content-type", "")
-        binary = "protobuf" in ctype or "cbor" in ctype
-        if binary and (req.method == "DELETE" or req.path.endswith("/eviction")):
+        if "protobuf" in ctype and req.body:
+            req.body = orjson.dumps(protobuf.decode_body(req.body))
+            req.headers["content-type"] = "application/json"
+        elif "cbor" in ctype and (req.method == "DELETE" or req.path.endswith("/eviction")):
             req.body = b""  # delete options and evictions carry nothing the emulator needs
-        elif binary:
+        elif "cbor" in ctype:
             raise ApiError(
                 415,
                 f"the body of the request was in an unknown format - accepted media types include: "

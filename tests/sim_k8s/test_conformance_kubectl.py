@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client
 
+from sim.k8s import ApiServer
 from tests.sim_k8s.conftest import eventually
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -339,3 +340,58 @@ def test_previous_logs_of_a_container_that_never_restarted(
         'Error from server (BadRequest): previous terminated container "main" in pod '
         '"logs-prev" not found'
     ) in err
+
+
+# ---- protobuf request bodies -----------------------------------------------------------------
+
+
+def test_kubectl_create_sends_protobuf_and_is_understood(
+    kubectl: Kubectl, core: client.CoreV1Api, apps: client.AppsV1Api
+) -> None:
+    assert kubectl("create", "namespace", "pb-ns").stdout.strip() == "namespace/pb-ns created"
+    assert core.read_namespace("pb-ns").status.phase == "Active"
+    kubectl("create", "secret", "generic", "pb-secret", "--from-literal=token=s3cr3t")
+    assert core.read_namespaced_secret("pb-secret", "default").data == {"token": "czNjcjN0"}
+    kubectl("create", "configmap", "pb-cm", "--from-literal=a=1")
+    assert core.read_namespaced_config_map("pb-cm", "default").data == {"a": "1"}
+    kubectl("create", "deployment", "pb-dep", "--image=nginx:1.27", "--replicas=0", "--port=80")
+    dep = apps.read_namespaced_deployment("pb-dep", "default")
+    assert dep.spec.replicas == 0  # a pointer field's zero survives decoding
+    assert dep.spec.selector.match_labels == {"app": "pb-dep"}
+    assert dep.spec.template.spec.containers[0].ports[0].container_port == 80
+    kubectl("create", "service", "nodeport", "pb-svc", "--tcp=80:8080")
+    port = core.read_namespaced_service("pb-svc", "default").spec.ports[0]
+    assert (port.port, port.target_port, port.node_port > 0) == (80, 8080, True)
+    kubectl("create", "job", "pb-job", "--image=busybox:1.36", "--", "echo", "hi")
+    kubectl("create", "role", "pb-role", "--verb=get", "--resource=pods")
+    kubectl("create", "rolebinding", "pb-rb", "--role=pb-role", "--user=someone")
+    kubectl("create", "cronjob", "pb-cron", "--image=busybox:1.36", "--schedule=*/5 * * * *")
+    kubectl("create", "pdb", "pb-pdb", "--selector=app=pb", "--min-available=1")
+    kubectl("create", "quota", "pb-quota", "--hard=cpu=1,pods=2")
+    # DeleteOptions arrive as protobuf too: an orphaning delete leaves the ReplicaSets
+    eventually(
+        lambda: apps.list_namespaced_replica_set("default", label_selector="app=pb-dep").items
+    )
+    kubectl("delete", "deployment", "pb-dep", "--cascade=orphan")
+    assert apps.list_namespaced_replica_set("default", label_selector="app=pb-dep").items
+
+
+def test_auth_can_i_and_whoami(kubectl: Kubectl) -> None:
+    assert kubectl("auth", "can-i", "create", "deployments").stdout.strip() == "yes"
+    assert "*.*" in kubectl("auth", "can-i", "--list").stdout
+    who = kubectl("auth", "whoami").stdout
+    assert "Username    kubernetes-admin" in who and "system:masters" in who
+
+
+def test_broken_protobuf_body_is_a_bad_request(
+    api_client: client.ApiClient, cluster: ApiServer
+) -> None:
+    host = api_client.configuration.host
+    headers = {
+        "Content-Type": "application/vnd.kubernetes.protobuf",
+        "Authorization": f"Bearer {cluster.token()}",
+    }
+    response = api_client.call_api(
+        "POST", f"{host}/api/v1/namespaces", header_params=headers, body=b"k8s\x00\xff\xff"
+    )
+    assert response.status == 400

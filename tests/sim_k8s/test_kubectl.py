@@ -49,11 +49,6 @@ spec:
 """
 
 
-def test_imperative_protobuf_writes_are_refused_cleanly(kubectl: Kubectl) -> None:
-    result = kubectl("create", "configmap", "pb", "--from-literal=a=1", check=False)
-    assert result.returncode != 0 and "unknown format" in result.stderr
-
-
 def test_apply_wait_available_and_reapply(kubectl: Kubectl, tmp_path: Path) -> None:
     manifest = tmp_path / "web.yaml"
     manifest.write_text(DEPLOYMENT)
