@@ -12,6 +12,7 @@ import hashlib
 import threading
 from typing import Any
 
+import orjson
 from kubernetes_validate import utils as kv_utils
 
 from sim.k8s.registry import Registry, ResourceType
@@ -138,4 +139,54 @@ def document(
         "info": {"title": "Kubernetes", "version": "v1"},
         "paths": paths,
         "components": {"schemas": schemas},
+    }
+
+
+def _pb_string(number: int, value: bytes) -> bytes:
+    length, out = len(value), bytearray([number << 3 | 2])
+    while length > 0x7F:
+        out.append(length & 0x7F | 0x80)
+        length >>= 7
+    out.append(length)
+    return bytes(out) + value
+
+
+def v2_document(registry: Registry, kubernetes_version: str, protobuf: bool) -> bytes:
+    """/openapi/v2. kubectl reads it (as gnostic's openapi_v2.Document protobuf) only for the
+    kinds /openapi/v3 does not describe, to learn they have no schema: so applying a kind whose
+    CRD is missing reaches the REST mapping and says `no matches for kind`, as upstream. The
+    protobuf form carries swagger and info; JSON carries the definitions too."""
+    info = {"title": "Kubernetes", "version": f"v{kubernetes_version}"}
+    if protobuf:
+        encoded_info = _pb_string(1, info["title"].encode()) + _pb_string(
+            2, info["version"].encode()
+        )
+        return _pb_string(1, b"2.0") + _pb_string(2, encoded_info)
+    definitions = {
+        name: _v2_refs(schema) for name, schema in builtin_schemas(kubernetes_version).items()
+    }
+    for group, versions in registry.groups().items():
+        for version in versions:
+            for rt in registry.in_group_version(group, version):
+                if not rt.builtin and rt.schema:
+                    gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+                    definitions[_crd_schema_name(rt)] = dict(
+                        rt.schema, **{"x-kubernetes-group-version-kind": [gvk]}
+                    )
+    doc = {"swagger": "2.0", "info": info, "paths": {}, "definitions": definitions}
+    return orjson.dumps(doc)
+
+
+def _v2_refs(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_v2_refs(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        k: (
+            v.replace("#/components/schemas/", "#/definitions/")
+            if k == "$ref" and isinstance(v, str)
+            else _v2_refs(v)
+        )
+        for k, v in node.items()
     }

@@ -92,6 +92,17 @@ class Router:
             return _json(200, discovery.core_versions(f"{self.server.host}:{self.server.port}"))
         if path == "/apis":
             return _json(200, discovery.group_list(self.api.registry))
+        if path == "/openapi/v2":
+            protobuf_wanted = "protobuf" in req.headers.get("accept", "")
+            document = openapi.v2_document(
+                self.api.registry, self.server.kubernetes_version, protobuf_wanted
+            )
+            ctype = (
+                "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+                if protobuf_wanted
+                else "application/json"
+            )
+            return Response(200, document, content_type=ctype)
         if path == "/openapi/v3":
             return _json(200, openapi.index(self.api.registry))
         if parts[:2] == ["openapi", "v3"] and len(parts) >= 4:

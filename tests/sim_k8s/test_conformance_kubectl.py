@@ -395,3 +395,23 @@ def test_broken_protobuf_body_is_a_bad_request(
         "POST", f"{host}/api/v1/namespaces", header_params=headers, body=b"k8s\x00\xff\xff"
     )
     assert response.status == 400
+
+
+# ---- OpenAPI ---------------------------------------------------------------------------------
+
+
+def test_apply_of_a_kind_without_its_crd_says_no_matches_for_kind(kubectl: Kubectl) -> None:
+    manifest = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: orphan}\n"
+    err = _refused(kubectl, "apply", "-f", "-", stdin=manifest)
+    assert 'no matches for kind "PyTorchJob" in version "kubeflow.org/v1"' in err
+    assert "ensure CRDs are installed first" in err
+
+
+def test_openapi_v2_and_v3_are_served_from_the_schemas(kubectl: Kubectl) -> None:
+    v2 = json.loads(kubectl("get", "--raw", "/openapi/v2").stdout)
+    assert v2["swagger"] == "2.0"
+    pod = v2["definitions"]["io.k8s.api.core.v1.Pod"]
+    assert pod["properties"]["spec"]["$ref"] == "#/definitions/io.k8s.api.core.v1.PodSpec"
+    v3 = json.loads(kubectl("get", "--raw", "/openapi/v3").stdout)
+    assert "api/v1" in v3["paths"] and "apis/apps/v1" in v3["paths"]
+    assert "nodeName <string>" in kubectl("explain", "pods.spec.nodeName").stdout
