@@ -51,12 +51,13 @@ def context(
     outputs: dict[str, dict[str, Any]] | None = None,
     external_id: str | None = None,
     own: dict[str, Any] | None = None,
+    operation_id: uuid.UUID | None = None,
 ) -> StageContext[Any]:
     async def report(_message: str) -> None:
         return None
 
     return StageContext(
-        operation_id=uuid.uuid4(),
+        operation_id=operation_id or uuid.uuid4(),
         stage=stage,
         command=command,
         outputs=outputs or {},
@@ -74,9 +75,11 @@ async def drive(
     *,
     timeout: float = 15.0,
     interval: float = 0.05,
+    operation_id: uuid.UUID | None = None,
 ) -> Done:
-    """run(), then poll() until Done; the outputs merge as the engine merges them."""
-    result = await stage.run(context(stage.name, command, outputs))
+    """run(), then poll() until Done; the outputs merge as the engine merges them. Stages
+    driven with one `operation_id` are one operation's (as in one pass of the engine)."""
+    result = await stage.run(context(stage.name, command, outputs, operation_id=operation_id))
     if isinstance(result, Done):
         return result
     assert isinstance(result, Submitted)
@@ -85,7 +88,7 @@ async def drive(
     async with asyncio.timeout(timeout):
         while True:
             polled = await stage.poll(
-                context(stage.name, command, outputs, result.external_id, own)
+                context(stage.name, command, outputs, result.external_id, own, operation_id)
             )
             if isinstance(polled, Done):
                 return Done({**own, **polled.outputs}, polled.noop)

@@ -19,16 +19,19 @@ from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.sagemaker import SageMakerClusters
 from cluster_svc.domain import instance_groups as ig
 from shared.contracts.instance_groups import (
+    AddInstanceGroup,
     DeleteInstanceGroup,
     InstanceGroupChange,
+    NewInstanceGroup,
     SoftwareUpdateSpec,
     UpdateClusterSoftware,
     UpdateInstanceGroup,
 )
 from shared.errors import PermanentError
+from shared.stages import Submitted
 from sim.aws import SimulatedAws
 from sim.testing import aws_client, simulated_aws
-from tests.cluster_network.helpers import by_name, drive
+from tests.cluster_network.helpers import by_name, context, drive
 from tests.instance_groups.test_decisions import assert_valid
 
 ACCOUNT = "333344445555"
@@ -219,6 +222,56 @@ async def test_software_update_then_delete_a_group(
     with pytest.raises(PermanentError) as last:
         await drive(delete, {**command, "group": "gpu"})
     assert "only instance group" in last.value.message
+
+
+class CountingClusters(SageMakerClusters):
+    """The SageMaker adapter, counting its DescribeCluster calls."""
+
+    describes = 0
+
+    async def describe_cluster_groups(self, name: str) -> ig.DescribedCluster | None:
+        self.describes += 1
+        return await super().describe_cluster_groups(name)
+
+
+async def test_an_add_describes_the_cluster_once_before_it_waits(
+    sim: SimulatedAws, hyperpod: str
+) -> None:
+    """validate reads DescribeCluster and passes it to compute_subnet and add_group of the
+    same pass; only the wait for the nodes reads it again."""
+    aws = AwsClients(REGION, endpoint_url=sim.endpoint_url)
+    counting = CountingClusters(aws)
+    stages = by_name(ig.add_stages(counting, Ec2Network(aws), Inspector(aws)))
+    command = AddInstanceGroup(
+        cluster="mine",
+        hyperpod_cluster=hyperpod,
+        region=REGION,
+        group=NewInstanceGroup(
+            name="extra", instance_type="ml.g5.8xlarge", count=1, availability_zone_id="use1-az2"
+        ),
+        cluster_zone_id="use1-az2",
+    ).model_dump(mode="json")
+    operation = uuid.uuid4()
+    outputs: dict[str, dict[str, Any]] = {}
+    for name in ("validate", "compute_subnet"):
+        done = await drive(stages[name], command, outputs, operation_id=operation)
+        outputs[name] = done.outputs
+    assert counting.describes == 1
+    submitted = await stages["add_group"].run(
+        context("add_group", command, outputs, operation_id=operation)
+    )
+    assert counting.describes == 1 and isinstance(submitted, Submitted)
+    [added] = [
+        u
+        for u in _updates(sim, hyperpod)
+        if (u.get("InstanceGroups") or [{}])[0].get("InstanceGroupName") == "extra"
+    ]
+    assert added["InstanceGroups"][0]["InstanceCount"] == 1
+    # A second pass (a retry, a redelivery) reads the cluster afresh.
+    again = await stages["validate"].run(
+        context("validate", command, {}, operation_id=uuid.uuid4())
+    )
+    assert again.noop and counting.describes == 2
 
 
 async def test_efa_support_is_read_from_ec2(api: SageMakerClusters) -> None:

@@ -19,6 +19,8 @@ command, shared by the workflow stage that acts and the planner that answers a d
 from __future__ import annotations
 
 import copy
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -771,6 +773,31 @@ async def _describe(api: InstanceGroupApi, name: str) -> DescribedCluster:
     return cluster
 
 
+class Described:
+    """DescribeCluster once per pass of an add: the stage that reads it passes it to the next
+    stage of the same pass, which takes it (a retry, a later attempt or another replica reads
+    it again). Kept in memory only, briefly: the stages run one right after the other."""
+
+    FRESH_SECONDS = 30.0
+
+    def __init__(self, api: InstanceGroupApi) -> None:
+        self.api = api
+        self._kept: dict[uuid.UUID, tuple[float, DescribedCluster]] = {}
+
+    async def take(self, ctx: StageContext[AddInstanceGroup]) -> DescribedCluster:
+        """The description the previous stage of this pass passed along, else a fresh one."""
+        kept = self._kept.pop(ctx.operation_id, None)
+        if kept is not None and time.monotonic() - kept[0] < self.FRESH_SECONDS:
+            return kept[1]
+        return await _describe(self.api, ctx.cmd.hyperpod_cluster)
+
+    def keep(self, ctx: StageContext[AddInstanceGroup], cluster: DescribedCluster) -> None:
+        """Pass `cluster` to the next stage of this pass."""
+        now = time.monotonic()
+        self._kept = {k: v for k, v in self._kept.items() if now - v[0] < self.FRESH_SECONDS}
+        self._kept[ctx.operation_id] = (now, cluster)
+
+
 def _ready(cluster: DescribedCluster) -> None:
     """HyperPod changes only an InService cluster; a busy one is waited for."""
     if cluster.status == "InService":
@@ -892,25 +919,28 @@ def software_stages(api: InstanceGroupApi) -> list[Stage]:
 def add_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
+    described = Described(api)
+
     async def validate(ctx: StageContext[AddInstanceGroup]) -> Done:
         command = ctx.cmd
-        cluster = await _describe(api, command.hyperpod_cluster)
+        cluster = await described.take(ctx)
         existing = cluster.groups.get(command.group.name)
-        if existing is not None and same_group(existing, command.group):
-            return Done(noop=True)
-        problems = await new_group_problems(api, ec2, reads, command, cluster)
-        if problems:
-            raise Decision(problems=problems).error("InstanceGroupRefused")
+        if existing is None or not same_group(existing, command.group):
+            problems = await new_group_problems(api, ec2, reads, command, cluster)
+            if problems:
+                raise Decision(problems=problems).error("InstanceGroupRefused")
+        described.keep(ctx, cluster)
         return Done(noop=True)  # only read
 
     async def compute_subnet(ctx: StageContext[AddInstanceGroup]) -> Done:
         command = ctx.cmd
         zone = command.group.availability_zone_id
         if zone is None:
-            return Done(noop=True)
-        cluster = await _describe(api, command.hyperpod_cluster)
+            return Done(noop=True)  # what validate read goes on to add_group
+        cluster = await described.take(ctx)
         vpc_id, zones = await cluster_zones(ec2, cluster)
         if zones == {zone}:
+            described.keep(ctx, cluster)
             return Done({"availability_zone_id": zone}, noop=True)
         vpc_id = (command.resources.get("network") or {}).get("vpc_id") or vpc_id
         if vpc_id is None:
@@ -925,6 +955,7 @@ def add_stages(
         table = (command.resources.get("network") or {}).get("private_route_table_id")
         if table and await ec2.route_table_of_subnet(subnet_id) is None:
             await ec2.associate(table, subnet_id)
+        described.keep(ctx, cluster)
         return Done(
             {
                 "subnet_id": subnet_id,
@@ -937,7 +968,7 @@ def add_stages(
 
     async def add_group(ctx: StageContext[AddInstanceGroup]) -> Done | Submitted:
         command = ctx.cmd
-        cluster = await _describe(api, command.hyperpod_cluster)
+        cluster = await described.take(ctx)
         name = command.group.name
         existing = cluster.groups.get(name)
         if existing is not None:
