@@ -107,3 +107,64 @@ def test_cancel_job_not_offered_on_a_finished_job(
     expect(page.get_by_role("button", name="Delete job")).to_be_visible()
     expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
     api.wait(api.delete(f"{jobs}/{name}").json()["operation_id"])
+
+
+LIVE_MS = 2_000  # a change made anywhere shows on an open page within this
+
+
+def test_rest_changes_appear_on_an_open_detail_page_within_2s(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    before = group_count(stack, cluster)
+    page.goto(f"/#/clusters/{cluster}")
+    row = page.locator("tr[data-group='gpu']")
+    count = row.locator("td[data-label='Count']")
+    nodes = page.locator("tr[data-node]")
+    expect(count).to_have_text(str(before))
+    expect(nodes).to_have_count(before)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+
+    for target in (before + 1, before):
+        path = f"/api/v1/clusters/{cluster}/instance-groups/gpu"
+        changed = api.http.patch(path, json={"count": target})
+        assert changed.status_code == 202, changed.text
+        assert api.wait(changed.json()["operation_id"], timeout=120)["status"] == "succeeded"
+        expect(count).to_have_text(str(target), timeout=LIVE_MS)
+        expect(nodes).to_have_count(target, timeout=LIVE_MS)
+
+    features = api.http.patch(
+        f"/api/v1/clusters/{cluster}/features", json={"tiered_checkpointing": {"enabled": True}}
+    )
+    assert features.status_code == 202, features.text
+    assert api.wait(features.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    expect(page.get_by_role("switch", name="Tiered checkpointing")).to_be_checked(timeout=LIVE_MS)
+    # one event stream for the whole tab, opened before these changes: none opened since
+    assert not any("/events/stream" in url for url in requests), requests
+
+
+def test_a_cluster_made_through_rest_appears_on_the_open_list_within_2s(
+    page: Page, module_stack: RunningStack
+) -> None:
+    from tests.e2e.conftest import cluster_spec
+
+    api = module_stack.client
+    name = unique("live")
+    page.goto("/#/clusters")
+    expect(page.locator("table.list")).to_be_visible()
+    created = api.post("/api/v1/clusters", cluster_spec(api, name, count=1))
+    assert created.status_code == 202, created.text
+    row = page.locator(f"tr[data-cluster='{name}']")
+    expect(row).to_be_visible(timeout=LIVE_MS)
+    assert api.wait(created.json()["operation_id"], timeout=240)["status"] == "succeeded"
+    expect(row.locator("td[data-label='Status'] .badge")).to_have_text("✓ active", timeout=LIVE_MS)
+
+    deleted = api.delete(f"/api/v1/clusters/{name}")
+    assert deleted.status_code == 202, deleted.text
+    expect(row.locator("td[data-label='Status'] .badge")).to_contain_text(
+        "deleting", timeout=LIVE_MS
+    )
+    assert api.wait(deleted.json()["operation_id"], timeout=240)["status"] == "succeeded"
+    expect(row).to_have_count(0, timeout=LIVE_MS)

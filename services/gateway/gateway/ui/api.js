@@ -74,7 +74,7 @@ export function query(params) {
 }
 
 // Live events over Server-Sent Events, read with fetch (EventSource cannot send a bearer token).
-// The stream resumes from the last sequence number seen after any disconnect.
+// The stream resumes from the last sequence number seen (Last-Event-ID) after any disconnect.
 export function streamEvents({ after = 0, operationId = null, onEvent, onState = () => {} }) {
   let last = after;
   let stopped = false;
@@ -100,8 +100,8 @@ export function streamEvents({ after = 0, operationId = null, onEvent, onState =
       controller = new AbortController();
       try {
         const response = await fetch(
-          `${API}/events/stream${query({ after: last, operation_id: operationId })}`,
-          { headers: headers({ Accept: "text/event-stream" }), signal: controller.signal },
+          `${API}/events/stream${query({ operation_id: operationId })}`,
+          { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(last) }), signal: controller.signal },
         );
         if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
         onState("live");

@@ -2,6 +2,7 @@
 // A page module exports `render(main, params)` and may return a cleanup function.
 
 import { setToken, token } from "./api.js";
+import { disconnect } from "./store.js";
 import { h, fill } from "./dom.js";
 import * as signin from "./views/signin.js";
 import * as clusters from "./views/clusters.js";
@@ -74,10 +75,12 @@ window.addEventListener("hashchange", () => {
 });
 window.addEventListener("hp:unauthorized", () => {
   setToken(null);
+  disconnect();
   show();
 });
 document.getElementById("signout").addEventListener("click", () => {
   setToken(null);
+  disconnect();
   show();
 });
 

@@ -8,6 +8,7 @@ import {
   fill, section, showErrors, when,
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
+import { onChange, watch } from "../store.js";
 import { featuresPanel } from "./features.js";
 
 function table(caption, columns, rows) {
@@ -33,12 +34,12 @@ export async function render(main, [name]) {
     announce(`${what} started`);
   }
 
-  async function act(what, call, after) {
+  // The page follows the change through the live store: no re-read here.
+  async function act(what, call) {
     try {
       const accepted = await call();
       if (accepted && accepted.operation_id) started(what, accepted);
       else status.textContent = `${what}: done.`;
-      if (after) after();
     } catch (error) {
       status.textContent = `${what}: ${errorText(error)}`;
     }
@@ -55,20 +56,24 @@ export async function render(main, [name]) {
     return undefined;
   }
 
-  const summary = h(
-    "dl",
-    { class: "summary" },
-    h("dt", {}, "Status"), h("dd", {}, badge(cluster.status)),
-    h("dt", {}, "Region"), h("dd", {}, cluster.region || ""),
-    h("dt", {}, "Zone"), h("dd", {}, (cluster.spec && cluster.spec.availability_zone_id) || ""),
-    h("dt", {}, "Kubernetes"), h("dd", {}, (cluster.spec && cluster.spec.kubernetes_version) || ""),
-    h("dt", {}, "EKS"), h("dd", { class: "wrap" }, cluster.eks_cluster_arn || "—"),
-    h("dt", {}, "HyperPod"), h("dd", { class: "wrap" }, cluster.hyperpod_cluster_arn || "—"),
-    h("dt", {}, "Created"), h("dd", {}, when(cluster.created_at)),
-    cluster.operation_id ? [h("dt", {}, "Last operation"), h("dd", {}, operationLink(cluster.operation_id, "view"))] : null,
-  );
+  const summary = h("dl", { class: "summary" });
+  const activeBadge = h("span");
+  function paintSummary(c) {
+    fill(summary,
+      h("dt", {}, "Status"), h("dd", { class: "cluster-status" }, badge(c.status)),
+      h("dt", {}, "Region"), h("dd", {}, c.region || ""),
+      h("dt", {}, "Zone"), h("dd", {}, (c.spec && c.spec.availability_zone_id) || ""),
+      h("dt", {}, "Kubernetes"), h("dd", {}, (c.spec && c.spec.kubernetes_version) || ""),
+      h("dt", {}, "EKS"), h("dd", { class: "wrap" }, c.eks_cluster_arn || "—"),
+      h("dt", {}, "HyperPod"), h("dd", { class: "wrap" }, c.hyperpod_cluster_arn || "—"),
+      h("dt", {}, "Created"), h("dd", {}, when(c.created_at)),
+      c.operation_id ? [h("dt", {}, "Last operation"), h("dd", {}, operationLink(c.operation_id, "view"))] : null,
+    );
+    fill(activeBadge, c.active ? badge("active") : null);
+  }
+  paintSummary(cluster);
   main.append(
-    h("div", { class: "title-row" }, h("h1", {}, name), cluster.active ? badge("active") : null),
+    h("div", { class: "title-row" }, h("h1", {}, name), activeBadge),
     h("p", { class: "actions" },
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/jobs`, class: "button secondary" }, "Training jobs"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
@@ -78,22 +83,16 @@ export async function render(main, [name]) {
   );
 
   // Instance groups
-  const groupsBox = h("div");
-  const groupsSection = section("Instance groups", groupsBox);
-  async function loadGroups() {
-    try {
-      const groups = await get(`${base}/instance-groups`);
-      fill(groupsBox, 
-        table(
-          "Instance groups",
-          ["Group", "Type", "Count", "Status", "Scale", "Delete"],
-          groups.map((g) => groupRow(g)),
-        ),
-        addGroupForm(),
-      );
-    } catch (error) {
-      fill(groupsBox, h("p", { class: "form-error" }, errorText(error)));
-    }
+  const groupsBox = h("div", {}, h("p", {}, "Reading instance groups…"));
+  const groupsSection = section("Instance groups", groupsBox, addGroupForm());
+  function paintGroups(groups) {
+    fill(groupsBox,
+      table(
+        "Instance groups",
+        ["Group", "Type", "Count", "Status", "Scale", "Delete"],
+        groups.map((g) => groupRow(g)),
+      ),
+    );
   }
 
   // A count box sends nothing while it is empty or unchanged; a scale-down and a deletion show
@@ -127,7 +126,7 @@ export async function render(main, [name]) {
         const ok = await confirmAction(`Scale ${g.name} down to ${count}?`, `Scale ${g.name}`, planLines(plan, { group: g.name }));
         if (!ok) return;
       }
-      act(`Scale ${g.name} to ${count}`, () => patch(path, body), loadGroups);
+      act(`Scale ${g.name} to ${count}`, () => patch(path, body));
     });
     const remove = h("button", {
       type: "button",
@@ -142,7 +141,7 @@ export async function render(main, [name]) {
           return;
         }
         if (await confirmAction(`Delete instance group ${g.name}?`, "Delete group", planLines(plan, { group: g.name, count: g.count }))) {
-          act(`Delete ${g.name}`, () => del(path), loadGroups);
+          act(`Delete ${g.name}`, () => del(path));
         }
       },
     }, "Delete");
@@ -204,91 +203,81 @@ export async function render(main, [name]) {
   // Nodes
   const nodesBox = h("div", {}, h("p", {}, "Reading nodes…"));
   const nodesSection = section("Nodes", nodesBox);
-  async function loadNodes() {
-    try {
-      const answer = await get(`${base}/nodes`);
-      const nodes = answer.nodes || [];
-      const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
-      fill(nodesBox, 
-        h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),
-        nodes.length
-          ? table(
-              "Nodes and their health",
-              ["Node", "Group", "Health", "Next step", "Actions"],
-              nodes.map((n) => {
-                const action = (verb, path, note) =>
-                  h("button", {
-                    type: "button",
-                    class: `small ${verb === "Reboot" ? "secondary" : "danger"}`,
-                    "aria-label": `${verb} ${n.node_id}`,
-                    onclick: async () => {
-                      const body = { node_ids: [n.node_id] };
-                      let plan;
-                      try {
-                        plan = await dryRun("POST", `${base}/nodes/${path}`, body);
-                      } catch (error) {
-                        status.textContent = `${verb} ${n.node_id}: ${errorText(error)}`;
-                        return;
-                      }
-                      if (await confirmAction(`${verb} node ${n.node_id}? ${note}`, verb, planLines(plan))) {
-                        act(`${verb} ${n.node_id}`, () => post(`${base}/nodes/${path}`, body), loadNodes);
-                      }
-                    },
-                  }, verb);
-                return h(
-                  "tr",
-                  { "data-node": n.node_id },
-                  h("th", { scope: "row", "data-label": "Node" }, n.node_id, h("br"), h("span", { class: "hint" }, n.instance_type || "")),
-                  h("td", { "data-label": "Group" }, n.instance_group || ""),
-                  h("td", { "data-label": "Health" }, badge(n.health), (n.reasons || []).length ? h("span", { class: "hint" }, ` ${n.reasons.join("; ")}`) : null),
-                  h("td", { "data-label": "Next step" }, n.next_step || "—"),
-                  h(
-                    "td",
-                    { "data-label": "Actions", class: "actions" },
-                    action("Reboot", "reboot", "Its pods are interrupted."),
-                    action("Replace", "replace", "A new instance takes its place; local data is lost."),
-                    action("Delete", "delete", "Its group's count drops by one."),
-                  ),
-                );
-              }),
-            )
-          : h("p", {}, "No nodes."),
-      );
-    } catch (error) {
-      fill(nodesBox, h("p", { class: "form-error" }, errorText(error)));
-    }
+  function paintNodes(answer) {
+    const nodes = answer.nodes || [];
+    const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+    fill(nodesBox, 
+      h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),
+      nodes.length
+        ? table(
+            "Nodes and their health",
+            ["Node", "Group", "Health", "Next step", "Actions"],
+            nodes.map((n) => {
+              const action = (verb, path, note) =>
+                h("button", {
+                  type: "button",
+                  class: `small ${verb === "Reboot" ? "secondary" : "danger"}`,
+                  "aria-label": `${verb} ${n.node_id}`,
+                  onclick: async () => {
+                    const body = { node_ids: [n.node_id] };
+                    let plan;
+                    try {
+                      plan = await dryRun("POST", `${base}/nodes/${path}`, body);
+                    } catch (error) {
+                      status.textContent = `${verb} ${n.node_id}: ${errorText(error)}`;
+                      return;
+                    }
+                    if (await confirmAction(`${verb} node ${n.node_id}? ${note}`, verb, planLines(plan))) {
+                      act(`${verb} ${n.node_id}`, () => post(`${base}/nodes/${path}`, body));
+                    }
+                  },
+                }, verb);
+              return h(
+                "tr",
+                { "data-node": n.node_id },
+                h("th", { scope: "row", "data-label": "Node" }, n.node_id, h("br"), h("span", { class: "hint" }, n.instance_type || "")),
+                h("td", { "data-label": "Group" }, n.instance_group || ""),
+                h("td", { "data-label": "Health" }, badge(n.health), (n.reasons || []).length ? h("span", { class: "hint" }, ` ${n.reasons.join("; ")}`) : null),
+                h("td", { "data-label": "Next step" }, n.next_step || "—"),
+                h(
+                  "td",
+                  { "data-label": "Actions", class: "actions" },
+                  action("Reboot", "reboot", "Its pods are interrupted."),
+                  action("Replace", "replace", "A new instance takes its place; local data is lost."),
+                  action("Delete", "delete", "Its group's count drops by one."),
+                ),
+              );
+            }),
+          )
+        : h("p", {}, "No nodes."),
+    );
   }
 
   // Dependencies
   const depsBox = h("div");
-  const depsSection = section("Dependencies", depsBox);
-  async function loadDeps() {
-    try {
-      const deps = await get(`${base}/dependencies`);
-      fill(depsBox, 
-        table(
-          "Dependencies",
-          ["Component", "Version", "Status", "Updated"],
-          deps.map((d) =>
-            h(
-              "tr",
-              {},
-              h("th", { scope: "row", "data-label": "Component" }, d.name),
-              h("td", { "data-label": "Version" }, d.version || ""),
-              h("td", { "data-label": "Status" }, badge(d.status)),
-              h("td", { "data-label": "Updated" }, when(d.updated_at)),
-            ),
+  const depsSection = section("Dependencies", depsBox,
+    h("button", {
+      type: "button",
+      class: "secondary",
+      onclick: () => act("Reconcile dependencies", () => post(`${base}/dependencies/reconcile`)),
+    }, "Reconcile"));
+  function paintDeps(deps) {
+    fill(depsBox,
+      table(
+        "Dependencies",
+        ["Component", "Version", "Status", "Updated"],
+        deps.map((d) =>
+          h(
+            "tr",
+            {},
+            h("th", { scope: "row", "data-label": "Component" }, d.name),
+            h("td", { "data-label": "Version" }, d.version || ""),
+            h("td", { "data-label": "Status" }, badge(d.status)),
+            h("td", { "data-label": "Updated" }, when(d.updated_at)),
           ),
         ),
-        h("button", {
-          type: "button",
-          class: "secondary",
-          onclick: () => act("Reconcile dependencies", () => post(`${base}/dependencies/reconcile`), loadDeps),
-        }, "Reconcile"),
-      );
-    } catch (error) {
-      fill(depsBox, h("p", { class: "form-error" }, errorText(error)));
-    }
+      ),
+    );
   }
 
   // Storage (S3 buckets of the account)
@@ -328,6 +317,14 @@ export async function render(main, [name]) {
   main.append(
     h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection),
   );
-  await Promise.all([loadGroups(), loadNodes(), loadDeps(), loadStorage()]);
-  return undefined;
+  const shown = (box) => ({ cluster: name, failed: (error) => fill(box, h("p", { class: "form-error" }, errorText(error))) });
+  const stops = [
+    watch(base, paintSummary, { cluster: name }),
+    watch(`${base}/instance-groups`, paintGroups, shown(groupsBox)),
+    watch(`${base}/nodes`, paintNodes, shown(nodesBox)),
+    watch(`${base}/dependencies`, paintDeps, shown(depsBox)),
+    onChange(features.reload, { cluster: name }),
+  ];
+  await loadStorage();
+  return () => stops.forEach((stop) => stop());
 }

@@ -6,6 +6,7 @@ import {
   fill, section, showErrors, when,
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
+import { watch } from "../store.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main) {
@@ -23,13 +24,12 @@ export async function render(main) {
 
   function showPanel(operationId) {
     if (panel) panel.stop();
-    panel = progressPanel(operationId, { onFinished: load });
+    panel = progressPanel(operationId);
     fill(panelSlot, panel.element);
     panel.focus();
   }
 
-  async function load() {
-    const clusters = await get("/clusters");
+  function paint(clusters) {
     empty.hidden = clusters.length > 0;
     table.hidden = clusters.length === 0;
     fill(tableBody, 
@@ -61,7 +61,6 @@ export async function render(main) {
       await put("/clusters/active", { name });
       status.textContent = `${name} is now the active cluster.`;
       announce(status.textContent);
-      await load();
     } catch (error) {
       status.textContent = errorText(error);
     }
@@ -86,7 +85,6 @@ export async function render(main) {
       const accepted = await del(path);
       fill(status, `Deleting ${c.name}. `, operationLink(accepted.operation_id));
       showPanel(accepted.operation_id);
-      await load();
     } catch (error) {
       status.textContent = errorText(error);
     }
@@ -128,11 +126,8 @@ export async function render(main) {
     empty,
     section("Import an existing cluster", h("details", {}, h("summary", {}, "Import from this account"), importForm)),
   );
-  try {
-    await load();
-  } catch (error) {
-    status.textContent = errorText(error);
-  }
+  // the list follows every change through the live store (this page, REST, the CLI)
+  const stop = watch("/clusters", paint, { failed: (error) => { status.textContent = errorText(error); } });
   get("/inspect/clusters")
     .then((found) => {
       fill(importable, 
@@ -142,5 +137,8 @@ export async function render(main) {
       );
     })
     .catch(() => {});
-  return () => panel && panel.stop();
+  return () => {
+    stop();
+    if (panel) panel.stop();
+  };
 }

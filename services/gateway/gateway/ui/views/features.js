@@ -82,13 +82,21 @@ export function featuresPanel(cluster) {
     refreshPending();
   }
 
+  // Read again after each event about the cluster (the live store), unless the user has
+  // changes not applied yet: those stay as they are.
+  let shown = "";
   async function load() {
-    fill(form, h("p", {}, "Reading the cluster…"));
+    if (!actual) fill(form, h("p", {}, "Reading the cluster…"));
     try {
-      actual = await get(`/clusters/${encodeURIComponent(cluster)}/features`);
+      const read = await get(`/clusters/${encodeURIComponent(cluster)}/features`);
+      if (actual && Object.keys(changes()).length) return;
+      const text = JSON.stringify(read);
+      if (text === shown) return;
+      shown = text;
+      actual = read;
       paint();
     } catch (error) {
-      fill(form, h("p", { class: "form-error", role: "alert" }, errorText(error)));
+      if (!actual) fill(form, h("p", { class: "form-error", role: "alert" }, errorText(error)));
     }
   }
 
