@@ -20,6 +20,7 @@ from shared.contracts.instance_groups import (
     UpdateClusterSoftware,
 )
 from shared.errors import PermanentError
+from shared.stages import Done, Pending
 from tests.instance_groups.fakes import PLAN, ROLE, SCRIPTS, cluster, details
 
 SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")
@@ -295,10 +296,10 @@ def test_add_rules_name_taken_and_group_limit() -> None:
 
 def test_settled_waits_for_the_nodes_and_reports_a_rollback() -> None:
     booting = cluster(details(CurrentCount=1, TargetCount=3))
-    assert isinstance(ig.settled(booting, "hp-one", "gpu", 3), ig.Pending)
+    assert isinstance(ig.settled(booting, "hp-one", "gpu", 3), Pending)
     updating = cluster(details(), status="Updating")
-    assert isinstance(ig.settled(updating, "hp-one", "gpu", 2), ig.Pending)
-    assert isinstance(ig.settled(cluster(), "hp-one", "gpu", 2), ig.Done)
+    assert isinstance(ig.settled(updating, "hp-one", "gpu", 2), Pending)
+    assert isinstance(ig.settled(cluster(), "hp-one", "gpu", 2), Done)
     with pytest.raises(PermanentError) as rolled:
         ig.settled(cluster(), "hp-one", "gpu", 4)
     assert rolled.value.code == "InstanceGroupRolledBack"
