@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 KUBERNETES_VERSIONS = ["1.30", "1.31", "1.32", "1.33"]
@@ -43,6 +44,70 @@ ADDONS: dict[str, tuple[str, str, list[str]]] = {
         ["v1.1.0-eksbuild.1", "v1.0.1-eksbuild.1"],
     ),
 }
+
+# What an add-on needs installed first. The HyperPod training operator's webhook certificates
+# are cert-manager resources: "Install the cert-manager add-on ... before installing the
+# training operator" (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html).
+ADDON_PREREQUISITES: dict[str, tuple[str, ...]] = {
+    "amazon-sagemaker-hyperpod-training-operator": ("cert-manager",),
+}
+
+_OBJECT: dict[str, Any] = {"type": "object"}
+_STRINGS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+# The members most EKS add-on configuration schemas share (DescribeAddonConfiguration returns
+# one JSON schema per add-on version; each names its keys and forbids the rest).
+_COMMON: dict[str, Any] = {
+    "affinity": _OBJECT,
+    "nodeSelector": _STRINGS,
+    "podAnnotations": _STRINGS,
+    "podLabels": _STRINGS,
+    "priorityClassName": {"type": "string"},
+    "replicaCount": {"type": "integer", "minimum": 0},
+    "resources": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"limits": _STRINGS, "requests": _STRINGS},
+    },
+    "tolerations": {"type": "array", "items": _OBJECT},
+}
+_OWN: dict[str, dict[str, Any]] = {
+    "vpc-cni": {
+        "env": _STRINGS,
+        "init": _OBJECT,
+        "nodeAgent": _OBJECT,
+        "enableNetworkPolicy": {"type": "string", "enum": ["true", "false"]},
+        "enableWindowsIpam": {"type": "string", "enum": ["true", "false"]},
+    },
+    "coredns": {
+        "autoScaling": _OBJECT,
+        "corefile": {"type": "string"},
+        "podDisruptionBudget": _OBJECT,
+        "topologySpreadConstraints": {"type": "array", "items": _OBJECT},
+    },
+    "aws-ebs-csi-driver": {"controller": _OBJECT, "node": _OBJECT, "sidecars": _OBJECT},
+    "aws-fsx-csi-driver": {"controller": _OBJECT, "node": _OBJECT},
+    "amazon-cloudwatch-observability": {
+        "agent": _OBJECT,
+        "containerLogs": _OBJECT,
+        "manager": _OBJECT,
+    },
+    "cert-manager": {"cainjector": _OBJECT, "webhook": _OBJECT},
+}
+
+
+def addon_configuration_schema(addon: str) -> dict[str, Any]:
+    """The JSON schema `configurationValues` of `addon` must satisfy."""
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {**_COMMON, **_OWN.get(addon, {})},
+    }
+
+
+def addon_configuration_schema_text(addon: str) -> str:
+    return json.dumps(addon_configuration_schema(addon), separators=(",", ":"))
+
 
 ACCESS_POLICIES = [
     "AmazonEKSAdminPolicy",

@@ -2,8 +2,10 @@
 under /_sim/, and hands every other AWS request to moto (correcting a few of its answers, see
 sim.aws.overlays).
 
-Per request: run the work the clock says is due, apply armed faults, validate the input against
-botocore's model, call the simulation (or moto), and log the call if it mutates.
+Per request: run the work the clock says is due, apply armed faults, refuse what cannot be read
+(an unknown operation, a malformed body) and what breaks botocore's model of the operation
+(sim.aws.validation), for the simulation's operations and moto's alike, then call the
+simulation (or moto), and log the call if it mutates.
 """
 
 from __future__ import annotations
@@ -86,16 +88,34 @@ class FrontApp:
         )
         if error is not None:
             return self._error(req, error, start_response, simulated)
+        refused = self._refusal(req)
+        if refused is not None:
+            return self._error(req, refused, start_response, simulated)
         if simulated:
             with contextlib.suppress(ForwardToMoto):
                 return self._simulate(req, start_response)
         return self._forward(req, environ, body, start_response)
 
+    def _refusal(self, req: AwsRequest) -> AwsError | None:
+        """Why the request is refused before any handler runs, if it is."""
+        if req.refused is not None:
+            # An unrouted S3 request is moto's to answer: its virtual-host and legacy routes are
+            # not all in botocore's model.
+            if req.unrouted and req.protocol == "rest-xml":
+                return None
+            return req.refused
+        if req.service is None or req.operation is None:
+            return None
+        try:
+            validate(req.service, req.operation, req.checked, req.protocol)
+        except AwsError as err:
+            return err
+        return None
+
     def _simulate(self, req: AwsRequest, start_response: StartResponse) -> Iterable[bytes]:
         assert req.service is not None and req.operation is not None
         handler = self.handlers[(req.service, req.operation)]
         try:
-            validate(req.service, req.operation, req.params)
             with self.ctx.lock:
                 result = handler(req.params)
                 self.ctx.flush()

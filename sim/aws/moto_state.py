@@ -57,6 +57,19 @@ def subnet(account_id: str, region: str, subnet_id: str) -> SubnetInfo | None:
     return None
 
 
+def vpc_cidrs(account_id: str, region: str, vpc_id: str) -> list[str]:
+    """Every IPv4 CIDR block associated with a VPC (its primary one first)."""
+    vpc = ec2(account_id, region).vpcs.get(vpc_id)
+    if vpc is None:
+        return []
+    blocks = [vpc.cidr_block]
+    for association in vpc.cidr_block_association_set:
+        block = association.get("cidr_block")
+        if block and block not in blocks:
+            blocks.append(block)
+    return blocks
+
+
 def security_group_exists(account_id: str, region: str, group_id: str) -> bool:
     return ec2(account_id, region).get_security_group_from_id(group_id) is not None
 

@@ -2,7 +2,11 @@
 
 The service comes from the SigV4 credential scope (and `X-Amz-Target` where services share a
 signing name); the operation and parameters from botocore's model, through moto's router and
-protocol parsers, so a request is understood the way AWS understands it.
+protocol parsers, so a request is understood the way AWS understands it. Besides the parsed
+parameters a request carries what validation checks (`checked`): the JSON body as sent, for
+the JSON protocols, so that a string where the model says integer is seen as such instead of
+being coerced; and a request that cannot be read (an unknown operation, a body that is not
+JSON, a query value that is not a number) carries the refusal AWS answers (`refused`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from functools import cache
 from typing import Any
 
 import botocore.session
-from moto.core.parse import PROTOCOL_PARSERS
+from botocore.model import ServiceModel
+from moto.core.parse import PROTOCOL_PARSERS, UNDEFINED, EC2QueryParser, QueryParser
 from moto.core.request import Request, determine_request_protocol
 from moto.core.routing import get_service_router
 from moto.core.utils import get_service_model
+
+from sim.aws.errors import AwsError
+from sim.aws.validation import Violation, refusal
 
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 
@@ -86,6 +94,9 @@ class AwsRequest:
     operation: str | None = None
     protocol: str = "json"
     params: dict[str, Any] = field(default_factory=dict)
+    checked: dict[str, Any] = field(default_factory=dict)
+    refused: AwsError | None = None
+    unrouted: bool = False
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @property
@@ -113,13 +124,30 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
     try:
         model = get_service_model(req.service)
         req.protocol = determine_request_protocol(model, request.content_type)
-        operation, uri_params = get_service_router(req.service).match(request)
     except Exception:
         return req
-    req.operation = operation.name
+    if req.protocol == "rest-json":
+        empty = _empty_label(model, request.method, request.path)
+        if empty is not None:
+            req.operation, member = empty
+            req.refused = refusal(
+                req.service,
+                req.protocol,
+                [Violation(member, member, _NULL.format(member), missing=True)],
+            )
+            return req
     try:
-        parser = PROTOCOL_PARSERS[req.protocol](operation)
-        req.params = parser.parse(
+        operation, uri_params = get_service_router(req.service).match(request)
+    except Exception:
+        req.unrouted = True
+        req.refused = _unknown_operation(
+            req, environ.get("HTTP_X_AMZ_TARGET"), request.values.get("Action")
+        )
+        return req
+    req.operation = operation.name
+    parser_class = _STRICT_PARSERS.get(req.protocol, PROTOCOL_PARSERS[req.protocol])
+    try:
+        req.params = parser_class(operation).parse(
             {
                 "method": request.method,
                 "values": request.values,
@@ -129,9 +157,160 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
                 "url_params": uri_params,
             }
         )
-    except Exception:
+    except _BadScalar as bad:
+        req.refused = refusal(req.service, req.protocol, [bad.violation])
+    except Exception as exc:
         req.params = _fallback_params(req.protocol, body)
+        if req.protocol not in ("json", "rest-json"):
+            unreadable = Violation("", "", f"The request could not be read: {exc}")
+            req.refused = refusal(req.service, req.protocol, [unreadable])
+    req.checked = req.params
+    if req.protocol in ("json", "rest-json") and req.refused is None:
+        _check_json_body(req, model, operation.name, body)
     return req
+
+
+_NULL = "Value null at '{}' failed to satisfy constraint: Member must not be null"
+
+
+def _unknown_operation(req: AwsRequest, target: str | None, action: str | None) -> AwsError:
+    """What AWS answers for an operation its model does not have: UnknownOperationException
+    for the JSON protocols (observed as HTTP 400 from CloudWatch Logs, aws/aws-sdk-net#1536),
+    InvalidAction for the query protocols (400, the Common Errors page of every query service,
+    e.g. https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)."""
+    if req.protocol in ("query", "ec2"):
+        return AwsError(
+            "InvalidAction", f"The action {action} is not valid for this web service.", 400
+        )
+    what = target or f"{req.method} {req.path}"
+    return AwsError("UnknownOperationException", f"Unknown operation: {what}", 400)
+
+
+def _check_json_body(req: AwsRequest, model: ServiceModel, operation: str, body: bytes) -> None:
+    """Validate the JSON body as sent (moto's parser coerces "2" and 1.5 to 2 and 1)."""
+    if not body.strip():
+        raw: Any = {}
+    else:
+        try:
+            raw = json.loads(body)
+        except ValueError:
+            raw = None
+    if not isinstance(raw, dict):
+        req.refused = AwsError("SerializationException", "The request body is not a JSON object.")
+        return
+    if req.protocol == "json":
+        req.checked = raw
+        return
+    shape = model.operation_model(operation).input_shape
+    if shape is None:
+        return
+    members = shape.members
+    in_body = {
+        name: member.serialization.get("name", name)
+        for name, member in members.items()
+        if "location" not in member.serialization
+    }
+    checked = {k: v for k, v in req.params.items() if k not in in_body}
+    for name, wire in in_body.items():
+        if raw.get(wire) is not None:
+            checked[name] = raw[wire]
+    req.checked = checked
+
+
+@cache
+def _label_routes(model: ServiceModel) -> list[tuple[str, str, re.Pattern[str]]]:
+    """(method, operation, path regex with labels allowed empty) for each labelled URI."""
+    routes = []
+    for name in model.operation_names:
+        http = model.operation_model(name).http
+        uri = str(http.get("requestUri", "/")).split("?", 1)[0]
+        if "{" not in uri:
+            continue
+        pattern = re.sub(
+            r"\\\{([A-Za-z0-9_]+)(\\\+)?\\\}",
+            lambda m: f"(?P<{m.group(1)}>{'.*' if m.group(2) else '[^/]*'})",
+            re.escape(uri),
+        )
+        routes.append((str(http.get("method", "POST")), name, re.compile(pattern)))
+    return routes
+
+
+def _empty_label(model: ServiceModel, method: str, path: str) -> tuple[str, str] | None:
+    """(operation, label) when `path` is an operation's URI with a label left empty.
+
+    botocore sends `describe_cluster(name="")` as GET /clusters/; Smithy lets a trailing slash
+    be ignored, which would make that ListClusters. AWS refuses the empty required label, so
+    the simulation reads such a path as the labelled operation with the label null."""
+    if not (path.endswith("/") or "//" in path) or path == "/":
+        return None
+    for route_method, name, pattern in _label_routes(model):
+        if route_method != method:
+            continue
+        match = pattern.fullmatch(path)
+        if match is None:
+            continue
+        for label, value in match.groupdict().items():
+            if value == "":
+                return name, _lower_first(label)
+    return None
+
+
+def _lower_first(name: str) -> str:
+    return name[:1].lower() + name[1:]
+
+
+class _BadScalar(Exception):
+    """A query-protocol value that is not of its member's type."""
+
+    def __init__(self, member: str, value: Any, kind: str) -> None:
+        super().__init__(member)
+        self.violation = Violation(
+            member,
+            member,
+            f"Value '{value}' at '{member}' failed to satisfy constraint: "
+            f"Member must be of type {kind}",
+        )
+
+
+class _StrictQueryParser(QueryParser):
+    """moto's query parser, refusing what it would coerce: "maybe" for a boolean (False),
+    "two" for an integer (a ValueError, answered 500)."""
+
+    def _parse_boolean(self, shape: Any, query_params: Any, prefix: str = "") -> Any:
+        value = query_params.get(prefix, shape.metadata.get("default", UNDEFINED))
+        if value is UNDEFINED or isinstance(value, bool):
+            return value
+        if str(value).lower() not in ("true", "false"):
+            raise _BadScalar(prefix, value, "boolean")
+        return str(value).lower() == "true"
+
+    def _parse_integer(self, shape: Any, query_params: Any, prefix: str = "") -> Any:
+        value = query_params.get(prefix, shape.metadata.get("default", UNDEFINED))
+        if value is UNDEFINED:
+            return value
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise _BadScalar(prefix, value, "integer") from None
+
+    def _parse_float(self, shape: Any, query_params: Any, prefix: str = "") -> Any:
+        value = query_params.get(prefix, shape.metadata.get("default", UNDEFINED))
+        if value is UNDEFINED:
+            return value
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise _BadScalar(prefix, value, "double") from None
+
+    _parse_long = _parse_integer
+    _parse_double = _parse_float
+
+
+class _StrictEc2Parser(_StrictQueryParser, EC2QueryParser):
+    """The EC2 flavour of the strict query parser."""
+
+
+_STRICT_PARSERS: dict[str, Any] = {"query": _StrictQueryParser, "ec2": _StrictEc2Parser}
 
 
 def _fallback_params(protocol: str, body: bytes) -> dict[str, Any]:

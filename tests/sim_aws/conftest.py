@@ -69,10 +69,23 @@ def create_eks(sim: SimulatedAws, network: Network, name: str, **extra: Any) -> 
 
 
 @pytest.fixture(scope="session")
-def eks_cluster(sim: SimulatedAws, network: Network) -> dict[str, Any]:
+def shared_eks(sim: SimulatedAws, network: Network) -> dict[str, Any]:
     return create_eks(
         sim, network, "shared-eks", accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"}
     )
+
+
+@pytest.fixture
+def eks_cluster(sim: SimulatedAws, shared_eks: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The shared ACTIVE EKS cluster; a test's HyperPod cluster on it is deleted afterwards, as
+    an EKS cluster orchestrates one HyperPod cluster at a time."""
+    yield shared_eks
+    sm = aws_client(sim, "sagemaker")
+    for summary in sm.list_clusters()["ClusterSummaries"]:
+        described = sm.describe_cluster(ClusterName=summary["ClusterName"])
+        orchestrator = described.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn")
+        if orchestrator == shared_eks["arn"] and described["ClusterStatus"] != "Deleting":
+            sm.delete_cluster(ClusterName=summary["ClusterName"])
 
 
 def group_spec(

@@ -74,7 +74,7 @@ def test_validation_for_eks_and_service_quotas(sim: SimulatedAws) -> None:
             accessConfig={"authenticationMode": "BOTH"},
         )
     code, status, message = error_of(err)
-    assert (code, status) == ("ValidationException", 400)
+    assert (code, status) == ("InvalidParameterException", 400)
     assert "accessConfig.authenticationMode" in message
     quotas = aws_client(sim, "service-quotas", config=NO_CLIENT_CHECKS)
     with pytest.raises(ClientError) as err:

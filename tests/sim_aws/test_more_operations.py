@@ -144,9 +144,14 @@ def test_sagemaker_tags_and_cluster_listing(
     sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
 ) -> None:
     sm = aws_client(sim, "sagemaker")
+    # An EKS cluster orchestrates one HyperPod cluster: the shared one and two of their own.
+    orchestrators = [eks_cluster] + [
+        create_eks(sim, network, unique("eks"), accessConfig={"authenticationMode": "API"})
+        for _ in range(2)
+    ]
     names = sorted(
-        create_hyperpod(sim, network, eks_cluster, [group_spec(network, count=1)], wait=False)
-        for _ in range(3)
+        create_hyperpod(sim, network, eks, [group_spec(network, count=1)], wait=False)
+        for eks in orchestrators
     )
     arn = sm.describe_cluster(ClusterName=names[0])["ClusterArn"]
     sm.add_tags(ResourceArn=arn, Tags=[{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}])

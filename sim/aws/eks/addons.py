@@ -7,6 +7,9 @@ import contextlib
 import uuid
 from typing import Any
 
+import yaml
+from jsonschema import Draft7Validator
+
 from sim.aws import eks_catalog
 from sim.aws.eks.base import EksBase
 from sim.aws.eks.model import EksCluster, page_of, public_view
@@ -37,6 +40,7 @@ class AddonOps(EksBase):
             )
         if p.get("serviceAccountRoleArn"):
             self._check_role(p["serviceAccountRoleArn"])
+        check_configuration(name, p.get("configurationValues"))
         _type, publisher, _ = eks_catalog.ADDONS[name]
         addon: dict[str, Any] = {
             "addonName": name,
@@ -70,6 +74,11 @@ class AddonOps(EksBase):
 
         def ready() -> None:
             if cluster.addons.get(name) is addon and addon["status"] == "CREATING":
+                missing = missing_prerequisites(cluster, name)
+                if missing:
+                    addon["status"] = "CREATE_FAILED"
+                    addon["health"] = {"issues": [_missing_issue(name, missing)]}
+                    return
                 if self.ctx.kube is not None and cluster.kube_started:
                     # What the add-on installs appears in the cluster as it does on EKS.
                     with contextlib.suppress(ValueError):
@@ -110,6 +119,7 @@ class AddonOps(EksBase):
             raise AwsError(
                 "InvalidParameterException", f"Addon version specified is not supported: {version}"
             )
+        check_configuration(addon["addonName"], p.get("configurationValues"))
         addon["status"] = "UPDATING"
         params = [{"type": "AddonVersion", "value": version}]
         if p.get("configurationValues") is not None:
@@ -182,6 +192,61 @@ class AddonOps(EksBase):
         return {
             "addonName": name,
             "addonVersion": p["addonVersion"],
-            "configurationSchema": '{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}',
+            "configurationSchema": eks_catalog.addon_configuration_schema_text(name),
             "podIdentityConfiguration": [],
         }
+
+
+def check_configuration(addon: str, values: str | None) -> None:
+    """configurationValues must be JSON or YAML that satisfies the add-on's configuration schema
+    (the one DescribeAddonConfiguration returns), else InvalidParameterException, as the EKS
+    User Guide describes ("Amazon EKS add-on configuration", advanced configuration:
+    https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-field-management.html and
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html)."""
+    if values is None or values.strip() == "":
+        return
+    try:
+        document = yaml.safe_load(values)  # YAML is a superset of JSON: one parser reads both
+    except yaml.YAMLError:
+        document = None
+    if not isinstance(document, dict):
+        raise AwsError(
+            "InvalidParameterException",
+            "ConfigurationValue provided in request is not supported: the configuration values "
+            "must be a JSON or YAML object",
+            extra={"addonName": addon},
+        )
+    errors = sorted(
+        Draft7Validator(eks_catalog.addon_configuration_schema(addon)).iter_errors(document),
+        key=lambda e: list(e.absolute_path),
+    )
+    if errors:
+        found = "; ".join(
+            f"{'$.' + '.'.join(str(p) for p in e.absolute_path) if e.absolute_path else '$'}: "
+            f"{e.message}"
+            for e in errors
+        )
+        raise AwsError(
+            "InvalidParameterException",
+            "ConfigurationValue provided in request is not supported: Json schema validation "
+            f"failed with error: [{found}]",
+            extra={"addonName": addon},
+        )
+
+
+def missing_prerequisites(cluster: EksCluster, addon: str) -> list[str]:
+    """The add-ons `addon` needs that the cluster does not have (see ADDON_PREREQUISITES)."""
+    return [
+        needed
+        for needed in eks_catalog.ADDON_PREREQUISITES.get(addon, ())
+        if (cluster.addons.get(needed) or {}).get("status")
+        not in ("ACTIVE", "CREATING", "UPDATING")
+    ]
+
+
+def _missing_issue(addon: str, missing: list[str]) -> dict[str, Any]:
+    return {
+        "code": "K8sResourceNotFound",
+        "message": f"Add-on {addon} requires {', '.join(missing)} to be installed first.",
+        "resourceIds": missing,
+    }

@@ -4,6 +4,7 @@ the versions EKS offers."""
 from __future__ import annotations
 
 import base64
+import ipaddress
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,10 @@ class ClusterOps(EksBase):
                 raise AwsError(
                     "InvalidParameterException", f"The security group '{group}' does not exist"
                 )
+        _check_service_cidr(
+            p.get("kubernetesNetworkConfig") or {},
+            moto_state.vpc_cidrs(self.ctx.account_id, self.ctx.region, found[0].vpc_id),
+        )
         spec = dict(p)
         spec["version"] = version
         spec.setdefault("accessConfig", {})
@@ -339,3 +344,47 @@ class ClusterOps(EksBase):
     def authentication_mode(self, arn: str) -> str | None:
         cluster = self.clusters.get(arn.rsplit("/", 1)[-1])
         return cluster.auth_mode if cluster is not None and cluster.arn == arn else None
+
+
+_PRIVATE_BLOCKS = [
+    ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+]
+
+
+def _check_service_cidr(network: dict[str, Any], vpc_cidrs: list[str]) -> None:
+    """serviceIpv4Cidr as EKS accepts it: a valid IPv4 block inside 10.0.0.0/8, 172.16.0.0/12
+    or 192.168.0.0/16, between /24 and /12, not overlapping the VPC, and not given with
+    ipFamily ipv6 (Amazon EKS API Reference, KubernetesNetworkConfigRequest:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html).
+    """
+    cidr = network.get("serviceIpv4Cidr")
+    if cidr is None:
+        return
+    if network.get("ipFamily") == "ipv6":
+        raise AwsError(
+            "InvalidParameterException",
+            "serviceIpv4Cidr cannot be specified when ipFamily is ipv6",
+        )
+    try:
+        block = ipaddress.IPv4Network(cidr)
+    except ValueError:
+        raise AwsError(
+            "InvalidParameterException",
+            f"serviceIpv4Cidr {cidr} is not a valid IPv4 CIDR block",
+        ) from None
+    if not any(block.subnet_of(private) for private in _PRIVATE_BLOCKS):
+        raise AwsError(
+            "InvalidParameterException",
+            f"serviceIpv4Cidr {cidr} must be within 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16",
+        )
+    if not 12 <= block.prefixlen <= 24:
+        raise AwsError(
+            "InvalidParameterException",
+            f"serviceIpv4Cidr {cidr} must have a prefix length between /12 and /24",
+        )
+    for vpc_cidr in vpc_cidrs:
+        if block.overlaps(ipaddress.ip_network(vpc_cidr, strict=False)):
+            raise AwsError(
+                "InvalidParameterException",
+                f"serviceIpv4Cidr {cidr} overlaps the VPC CIDR block {vpc_cidr}",
+            )

@@ -51,6 +51,7 @@ class ClusterOps(Capacity):
                     f"The authentication mode of EKS cluster {eks_arn} must be API or "
                     "API_AND_CONFIG_MAP for HyperPod to add access entries for its nodes.",
                 )
+            self._check_one_per_eks(eks_arn)
         auto_scaling = p.get("AutoScaling")
         if auto_scaling and auto_scaling.get("Mode") == "Enable":
             if not eks_arn:
@@ -97,6 +98,20 @@ class ClusterOps(Capacity):
             cluster, self.ctx.profile.hyperpod_create, lambda: self._finish_create(cluster)
         )
         return {"ClusterArn": cluster.arn}
+
+    def _check_one_per_eks(self, eks_arn: str) -> None:
+        """An EKS cluster orchestrates one HyperPod cluster: "a one-to-one mapping between an
+        Amazon EKS cluster and a HyperPod cluster" (Getting started with Amazon EKS support in
+        SageMaker HyperPod, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html).
+        A cluster being deleted no longer holds its EKS cluster."""
+        for other in self.clusters.values():
+            arn = (other.config.get("Orchestrator") or {}).get("Eks", {}).get("ClusterArn")
+            if arn == eks_arn and other.status != "Deleting":
+                raise AwsError(
+                    "ValidationException",
+                    f"EKS cluster {eks_arn} is already associated with HyperPod cluster "
+                    f"{other.arn}; an EKS cluster can orchestrate one HyperPod cluster.",
+                )
 
     def _node_roles(self, cluster: Cluster) -> set[str]:
         return {str(g.spec["ExecutionRole"]) for g in cluster.groups.values()}
