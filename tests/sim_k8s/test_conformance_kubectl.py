@@ -415,3 +415,63 @@ def test_openapi_v2_and_v3_are_served_from_the_schemas(kubectl: Kubectl) -> None
     v3 = json.loads(kubectl("get", "--raw", "/openapi/v3").stdout)
     assert "api/v1" in v3["paths"] and "apis/apps/v1" in v3["paths"]
     assert "nodeName <string>" in kubectl("explain", "pods.spec.nodeName").stdout
+
+
+# ---- server-side tables ----------------------------------------------------------------------
+
+
+def _header(out: str) -> list[str]:
+    return [c for c in out.splitlines()[0].split("  ") if c.strip()]
+
+
+def test_tables_have_upstream_columns_and_wide_ones(
+    kubectl: Kubectl, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", _pod("table-pod"))
+    _running(core, "table-pod")
+    narrow = _header(kubectl("get", "pods").stdout)
+    assert [c.strip() for c in narrow] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    wide = [c.strip() for c in _header(kubectl("get", "pods", "-o", "wide").stdout)]
+    assert wide == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED NODE",
+        "READINESS GATES",
+    ]
+    nodes = [c.strip() for c in _header(kubectl("get", "nodes", "-o", "wide").stdout)]
+    assert nodes[-5:] == [
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ]
+    svc = [c.strip() for c in _header(kubectl("get", "svc", "-o", "wide").stdout)]
+    assert svc[-1] == "SELECTOR"
+
+
+def test_events_table_starts_with_last_seen(kubectl: Kubectl, core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("default", _pod("table-events"))
+    _running(core, "table-events")
+    narrow = [c.strip() for c in _header(kubectl("get", "events").stdout)]
+    assert narrow == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    wide = [c.strip() for c in _header(kubectl("get", "events", "-o", "wide").stdout)]
+    assert wide == [
+        "LAST SEEN",
+        "TYPE",
+        "REASON",
+        "OBJECT",
+        "SUBOBJECT",
+        "SOURCE",
+        "MESSAGE",
+        "FIRST SEEN",
+        "COUNT",
+        "NAME",
+    ]
+    rows = kubectl("get", "events", "--field-selector", "involvedObject.name=table-events")
+    assert "pod/table-events" in rows.stdout and "Scheduled" in rows.stdout
