@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from inference_svc import records
 from inference_svc.domain.plan import ClusterFacts, served_kinds
 from inference_svc.domain.render import (
     ENDPOINT_LABEL,
@@ -23,11 +24,6 @@ from shared.errors import PermanentError
 USABLE = ("active", "imported")
 HYPERPOD_NODES = "sagemaker.amazonaws.com/compute-type=hyperpod"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-# An endpoint row `e` whose last operation is still at work (pending or running).
-IN_PROGRESS = (
-    "EXISTS (SELECT 1 FROM operations o WHERE o.id = e.operation_id"
-    " AND o.status IN ('pending', 'running'))"
-)
 
 
 class ProxyReply(Protocol):
@@ -83,8 +79,7 @@ class Clusters:
         self.endpoint = endpoint  # adapters.k8s.ClusterEndpoint, given by the composition root
 
     async def kube(self, cluster: str) -> Kube:
-        async with self.pool.acquire() as conn:
-            row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", cluster)
+        row = await records.cluster(self.pool, cluster)
         if row is None:
             raise PermanentError(
                 "ClusterNotFound",
@@ -125,13 +120,9 @@ class Clusters:
             )
             if found is not None:
                 actual[(obj["kind"], obj["metadata"]["name"])] = found
-        async with self.pool.acquire() as conn:
-            before = await conn.fetchval(
-                "SELECT objects FROM endpoints WHERE cluster = $1 AND name = $2", cluster, spec.name
-            )
         recorded = [
             old
-            for old in before or []
+            for old in await records.endpoint_objects(self.pool, cluster, spec.name)
             if (old["kind"], old["name"]) not in actual
             and await kube.get(old["api_version"], old["kind"], old["name"], spec.namespace)
             is not None
@@ -145,17 +136,14 @@ class Clusters:
         )
 
     async def recorded(self, cluster: str, name: str) -> EndpointSpec:
-        async with self.pool.acquire() as conn:
-            row = await conn.fetchrow(
-                "SELECT spec FROM endpoints WHERE cluster = $1 AND name = $2", cluster, name
-            )
-        if row is None:
+        spec = await records.endpoint_spec(self.pool, cluster, name)
+        if spec is None:
             raise PermanentError(
                 "EndpointNotFound",
                 f"endpoint {name} is not known on cluster {cluster}",
                 "GET /api/v1/endpoints lists the endpoints",
             )
-        return EndpointSpec.from_payload(row["spec"])
+        return EndpointSpec.from_payload(spec)
 
     async def present(self, cluster: str, spec: EndpointSpec) -> list[KubeObject]:
         """The endpoint's objects that exist now, in apply order (a pool's model Services too)."""
@@ -187,14 +175,7 @@ class Clusters:
 
     async def in_progress(self, cluster: str, name: str) -> bool:
         """Whether an operation on the endpoint is pending or running."""
-        async with self.pool.acquire() as conn:
-            working = await conn.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM endpoints e"
-                f" WHERE e.cluster = $1 AND e.name = $2 AND {IN_PROGRESS})",
-                cluster,
-                name,
-            )
-        return bool(working)
+        return await records.in_progress(self.pool, cluster, name)
 
     async def observe(
         self, cluster: str, spec: EndpointSpec, *, creating: bool = False

@@ -31,12 +31,14 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         await StatusWatcher(runtime.pool, clusters).run()
 
     endpoints = Area(
-        workflows={
-            DeployEndpoint.__name__: records.deploy(deploy_workflow(clusters)),
-            ScaleEndpoint.__name__: records.scale(scale_workflow(clusters)),
-            AssignPoolWorker.__name__: records.assign(assign_workflow(clusters)),
-            DeleteEndpoint.__name__: records.delete(delete_workflow(clusters)),
-        },
+        workflows=records.recorded(
+            {
+                DeployEndpoint.__name__: deploy_workflow(clusters),
+                ScaleEndpoint.__name__: scale_workflow(clusters),
+                AssignPoolWorker.__name__: assign_workflow(clusters),
+                DeleteEndpoint.__name__: delete_workflow(clusters),
+            }
+        ),
         planners=reads.planners(),
         read_routes=reads.routes(),
         companions=(watch_endpoints,),

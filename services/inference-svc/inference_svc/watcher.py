@@ -9,12 +9,12 @@ from typing import Any
 
 import asyncpg
 
-from inference_svc.access import IN_PROGRESS, Clusters
+from inference_svc import records
+from inference_svc.access import Clusters
 from inference_svc.domain.status import Observed
-from shared.contracts.inference import EndpointSpec, EndpointStatusChanged
+from shared.contracts.inference import EndpointSpec
 from shared.errors import StageError
 from shared.logging import get_logger
-from shared.operations import append_event
 
 log = get_logger("inference_svc.watcher")
 
@@ -44,56 +44,14 @@ class StatusWatcher:
 
     async def once(self) -> int:
         """Observe each watched endpoint once; the number of changes recorded."""
-        async with self.pool.acquire() as conn:
-            rows = await conn.fetch(
-                f"SELECT e.* FROM endpoints e WHERE e.status = ANY($1::text[]) AND NOT {IN_PROGRESS}",
-                list(WATCHED),
-            )
         recorded = 0
-        for row in rows:
+        for row in await records.watched_endpoints(self.pool, WATCHED):
             try:
                 spec = EndpointSpec.from_payload(row["spec"])
                 seen = await self.clusters.observe(row["cluster"], spec)
             except (StageError, ValueError) as exc:
                 log.info("endpoint not observed", endpoint=row["name"], error=str(exc))
                 continue
-            if changed(dict(row), seen) and await self._record(dict(row), seen):
+            if changed(row, seen) and await records.endpoint_observed(self.pool, row, seen):
                 recorded += 1
         return recorded
-
-    async def _record(self, row: dict[str, Any], seen: Observed) -> bool:
-        async with self.pool.acquire() as conn, conn.transaction():
-            updated = await conn.fetchval(
-                "UPDATE endpoints SET status = $3, replicas = $4, ready_replicas = $5,"
-                " address = $6, message = $7, updated_at = now()"
-                " WHERE cluster = $1 AND name = $2 AND status = $8 AND replicas = $9"
-                " AND ready_replicas = $10 RETURNING name",
-                row["cluster"],
-                row["name"],
-                seen.status,
-                seen.replicas,
-                seen.ready_replicas,
-                seen.address,
-                seen.message,
-                row["status"],
-                row["replicas"],
-                row["ready_replicas"],
-            )
-            if updated is None:
-                return False
-            await append_event(
-                conn,
-                operation_id=None,
-                domain="inference",
-                event=EndpointStatusChanged(
-                    cluster=row["cluster"],
-                    name=row["name"],
-                    status=seen.status,
-                    previous=row["status"],
-                    ready_replicas=seen.ready_replicas,
-                    replicas=seen.replicas,
-                    message=seen.message,
-                ),
-                principal="system:inference-svc",
-            )
-        return True

@@ -10,6 +10,7 @@ import asyncpg
 
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM
 from shared.errors import PermanentError
+from workload_svc import records
 from workload_svc.domain.instance_types import accelerators
 from workload_svc.domain.plan import ClusterFacts, GroupFacts
 from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL, RAY_API, RAY_KIND
@@ -93,11 +94,10 @@ class Clusters:
         self.kubes = kubes
         self.endpoint = endpoint
 
-    async def row(self, cluster: str, *, any_status: bool = False) -> asyncpg.Record:
+    async def row(self, cluster: str, *, any_status: bool = False) -> dict[str, Any]:
         """The cluster's record; refused unless it is usable (active or imported) with its
         Kubernetes API recorded, or (`any_status`, for reads) the API is recorded at all."""
-        async with self.pool.acquire() as conn:
-            row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", cluster)
+        row = await records.cluster(self.pool, cluster)
         if row is None:
             raise PermanentError(
                 "ClusterNotFound",
@@ -124,11 +124,7 @@ class Clusters:
         return self.kubes(self.endpoint(eks, row["endpoint"], row["ca_data"]))
 
     async def groups(self, cluster: str) -> dict[str, str]:
-        async with self.pool.acquire() as conn:
-            rows = await conn.fetch(
-                "SELECT name, instance_type FROM instance_groups WHERE cluster = $1", cluster
-            )
-        return {r["name"]: r["instance_type"] for r in rows}
+        return await records.instance_groups(self.pool, cluster)
 
     async def facts(
         self,
@@ -207,8 +203,4 @@ class Clusters:
         await (await self.kube(cluster)).put_secret(NAMESPACE, name, data, annotations)
 
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None:
-        async with self.pool.acquire() as conn:
-            row = await conn.fetchrow(
-                "SELECT * FROM jobs WHERE cluster = $1 AND name = $2", cluster, name
-            )
-        return dict(row) if row is not None else None
+        return await records.job(self.pool, cluster, name)

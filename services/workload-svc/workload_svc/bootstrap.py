@@ -26,24 +26,22 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     settings = runtime.settings
     clusters = Clusters(runtime.pool, KubeClients(settings.aws_region), ClusterEndpoint)
     servers = TrackingServers(settings.aws_region, settings.aws_endpoint_url)
+    secrets = SecretsManager(settings.aws_endpoint_url)
     reads = Reads(runtime.pool, clusters, servers)
 
     async def watch_jobs(runtime: ServiceRuntime) -> None:
         await StatusWatcher(runtime.pool, clusters).run()
 
-    secrets = SecretsManager(settings.aws_endpoint_url)
     jobs = Area(
-        workflows={
-            SubmitJob.__name__: records.submit(
-                submit_workflow(clusters, SubmitJob.kind(), secrets)
-            ),
-            DownloadModel.__name__: records.submit(submit_workflow(clusters, DownloadModel.kind())),
-            CancelJob.__name__: records.cancel(cancel_workflow(clusters)),
-            DeleteJob.__name__: records.delete(delete_workflow(clusters)),
-            CreateTrackingServer.__name__: records.tracking_server(
-                tracking_server_workflow(servers)
-            ),
-        },
+        workflows=records.recorded(
+            {
+                SubmitJob.__name__: submit_workflow(clusters, SubmitJob.kind(), secrets),
+                DownloadModel.__name__: submit_workflow(clusters, DownloadModel.kind()),
+                CancelJob.__name__: cancel_workflow(clusters),
+                DeleteJob.__name__: delete_workflow(clusters),
+                CreateTrackingServer.__name__: tracking_server_workflow(servers),
+            }
+        ),
         planners=reads.planners(),
         read_routes=reads.routes(),
         companions=(watch_jobs,),

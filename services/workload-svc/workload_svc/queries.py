@@ -43,9 +43,9 @@ from shared.contracts.workloads import (
 )
 from shared.errors import StageError
 from shared.logging import get_logger
-from shared.operations import append_event
 from shared.queries import BadRequest, Route
 from shared.service import Planner
+from workload_svc import records
 from workload_svc.access import Clusters, Kube
 from workload_svc.domain import diagnostics
 from workload_svc.domain.logs import LogPage, page
@@ -80,6 +80,11 @@ def _name(request: dict[str, Any], key: str) -> str:
 def _only(request: dict[str, Any], fields: Any) -> dict[str, Any]:
     """The request's fields a query model knows (the principal and source travel beside)."""
     return {k: v for k, v in request.items() if k in fields}
+
+
+def _who(request: dict[str, Any]) -> tuple[str, str]:
+    """(principal, source) of a request, as the gateway sends them."""
+    return str(request.get("principal") or "system"), str(request.get("source") or "rest")
 
 
 def _require_previous(pod: dict[str, Any], container: str | None, what: str) -> None:
@@ -341,15 +346,9 @@ class Reads:
         )
         kube = await self.clusters.kube(cluster)
         await kube.put_secret(NAMESPACE, body.secret, {"token": body.token})
-        async with self.pool.acquire() as conn, conn.transaction():
-            await append_event(
-                conn,
-                operation_id=None,
-                domain="workload",
-                event=HfTokenStored(cluster=cluster, secret=body.secret),
-                principal=str(request.get("principal") or "system"),
-                source=str(request.get("source") or "rest"),
-            )
+        await records.secret_written(
+            self.pool, HfTokenStored(cluster=cluster, secret=body.secret), *_who(request)
+        )
         return {"secret": body.secret, "namespace": NAMESPACE, "key": "token"}
 
     async def store_secret(self, request: dict[str, Any]) -> Any:
@@ -358,17 +357,8 @@ class Reads:
         kube = await self.clusters.kube(cluster)
         await kube.put_secret(NAMESPACE, body.name, dict(body.data))
         keys = sorted(body.data)
-        async with self.pool.acquire() as conn, conn.transaction():
-            await append_event(
-                conn,
-                operation_id=None,
-                domain="workload",
-                event=SecretStored(
-                    cluster=cluster, secret=body.name, namespace=NAMESPACE, keys=keys
-                ),
-                principal=str(request.get("principal") or "system"),
-                source=str(request.get("source") or "rest"),
-            )
+        stored = SecretStored(cluster=cluster, secret=body.name, namespace=NAMESPACE, keys=keys)
+        await records.secret_written(self.pool, stored, *_who(request))
         return {"secret": body.name, "namespace": NAMESPACE, "keys": keys}
 
     async def secrets(self, request: dict[str, Any]) -> Any:

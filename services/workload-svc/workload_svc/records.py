@@ -1,11 +1,17 @@
-"""The `jobs` read model, as each operation writes it: in the transaction that starts the
-operation (`*_started`) and the one that ends it (`*_finished`, which returns the events the
-ending publishes). `submit(workflow)` and the like attach them to the domain's workflows."""
+"""workload-svc's read model in PostgreSQL: every SQL statement of the service.
+
+- the reads the workflows, plans and queries decide from (`cluster`, `job`, ...);
+- the status watcher's changes (`job_observed`: a compare-and-set and its event);
+- the `jobs` rows as each operation writes them, in the transaction that starts it
+  (`*_started`) and the one that ends it (`*_finished`, which returns the events the ending
+  publishes); `recorded` attaches them to the domain's workflows by command type
+  (`shared.read_model`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 import asyncpg
 
@@ -15,46 +21,136 @@ from shared.contracts.workloads import (
     CancelJob,
     CreateTrackingServer,
     DeleteJob,
+    DownloadModel,
     JobCancelled,
     JobDeleted,
+    JobStatusChanged,
     JobSubmitted,
     SubmitJob,
     TrackingServerCreated,
 )
+from shared.operations import append_event
+from shared.read_model import Writes, finishing, starting
+from shared.read_model import recorded as with_writes
 from shared.stages import Outcome, Workflow
+from workload_svc.domain.status import Observed
 from workload_svc.domain.workflows import Job, rendered_of
 
-Payload = dict[str, object]
+Row = dict[str, Any]
+# Only clusters that can be reached: a deleted or failed cluster's jobs keep their last
+# observation.
+_WATCHED = (
+    "SELECT j.* FROM jobs j JOIN clusters c ON c.name = j.cluster"
+    " WHERE j.status = ANY($1::text[]) AND c.status IN ('active', 'imported')"
+    " AND c.endpoint IS NOT NULL"
+)
 
 
-def submit(workflow: Workflow[Job]) -> Workflow[Job]:
-    """A submit or a model download: its row is made as it starts, settled as it ends."""
-    parse = workflow.command
-    assert parse is not None
+# ---- reads -----------------------------------------------------------------------------------
 
-    async def started(conn: asyncpg.Connection, operation_id: uuid.UUID, payload: Payload) -> None:
-        await submit_started(conn, operation_id, parse.from_payload(payload))
 
-    async def finished(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-    ) -> list[Event]:
-        return await submit_finished(
-            conn, operation_id, parse.from_payload(outcome.command), outcome
+async def cluster(pool: asyncpg.Pool, name: str) -> Row | None:
+    """The cluster's row in the `clusters` read model (its endpoint and CA)."""
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
+    return None if row is None else dict(row)
+
+
+async def instance_groups(pool: asyncpg.Pool, cluster: str) -> dict[str, str]:
+    """The cluster's instance groups: name -> instance type."""
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT name, instance_type FROM instance_groups WHERE cluster = $1", cluster
+        )
+    return {r["name"]: r["instance_type"] for r in rows}
+
+
+async def job(pool: asyncpg.Pool, cluster: str, name: str) -> Row | None:
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            "SELECT * FROM jobs WHERE cluster = $1 AND name = $2", cluster, name
+        )
+    return None if row is None else dict(row)
+
+
+async def watched_jobs(pool: asyncpg.Pool, statuses: tuple[str, ...]) -> list[Row]:
+    """The jobs of these statuses on clusters that can be reached."""
+    async with pool.acquire() as conn:
+        return [dict(r) for r in await conn.fetch(_WATCHED, list(statuses))]
+
+
+# ---- the status watcher's writes -------------------------------------------------------------
+
+
+async def job_pods(pool: asyncpg.Pool, row: Row, pods: list[Any]) -> None:
+    """The job's pods changed, nothing else did: no event."""
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE jobs SET pods = $3, updated_at = now() WHERE cluster = $1 AND name = $2",
+            row["cluster"],
+            row["name"],
+            pods,
         )
 
-    return dataclasses.replace(workflow, on_start=started, on_finish=finished)
+
+async def job_observed(pool: asyncpg.Pool, row: Row, seen: Observed) -> bool:
+    """Record the status the watcher saw, if the row is still as it was read (a replica may
+    have recorded it first), with its `JobStatusChanged` event."""
+    async with pool.acquire() as conn, conn.transaction():
+        updated = await conn.execute(
+            "UPDATE jobs SET status = $3, restarts = $4, budget = COALESCE($5, budget),"
+            " faulty_pods = $6, pods = $7, reason = $8, message = $9, updated_at = now()"
+            " WHERE cluster = $1 AND name = $2 AND status = $10 AND restarts = $11"
+            " AND reason IS NOT DISTINCT FROM $12",
+            row["cluster"],
+            row["name"],
+            seen.status,
+            seen.restarts,
+            seen.budget,
+            seen.faulty_pods,
+            seen.pods,
+            seen.reason,
+            seen.message,
+            row["status"],
+            row["restarts"],
+            row["reason"],
+        )
+        if updated.endswith(" 0"):
+            return False
+        await append_event(
+            conn,
+            operation_id=None,
+            domain="workload",
+            event=JobStatusChanged(
+                cluster=row["cluster"],
+                name=row["name"],
+                status=seen.status,
+                previous=row["status"],
+                restarts=seen.restarts,
+                budget=seen.budget,
+                faulty_pods=seen.faulty_pods,
+                reason=seen.reason,
+                message=seen.message,
+            ),
+            principal="system",
+        )
+    return True
 
 
-def cancel(workflow: Workflow[CancelJob]) -> Workflow[CancelJob]:
-    return dataclasses.replace(workflow, on_finish=cancel_finished)
+async def secret_written(pool: asyncpg.Pool, event: Event, principal: str, source: str) -> None:
+    """A Secret written by a query (`hf_token`, `store_secret`): its event, names and keys only."""
+    async with pool.acquire() as conn, conn.transaction():
+        await append_event(
+            conn,
+            operation_id=None,
+            domain="workload",
+            event=event,
+            principal=principal,
+            source=source,
+        )
 
 
-def delete(workflow: Workflow[DeleteJob]) -> Workflow[DeleteJob]:
-    return dataclasses.replace(workflow, on_finish=delete_finished)
-
-
-def tracking_server(workflow: Workflow[CreateTrackingServer]) -> Workflow[CreateTrackingServer]:
-    return dataclasses.replace(workflow, on_finish=tracking_server_finished)
+# ---- the operations' writes ------------------------------------------------------------------
 
 
 async def submit_started(conn: asyncpg.Connection, operation_id: uuid.UUID, command: Job) -> None:
@@ -106,9 +202,8 @@ async def submit_finished(
 
 
 async def cancel_finished(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
+    conn: asyncpg.Connection, operation_id: uuid.UUID, command: CancelJob, outcome: Outcome
 ) -> list[Event]:
-    command = CancelJob.from_payload(outcome.command)
     if outcome.status != "succeeded":
         return []
     await conn.execute(
@@ -121,9 +216,8 @@ async def cancel_finished(
 
 
 async def delete_finished(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
+    conn: asyncpg.Connection, operation_id: uuid.UUID, command: DeleteJob, outcome: Outcome
 ) -> list[Event]:
-    command = DeleteJob.from_payload(outcome.command)
     if outcome.status not in ("succeeded", "noop"):
         return []
     removed = await conn.execute(
@@ -135,10 +229,35 @@ async def delete_finished(
 
 
 async def tracking_server_finished(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
+    conn: asyncpg.Connection,
+    operation_id: uuid.UUID,
+    command: CreateTrackingServer,
+    outcome: Outcome,
 ) -> list[Event]:
     if outcome.status != "succeeded":
         return []
     out = outcome.outputs.get("server") or {}
-    name = CreateTrackingServer.from_payload(outcome.command).spec.name
+    name = command.spec.name
     return [TrackingServerCreated(name=name, arn=str(out.get("arn")), url=out.get("url"))]
+
+
+WRITES: dict[str, Writes] = {
+    SubmitJob.__name__: (
+        starting(SubmitJob, submit_started),
+        finishing(SubmitJob, submit_finished),
+    ),
+    DownloadModel.__name__: (
+        starting(DownloadModel, submit_started),
+        finishing(DownloadModel, submit_finished),
+    ),
+    CancelJob.__name__: (None, finishing(CancelJob, cancel_finished)),
+    DeleteJob.__name__: (None, finishing(DeleteJob, delete_finished)),
+    CreateTrackingServer.__name__: (
+        None,
+        finishing(CreateTrackingServer, tracking_server_finished),
+    ),
+}
+
+
+def recorded(workflows: Mapping[str, Workflow[Any]]) -> dict[str, Workflow[Any]]:
+    return with_writes(workflows, WRITES)

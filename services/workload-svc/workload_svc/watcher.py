@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 
-from shared.contracts.workloads import NAMESPACE, JobStatusChanged
+from shared.contracts.workloads import NAMESPACE
 from shared.errors import StageError
 from shared.logging import get_logger
-from shared.operations import append_event
+from workload_svc import records
 from workload_svc.access import Clusters
 from workload_svc.domain.status import Observed, observe
 
@@ -42,20 +42,8 @@ class StatusWatcher:
             await asyncio.sleep(self.interval)
 
     async def once(self) -> int:
-        async with self.pool.acquire() as conn:
-            rows = [
-                dict(r)
-                for r in await conn.fetch(
-                    # Only clusters that can be reached: a deleted or failed cluster's jobs
-                    # keep their last observation.
-                    "SELECT j.* FROM jobs j JOIN clusters c ON c.name = j.cluster"
-                    " WHERE j.status = ANY($1::text[]) AND c.status IN ('active', 'imported')"
-                    " AND c.endpoint IS NOT NULL",
-                    list(WATCHED),
-                )
-            ]
         changes = 0
-        for row in rows:
+        for row in await records.watched_jobs(self.pool, WATCHED):
             try:
                 changes += await self._observe(row)
             except StageError as exc:
@@ -79,51 +67,6 @@ class StatusWatcher:
             )
         if not changed(row, seen):
             if row["pods"] != seen.pods:
-                async with self.pool.acquire() as conn:
-                    await conn.execute(
-                        "UPDATE jobs SET pods = $3, updated_at = now()"
-                        " WHERE cluster = $1 AND name = $2",
-                        row["cluster"],
-                        row["name"],
-                        seen.pods,
-                    )
+                await records.job_pods(self.pool, row, seen.pods)
             return 0
-        async with self.pool.acquire() as conn, conn.transaction():
-            updated = await conn.execute(
-                "UPDATE jobs SET status = $3, restarts = $4, budget = COALESCE($5, budget),"
-                " faulty_pods = $6, pods = $7, reason = $8, message = $9, updated_at = now()"
-                " WHERE cluster = $1 AND name = $2 AND status = $10 AND restarts = $11"
-                " AND reason IS NOT DISTINCT FROM $12",
-                row["cluster"],
-                row["name"],
-                seen.status,
-                seen.restarts,
-                seen.budget,
-                seen.faulty_pods,
-                seen.pods,
-                seen.reason,
-                seen.message,
-                row["status"],
-                row["restarts"],
-                row["reason"],
-            )
-            if updated.endswith(" 0"):
-                return 0
-            await append_event(
-                conn,
-                operation_id=None,
-                domain="workload",
-                event=JobStatusChanged(
-                    cluster=row["cluster"],
-                    name=row["name"],
-                    status=seen.status,
-                    previous=row["status"],
-                    restarts=seen.restarts,
-                    budget=seen.budget,
-                    faulty_pods=seen.faulty_pods,
-                    reason=seen.reason,
-                    message=seen.message,
-                ),
-                principal="system",
-            )
-        return 1
+        return int(await records.job_observed(self.pool, row, seen))
