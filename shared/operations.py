@@ -628,6 +628,7 @@ __all__ = [
     "NOTIFY_EVENTS",
     "TERMINAL",
     "Accepted",
+    "EventRecord",
     "IdempotencyConflict",
     "NotRetryable",
     "OperationNotFound",
@@ -635,8 +636,10 @@ __all__ = [
     "create_operation",
     "enqueue",
     "event_note",
+    "event_record",
     "load_operation",
     "read_event_note",
     "retry_operation",
     "utcnow",
+    "write_event_call",
 ]

@@ -5,7 +5,8 @@
 -- records it in the audit log with its principal and source, and notifies the relay (its
 -- writer's application_name) and the live stream (the sequence number and `note`) at commit.
 -- `wake_relay` / `notify_events` false: the writer publishes or announces the event itself
--- after commit. Every event is audited; the audit row commits with the event.
+-- after commit. Every event is audited; the audit row commits with the event (`recorded_at`:
+-- when it was written, not the transaction's start, which may precede the event).
 CREATE FUNCTION write_event(
     event_id uuid,
     operation_id uuid,
@@ -32,10 +33,10 @@ BEGIN
     INSERT INTO outbox (subject, message_id, body)
     VALUES (write_event.subject, write_event.event_id, write_event.body);
     INSERT INTO audit_log (event_id, operation_id, type, subject, principal, source, payload,
-                           occurred_at)
+                           occurred_at, recorded_at)
     VALUES (write_event.event_id, write_event.operation_id, write_event.type,
             write_event.subject, write_event.principal, write_event.source,
-            write_event.payload, write_event.occurred_at);
+            write_event.payload, write_event.occurred_at, clock_timestamp());
     IF wake_relay THEN
         PERFORM pg_notify('outbox', current_setting('application_name'));
     END IF;

@@ -98,6 +98,7 @@ async def test_an_event_and_its_audit_row_commit_together_without_nats(
     )
     assert rows[1]["payload"]["message"] == "kept"
     assert {r["source"] for r in rows[2:]} == {"rest"}  # the delivery's source
+    assert all(r["recorded_at"] >= r["occurred_at"] for r in rows)
 
 
 async def test_a_secret_that_reaches_an_event_is_stored_redacted(pool: asyncpg.Pool) -> None:
