@@ -1,0 +1,441 @@
+"""The steps (AWS calls, objects to apply or remove, waits) that make each feature's actual
+state equal the request: one pure function per feature."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cluster_svc.domain.components.base import (
+    KubeObject,
+    is_managed,
+    object_ref,
+    object_version,
+)
+from cluster_svc.domain.features.actual import Actual, HyperPodActual
+from cluster_svc.domain.features.names import (
+    ADDON_FAILED,
+    ADDON_READY,
+    ADDON_VERSIONS,
+    AUTOSCALING_COMPONENT,
+    CERT_MANAGER,
+    CHECKPOINT_COMPONENT,
+    IN_SERVICE,
+    INFERENCE_COMPONENT,
+    INFERENCE_VERSION,
+    NODE_CLASS_LIMIT,
+    ROLE_ARN_ANNOTATION,
+    TRAINING_ADDON,
+    Names,
+    Ref,
+)
+from cluster_svc.domain.features.objects import (
+    INFERENCE_REMOVED_KINDS,
+    autoscaler_policy,
+    autoscaler_trust,
+    checkpoint_policy,
+    checkpoint_service_account,
+    checkpoint_trust,
+    inference_objects,
+    node_class,
+    node_pool,
+    tags,
+)
+from cluster_svc.domain.identity import MANAGED_BY, POLICY_NAME
+from shared.contracts.features import (
+    DEFAULT_MEMORY_PERCENTAGE,
+    FeaturesChange,
+)
+from shared.errors import PermanentError
+
+
+@dataclass(frozen=True)
+class Call:
+    service: str  # botocore service name
+    operation: str  # botocore operation name
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Apply:
+    obj: KubeObject
+
+
+@dataclass(frozen=True)
+class Remove:
+    ref: Ref
+
+
+@dataclass(frozen=True)
+class Wait:
+    reason: str
+
+
+Step = Call | Apply | Remove | Wait
+
+
+def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
+    return a is not None and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _contains(actual: Any, wanted: Any) -> bool:
+    """True when every field of `wanted` is in `actual` with the same value (defaults the API
+    server adds are ignored)."""
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(
+            _contains(actual.get(k), v) for k, v in wanted.items()
+        )
+    return bool(actual == wanted)
+
+
+def _invalid(field_name: str, message: str, hint: str) -> PermanentError:
+    return PermanentError("InvalidFeatureChange", f"{field_name}: {message}", hint)
+
+
+def addon_steps(names: Names, actual: Actual, addon: str) -> list[Step]:
+    """Install an EKS add-on if missing and wait until it serves."""
+    status = actual.addons.get(addon)
+    if status in ADDON_FAILED:
+        raise PermanentError(
+            "AddonFailed",
+            f"EKS add-on {addon} is {status}",
+            f"inspect it with `aws eks describe-addon --cluster-name {names.eks_cluster}"
+            f" --addon-name {addon}`, fix the cause, delete the add-on, then retry",
+        )
+    steps: list[Step] = []
+    if status == "DELETING":
+        steps.append(Wait(f"EKS add-on {addon} finishes deleting"))
+    if status is None or status == "DELETING":
+        steps.append(
+            Call(
+                "eks",
+                "CreateAddon",
+                {
+                    "clusterName": names.eks_cluster,
+                    "addonName": addon,
+                    "addonVersion": ADDON_VERSIONS[addon],
+                    "tags": dict(MANAGED_BY),
+                },
+            )
+        )
+    if status not in ADDON_READY:
+        steps.append(Wait(f"EKS add-on {addon} is ACTIVE"))
+    return steps
+
+
+def role_steps(
+    names: Names,
+    actual: Actual,
+    role: str,
+    trust: dict[str, Any],
+    policy: dict[str, Any],
+    description: str,
+) -> list[Step]:
+    found = actual.roles.get(role)
+    steps: list[Step] = []
+    if found is not None and not found.ours:
+        raise PermanentError(
+            "RoleNameTaken",
+            f"IAM role {role} exists and was not made by Hyperpilot for cluster {names.cluster}",
+            f"delete or rename role {role}, then retry",
+        )
+    if found is None:
+        steps.append(
+            Call(
+                "iam",
+                "CreateRole",
+                {
+                    "RoleName": role,
+                    "AssumeRolePolicyDocument": json.dumps(trust),
+                    "Description": description,
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags(names).items()],
+                },
+            )
+        )
+    elif not _same(found.trust, trust):
+        steps.append(
+            Call(
+                "iam",
+                "UpdateAssumeRolePolicy",
+                {"RoleName": role, "PolicyDocument": json.dumps(trust)},
+            )
+        )
+    if found is None or not _same(found.policy, policy):
+        steps.append(
+            Call(
+                "iam",
+                "PutRolePolicy",
+                {"RoleName": role, "PolicyName": POLICY_NAME, "PolicyDocument": json.dumps(policy)},
+            )
+        )
+    return steps
+
+
+def remove_role_steps(actual: Actual, role: str) -> list[Step]:
+    """Delete a role Hyperpilot made (inline policies first, as IAM requires); others' stay."""
+    found = actual.roles.get(role)
+    if found is None or not found.ours:
+        return []
+    steps: list[Step] = [
+        Call("iam", "DeleteRolePolicy", {"RoleName": role, "PolicyName": p})
+        for p in found.policy_names
+    ]
+    steps.append(Call("iam", "DeleteRole", {"RoleName": role}))
+    return steps
+
+
+def _hyperpod(names: Names, actual: Actual, feature: str) -> HyperPodActual:
+    if actual.hyperpod is None:
+        raise _invalid(
+            f"{feature}.enabled",
+            f"{feature} is a HyperPod feature and cluster {names.cluster} has no HyperPod cluster",
+            "create the cluster with instance groups, or import it with hyperpod_cluster_name",
+        )
+    if actual.hyperpod.status in ("Failed", "Deleting"):
+        raise PermanentError(
+            "ClusterNotInService",
+            f"HyperPod cluster {actual.hyperpod.name} is {actual.hyperpod.status}",
+            "features change on an InService cluster; fix or recreate the cluster first",
+        )
+    return actual.hyperpod
+
+
+def update_cluster_steps(hyperpod: HyperPodActual, params: dict[str, Any]) -> list[Step]:
+    """UpdateCluster only on an InService cluster, then wait until it has applied the update."""
+    steps: list[Step] = []
+    if hyperpod.status != IN_SERVICE:
+        steps.append(Wait(f"HyperPod cluster {hyperpod.name} is {IN_SERVICE}"))
+    steps.append(Call("sagemaker", "UpdateCluster", {"ClusterName": hyperpod.name, **params}))
+    steps.append(Wait(f"HyperPod cluster {hyperpod.name} applies the update"))
+    return steps
+
+
+def settle_steps(hyperpod: HyperPodActual) -> list[Step]:
+    if hyperpod.status != IN_SERVICE:
+        return [Wait(f"HyperPod cluster {hyperpod.name} is {IN_SERVICE}")]
+    return []
+
+
+def training_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
+    if enabled:
+        return addon_steps(names, actual, CERT_MANAGER) + addon_steps(names, actual, TRAINING_ADDON)
+    status = actual.addons.get(TRAINING_ADDON)
+    if status is None:
+        return []
+    steps: list[Step] = []
+    if status != "DELETING":
+        steps.append(
+            Call(
+                "eks",
+                "DeleteAddon",
+                {"clusterName": names.eks_cluster, "addonName": TRAINING_ADDON},
+            )
+        )
+    steps.append(Wait(f"EKS add-on {TRAINING_ADDON} is removed"))
+    return steps
+
+
+def inference_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
+    objects = inference_objects()
+    if enabled:
+        steps = addon_steps(names, actual, CERT_MANAGER)
+        for wanted in objects:
+            current = actual.object(object_ref(wanted))
+            if current is None or (
+                is_managed(current, INFERENCE_COMPONENT)
+                and object_version(current) != INFERENCE_VERSION
+            ):
+                steps.append(Apply(wanted))
+        return steps
+    steps = []
+    for kind in INFERENCE_REMOVED_KINDS:
+        for wanted in (o for o in objects if o["kind"] == kind):
+            current = actual.object(object_ref(wanted))
+            if current is None:
+                continue
+            if not is_managed(current, INFERENCE_COMPONENT):
+                raise _invalid(
+                    "inference_operator",
+                    f"the inference operator's {kind} {wanted['metadata']['name']} was installed"
+                    " by another tool",
+                    "remove it with the tool that installed it (helm uninstall, say)",
+                )
+            steps.append(Remove(object_ref(wanted)))
+    return steps
+
+
+def memory_percentage(hyperpod: HyperPodActual, requested: int | None) -> int:
+    if requested is not None:
+        return requested
+    if hyperpod.tiered_mode == "Enable" and hyperpod.tiered_percentage:
+        return hyperpod.tiered_percentage
+    return DEFAULT_MEMORY_PERCENTAGE
+
+
+def tiered_steps(
+    names: Names, actual: Actual, enabled: bool | None, percentage: int | None
+) -> list[Step]:
+    hyperpod = _hyperpod(names, actual, "tiered_checkpointing")
+    on = hyperpod.tiered_mode == "Enable"
+    if enabled is None and not on:
+        raise _invalid(
+            "tiered_checkpointing.memory_percentage",
+            "tiered checkpointing is disabled, so it has no memory share to change",
+            "send enabled: true with memory_percentage",
+        )
+    want = on if enabled is None else enabled
+    sa_ref = object_ref(checkpoint_service_account(names))
+    if not want:
+        steps: list[Step] = []
+        if on:
+            steps += update_cluster_steps(hyperpod, {"TieredStorageConfig": {"Mode": "Disable"}})
+        current = actual.object(sa_ref)
+        if current is not None and is_managed(current, CHECKPOINT_COMPONENT):
+            steps.append(Remove(sa_ref))
+        steps += remove_role_steps(actual, names.checkpoint_role)
+        return steps
+    if names.oidc_url is None:
+        raise _invalid(
+            "tiered_checkpointing.enabled",
+            f"EKS cluster {names.eks_cluster} reports no OIDC issuer",
+            "tiered checkpointing's service account assumes its role through the cluster's"
+            " OIDC provider; enable the issuer on the EKS cluster, then retry",
+        )
+    if names.bucket is None:
+        raise _invalid(
+            "tiered_checkpointing.enabled",
+            f"cluster {names.cluster} has no S3 bucket known to Hyperpilot",
+            "checkpoints persist to the cluster's bucket; use a cluster Hyperpilot created",
+        )
+    if actual.oidc_provider_arn is None:
+        raise _invalid(
+            "tiered_checkpointing.enabled",
+            f"IAM has no OIDC provider for {names.oidc_url}",
+            "register the cluster's issuer with IAM (`eksctl utils associate-iam-oidc-provider`)"
+            ", then retry",
+        )
+    steps = role_steps(
+        names,
+        actual,
+        names.checkpoint_role,
+        checkpoint_trust(names),
+        checkpoint_policy(names),
+        f"Managed tiered checkpointing of Hyperpilot cluster {names.cluster}",
+    )
+    wanted_sa = checkpoint_service_account(names)
+    current = actual.object(sa_ref)
+    annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
+    if current is None or annotations.get(ROLE_ARN_ANNOTATION) != names.role_arn(
+        names.checkpoint_role
+    ):
+        steps.append(Apply(wanted_sa))
+    share = memory_percentage(hyperpod, percentage)
+    if not on or hyperpod.tiered_percentage != share:
+        steps += update_cluster_steps(
+            hyperpod,
+            {
+                "TieredStorageConfig": {
+                    "Mode": "Enable",
+                    "InstanceMemoryAllocationPercentage": share,
+                }
+            },
+        )
+    else:
+        steps += settle_steps(hyperpod)
+    return steps
+
+
+def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
+    hyperpod = _hyperpod(names, actual, "autoscaling")
+    on = hyperpod.autoscaling_mode == "Enable"
+    class_ref = object_ref(node_class(()))
+    pool_ref = object_ref(node_pool())
+    if not enabled:
+        steps: list[Step] = []
+        for ref in (pool_ref, class_ref):
+            current = actual.object(ref)
+            if current is not None and is_managed(current, AUTOSCALING_COMPONENT):
+                steps.append(Remove(ref))
+        if on:
+            steps += update_cluster_steps(hyperpod, {"AutoScaling": {"Mode": "Disable"}})
+        elif hyperpod.status != IN_SERVICE and actual.roles.get(names.autoscaler_role):
+            steps += settle_steps(hyperpod)  # the role goes once HyperPod no longer uses it
+        return steps + remove_role_steps(actual, names.autoscaler_role)
+    if hyperpod.node_recovery not in (None, "Automatic"):
+        raise _invalid(
+            "autoscaling.enabled",
+            f"managed autoscaling needs NodeRecovery Automatic; cluster {hyperpod.name} has"
+            f" {hyperpod.node_recovery}",
+            "recreate the cluster with node_recovery Automatic",
+        )
+    if not hyperpod.instance_groups:
+        raise _invalid(
+            "autoscaling.enabled",
+            f"HyperPod cluster {hyperpod.name} has no instance groups to scale",
+            "add an instance group (count 0 is fine: autoscaling scales it up from zero)",
+        )
+    if len(hyperpod.instance_groups) > NODE_CLASS_LIMIT:
+        raise _invalid(
+            "autoscaling.enabled",
+            f"a HyperpodNodeClass names at most {NODE_CLASS_LIMIT} instance groups; the cluster"
+            f" has {len(hyperpod.instance_groups)}",
+            "remove instance groups autoscaling should not manage",
+        )
+    others_role = on and hyperpod.cluster_role not in (None, names.role_arn(names.autoscaler_role))
+    steps = (
+        []
+        if others_role
+        else role_steps(
+            names,
+            actual,
+            names.autoscaler_role,
+            autoscaler_trust(),
+            autoscaler_policy(names),
+            f"HyperPod managed autoscaling of Hyperpilot cluster {names.cluster}",
+        )
+    )
+    if not on or hyperpod.autoscaler_type != "Karpenter":
+        params: dict[str, Any] = {
+            "AutoScaling": {"Mode": "Enable", "AutoScalerType": "Karpenter"},
+            "ClusterRole": hyperpod.cluster_role
+            if others_role
+            else names.role_arn(names.autoscaler_role),
+        }
+        if hyperpod.provisioning_mode != "Continuous":
+            params["NodeProvisioningMode"] = "Continuous"
+        steps += update_cluster_steps(hyperpod, params)
+    else:
+        steps += settle_steps(hyperpod)
+    if not actual.karpenter_served():
+        steps.append(Wait("HyperPod serves managed Karpenter's HyperpodNodeClass and NodePool"))
+    wanted_class = node_class(sorted(hyperpod.instance_groups))
+    if not _contains(actual.object(class_ref), {"spec": wanted_class["spec"]}):
+        steps.append(Apply(wanted_class))
+    wanted_pool = node_pool()
+    if not _contains(actual.object(pool_ref), {"spec": wanted_pool["spec"]}):
+        steps.append(Apply(wanted_pool))
+    return steps
+
+
+def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature: str) -> list[Step]:
+    """The steps of one feature of the change (none when it is not part of the change)."""
+    if feature == "training_operator" and change.training_operator is not None:
+        return training_steps(names, actual, change.training_operator)
+    if feature == "inference_operator" and change.inference_operator is not None:
+        return inference_steps(names, actual, change.inference_operator)
+    if feature == "tiered_checkpointing" and change.tiered_checkpointing is not None:
+        tiered = change.tiered_checkpointing
+        return tiered_steps(names, actual, tiered.enabled, tiered.memory_percentage)
+    if feature == "autoscaling" and change.autoscaling is not None:
+        return autoscaling_steps(names, actual, change.autoscaling.enabled)
+    return []
+
+
+def until_wait(steps: Sequence[Step]) -> tuple[list[Step], Wait | None]:
+    """The steps to run now (those before the first wait) and that wait."""
+    for index, step in enumerate(steps):
+        if isinstance(step, Wait):
+            return list(steps[:index]), step
+    return list(steps), None
