@@ -93,6 +93,7 @@ class Assembled:
     """A service's areas, put together."""
 
     workflows: dict[str, Workflow[Any]]  # command type -> workflow: the command table
+    planners: dict[str, Planner]  # command type -> dry run
     routes: dict[str, Route]  # query subject -> route, the plan route included
     companions: tuple[Companion, ...]
 
@@ -122,6 +123,7 @@ def assemble(service: Service, runtime: ServiceRuntime) -> Assembled:
     )
     return Assembled(
         workflows=_merge("command", (area.workflows for area in areas)),
+        planners=planners,
         routes=routes,
         companions=tuple(c for area in areas for c in area.companions),
     )

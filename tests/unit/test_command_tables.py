@@ -16,7 +16,7 @@ from inference_svc.bootstrap import SERVICE as INFERENCE
 from shared.config import Settings
 from shared.contracts.commands import COMMANDS
 from shared.contracts.subjects import domain_commands
-from shared.service import Assembled, Service, ServiceRuntime, assemble
+from shared.service import Area, Assembled, Service, ServiceRuntime, assemble
 from workload_svc.bootstrap import SERVICE as WORKLOAD
 
 for module in pkgutil.iter_modules(shared.contracts.__path__):
@@ -50,8 +50,28 @@ def test_the_command_table_is_the_commands_the_subjects_carry(service: Service) 
 @pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
 def test_every_dry_run_is_of_a_handled_command(service: Service) -> None:
     assembled = _assembled(service)
+    assert assembled.planners and set(assembled.planners) <= set(assembled.workflows)
     assert service.plan_subject in assembled.routes
     assert all(subject.startswith(f"qry.{service.domains[0]}.") for subject in assembled.routes)
+
+
+def test_a_command_or_query_claimed_twice_is_refused() -> None:
+    workflow = next(iter(_assembled(WORKLOAD).workflows.values()))
+
+    def twice(runtime: ServiceRuntime) -> list[Area]:
+        return [Area(workflows={"SubmitJob": workflow}), Area(workflows={"SubmitJob": workflow})]
+
+    with pytest.raises(ValueError, match="two areas claim the command SubmitJob"):
+        _assembled(Service(name="t", domains=("workload",), areas=twice))
+
+    async def read(request: dict[str, Any]) -> Any:
+        return None
+
+    def plan_route_too(runtime: ServiceRuntime) -> list[Area]:
+        return [Area(read_routes={"qry.workload.plan": read})]
+
+    with pytest.raises(ValueError, match=r"two areas claim the query qry\.workload\.plan"):
+        _assembled(Service(name="t", domains=("workload",), areas=plan_route_too))
 
 
 def test_every_command_has_one_service() -> None:
