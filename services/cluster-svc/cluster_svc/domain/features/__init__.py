@@ -28,12 +28,7 @@ it equal the request), plan.py (the diff, the dry run and the panel) and stages.
 workflow).
 """
 
-from cluster_svc.domain.features.actual import (
-    Actual,
-    HyperPodActual,
-    RoleActual,
-    inference_enabled,
-)
+from cluster_svc.domain.features.actual import Actual, HyperPodActual, RoleActual, inference_enabled
 from cluster_svc.domain.features.names import (
     CERT_MANAGER,
     CRD_API,
@@ -55,14 +50,8 @@ from cluster_svc.domain.features.objects import (
     inference_objects,
     watched,
 )
-from cluster_svc.domain.features.plan import (
-    describe,
-    plan,
-)
-from cluster_svc.domain.features.stages import (
-    advance,
-    update_features_workflow,
-)
+from cluster_svc.domain.features.plan import describe, plan
+from cluster_svc.domain.features.stages import advance, update_features_workflow
 from cluster_svc.domain.features.steps import (
     Apply,
     Call,

@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cluster_svc.domain.components.addons import eks_addons
-from cluster_svc.domain.components.base import (
-    ClusterAccess,
-)
+from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.identity import role_name
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")

@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cluster_svc.domain.components.base import (
-    KubeObject,
-    labelled,
-    object_ref,
-)
+from cluster_svc.domain.components.base import KubeObject, labelled, object_ref
 from cluster_svc.domain.components.objects import TOLERATE_ALL, container, deployment
 from cluster_svc.domain.components.objects import namespace as namespace_object
 from cluster_svc.domain.components.objects import service_account as service_account_object

@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cluster_svc.domain.components.base import (
-    KubeObject,
-    is_managed,
-    object_ref,
-    object_version,
-)
+from cluster_svc.domain.components.base import KubeObject, is_managed, object_ref, object_version
 from cluster_svc.domain.features.actual import (
     Actual,
     autoscaling_enabled,
@@ -36,11 +31,7 @@ from cluster_svc.domain.features.objects import (
     node_pool,
 )
 from cluster_svc.domain.features.steps import Apply, Call, Remove, Step, feature_steps
-from shared.contracts.features import (
-    AUTOSCALING_SCOPE,
-    DEFAULT_MEMORY_PERCENTAGE,
-    FeaturesChange,
-)
+from shared.contracts.features import AUTOSCALING_SCOPE, DEFAULT_MEMORY_PERCENTAGE, FeaturesChange
 from shared.contracts.plan import FieldChange, Plan, PlannedCall, PlannedObject
 
 

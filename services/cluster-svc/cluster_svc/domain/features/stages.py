@@ -18,10 +18,7 @@ from cluster_svc.domain.features.steps import (
     until_wait,
 )
 from shared.contracts.events import Event
-from shared.contracts.features import (
-    FeaturesUpdated,
-    UpdateFeatures,
-)
+from shared.contracts.features import FeaturesUpdated, UpdateFeatures
 from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted, Workflow
 
 

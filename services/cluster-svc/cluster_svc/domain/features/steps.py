@@ -8,12 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cluster_svc.domain.components.base import (
-    KubeObject,
-    is_managed,
-    object_ref,
-    object_version,
-)
+from cluster_svc.domain.components.base import KubeObject, is_managed, object_ref, object_version
 from cluster_svc.domain.features.actual import Actual, HyperPodActual
 from cluster_svc.domain.features.names import (
     ADDON_FAILED,
@@ -44,10 +39,7 @@ from cluster_svc.domain.features.objects import (
     tags,
 )
 from cluster_svc.domain.identity import MANAGED_BY, POLICY_NAME
-from shared.contracts.features import (
-    DEFAULT_MEMORY_PERCENTAGE,
-    FeaturesChange,
-)
+from shared.contracts.features import DEFAULT_MEMORY_PERCENTAGE, FeaturesChange
 from shared.errors import PermanentError
 
 

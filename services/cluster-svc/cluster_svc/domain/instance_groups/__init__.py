@@ -33,10 +33,7 @@ from cluster_svc.domain.instance_groups.decisions import (
     deciders,
     to_plan,
 )
-from cluster_svc.domain.instance_groups.described import (
-    DescribedCluster,
-    group_request,
-)
+from cluster_svc.domain.instance_groups.described import DescribedCluster, group_request
 from cluster_svc.domain.instance_groups.rules import (
     RULE_EBS_GROWS,
     RULE_EFA_SUPPORTED,

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from shared.contracts.nodes import (
-    NodeAction,
-)
+from shared.contracts.nodes import NodeAction
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 

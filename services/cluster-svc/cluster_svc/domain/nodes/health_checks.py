@@ -12,19 +12,10 @@ from cluster_svc.domain.nodes.actions import (
     unknown_nodes_error,
 )
 from cluster_svc.domain.nodes.health import NodeInstance, NodesPort
-from shared.contracts.nodes import (
-    StartDeepHealthCheck,
-)
+from shared.contracts.nodes import StartDeepHealthCheck
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
 from shared.errors import PermanentError
-from shared.stages import (
-    Done,
-    Pending,
-    Stage,
-    StageContext,
-    Submitted,
-    Workflow,
-)
+from shared.stages import Done, Pending, Stage, StageContext, Submitted, Workflow
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from cluster_svc.domain.nodes.health import ClusterRecovery, NodesPort
-from shared.contracts.nodes import (
-    SetNodeRecovery,
-)
+from shared.contracts.nodes import SetNodeRecovery
 from shared.contracts.plan import FieldChange, Plan, PlannedCall
 from shared.errors import PermanentError, TemporaryError
-from shared.stages import (
-    Done,
-    Pending,
-    Stage,
-    StageContext,
-    Submitted,
-    Workflow,
-)
+from shared.stages import Done, Pending, Stage, StageContext, Submitted, Workflow
 
 
 def decide_recovery(actual: str | None, requested: str) -> dict[str, FieldChange]:
