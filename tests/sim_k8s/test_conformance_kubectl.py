@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
@@ -475,3 +476,58 @@ def test_events_table_starts_with_last_seen(kubectl: Kubectl, core: client.CoreV
     ]
     rows = kubectl("get", "events", "--field-selector", "involvedObject.name=table-events")
     assert "pod/table-events" in rows.stdout and "Scheduled" in rows.stdout
+
+
+# ---- what a pod runs -------------------------------------------------------------------------
+
+
+def test_operator_controllers_do_not_run_the_training_program(
+    cluster: ApiServer, core: client.CoreV1Api
+) -> None:
+    cluster.install("hyperpod-training-operator")
+
+    def controller() -> client.V1Pod | None:
+        pods = core.list_namespaced_pod("aws-hyperpod").items
+        running = [p for p in pods if p.status.phase == "Running"]
+        return running[0] if running else None
+
+    pod = eventually(controller, timeout=20)
+    # a training program would have logged loss lines and exited within a few intervals
+    time.sleep(max(cluster.profile.container_start, 0.02) * 10)
+    again = core.read_namespaced_pod(pod.metadata.name, "aws-hyperpod")
+    assert again.status.phase == "Running"
+    assert again.status.container_statuses[0].restart_count == 0
+    log = core.read_namespaced_pod_log(pod.metadata.name, "aws-hyperpod")
+    assert "loss=" not in log
+
+
+def test_a_jobs_pod_runs_the_training_program_named_by_its_image(
+    kubectl: Kubectl, core: client.CoreV1Api
+) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: trainer}
+spec:
+  template:
+    metadata: {annotations: {sim.hyperpilot.dev/steps: "3"}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: 123456789012.dkr.ecr.us-east-1.amazonaws.com/llama-train:1}]
+""",
+    )
+
+    def trained() -> bool:
+        pods = core.list_namespaced_pod("default", label_selector="job-name=trainer").items
+        try:
+            return bool(pods) and "loss=" in core.read_namespaced_pod_log(
+                pods[0].metadata.name, "default"
+            )
+        except client.ApiException:  # still ContainerCreating
+            return False
+
+    eventually(trained, timeout=20)
