@@ -122,7 +122,7 @@ async def test_eks_cluster_of_the_same_name_without_our_tags_is_refused(
     assert _calls(sim, "eks", "CreateCluster", "name", name) == 1  # only the foreign one
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test: an EKS cluster orchestrates one HyperPod cluster
 async def active_eks(aws: AwsClients, prereqs: Prereqs) -> dict[str, Any]:
     name = unique("cp-shared")
     ctx = context(cluster_command(name), prereqs.outputs)
