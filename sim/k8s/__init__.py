@@ -5,7 +5,8 @@ and operators behind it."""
 from __future__ import annotations
 
 from sim.k8s.auth import make_token
+from sim.k8s.facts import ClusterFacts, NodeGroup
 from sim.k8s.server import ApiServer
 from sim.k8s.world import KubeWorld
 
-__all__ = ["ApiServer", "KubeWorld", "make_token"]
+__all__ = ["ApiServer", "ClusterFacts", "KubeWorld", "NodeGroup", "make_token"]

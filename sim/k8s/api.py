@@ -108,11 +108,13 @@ def review(rt: ResourceType, body: Obj) -> Obj:
 
 
 class Api:
-    def __init__(self, store: Store, registry: Registry, kubernetes_version: str) -> None:
+    def __init__(
+        self, store: Store, registry: Registry, kubernetes_version: str, service_cidr: str
+    ) -> None:
         self.store = store
         self.registry = registry
         self.validator = BuiltinValidator(kubernetes_version)
-        self.ips = IpAllocator()
+        self.ips = IpAllocator(service_cidr)
         self.admission: list[Admission] = []
         self.crd_listeners: list[Callable[[], None]] = []
 

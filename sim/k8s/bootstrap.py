@@ -1,5 +1,5 @@
 """What a fresh EKS cluster already has: system namespaces, the `kubernetes` Service, the
-system nodes and the default add-ons' workloads (CoreDNS, VPC CNI, kube-proxy)."""
+nodes of its managed node groups and the default add-ons' workloads (CoreDNS, VPC CNI, kube-proxy)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def bootstrap(server: ApiServer) -> None:
         },
         manager="kube-apiserver",
     )
-    server.nodes.add_system_nodes(server.system_nodes)
+    server.nodes.add_node_groups(server.facts.node_groups)
     for kind, name, image in SYSTEM_WORKLOADS:
         labels = {"k8s-app": name}
         spec: dict[str, Any] = {

@@ -75,9 +75,10 @@ def qos_class(spec: Obj) -> str:
 
 
 class IpAllocator:
-    """Cluster IPs from the EKS default service range, node ports from 30000-32767."""
+    """Cluster IPs from the cluster's service CIDR (the `kubernetes` Service takes its first
+    address, as on EKS), node ports from 30000-32767."""
 
-    def __init__(self, cidr: str = "10.100.0.0/16") -> None:
+    def __init__(self, cidr: str) -> None:
         self.hosts = ipaddress.ip_network(cidr).hosts()
         self.kubernetes_ip = str(next(self.hosts))
         self.next_port = 30000

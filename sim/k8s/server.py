@@ -20,6 +20,7 @@ from sim.k8s.auth import check_token, make_token
 from sim.k8s.bootstrap import bootstrap
 from sim.k8s.controllers import roster
 from sim.k8s.events import EventRecorder
+from sim.k8s.facts import STANDALONE, ClusterFacts
 from sim.k8s.faults import Faults
 from sim.k8s.files import SharedFiles
 from sim.k8s.http import HttpServer, Request
@@ -46,9 +47,8 @@ class ApiServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        kubernetes_version: str = "1.33.0",
+        facts: ClusterFacts = STANDALONE,
         region: str = "us-east-1",
-        system_nodes: int = 2,
         history: int = 5000,
         credentials: dict[str, str] | None = None,
         files: SharedFiles | None = None,
@@ -58,11 +58,11 @@ class ApiServer:
         self.host = host
         self.port = port
         self.region = region
-        self.kubernetes_version = kubernetes_version
-        self.system_nodes = system_nodes
+        self.facts = facts
+        self.kubernetes_version = facts.kubernetes_version
         self.store = Store(history=history)
         self.registry = Registry()
-        self.api = Api(self.store, self.registry, kubernetes_version)
+        self.api = Api(self.store, self.registry, facts.kubernetes_version, facts.service_cidr)
         self.logs = LogBook()
         # what containers wrote to mounted storage (a world's clusters share its buckets)
         self.files = files if files is not None else SharedFiles()

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 from sim.interfaces import ClusterEndpoint, SimNode
+from sim.k8s.facts import STANDALONE, ClusterFacts
 from sim.k8s.files import SharedFiles
 from sim.k8s.server import ApiServer
 from sim.profile import TimeProfile
@@ -19,17 +20,20 @@ class KubeWorld:
         profile: TimeProfile,
         host: str = "127.0.0.1",
         *,
-        kubernetes_version: str = "1.33.0",
+        facts: ClusterFacts = STANDALONE,
         region: str = "us-east-1",
-        system_nodes: int = 2,
         credentials: dict[str, str] | None = None,
     ) -> None:
         self.profile = profile
         self.host = host
-        self.kubernetes_version = kubernetes_version
+        self.facts = facts
         self.region = region
-        self.system_nodes = system_nodes
         self.credentials = credentials
+        # the simulated EKS's description of a cluster (DescribeCluster and its node groups),
+        # when whoever joins the simulated AWS to this world provides it: the API server's
+        # version, service CIDR and node-group nodes then follow what EKS says. Without it,
+        # every cluster gets `facts`.
+        self.describe: Callable[[str], ClusterFacts] | None = None
         self.servers: dict[str, ApiServer] = {}
         self.files = SharedFiles()  # the buckets every cluster's pods mount, as S3 is shared
         # called with (cluster, instance id, health status) on an injected node health fault,
@@ -45,9 +49,8 @@ class KubeWorld:
                     name,
                     self.profile,
                     host=self.host,
-                    kubernetes_version=self.kubernetes_version,
+                    facts=self.describe(name) if self.describe is not None else self.facts,
                     region=self.region,
-                    system_nodes=self.system_nodes,
                     credentials=self.credentials,
                     files=self.files,
                 )

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 
-from sim.k8s import ApiServer
+from sim.k8s import ApiServer, ClusterFacts, KubeWorld
+from sim.profile import get_profile
 from tests.sim_k8s.conftest import eventually
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -531,3 +532,55 @@ spec:
             return False
 
     eventually(trained, timeout=20)
+
+
+# ---- one source of facts ---------------------------------------------------------------------
+
+
+def test_version_service_cidr_and_nodes_follow_the_eks_description() -> None:
+    described = ClusterFacts.from_description(
+        {"version": "1.32", "kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.200.0.0/16"}},
+        [
+            {
+                "nodegroupName": "workers",
+                "instanceTypes": ["m6i.xlarge"],
+                "scalingConfig": {"desiredSize": 3},
+                "capacityType": "SPOT",
+                "status": "ACTIVE",
+            }
+        ],
+    )
+    world = KubeWorld(get_profile("fast"))
+    world.describe = lambda name: described
+    try:
+        world.start_cluster("described")
+        api = config.new_client_from_config_dict(world.api_server("described").kubeconfig())
+        version = client.VersionApi(api).get_code()
+        assert (version.major, version.minor) == ("1", "32")
+        core = client.CoreV1Api(api)
+        assert core.read_namespaced_service("kubernetes", "default").spec.cluster_ip == "10.200.0.1"
+        nodes = core.list_node().items
+        assert len(nodes) == 3
+        for node in nodes:
+            labels = node.metadata.labels
+            assert labels["eks.amazonaws.com/nodegroup"] == "workers"
+            assert labels["eks.amazonaws.com/capacityType"] == "SPOT"
+            assert labels["node.kubernetes.io/instance-type"] == "m6i.xlarge"
+            assert node.status.node_info.kubelet_version.startswith("v1.32.")
+        api.close()
+    finally:
+        world.close()
+
+
+def test_a_cluster_without_node_groups_has_no_node_group_nodes() -> None:
+    world = KubeWorld(get_profile("fast"))
+    world.describe = lambda name: ClusterFacts.from_description({"version": "1.33"}, [])
+    try:
+        world.start_cluster("bare")
+        server = world.api_server("bare")
+        assert server.list_objects("v1", "Node") == []
+        # EKS's default service CIDR when none is given, as the simulated EKS describes it
+        kubernetes = server.get("v1", "Service", "kubernetes", "default")
+        assert kubernetes is not None and kubernetes["spec"]["clusterIP"] == "172.20.0.1"
+    finally:
+        world.close()

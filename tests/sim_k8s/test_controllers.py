@@ -134,7 +134,7 @@ def test_services_get_cluster_ips_and_endpoints(
             "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]},
         },
     )
-    assert svc.spec.cluster_ip.startswith("10.100.") and svc.spec.ports[0].target_port == 80
+    assert svc.spec.cluster_ip.startswith("172.20.") and svc.spec.ports[0].target_port == 80
     ep = eventually(lambda: (e := core.read_namespaced_endpoints("api", "default")).subsets and e)
     assert len(ep.subsets[0].addresses) == 1
     lb = core.create_namespaced_service(

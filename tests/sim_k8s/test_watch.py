@@ -15,6 +15,7 @@ from kubernetes.aio import watch as awatch
 from kubernetes.client.rest import ApiException
 
 from sim.k8s import ApiServer
+from sim.k8s.facts import ClusterFacts
 
 
 def _cm(name: str, **labels: str) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def test_watch_resumed_from_resource_version_misses_nothing(core: client.CoreV1A
 def test_watch_too_old_resource_version_is_410() -> None:
     from sim.profile import get_profile
 
-    server = ApiServer("tiny-history", get_profile("fast"), history=5, system_nodes=0).start()
+    server = ApiServer("tiny-history", get_profile("fast"), history=5, facts=ClusterFacts()).start()
     try:
         api = config.new_client_from_config_dict(server.kubeconfig())
         core = client.CoreV1Api(api)

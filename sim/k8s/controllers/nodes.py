@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from sim.interfaces import SimNode
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition
 from sim.k8s.errors import ApiError
+from sim.k8s.facts import NodeGroup
 from sim.k8s.instances import capacity
 from sim.k8s.store import Obj, clone
 from sim.k8s.timeutil import now_iso
@@ -153,21 +154,24 @@ class NodeController(Controller):
             },
         }
 
-    def add_system_nodes(self, count: int) -> None:
-        for n in range(count):
-            name = f"ip-192-168-{n}-{10 + n}.ec2.internal"
-            node = self.node_object(
-                name,
-                "m5.2xlarge",
-                f"{self.server.region}{'abc'[n % 3]}",
-                {
-                    "eks.amazonaws.com/nodegroup": "system",
-                    "eks.amazonaws.com/capacityType": "ON_DEMAND",
-                },
-                [],
-                f"aws:///{self.server.region}a/i-0{n:016x}",
-            )
-            self.create("nodes", node)
+    def add_node_groups(self, groups: tuple[NodeGroup, ...]) -> None:
+        """The nodes of the cluster's EKS managed node groups, as EKS labels them."""
+        n = 0
+        for group in groups:
+            for _ in range(group.size):
+                node = self.node_object(
+                    f"ip-192-168-{n}-{10 + n}.ec2.internal",
+                    group.instance_type,
+                    f"{self.server.region}{'abc'[n % 3]}",
+                    {
+                        "eks.amazonaws.com/nodegroup": group.name,
+                        "eks.amazonaws.com/capacityType": group.capacity_type,
+                    },
+                    [],
+                    f"aws:///{self.server.region}a/i-0{n:016x}",
+                )
+                self.create("nodes", node)
+                n += 1
 
     def sync_hyperpod(self, nodes: list[SimNode]) -> None:
         # a Pending instance has no node yet, unless it already joined (a reboot): then NotReady
