@@ -3,8 +3,30 @@ need actual state become 422 (with the field) or 409."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from gateway.errors import ApiError
-from gateway.routes.features import _rule, target_of
+from gateway.records import ClusterRecord
+from gateway.routes.features import REFUSAL as _rule
+
+
+def target_of(row: dict[str, Any]) -> Any:
+    now = datetime.now(UTC)
+    return ClusterRecord.of(
+        {
+            "region": "us-east-1",
+            "status": "active",
+            "eks_cluster_arn": None,
+            "hyperpod_cluster_arn": None,
+            "endpoint": None,
+            "ca_data": None,
+            "operation_id": None,
+            "created_at": now,
+            "updated_at": now,
+            **row,
+        }
+    ).feature_target()
 
 
 def test_a_managed_cluster_is_addressed_by_what_its_create_recorded() -> None:
@@ -18,7 +40,7 @@ def test_a_managed_cluster_is_addressed_by_what_its_create_recorded() -> None:
             "bucket": {"bucket": "hyperpilot-llm-1a2b3c4d"},
         },
     }
-    target = target_of(row)  # type: ignore[arg-type]
+    target = target_of(row)
     assert (target.eks_cluster, target.hyperpod_cluster, target.bucket) == (
         "llm",
         "llm",
@@ -33,7 +55,7 @@ def test_an_imported_cluster_is_addressed_by_its_import_spec() -> None:
         "resources": {},
         "spec": {"eks_cluster_name": "prod", "hyperpod_cluster_name": "prod-hp"},
     }
-    target = target_of(row)  # type: ignore[arg-type]
+    target = target_of(row)
     assert (target.eks_cluster, target.hyperpod_cluster, target.bucket) == ("prod", "prod-hp", None)
 
 

@@ -6,16 +6,18 @@ import asyncio
 import contextlib
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import asyncpg
 import orjson
 from fastapi.responses import JSONResponse
 
+from gateway import records
 from gateway.deps import Mutation
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
+from gateway.records import ClusterRecord
 from shared.boundary import api_path
 from shared.bus import Bus
 from shared.contracts.commands import Command
@@ -263,8 +265,8 @@ async def replay(
     `created: false`); the same key with another request is a 409. None: the key is new (or
     there is none, or this is a dry run), and the route goes on with its checks.
 
-    A route calls it first, with the `kind`, target and request it will accept; `accept` and
-    `plan_then_accept` call it too, so a route that checks nothing live is covered as well."""
+    `plan_then_accept`, the one way a route accepts, calls it first (the key is checked even
+    for a dry run)."""
     key = check_idempotency_key(mutation.idempotency_key)
     if key is None or mutation.dry_run:
         return None
@@ -294,7 +296,7 @@ async def accept(
     target_type: str,
     target_id: str,
     request: dict[str, Any],
-    reserve: Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]] | None = None,
+    reserve: Reserve | None = None,
 ) -> JSONResponse:
     """Persist the operation (with its command queued for the bus) and answer 202; a request
     repeated with its Idempotency-Key answers the first one's operation."""
@@ -337,46 +339,52 @@ async def accept(
     return _answer(accepted)
 
 
-async def dry_run(bus: Bus, command: Command) -> JSONResponse:
-    """The plan of a mutation, computed by its domain service from actual state; nothing is
-    stored or changed."""
-    plan = await query(
-        bus,
-        owning_service(command.domain),
-        "plan",
-        {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
-    )
-    return JSONResponse({"dry_run": True, "plan": plan}, status_code=200)
-
-
 Refusal = Callable[[ApiError], ApiError]
+Planner = Callable[[Bus, Command], Awaitable[dict[str, Any]]]
+Reserve = Callable[[asyncpg.Connection, uuid.UUID], Awaitable[None]]
+
+
+def unchanged(exc: ApiError) -> ApiError:
+    return exc
 
 
 def refusal_mapper(
-    invalid_code: str,
-    rule: str,
-    conflicts: frozenset[str] | set[str],
-    missing: frozenset[str] | set[str],
+    *,
+    invalid: tuple[str, str] | None = None,
+    conflicts: frozenset[str] = frozenset(),
+    missing: frozenset[str] = frozenset(),
+    rules: Mapping[str, tuple[str, str]] | None = None,
+    hint: str = "",
+    values: re.Pattern[str] | None = None,
+    malformed_is_400: bool = False,
 ) -> Refusal:
-    """How a domain service's refusal reads at the edge: a rule on a field (422), a state
-    conflict (409), something gone (404), a malformed request (400)."""
+    """How a domain service's refusal reads at the edge: a rule on a field (422: `invalid` is
+    the code whose message starts with the field, and its rule; `rules` names the field and
+    rule of a code, `values` finds the refused values in its message), a state conflict (409),
+    something gone (404), a malformed request (400 when `malformed_is_400`)."""
 
     def refusal(exc: ApiError) -> ApiError:
-        if exc.code == invalid_code:
+        if invalid is not None and exc.code == invalid[0]:
             field, _, message = exc.message.partition(": ")
-            return field_error(field, rule, message or exc.message, exc.hint or "")
+            return field_error(field, invalid[1], message or exc.message, exc.hint or "")
+        if rules and exc.code in rules:
+            field, rule = rules[exc.code]
+            error = field_error(field, rule, exc.message, exc.hint or hint)
+            found = values.findall(exc.message) if values is not None else []
+            error.fields = [{**error.fields[0], "value": value} for value in found] or error.fields
+            return error
         if exc.code in conflicts:
             return ApiError(409, exc.code, exc.message, hint=exc.hint)
         if exc.code in missing:
             return ApiError(404, "not_found", exc.message, hint=exc.hint)
-        if exc.code == "invalid_request":
+        if exc.code == "invalid_request" and malformed_is_400:
             return ApiError(400, exc.code, exc.message, hint=exc.hint)
         return exc
 
     return refusal
 
 
-async def domain_plan(bus: Bus, command: Command, refusal: Refusal) -> dict[str, Any]:
+async def domain_plan(bus: Bus, command: Command, refusal: Refusal = unchanged) -> dict[str, Any]:
     """The plan the owning service computes from actual state (its refusals translated)."""
     try:
         plan: dict[str, Any] = await query(
@@ -394,29 +402,89 @@ async def domain_plan(bus: Bus, command: Command, refusal: Refusal) -> dict[str,
 async def plan_then_accept(
     bus: Bus,
     mutation: Mutation,
-    command: Command,
+    kind: type[Command],
+    build: Callable[[], Awaitable[Command]],
     *,
     target_type: str,
     target_id: str,
     requested: dict[str, Any],
-    refusal: Refusal,
+    refusal: Refusal = unchanged,
+    planner: Planner | None = None,
+    verdict: bool = True,
+    reserve: Reserve | None = None,
 ) -> JSONResponse:
-    """A dry run answers the plan; otherwise the plan's verdict (a refused rule is a 4xx before
-    anything is stored) and the operation, with the computed diff. With NATS down the command is
-    still accepted and its workflow checks the same rules."""
-    if mutation.dry_run:
-        return JSONResponse({"dry_run": True, "plan": await domain_plan(bus, command, refusal)})
+    """The one way a mutation is accepted, in this order:
+
+    1. the retry rule (`replay`): a request whose Idempotency-Key was used before answers that
+       request's operation, before anything live is read or checked;
+    2. the command, built by the route from the read model (`build`: its refusals, such as a
+       cluster that is not ready, are the route's);
+    3. `?dry_run=true`: the plan, in one round trip to the owning service (`planner`, by default
+       its `plan` query); nothing is stored;
+    4. the plan's verdict (when `verdict`): a refused rule is a 4xx before anything is stored;
+       with NATS down or the service slow the command is still accepted and its workflow checks
+       the same rules;
+    5. the operation (202), with the plan's `noop`, `diff`, `notes` and the `plan` itself."""
     replayed = await replay(
-        mutation, type(command), target_type=target_type, target_id=target_id, request=requested
+        mutation, kind, target_type=target_type, target_id=target_id, request=requested
     )
     if replayed is not None:
         return replayed
-    plan = await domain_plan(bus, command, refusal) if bus.connected else None
+    command = await build()
+    plan_of = planner or (lambda bus, command: domain_plan(bus, command, refusal))
+    if mutation.dry_run:
+        return JSONResponse({"dry_run": True, "plan": await plan_of(bus, command)})
+    plan: dict[str, Any] | None = None
+    if verdict and bus.connected:
+        try:
+            plan = await plan_of(bus, command)
+        except ApiError as exc:
+            if exc.status not in (503, 504):
+                raise
     accepted = await accept(
-        mutation, command, target_type=target_type, target_id=target_id, request=requested
+        mutation,
+        command,
+        target_type=target_type,
+        target_id=target_id,
+        request=requested,
+        reserve=reserve,
     )
+    if not verdict:
+        return accepted
     body = orjson.loads(accepted.body)
-    body["noop"] = plan.get("noop") if plan is not None else None
-    body["diff"] = plan.get("diff") if plan is not None else None
+    for key in ("noop", "diff", "notes"):
+        body[key] = plan.get(key) if plan is not None else None
     body["plan"] = plan
     return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})
+
+
+async def on_cluster(
+    bus: Bus,
+    mutation: Mutation,
+    cluster: str,
+    kind: type[Command],
+    command: Callable[[ClusterRecord], Command],
+    *,
+    requested: dict[str, Any],
+    target: tuple[str, str] | None = None,
+    refusal: Refusal = unchanged,
+    planner: Planner | None = None,
+) -> JSONResponse:
+    """`plan_then_accept` of a command on a known cluster, built from its record (`command`
+    refuses what the cluster cannot do yet); the target is the cluster unless named."""
+
+    async def build() -> Command:
+        return command(await records.cluster(mutation.pool, cluster))
+
+    target_type, target_id = target or ("cluster", cluster)
+    return await plan_then_accept(
+        bus,
+        mutation,
+        kind,
+        build,
+        target_type=target_type,
+        target_id=target_id,
+        requested=requested,
+        refusal=refusal,
+        planner=planner,
+    )

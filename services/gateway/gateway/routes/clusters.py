@@ -11,14 +11,15 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from gateway.accept import accept, replay
-from gateway.accept import dry_run as dry_run_plan
-from gateway.deps import AdminMutation, Operator, OperatorMutation, Pool, Source, Viewer
+from gateway import records
+from gateway.accept import Reserve, plan_then_accept
+from gateway.deps import AdminMutation, Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.inspect import problems_to_fields
 from gateway.routes.models import ACCEPTED, MUTATION_ERRORS, READ_ERRORS, accepted, ok
 from gateway.routing import PrefixedRoute
+from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN, ClusterSpec, ImportSpec
 from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
 from shared.contracts.events import ActiveClusterChanged
@@ -117,28 +118,6 @@ def default_bucket(cluster: str) -> str:
     return f"hyperpilot-{cluster.lower()}"[:54] + "-" + secrets.token_hex(4)
 
 
-def _row(r: asyncpg.Record, active: str | None) -> dict[str, Any]:
-    return {
-        "name": r["name"],
-        "region": r["region"],
-        "status": r["status"],
-        "managed": r["managed"],
-        "active": r["name"] == active,
-        "eks_cluster_arn": r["eks_cluster_arn"],
-        "hyperpod_cluster_arn": r["hyperpod_cluster_arn"],
-        "endpoint": r["endpoint"],
-        "operation_id": str(r["operation_id"]) if r["operation_id"] else None,
-        "spec": r["spec"],
-        "created_at": r["created_at"].isoformat(),
-        "updated_at": r["updated_at"].isoformat(),
-    }
-
-
-async def _active(conn: asyncpg.Connection) -> str | None:
-    name: str | None = await conn.fetchval("SELECT name FROM active_cluster")
-    return name
-
-
 def _taken(name: str) -> ApiError:
     return ApiError(
         409,
@@ -161,26 +140,39 @@ async def create_cluster(
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
-    if mutation.dry_run:
+    bus = request.app.state.bus
+
+    async def build() -> CreateCluster:
+        if not mutation.dry_run:
+            await _check_create(bus, mutation, spec, region)
         bucket = spec.storage.bucket or default_bucket(spec.name)
-        return await dry_run_plan(
-            request.app.state.bus, CreateCluster(spec=spec, region=region, bucket=bucket)
-        )
-    requested = body.model_dump(mode="json", exclude_unset=True)
+        return CreateCluster(spec=spec, region=region, bucket=bucket)
+
     # A retry (the same Idempotency-Key) answers its operation before the name is checked:
     # by then the name is the retried create's own.
-    replayed = await replay(
-        mutation, CreateCluster, target_type="cluster", target_id=spec.name, request=requested
+    return await plan_then_accept(
+        bus,
+        mutation,
+        CreateCluster,
+        build,
+        target_type="cluster",
+        target_id=spec.name,
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        verdict=False,
+        reserve=_reserve(spec.name, region, spec, managed=True),
     )
-    if replayed is not None:
-        return replayed
+
+
+async def _check_create(bus: Bus, mutation: Mutation, spec: ClusterSpec, region: str) -> None:
+    """A new create: the name is free here, and cluster-svc's live checks pass (with NATS down
+    the same checks run as the workflow's first stage, preflight)."""
     async with mutation.pool.acquire() as conn:
-        existing = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", spec.name)
+        existing = await records.find_cluster(conn, spec.name)
     if existing is not None and mutation.idempotency_key is None:
         raise _taken(spec.name)
-    if request.app.state.bus.connected:
+    if bus.connected:
         problems = await query(
-            request.app.state.bus,
+            bus,
             "cluster",
             "check_create",
             {"spec": spec.model_dump(mode="json"), "region": region},
@@ -193,32 +185,26 @@ async def create_cluster(
                 "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5]),
                 fields=fields,
             )
-    # With NATS down the same checks run as the workflow's first stage (preflight).
-    command = CreateCluster(
-        spec=spec, region=region, bucket=spec.storage.bucket or default_bucket(spec.name)
-    )
+
+
+def _reserve(name: str, region: str, spec: Spec, *, managed: bool) -> Reserve:
+    """The cluster's row, written with its operation: a name is taken once."""
 
     async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
         try:
             await conn.execute(
                 "INSERT INTO clusters (name, region, status, managed, spec, operation_id)"
-                " VALUES ($1, $2, 'pending', true, $3, $4)",
-                spec.name,
+                " VALUES ($1, $2, 'pending', $3, $4, $5)",
+                name,
                 region,
+                managed,
                 spec.model_dump(mode="json"),
                 operation_id,
             )
         except asyncpg.UniqueViolationError:
-            raise _taken(spec.name) from None
+            raise _taken(name) from None
 
-    return await accept(
-        mutation,
-        command,
-        target_type="cluster",
-        target_id=spec.name,
-        request=requested,
-        reserve=reserve,
-    )
+    return reserve
 
 
 @router.get(
@@ -230,8 +216,8 @@ async def create_cluster(
 async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
         rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
-        active = await _active(conn)
-    return [_row(r, active) for r in rows]
+        active = await records.active_cluster(conn)
+    return [records.ClusterRecord.of(r).read(active) for r in rows]
 
 
 @router.get(
@@ -242,13 +228,12 @@ async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
 )
 async def get_active(pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
-        active = await _active(conn)
-        if active is None:
-            raise ApiError(
-                404, "no_active_cluster", "no cluster is active", hint="PUT /api/v1/clusters/active"
-            )
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", active)
-    return _row(row, active)
+        active = await records.active_cluster(conn)
+    if active is None:
+        raise ApiError(
+            404, "no_active_cluster", "no cluster is active", hint="PUT /api/v1/clusters/active"
+        )
+    return (await records.cluster(pool, active)).read(active)
 
 
 @router.put(
@@ -261,22 +246,11 @@ async def set_active(
     body: ActiveCluster, pool: Pool, principal: Operator, source: Source
 ) -> dict[str, Any]:
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", body.name)
-        if row is None:
-            raise ApiError(
-                404,
-                "not_found",
-                f"cluster {body.name} is not known here",
-                hint="GET /api/v1/clusters",
-            )
-        if row["status"] not in ("active", "imported"):
-            raise ApiError(
-                409,
-                "cluster_not_ready",
-                f"cluster {body.name} is {row['status']}; only an active or imported cluster can be selected",
-                hint="wait for its create operation to finish",
-            )
-        previous = await _active(conn)
+        selected = await records.find_cluster(conn, body.name)
+        if selected is None:
+            raise records.unknown(body.name)
+        selected.usable("only an active or imported cluster can be selected")
+        previous = await records.active_cluster(conn)
         await conn.execute(
             "INSERT INTO active_cluster (singleton, name, updated_at) VALUES (true, $1, now())"
             " ON CONFLICT (singleton) DO UPDATE SET name = $1, updated_at = now()",
@@ -291,7 +265,7 @@ async def set_active(
                 principal=principal.name,
                 source=source,
             )
-    return _row(row, body.name)
+    return selected.read(body.name)
 
 
 @router.get(
@@ -302,30 +276,17 @@ async def set_active(
 )
 async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
-        if row is None:
-            raise ApiError(
-                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-            )
-        groups = await conn.fetch(
-            "SELECT * FROM instance_groups WHERE cluster = $1 ORDER BY name", name
-        )
+        found = await records.find_cluster(conn, name)
+        if found is None:
+            raise records.unknown(name)
+        groups = await records.instance_groups(conn, name)
         components = await conn.fetch(
             "SELECT * FROM cluster_components WHERE cluster = $1 ORDER BY component", name
         )
-        active = await _active(conn)
-    described = _row(row, active)
-    described["resources"] = row["resources"]
-    described["instance_groups"] = [
-        {
-            "name": g["name"],
-            "instance_type": g["instance_type"],
-            "count": g["count"],
-            "status": g["status"],
-            "spec": g["spec"],
-        }
-        for g in groups
-    ]
+        active = await records.active_cluster(conn)
+    described = found.read(active)
+    described["resources"] = found.resources
+    described["instance_groups"] = [g.read(with_updated=False) for g in groups]
     described["components"] = [
         {
             "name": c["component"],
@@ -351,30 +312,20 @@ async def import_cluster(
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
     spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
-    name = spec.eks_cluster_name
-    if mutation.dry_run:
-        return await dry_run_plan(request.app.state.bus, ImportCluster(spec=spec, region=region))
 
-    async def reserve(conn: asyncpg.Connection, operation_id: uuid.UUID) -> None:
-        try:
-            await conn.execute(
-                "INSERT INTO clusters (name, region, status, managed, spec, operation_id)"
-                " VALUES ($1, $2, 'pending', false, $3, $4)",
-                name,
-                region,
-                spec.model_dump(mode="json"),
-                operation_id,
-            )
-        except asyncpg.UniqueViolationError:
-            raise _taken(name) from None
+    async def build() -> ImportCluster:
+        return ImportCluster(spec=spec, region=region)
 
-    return await accept(
+    return await plan_then_accept(
+        request.app.state.bus,
         mutation,
-        ImportCluster(spec=spec, region=region),
+        ImportCluster,
+        build,
         target_type="cluster",
-        target_id=name,
-        request=body.model_dump(mode="json", exclude_unset=True),
-        reserve=reserve,
+        target_id=spec.eks_cluster_name,
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        verdict=False,
+        reserve=_reserve(spec.eks_cluster_name, region, spec, managed=False),
     )
 
 
@@ -389,37 +340,30 @@ async def delete_cluster(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    replayed = await replay(
-        mutation, DeleteCluster, target_type="cluster", target_id=name, request={"name": name}
-    )
-    if replayed is not None:
-        return replayed
-    async with mutation.pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
-        if row is None:
-            raise ApiError(
-                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
+    async def build() -> DeleteCluster:
+        found = await records.cluster(mutation.pool, name)
+        async with mutation.pool.acquire() as conn:
+            busy = await conn.fetchval(
+                "SELECT id FROM operations WHERE target_type = 'cluster' AND target_id = $1"
+                " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
+                name,
             )
-        busy = await conn.fetchval(
-            "SELECT id FROM operations WHERE target_type = 'cluster' AND target_id = $1"
-            " AND status IN ('pending', 'running') AND kind <> 'cluster.delete'",
-            name,
-        )
-    if busy is not None and mutation.idempotency_key is None:
-        raise ApiError(
-            409,
-            "cluster_busy",
-            f"cluster {name} has operation {busy} in progress",
-            hint=f"wait for it (GET /api/v1/operations/{busy}?wait=60), then delete",
-        )
-    resources = row["resources"] if row["managed"] else {}
-    command = DeleteCluster(name=name, region=row["region"], resources=resources)
-    if mutation.dry_run:
-        return await dry_run_plan(request.app.state.bus, command)
-    return await accept(
+        if busy is not None and mutation.idempotency_key is None:
+            raise ApiError(
+                409,
+                "cluster_busy",
+                f"cluster {name} has operation {busy} in progress",
+                hint=f"wait for it (GET /api/v1/operations/{busy}?wait=60), then delete",
+            )
+        return DeleteCluster(name=name, region=found.region, resources=found.created_resources)
+
+    return await plan_then_accept(
+        request.app.state.bus,
         mutation,
-        command,
+        DeleteCluster,
+        build,
         target_type="cluster",
         target_id=name,
-        request={"name": name},
+        requested={"name": name},
+        verdict=False,
     )

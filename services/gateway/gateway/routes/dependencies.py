@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway.accept import accept, replay
-from gateway.accept import dry_run as dry_run_plan
+from gateway import records
+from gateway.accept import plan_then_accept
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.routes.clusters import ClusterNamePath
@@ -40,11 +40,8 @@ class ComponentRead(BaseModel):
     summary="Each dependency component with its version and status",
 )
 async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+    await records.cluster(pool, name)
     async with pool.acquire() as conn:
-        if await conn.fetchval("SELECT 1 FROM clusters WHERE name = $1", name) is None:
-            raise ApiError(
-                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-            )
         rows = await conn.fetch(
             "SELECT * FROM cluster_components WHERE cluster = $1 ORDER BY component", name
         )
@@ -70,48 +67,37 @@ async def reconcile(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    replayed = await replay(
+
+    async def build() -> ReconcileDependencies:
+        cluster = await records.cluster(mutation.pool, name)
+        if not cluster.managed:
+            raise ApiError(
+                422,
+                "not_managed",
+                f"cluster {name} was imported: its dependencies are managed by its owner",
+                hint="reconcile clusters Hyperpilot created",
+            )
+        if cluster.status != "active":
+            raise ApiError(
+                409,
+                "cluster_not_ready",
+                f"cluster {name} is {cluster.status}",
+                hint="wait until it is active",
+            )
+        return ReconcileDependencies(
+            spec=ClusterSpec.from_payload(cluster.spec),
+            region=cluster.region,
+            bucket=str(cluster.resources.get("bucket", {}).get("bucket", "")),
+            resources=cluster.resources,
+        )
+
+    return await plan_then_accept(
+        request.app.state.bus,
         mutation,
         ReconcileDependencies,
+        build,
         target_type="cluster",
         target_id=name,
-        request={"reconcile": True},
-    )
-    if replayed is not None:
-        return replayed
-    async with mutation.pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if not row["managed"]:
-        raise ApiError(
-            422,
-            "not_managed",
-            f"cluster {name} was imported: its dependencies are managed by its owner",
-            hint="reconcile clusters Hyperpilot created",
-        )
-    if row["status"] not in ("active",):
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']}",
-            hint="wait until it is active",
-        )
-    resources = row["resources"]
-    command = ReconcileDependencies(
-        spec=ClusterSpec.from_payload(row["spec"]),
-        region=row["region"],
-        bucket=str(resources.get("bucket", {}).get("bucket", "")),
-        resources=resources,
-    )
-    if mutation.dry_run:
-        return await dry_run_plan(request.app.state.bus, command)
-    return await accept(
-        mutation,
-        command,
-        target_type="cluster",
-        target_id=name,
-        request={"reconcile": True},
+        requested={"reconcile": True},
+        verdict=False,
     )

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import AfterValidator
 
+from gateway import records
 from gateway.deps import Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
@@ -62,25 +63,7 @@ RULES = {"container": "container_of_pod"}
 
 
 async def _cluster(pool: asyncpg.Pool, name: str) -> None:
-    """Known, and its Kubernetes API recorded: any status will do for a read (a cluster whose
-    create failed after its EKS control plane came up is worth diagnosing too)."""
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow(
-            "SELECT status, endpoint IS NOT NULL AND ca_data IS NOT NULL AS reachable"
-            " FROM clusters WHERE name = $1",
-            name,
-        )
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if not row["reachable"]:
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']} and its Kubernetes API is not recorded yet",
-            hint="wait for its EKS control plane (GET /api/v1/clusters/{name} shows the operation)",
-        )
+    (await records.cluster(pool, name)).reachable()
 
 
 def _refusal(exc: ApiError) -> ApiError:

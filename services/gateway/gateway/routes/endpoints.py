@@ -16,6 +16,7 @@ here (operator role) like any other mutation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import asyncpg
@@ -23,14 +24,15 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from gateway.accept import domain_plan, plan_then_accept, refusal_mapper, replay
+from gateway import records
+from gateway.accept import plan_then_accept, refusal_mapper
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
+from gateway.records import EndpointRecord
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
 from shared.boundary import model_id
-from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.inference import (
@@ -45,7 +47,6 @@ from shared.contracts.inference import (
     PoolWorker,
     ScaleEndpoint,
     ScaleRequest,
-    summary,
 )
 from shared.validation import RuleViolation
 
@@ -61,103 +62,57 @@ ClusterQuery = Annotated[
         description="the cluster; the active cluster if omitted",
     ),
 ]
-USABLE = ("active", "imported")
-CONFLICTS = frozenset({"OperatorMissing", "ClusterNotReady", "EndpointUnavailable"})
-MISSING = frozenset({"EndpointNotFound", "ClusterNotFound"})
-COLUMNS = (
-    "cluster, name, namespace, kind, spec, objects, status, replicas, ready_replicas, address,"
-    " message, operation_id, created_at, updated_at"
+PURPOSE = "endpoints run on an active or imported cluster"
+_refusal = refusal_mapper(
+    invalid=("InvalidEndpoint", "endpoint_rule"),
+    conflicts=frozenset({"OperatorMissing", "ClusterNotReady", "EndpointUnavailable"}),
+    missing=frozenset({"EndpointNotFound", "ClusterNotFound"}),
+    malformed_is_400=True,
 )
 
 
 async def _cluster(pool: asyncpg.Pool, name: str | None) -> str:
-    async with pool.acquire() as conn:
-        if name is None:
-            name = await conn.fetchval("SELECT name FROM active_cluster")
-            if name is None:
-                raise ApiError(
-                    400,
-                    "no_cluster",
-                    "no cluster named and none is active",
-                    hint="add ?cluster=<name>, or PUT /api/v1/clusters/active",
-                )
-        row = await conn.fetchrow("SELECT status FROM clusters WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if row["status"] not in USABLE:
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']}; endpoints run on an active or imported cluster",
-            hint="wait for the cluster's operation to finish",
-        )
-    return str(name)
-
-
-def _json(row: asyncpg.Record) -> dict[str, Any]:
-    out = dict(row)
-    for key in ("created_at", "updated_at"):
-        out[key] = out[key].isoformat() if out.get(key) else None
-    out["operation_id"] = str(out["operation_id"]) if out.get("operation_id") else None
-    out.update({k: v for k, v in summary(out["spec"]).items() if k not in out})
-    return out
-
-
-async def _endpoint(pool: asyncpg.Pool, cluster: str, name: str) -> dict[str, Any]:
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow(
-            f"SELECT {COLUMNS} FROM endpoints WHERE cluster = $1 AND name = $2", cluster, name
-        )
-    if row is None:
-        raise ApiError(
-            404,
-            "not_found",
-            f"endpoint {name} is not known on cluster {cluster}",
-            hint=f"GET /api/v1/endpoints?cluster={cluster}",
-        )
-    return _json(row)
-
-
-_refusal = refusal_mapper("InvalidEndpoint", "endpoint_rule", CONFLICTS, MISSING)
-
-
-async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
-    return await domain_plan(bus, command, _refusal)
+    """The named (or active) cluster, if usable."""
+    name = await records.named_or_active(pool, name)
+    (await records.cluster(pool, name)).usable(PURPOSE)
+    return name
 
 
 async def _mutate(
     request: Request,
     mutation: Mutation,
-    command: Command,
-    *,
-    target: str,
+    kind: type[Command],
+    cluster: str | None,
+    name: str,
     requested: dict[str, Any],
+    command: Callable[[str, EndpointRecord | None], Command],
+    *,
+    known: bool = True,
 ) -> JSONResponse:
+    """A change of the endpoint `name` on the named (or active) cluster: `command` is built
+    from the cluster's name and the endpoint's record (None for a deploy, which may create it)."""
+    cluster_name = await records.named_or_active(mutation.pool, cluster)
+
+    async def build() -> Command:
+        await _cluster(mutation.pool, cluster_name)
+        record = await records.endpoint(mutation.pool, cluster_name, name) if known else None
+        return command(cluster_name, record)
+
     return await plan_then_accept(
         request.app.state.bus,
         mutation,
-        command,
+        kind,
+        build,
         target_type="endpoint",
-        target_id=target,
+        target_id=f"{cluster_name}/{name}",
         requested=requested,
         refusal=_refusal,
     )
 
 
-async def _replay(
-    mutation: Mutation,
-    command: type[Command],
-    cluster: str,
-    name: str,
-    requested: dict[str, Any],
-) -> JSONResponse | None:
-    """The operation an earlier request with this Idempotency-Key started on the endpoint, if
-    any (before any live check: see `gateway.accept.replay`)."""
-    return await replay(
-        mutation, command, target_type="endpoint", target_id=f"{cluster}/{name}", request=requested
-    )
+def _target(cluster: str, record: EndpointRecord | None) -> EndpointTarget:
+    assert record is not None
+    return EndpointTarget(cluster=cluster, name=record.name, namespace=record.namespace)
 
 
 @router.post("", status_code=202, responses=ACCEPTED, summary="Deploy (or update) an endpoint")
@@ -167,13 +122,15 @@ async def deploy_endpoint(
     mutation: OperatorMutation,
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
-    name = await _cluster(mutation.pool, cluster)
     return await _mutate(
         request,
         mutation,
-        DeployEndpoint(cluster=name, spec=body),
-        target=f"{name}/{body.name}",
-        requested=body.model_dump(mode="json", exclude_unset=True),
+        DeployEndpoint,
+        cluster,
+        body.name,
+        body.model_dump(mode="json", exclude_unset=True),
+        lambda cluster_name, _: DeployEndpoint(cluster=cluster_name, spec=body),
+        known=False,
     )
 
 
@@ -186,15 +143,7 @@ async def list_endpoints(
         Query(max_length=63, description="the cluster; the active one if omitted; * for all"),
     ] = None,
 ) -> list[dict[str, Any]]:
-    async with pool.acquire() as conn:
-        if cluster == "*":
-            rows = await conn.fetch(f"SELECT {COLUMNS} FROM endpoints ORDER BY cluster, name")
-        else:
-            name = cluster or await conn.fetchval("SELECT name FROM active_cluster")
-            rows = await conn.fetch(
-                f"SELECT {COLUMNS} FROM endpoints WHERE cluster = $1 ORDER BY name", name
-            )
-    return [_json(r) for r in rows]
+    return [record.read() for record in await records.endpoints(pool, cluster)]
 
 
 @router.get("/{name}", summary="An endpoint: its record and, live, its status and pods")
@@ -207,7 +156,7 @@ async def describe_endpoint(
     live: Annotated[bool, Query(description="Also read the objects from the cluster")] = True,
 ) -> dict[str, Any]:
     cluster_name = await _cluster(pool, cluster)
-    record = await _endpoint(pool, cluster_name, name)
+    record = (await records.endpoint(pool, cluster_name, name)).read()
     if live:
         try:
             record["live"] = await query(
@@ -252,27 +201,23 @@ async def update_endpoint(
     mutation: OperatorMutation,
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await _replay(
-        mutation,
-        DeployEndpoint,
-        cluster_name,
-        name,
-        body.model_dump(mode="json", exclude_unset=True),
-    )
-    if replayed is not None:
-        return replayed
-    record = await _endpoint(mutation.pool, cluster_name, name)
-    try:
-        spec = EndpointSpec.model_validate(body.merged(record["spec"]))
-    except ValidationError as exc:
-        raise _merge_errors(exc) from exc
+
+    def command(cluster_name: str, record: EndpointRecord | None) -> Command:
+        assert record is not None
+        try:
+            spec = EndpointSpec.model_validate(body.merged(record.spec))
+        except ValidationError as exc:
+            raise _merge_errors(exc) from exc
+        return DeployEndpoint(cluster=cluster_name, spec=spec)
+
     return await _mutate(
         request,
         mutation,
-        DeployEndpoint(cluster=cluster_name, spec=spec),
-        target=f"{cluster_name}/{name}",
-        requested=body.model_dump(mode="json", exclude_unset=True),
+        DeployEndpoint,
+        cluster,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
+        command,
     )
 
 
@@ -286,48 +231,30 @@ async def scale_endpoint(
     mutation: OperatorMutation,
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await _replay(
-        mutation,
-        ScaleEndpoint,
-        cluster_name,
-        name,
-        body.model_dump(mode="json", exclude_unset=True),
-    )
-    if replayed is not None:
-        return replayed
-    record = await _endpoint(mutation.pool, cluster_name, name)
-    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
         mutation,
-        ScaleEndpoint(target=target, replicas=body.replicas),
-        target=f"{cluster_name}/{name}",
-        requested=body.model_dump(mode="json", exclude_unset=True),
+        ScaleEndpoint,
+        cluster,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
+        lambda c, record: ScaleEndpoint(target=_target(c, record), replicas=body.replicas),
     )
 
 
 async def _assign(
     name: str, body: PoolAssignment, request: Request, mutation: Mutation, cluster: str | None
 ) -> JSONResponse:
-    cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await _replay(
-        mutation,
-        AssignPoolWorker,
-        cluster_name,
-        name,
-        body.model_dump(mode="json", exclude_unset=True),
-    )
-    if replayed is not None:
-        return replayed
-    record = await _endpoint(mutation.pool, cluster_name, name)
-    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
         mutation,
-        AssignPoolWorker(target=target, pod=body.pod, model=body.model),
-        target=f"{cluster_name}/{name}",
-        requested=body.model_dump(mode="json", exclude_unset=True),
+        AssignPoolWorker,
+        cluster,
+        name,
+        body.model_dump(mode="json", exclude_unset=True),
+        lambda c, record: AssignPoolWorker(
+            target=_target(c, record), pod=body.pod, model=body.model
+        ),
     )
 
 
@@ -370,18 +297,14 @@ async def delete_endpoint(
     mutation: OperatorMutation,
     cluster: ClusterQuery = None,
 ) -> JSONResponse:
-    cluster_name = await _cluster(mutation.pool, cluster)
-    replayed = await _replay(mutation, DeleteEndpoint, cluster_name, name, {})
-    if replayed is not None:
-        return replayed
-    record = await _endpoint(mutation.pool, cluster_name, name)
-    target = EndpointTarget(cluster=cluster_name, name=name, namespace=record["namespace"])
     return await _mutate(
         request,
         mutation,
-        DeleteEndpoint(target=target),
-        target=f"{cluster_name}/{name}",
-        requested={},
+        DeleteEndpoint,
+        cluster,
+        name,
+        {},
+        lambda c, record: DeleteEndpoint(target=_target(c, record)),
     )
 
 
@@ -423,7 +346,7 @@ async def _invoke(
         )
     _checked_model(body)
     cluster_name = await _cluster(pool, cluster)
-    await _endpoint(pool, cluster_name, name)
+    await records.endpoint(pool, cluster_name, name)
     # Every invoke is audited (who, the endpoint, the path, the answer's status; no bodies).
     from gateway.audit import record_invoke
 

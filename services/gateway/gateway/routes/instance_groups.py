@@ -9,27 +9,27 @@ the diff computed against the group's actual configuration.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway.accept import accept, replay
-from gateway.accept import dry_run as answer_plan
-from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
+from gateway import records
+from gateway.accept import on_cluster
+from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.records import HyperPodRefs
 from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
+from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.commands import Command
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     DeleteInstanceGroup,
     InstanceGroupChange,
-    InstanceGroupCommand,
     NewInstanceGroup,
     SoftwareUpdateSpec,
     UpdateClusterSoftware,
@@ -45,62 +45,17 @@ router = APIRouter(
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 GroupNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
-READY = ("active", "imported")
 
 
-async def _cluster(pool: asyncpg.Pool, name: str) -> dict[str, Any]:
-    """What every command needs of the cluster: its HyperPod cluster, region, resources."""
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if row["status"] not in READY:
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']}; instance groups change only on an active cluster",
-            hint=f"wait for its operation (GET /api/v1/operations/{row['operation_id']})",
-        )
-    spec = row["spec"] or {}
-    resources = row["resources"] if row["managed"] else {}
-    hyperpod = (resources.get("hyperpod_cluster") or {}).get("cluster_name") or (
-        spec.get("name") if row["managed"] else spec.get("hyperpod_cluster_name")
+async def _check(bus: Bus, command: Command) -> dict[str, Any]:
+    """The live rules and the plan, in one round trip: cluster-svc's `instance_group_check`
+    answers every problem with its field and rule (a 422), or the plan."""
+    answer = await query(
+        bus,
+        "cluster",
+        "instance_group_check",
+        {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
     )
-    if not hyperpod:
-        raise ApiError(
-            409,
-            "no_hyperpod_cluster",
-            f"cluster {name} has no HyperPod cluster",
-            hint="import the cluster again with hyperpod_cluster_name",
-        )
-    return {
-        "cluster": name,
-        "hyperpod_cluster": hyperpod,
-        "region": row["region"],
-        "resources": resources,
-        "zone": spec.get("availability_zone_id") if row["managed"] else None,
-    }
-
-
-async def _check(
-    request: Request, command: InstanceGroupCommand, dry: bool
-) -> dict[str, Any] | None:
-    """The live rules and plan; None when cluster-svc cannot answer now (the workflow's first
-    stage checks the same rules)."""
-    bus = request.app.state.bus
-    try:
-        answer = await query(
-            bus,
-            "cluster",
-            "instance_group_check",
-            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
-        )
-    except ApiError as exc:
-        if exc.status in (503, 504) and not dry:
-            return None
-        raise
     problems = answer.get("problems") or []
     if problems:
         raise ApiError(
@@ -109,31 +64,8 @@ async def _check(
             "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5]),
             fields=problems,
         )
-    plan: dict[str, Any] | None = answer.get("plan")
+    plan: dict[str, Any] = answer["plan"]
     return plan
-
-
-async def _submit(
-    request: Request, mutation: Mutation, command: InstanceGroupCommand, *, body: dict[str, Any]
-) -> JSONResponse:
-    plan = await _check(request, command, mutation.dry_run)
-    if mutation.dry_run:
-        return await answer_plan(request.app.state.bus, command)
-    accepted = await accept(
-        mutation,
-        command,
-        target_type="cluster",
-        target_id=command.cluster,
-        request=body,
-    )
-    if plan is None:
-        return accepted
-    answer = json.loads(bytes(accepted.body))
-    answer["noop"] = plan["noop"]
-    answer["diff"] = plan["diff"]
-    return JSONResponse(
-        answer, status_code=accepted.status_code, headers={"Location": answer["status_url"]}
-    )
 
 
 class InstanceGroupRead(BaseModel):
@@ -154,26 +86,9 @@ class InstanceGroupRead(BaseModel):
 async def list_instance_groups(
     name: ClusterNamePath, pool: Pool, _: Viewer
 ) -> list[dict[str, Any]]:
+    await records.cluster(pool, name)
     async with pool.acquire() as conn:
-        known = await conn.fetchval("SELECT 1 FROM clusters WHERE name = $1", name)
-        if known is None:
-            raise ApiError(
-                404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-            )
-        rows = await conn.fetch(
-            "SELECT * FROM instance_groups WHERE cluster = $1 ORDER BY name", name
-        )
-    return [
-        {
-            "name": r["name"],
-            "instance_type": r["instance_type"],
-            "count": r["count"],
-            "status": r["status"],
-            "spec": r["spec"],
-            "updated_at": r["updated_at"].isoformat(),
-        }
-        for r in rows
-    ]
+        return [group.read() for group in await records.instance_groups(conn, name)]
 
 
 @router.post(
@@ -189,26 +104,20 @@ async def add_instance_group(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    requested = body.model_dump(mode="json", exclude_unset=True)
-    replayed = await replay(
-        mutation, AddInstanceGroup, target_type="cluster", target_id=name, request=requested
-    )
-    if replayed is not None:
-        return replayed
-    cluster = await _cluster(mutation.pool, name)
-    command = AddInstanceGroup(
-        cluster=name,
-        hyperpod_cluster=cluster["hyperpod_cluster"],
-        region=cluster["region"],
-        resources=cluster["resources"],
-        group=body,
-        cluster_zone_id=cluster["zone"],
-    )
-    return await _submit(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        body=requested,
+        name,
+        AddInstanceGroup,
+        lambda c: _add(c.hyperpod(), body),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        planner=_check,
+    )
+
+
+def _add(refs: HyperPodRefs, group: NewInstanceGroup) -> AddInstanceGroup:
+    return AddInstanceGroup(
+        **refs.command(), resources=refs.resources, group=group, cluster_zone_id=refs.zone
     )
 
 
@@ -226,25 +135,14 @@ async def update_instance_group(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    requested = body.model_dump(mode="json", exclude_unset=True)
-    replayed = await replay(
-        mutation, UpdateInstanceGroup, target_type="cluster", target_id=name, request=requested
-    )
-    if replayed is not None:
-        return replayed
-    cluster = await _cluster(mutation.pool, name)
-    command = UpdateInstanceGroup(
-        cluster=name,
-        hyperpod_cluster=cluster["hyperpod_cluster"],
-        region=cluster["region"],
-        group=group,
-        change=body,
-    )
-    return await _submit(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        body=requested,
+        name,
+        UpdateInstanceGroup,
+        lambda c: UpdateInstanceGroup(**c.hyperpod().command(), group=group, change=body),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        planner=_check,
     )
 
 
@@ -260,24 +158,14 @@ async def delete_instance_group(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    requested = {"group": group}
-    replayed = await replay(
-        mutation, DeleteInstanceGroup, target_type="cluster", target_id=name, request=requested
-    )
-    if replayed is not None:
-        return replayed
-    cluster = await _cluster(mutation.pool, name)
-    command = DeleteInstanceGroup(
-        cluster=name,
-        hyperpod_cluster=cluster["hyperpod_cluster"],
-        region=cluster["region"],
-        group=group,
-    )
-    return await _submit(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        body=requested,
+        name,
+        DeleteInstanceGroup,
+        lambda c: DeleteInstanceGroup(**c.hyperpod().command(), group=group),
+        requested={"group": group},
+        planner=_check,
     )
 
 
@@ -293,22 +181,12 @@ async def update_software(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    requested = body.model_dump(mode="json", exclude_unset=True)
-    replayed = await replay(
-        mutation, UpdateClusterSoftware, target_type="cluster", target_id=name, request=requested
-    )
-    if replayed is not None:
-        return replayed
-    cluster = await _cluster(mutation.pool, name)
-    command = UpdateClusterSoftware(
-        cluster=name,
-        hyperpod_cluster=cluster["hyperpod_cluster"],
-        region=cluster["region"],
-        spec=body,
-    )
-    return await _submit(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        body=requested,
+        name,
+        UpdateClusterSoftware,
+        lambda c: UpdateClusterSoftware(**c.hyperpod().command(), spec=body),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        planner=_check,
     )

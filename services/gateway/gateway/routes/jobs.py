@@ -16,7 +16,8 @@ import asyncpg
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gateway.accept import domain_plan, plan_then_accept, refusal_mapper, replay
+from gateway import records
+from gateway.accept import on_cluster, plan_then_accept, refusal_mapper
 from gateway.auth import Principal
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
@@ -24,7 +25,6 @@ from gateway.limits import NonNegativeBigint
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
-from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.workloads import (
@@ -46,79 +46,39 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["jobs"])
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 JobNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=JOB_NAME_PATTERN)]
 PodName = Annotated[str, Query(min_length=1, max_length=253, pattern=r"^[a-z0-9][-a-z0-9.]*$")]
-USABLE = ("active", "imported")
-CONFLICTS = frozenset({"JobExists", "OperatorMissing", "ClusterNotReady", "TrackingServerExists"})
-MISSING = frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound", "PreviousLogNotFound"})
-JOB_COLUMNS = (
-    "cluster, name, recipe, kind, api_version, namespace, status, restarts, budget,"
-    " faulty_pods, pods, reason, message, spec, operation_id, created_at, updated_at"
+PURPOSE = "jobs run on an active or imported cluster"
+_refusal = refusal_mapper(
+    invalid=("InvalidJob", "job_rule"),
+    conflicts=frozenset(
+        {"JobExists", "OperatorMissing", "ClusterNotReady", "TrackingServerExists"}
+    ),
+    missing=frozenset({"JobNotFound", "PodNotFound", "ClusterNotFound", "PreviousLogNotFound"}),
+    malformed_is_400=True,
 )
 
 
-async def _cluster(pool: asyncpg.Pool, name: str) -> asyncpg.Record:
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT name, region, status FROM clusters WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if row["status"] not in USABLE:
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']}; jobs run on an active or imported cluster",
-            hint="wait for the cluster's operation to finish",
-        )
-    return row
+async def _cluster(pool: asyncpg.Pool, name: str) -> records.ClusterRecord:
+    return (await records.cluster(pool, name)).usable(PURPOSE)
 
 
-def _job_json(row: asyncpg.Record) -> dict[str, Any]:
-    out = dict(row)
-    for key in ("created_at", "updated_at"):
-        out[key] = out[key].isoformat() if out.get(key) else None
-    out["operation_id"] = str(out["operation_id"]) if out.get("operation_id") else None
-    out["restart_budget"] = {"used": out["restarts"], "allowed": out["budget"]}
-    return out
-
-
-async def _job(pool: asyncpg.Pool, cluster: str, name: str) -> dict[str, Any]:
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 AND name = $2", cluster, name
-        )
-    if row is None:
-        raise ApiError(
-            404,
-            "not_found",
-            f"job {name} is not known on cluster {cluster}",
-            hint=f"GET /api/v1/clusters/{cluster}/jobs",
-        )
-    return _job_json(row)
-
-
-_refusal = refusal_mapper("InvalidJob", "job_rule", CONFLICTS, MISSING)
-
-
-async def _plan(bus: Bus, command: Command) -> dict[str, Any]:
-    return await domain_plan(bus, command, _refusal)
-
-
-async def _mutate(
-    request: Request,
-    mutation: Mutation,
-    command: Command,
-    *,
-    target: str,
-    requested: dict[str, Any],
-    target_type: str = "job",
+async def _on_job(
+    request: Request, mutation: Mutation, name: str, job: str, command: type[CancelJob | DeleteJob]
 ) -> JSONResponse:
+    """Cancel or delete a known job of a usable cluster."""
+
+    async def build() -> Command:
+        await _cluster(mutation.pool, name)
+        await records.job(mutation.pool, name, job)
+        return command(cluster=name, name=job)
+
     return await plan_then_accept(
         request.app.state.bus,
         mutation,
         command,
-        target_type=target_type,
-        target_id=target,
-        requested=requested,
+        build,
+        target_type="job",
+        target_id=f"{name}/{job}",
+        requested={"cancel" if command is CancelJob else "delete": True},
         refusal=_refusal,
     )
 
@@ -135,24 +95,21 @@ async def submit_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(mutation.pool, name)
-    command = SubmitJob(cluster=name, region=row["region"], spec=spec)
-    return await _mutate(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        target=f"{name}/{spec.name}",
+        name,
+        SubmitJob,
+        lambda c: SubmitJob(cluster=name, region=c.usable(PURPOSE).region, spec=spec),
+        target=("job", f"{name}/{spec.name}"),
         requested=spec.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
     )
 
 
 @router.get("/clusters/{name}/jobs", summary="The cluster's jobs and their last observed status")
 async def list_jobs(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
-    async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1 ORDER BY created_at, name", name
-        )
-    return [_job_json(r) for r in rows]
+    return [job.read() for job in await records.jobs(pool, name)]
 
 
 @router.get(
@@ -166,7 +123,7 @@ async def describe_job(
     _: Viewer,
     live: Annotated[bool, Query(description="Also read the resource from the cluster")] = True,
 ) -> dict[str, Any]:
-    found = await _job(pool, name, job)
+    found = (await records.job(pool, name, job)).read()
     tracking = (found.get("spec") or {}).get("mlflow_tracking_uri")
     if tracking:
         # The link between the job and its MLflow run: the run (and experiment) is the job's name.
@@ -194,20 +151,7 @@ async def cancel_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    replayed = await replay(
-        mutation, CancelJob, target_type="job", target_id=f"{name}/{job}", request={"cancel": True}
-    )
-    if replayed is not None:
-        return replayed
-    await _cluster(mutation.pool, name)
-    await _job(mutation.pool, name, job)
-    return await _mutate(
-        request,
-        mutation,
-        CancelJob(cluster=name, name=job),
-        target=f"{name}/{job}",
-        requested={"cancel": True},
-    )
+    return await _on_job(request, mutation, name, job, CancelJob)
 
 
 @router.delete(
@@ -222,20 +166,7 @@ async def delete_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    replayed = await replay(
-        mutation, DeleteJob, target_type="job", target_id=f"{name}/{job}", request={"delete": True}
-    )
-    if replayed is not None:
-        return replayed
-    await _cluster(mutation.pool, name)
-    await _job(mutation.pool, name, job)
-    return await _mutate(
-        request,
-        mutation,
-        DeleteJob(cluster=name, name=job),
-        target=f"{name}/{job}",
-        requested={"delete": True},
-    )
+    return await _on_job(request, mutation, name, job, DeleteJob)
 
 
 @router.get("/clusters/{name}/jobs/{job}/events", summary="The job's events, oldest first")
@@ -288,7 +219,7 @@ async def download_logs(
         bool, Query(description="The log of the pod's container before its last restart")
     ] = False,
 ) -> PlainTextResponse:
-    await _job(pool, name, job)
+    await records.job(pool, name, job)
     lines: list[str] = []
     cursor = from_
     while True:
@@ -328,14 +259,15 @@ async def download_model(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    row = await _cluster(mutation.pool, name)
-    command = DownloadModel(cluster=name, region=row["region"], spec=spec)
-    return await _mutate(
-        request,
+    return await on_cluster(
+        request.app.state.bus,
         mutation,
-        command,
-        target=f"{name}/{spec.name}",
+        name,
+        DownloadModel,
+        lambda c: DownloadModel(cluster=name, region=c.usable(PURPOSE).region, spec=spec),
+        target=("job", f"{name}/{spec.name}"),
         requested=spec.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
     )
 
 
@@ -424,15 +356,18 @@ async def create_tracking_server(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    settings = request.app.state.settings
-    command = CreateTrackingServer(region=settings.aws_region, spec=spec)
-    return await _mutate(
-        request,
+    async def build() -> Command:
+        return CreateTrackingServer(region=request.app.state.settings.aws_region, spec=spec)
+
+    return await plan_then_accept(
+        request.app.state.bus,
         mutation,
-        command,
-        target=spec.name,
-        requested=spec.model_dump(mode="json", exclude_unset=True),
+        CreateTrackingServer,
+        build,
         target_type="mlflow_tracking_server",
+        target_id=spec.name,
+        requested=spec.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
     )
 
 

@@ -13,13 +13,12 @@ import re
 from typing import Annotated, Any, Literal
 
 import asyncpg
-import orjson
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from gateway.accept import accept, replay
-from gateway.accept import dry_run as answer_plan
+from gateway import records
+from gateway.accept import on_cluster, refusal_mapper
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
@@ -30,7 +29,6 @@ from shared.contracts.nodes import (
     NODE_ID_PATTERN,
     DeleteNodes,
     HealthCheckRequest,
-    NodeCommand,
     NodeIds,
     NodeRecoveryChange,
     RebootNodes,
@@ -49,119 +47,14 @@ router = APIRouter(
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 NodeIdPath = Annotated[str, Path(pattern=NODE_ID_PATTERN)]
 # Errors of the plan that are the caller's to fix: answered as 422 on the named field.
-_RULES = {"NodeNotFound": "node_ids", "InstanceGroupNotFound": "instance_groups"}
-_IN_MESSAGE = re.compile(r"\bi-[0-9a-f]{8,32}\b")
-
-
-class ClusterRefs:
-    def __init__(self, row: asyncpg.Record) -> None:
-        self.name: str = row["name"]
-        self.region: str = row["region"]
-        self.hyperpod_cluster: str = row["hyperpod_cluster_arn"]
-        self.eks_cluster: str = str(row["eks_cluster_arn"] or "").rsplit("/", 1)[-1]
-
-    def query(self, **extra: Any) -> dict[str, Any]:
-        return {
-            "cluster": self.name,
-            "hyperpod_cluster": self.hyperpod_cluster,
-            "eks_cluster": self.eks_cluster,
-            **extra,
-        }
-
-    def command(self) -> dict[str, str]:
-        return {
-            "cluster": self.name,
-            "region": self.region,
-            "hyperpod_cluster": self.hyperpod_cluster,
-        }
-
-
-async def _cluster(pool: asyncpg.Pool, name: str) -> ClusterRefs:
-    async with pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT * FROM clusters WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404, "not_found", f"cluster {name} is not known here", hint="GET /api/v1/clusters"
-        )
-    if row["status"] not in ("active", "imported") or not row["hyperpod_cluster_arn"]:
-        raise ApiError(
-            409,
-            "cluster_not_ready",
-            f"cluster {name} is {row['status']} and has "
-            + ("a" if row["hyperpod_cluster_arn"] else "no")
-            + " HyperPod cluster; nodes are managed on an active cluster with HyperPod",
-            hint="wait for its create operation to finish (GET /api/v1/clusters/{name})",
-        )
-    return ClusterRefs(row)
-
-
-def _rule_error(error: ApiError) -> ApiError:
-    """A plan error the caller can fix, as a 422 on the field it is about."""
-    field = _RULES[error.code]
-    rule = "node_exists" if field == "node_ids" else "instance_group_exists"
-    hint = error.hint or "list the nodes with GET /api/v1/clusters/{name}/nodes"
-    fields = [
-        {"field": field, "rule": rule, "message": error.message, "hint": hint, "value": node_id}
-        for node_id in _IN_MESSAGE.findall(error.message)
-    ] or [{"field": field, "rule": rule, "message": error.message, "hint": hint}]
-    return ApiError(422, "validation_error", f"{field}: {error.message}", fields=fields)
-
-
-async def _plan(request: Request, command: NodeCommand) -> dict[str, Any] | None:
-    """The live plan, or None when cluster-svc cannot be asked (the workflow checks again)."""
-    bus = request.app.state.bus
-    if not bus.connected:
-        return None
-    try:
-        plan: dict[str, Any] = await query(
-            bus,
-            "cluster",
-            "plan",
-            {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
-        )
-    except ApiError as exc:
-        if exc.code in _RULES:
-            raise _rule_error(exc) from exc
-        if exc.status in (503, 504):
-            return None
-        raise
-    return plan
-
-
-async def _submit(
-    request: Request, mutation: Mutation, command: NodeCommand, request_body: dict[str, Any]
-) -> JSONResponse:
-    if mutation.dry_run:
-        try:
-            return await answer_plan(request.app.state.bus, command)
-        except ApiError as exc:
-            if exc.code in _RULES:
-                raise _rule_error(exc) from exc
-            raise
-    replayed = await replay(
-        mutation,
-        type(command),
-        target_type="cluster",
-        target_id=str(command.cluster),
-        request=request_body,
-    )
-    if replayed is not None:
-        return replayed
-    plan = await _plan(request, command)
-    accepted = await accept(
-        mutation,
-        command,
-        target_type="cluster",
-        target_id=str(command.cluster),
-        request=request_body,
-    )
-    if plan is None:
-        return accepted
-    body = orjson.loads(bytes(accepted.body))
-    body.update({"noop": plan["noop"], "diff": plan["diff"], "notes": plan["notes"]})
-    return JSONResponse(
-        body, status_code=202, headers={"Location": accepted.headers.get("Location", "")}
-    )
+_refusal = refusal_mapper(
+    rules={
+        "NodeNotFound": ("node_ids", "node_exists"),
+        "InstanceGroupNotFound": ("instance_groups", "instance_group_exists"),
+    },
+    hint="list the nodes with GET /api/v1/clusters/{name}/nodes",
+    values=re.compile(r"\bi-[0-9a-f]{8,32}\b"),
+)
 
 
 # ---- reads ---------------------------------------------------------------------------------
@@ -223,10 +116,10 @@ async def list_nodes(
         str | None, Query(description="Only nodes with this health (e.g. unhealthy)")
     ] = None,
 ) -> dict[str, Any]:
-    refs = await _cluster(pool, name)
+    refs = await records.cluster(pool, name)
     try:
         answer: dict[str, Any] = await query(
-            request.app.state.bus, "cluster", "nodes", refs.query()
+            request.app.state.bus, "cluster", "nodes", refs.node_query()
         )
         answer["source"] = "live"
     except ApiError as exc:
@@ -271,9 +164,9 @@ async def _recorded(pool: asyncpg.Pool, name: str, cause: ApiError) -> dict[str,
 async def get_node(
     name: ClusterNamePath, node_id: NodeIdPath, request: Request, pool: Pool, _: Viewer
 ) -> dict[str, Any]:
-    refs = await _cluster(pool, name)
+    refs = await records.cluster(pool, name)
     found: dict[str, Any] | None = await query(
-        request.app.state.bus, "cluster", "node", refs.query(node_id=node_id)
+        request.app.state.bus, "cluster", "node", refs.node_query(node_id=node_id)
     )
     if found is None:
         raise ApiError(
@@ -301,9 +194,15 @@ async def reboot_nodes(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    refs = await _cluster(mutation.pool, name)
-    command = RebootNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(request, mutation, command, body.model_dump(mode="json"))
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        RebootNodes,
+        lambda c: RebootNodes(**c.nodes(), node_ids=body.node_ids),
+        requested=body.model_dump(mode="json"),
+        refusal=_refusal,
+    )
 
 
 @router.post(
@@ -318,9 +217,15 @@ async def replace_nodes(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    refs = await _cluster(mutation.pool, name)
-    command = ReplaceNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(request, mutation, command, body.model_dump(mode="json"))
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        ReplaceNodes,
+        lambda c: ReplaceNodes(**c.nodes(), node_ids=body.node_ids),
+        requested=body.model_dump(mode="json"),
+        refusal=_refusal,
+    )
 
 
 @router.post(
@@ -335,9 +240,15 @@ async def delete_nodes(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    refs = await _cluster(mutation.pool, name)
-    command = DeleteNodes(**refs.command(), node_ids=body.node_ids)
-    return await _submit(request, mutation, command, body.model_dump(mode="json"))
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        DeleteNodes,
+        lambda c: DeleteNodes(**c.nodes(), node_ids=body.node_ids),
+        requested=body.model_dump(mode="json"),
+        refusal=_refusal,
+    )
 
 
 @router.post(
@@ -352,15 +263,19 @@ async def start_health_check(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    refs = await _cluster(mutation.pool, name)
-    command = StartDeepHealthCheck(
-        **refs.command(),
-        node_ids=body.node_ids,
-        instance_groups=body.instance_groups,
-        checks=body.checks,
-    )
-    return await _submit(
-        request, mutation, command, body.model_dump(mode="json", exclude_unset=True)
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        StartDeepHealthCheck,
+        lambda c: StartDeepHealthCheck(
+            **c.nodes(),
+            node_ids=body.node_ids,
+            instance_groups=body.instance_groups,
+            checks=body.checks,
+        ),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
     )
 
 
@@ -370,10 +285,14 @@ async def start_health_check(
 async def _node_recovery(
     name: str, body: NodeRecoveryChange, request: Request, mutation: Mutation
 ) -> JSONResponse:
-    refs = await _cluster(mutation.pool, name)
-    command = SetNodeRecovery(**refs.command(), mode=body.mode)
-    return await _submit(
-        request, mutation, command, body.model_dump(mode="json", exclude_unset=True)
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        SetNodeRecovery,
+        lambda c: SetNodeRecovery(**c.nodes(), mode=body.mode),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
     )
 
 

@@ -8,8 +8,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.accept import accept, replay
-from gateway.accept import dry_run as dry_run_plan
+from gateway.accept import plan_then_accept
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import ACCEPTED, READ_ERRORS, accepted
@@ -101,15 +100,19 @@ async def create_bucket(
     body: BucketCreate, request: Request, mutation: OperatorMutation
 ) -> JSONResponse:
     region = body.region or request.app.state.settings.aws_region
-    command = CreateStorageBucket(name=body.name, region=region)
-    if mutation.dry_run:
-        return await dry_run_plan(request.app.state.bus, command)
-    return await accept(
+
+    async def build() -> CreateStorageBucket:
+        return CreateStorageBucket(name=body.name, region=region)
+
+    return await plan_then_accept(
+        request.app.state.bus,
         mutation,
-        command,
+        CreateStorageBucket,
+        build,
         target_type="bucket",
         target_id=body.name,
-        request=body.model_dump(exclude_unset=True),
+        requested=body.model_dump(exclude_unset=True),
+        verdict=False,
     )
 
 
@@ -138,23 +141,26 @@ async def get_bucket(name: BucketName, pool: Pool, _: Viewer) -> dict[str, Any]:
 async def delete_bucket(
     name: BucketName, request: Request, mutation: AdminMutation
 ) -> JSONResponse:
-    replayed = await replay(
-        mutation, DeleteStorageBucket, target_type="bucket", target_id=name, request={"name": name}
-    )
-    if replayed is not None:
-        return replayed
-    async with mutation.pool.acquire() as conn:
-        row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
-    if row is None:
-        raise ApiError(
-            404,
-            "not_found",
-            f"bucket {name} is not managed here",
-            hint="list buckets with GET /api/v1/storage/buckets",
-        )
-    command = DeleteStorageBucket(name=name, region=row["region"])
-    if mutation.dry_run:
-        return await dry_run_plan(request.app.state.bus, command)
-    return await accept(
-        mutation, command, target_type="bucket", target_id=name, request={"name": name}
+
+    async def build() -> DeleteStorageBucket:
+        async with mutation.pool.acquire() as conn:
+            row = await conn.fetchrow("SELECT region FROM storage_buckets WHERE name = $1", name)
+        if row is None:
+            raise ApiError(
+                404,
+                "not_found",
+                f"bucket {name} is not managed here",
+                hint="list buckets with GET /api/v1/storage/buckets",
+            )
+        return DeleteStorageBucket(name=name, region=row["region"])
+
+    return await plan_then_accept(
+        request.app.state.bus,
+        mutation,
+        DeleteStorageBucket,
+        build,
+        target_type="bucket",
+        target_id=name,
+        requested={"name": name},
+        verdict=False,
     )
