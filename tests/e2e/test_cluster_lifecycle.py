@@ -12,7 +12,7 @@ from typing import Any
 
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
-from tests.e2e.conftest import RunningStack, unique
+from tests.e2e.conftest import Client, RunningStack, unique
 
 CREATE_STAGES = {
     "preflight",
@@ -217,6 +217,11 @@ def test_insufficient_capacity_fails_its_stage_and_a_retry_finishes_without_redo
     assert retried["retried_stages"] == ["hyperpod_cluster"]
     done = api.wait(op_id, timeout=240)
     assert done["status"] == "succeeded", json.dumps(done.get("error"), indent=1)
+    # The same retry again (a transport retry, say) answers it: not a 409, and no new attempt.
+    again = api.post(f"/api/v1/operations/{op_id}/retry")
+    assert again.status_code == 202, again.text
+    assert again.json()["retried_stages"] == ["hyperpod_cluster"]
+    assert api.get(f"/api/v1/operations/{op_id}").json()["status"] == "succeeded"
     attempts = {s["name"]: s["attempts"] for s in done["stages"]}
     assert attempts["hyperpod_cluster"] == 2
     assert all(n == 1 for stage, n in attempts.items() if stage != "hyperpod_cluster"), attempts
@@ -331,7 +336,19 @@ def test_cancel_stops_a_cluster_creation_and_delete_cleans_up_what_it_made(
     assert op["status"] == "cancelled"
     stages = {s["name"]: s["status"] for s in op["stages"]}
     assert stages["hyperpod_cluster"] == "pending"  # never started
-    assert api.post(f"/api/v1/operations/{op_id}/cancel").status_code == 409
+    # The same caller's cancel again is its retry (answered, not asked twice); anyone else's
+    # cancel now is a new request, and there is nothing left to cancel.
+    repeated = api.post(f"/api/v1/operations/{op_id}/cancel")
+    assert repeated.status_code == 202 and repeated.json()["status"] == "cancelled"
+    requests = [
+        e["type"]
+        for e in api.get("/api/v1/events", params={"operation_id": op_id}).json()
+        if e["type"] == "CancelRequested"
+    ]
+    assert requests == ["CancelRequested"]
+    token = api.post("/api/v1/tokens", {"name": f"op-{name}", "role": "operator"}).json()["token"]
+    other = Client(running_stack.stack.url, token)
+    assert other.post(f"/api/v1/operations/{op_id}/cancel").status_code == 409
     op_id = api.delete(f"/api/v1/clusters/{name}").json()["operation_id"]
     assert api.wait(op_id, timeout=240)["status"] == "succeeded"
     after = sim_aws.inventory()

@@ -10,7 +10,7 @@ import httpx
 
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
-from tests.e2e.conftest import RunningStack, unique
+from tests.e2e.conftest import Client, RunningStack, unique
 
 
 def _creates(sim: SimulatedAws, bucket: str) -> int:
@@ -199,7 +199,14 @@ def test_a_failed_stage_is_retried_alone_over_rest(
         "encryption": 2,
     }
     assert _creates(sim_aws, name) == 1
-    assert api.post(f"/api/v1/operations/{op_id}/retry").status_code == 409
+    # The same retry again is answered (no second attempt); another caller's is a new request,
+    # refused: the operation is not failed any more.
+    again = api.post(f"/api/v1/operations/{op_id}/retry")
+    assert again.status_code == 202 and again.json()["retried_stages"] == ["encryption"]
+    assert api.get(f"/api/v1/operations/{op_id}").json()["attempt"] == 2
+    token = api.post("/api/v1/tokens", {"name": f"op-{name}", "role": "operator"}).json()["token"]
+    other = Client(running_stack.stack.url, token)
+    assert other.post(f"/api/v1/operations/{op_id}/retry").status_code == 409
 
 
 def test_dry_runs_answer_the_plan_and_change_nothing(

@@ -7,6 +7,7 @@ import time
 import uuid
 from typing import Annotated, Any
 
+import asyncpg
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
@@ -36,6 +37,35 @@ def _not_found(operation_id: uuid.UUID) -> ApiError:
         "not_found",
         f"operation {operation_id} does not exist",
         hint="list operations with GET /api/v1/operations",
+    )
+
+
+async def _repeated(
+    conn: asyncpg.Connection, operation_id: uuid.UUID, principal: str, request: str
+) -> tuple[str, dict[str, Any]] | None:
+    """The retry rule for a request on an operation (`request` is the event it records,
+    OperationRetried or CancelRequested): when the latest such request is this caller's same
+    one, a repeat is its retry and answers it (the operation's status and what the request
+    recorded) instead of asking again; after anything else asked of it, a request is new."""
+    latest = await conn.fetchrow(
+        "SELECT e.type, e.principal, e.payload, o.status FROM operations o"
+        " JOIN events e ON e.operation_id = o.id WHERE o.id = $1"
+        " AND e.type IN ('OperationRetried', 'CancelRequested') ORDER BY e.seq DESC LIMIT 1",
+        operation_id,
+    )
+    if latest is None or (latest["type"], latest["principal"]) != (request, principal):
+        return None
+    return latest["status"], latest["payload"]
+
+
+def _answer(operation_id: uuid.UUID, **outcome: Any) -> JSONResponse:
+    return JSONResponse(
+        {
+            "operation_id": str(operation_id),
+            "status_url": api_path("operations", operation_id),
+            **outcome,
+        },
+        status_code=202,
     )
 
 
@@ -111,17 +141,13 @@ async def retry(
         except OperationNotFound:
             raise _not_found(operation_id) from None
         except NotRetryable as exc:
+            repeated = await _repeated(conn, operation_id, principal.name, "OperationRetried")
+            if repeated is not None:  # this caller's retry, running or finished
+                return _answer(operation_id, retried_stages=repeated[1]["stages"])
             raise ApiError(
                 409, "not_retryable", str(exc), hint="retry applies to failed operations only"
             ) from exc
-    return JSONResponse(
-        {
-            "operation_id": str(operation_id),
-            "status_url": api_path("operations", operation_id),
-            "retried_stages": stages,
-        },
-        status_code=202,
-    )
+    return _answer(operation_id, retried_stages=stages)
 
 
 @router.post(
@@ -138,6 +164,10 @@ async def cancel(
     operation_id: uuid.UUID, pool: Pool, principal: Operator, source: Source
 ) -> JSONResponse:
     async with pool.acquire() as conn:
+        repeated = await _repeated(conn, operation_id, principal.name, "CancelRequested")
+        if repeated is not None:  # this caller's cancel: not asked (or recorded) twice
+            status = repeated[0]
+            return _answer(operation_id, status="cancelling" if status not in TERMINAL else status)
         try:
             status = await request_cancel(
                 conn, operation_id, principal=principal.name, source=source
@@ -146,11 +176,4 @@ async def cancel(
             raise _not_found(operation_id) from None
         except NotRetryable as exc:
             raise ApiError(409, "already_finished", str(exc), hint="nothing to cancel") from exc
-    return JSONResponse(
-        {
-            "operation_id": str(operation_id),
-            "status_url": api_path("operations", operation_id),
-            "status": status,
-        },
-        status_code=202,
-    )
+    return _answer(operation_id, status=status)
