@@ -6,10 +6,11 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar, get_args, get_origin
 
 import typer
 from pydantic import BaseModel, ValidationError
+from typer.models import OptionInfo
 
 from hyperpilot import config as configuration
 from hyperpilot.client import EXIT_INTERRUPTED, EXIT_USAGE, Client, CliError, InvalidRequest
@@ -128,10 +129,33 @@ Region = Annotated[
 ]
 
 
-def described(model: type[BaseModel], field: str, *notes: str) -> str:
-    """An option's help: the REST body field's own description (the contract's), plus notes."""
-    text = model.model_fields[field].description or field.replace("_", " ")
-    return f"{text} ({', '.join(notes)})" if notes else text
+class ContractOption(OptionInfo):
+    """An option that sets one field of a REST body: its help is the contract's description
+    (plus notes) and its bounds the contract's (`ge`, `le`), so the two cannot drift; a test
+    compares each with the OpenAPI document."""
+
+    def __init__(
+        self, model: type[BaseModel], field: str, *param_decls: str, notes: str = ""
+    ) -> None:
+        info = model.model_fields[field]
+        text = info.description or field.replace("_", " ")
+        bounds = {
+            key: getattr(m, attr)
+            for m in info.metadata
+            for key, attr in (("min", "ge"), ("max", "le"))
+            if hasattr(m, attr)
+        }
+        choices = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
+        if choices and all(isinstance(c, int) for c in choices):
+            bounds = {"min": min(choices), "max": max(choices)}
+        super().__init__(
+            default=...,  # in `Annotated`, the default is the parameter's own
+            param_decls=param_decls,
+            help=f"{text} ({notes})" if notes else text,
+            **bounds,
+        )
+        self.model = model
+        self.field = field
 
 
 def checked(model: type[BaseModel], body: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hyperpilot.commands.clusters import parse_pairs, read_spec
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    ContractOption,
     DryRun,
     Output,
     Wait,
@@ -19,7 +20,6 @@ from hyperpilot.commands.common import (
     checked,
     client,
     confirm,
-    described,
     examples,
     fmt,
     mutate,
@@ -48,14 +48,12 @@ Group = Annotated[str, typer.Argument(help="Instance group name", show_default=F
 NEW = NewInstanceGroup
 CHANGE = InstanceGroupChange
 
-Count = Annotated[int | None, typer.Option(help=described(CHANGE, "count"))]
-MinCount = Annotated[int | None, typer.Option("--min-count", help=described(CHANGE, "min_count"))]
-Ebs = Annotated[
-    int | None, typer.Option("--ebs-volume-gb", help=described(CHANGE, "ebs_volume_gb"))
-]
+Count = Annotated[int | None, ContractOption(CHANGE, "count")]
+MinCount = Annotated[int | None, ContractOption(CHANGE, "min_count", "--min-count")]
+Ebs = Annotated[int | None, ContractOption(CHANGE, "ebs_volume_gb", "--ebs-volume-gb")]
 Checks = Annotated[
     list[DeepHealthCheck] | None,
-    typer.Option("--health-check", help=described(CHANGE, "deep_health_checks", "repeatable")),
+    ContractOption(CHANGE, "deep_health_checks", "--health-check", notes="repeatable"),
 ]
 Labels = Annotated[
     list[str] | None, typer.Option("--label", help="KEY=VALUE Kubernetes label (repeatable)")
@@ -135,35 +133,25 @@ def add(
         typer.Option("--file", "-f", help="Group spec as YAML or JSON (- for stdin)"),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Group name")] = None,
-    instance_type: Annotated[
-        str | None, typer.Option("--type", help=described(NEW, "instance_type"))
-    ] = None,
-    count: Annotated[int | None, typer.Option(help=described(NEW, "count"))] = None,
-    min_count: Annotated[
-        int | None, typer.Option("--min-count", help=described(NEW, "min_count"))
-    ] = None,
-    zone: Annotated[str | None, typer.Option(help=described(NEW, "availability_zone_id"))] = None,
+    instance_type: Annotated[str | None, ContractOption(NEW, "instance_type", "--type")] = None,
+    count: Annotated[int | None, ContractOption(NEW, "count")] = None,
+    min_count: Annotated[int | None, ContractOption(NEW, "min_count", "--min-count")] = None,
+    zone: Annotated[str | None, ContractOption(NEW, "availability_zone_id", "--zone")] = None,
     capacity: Annotated[
-        CapacityType | None, typer.Option(help=described(NEW, "capacity_type"))
+        CapacityType | None, ContractOption(NEW, "capacity_type", "--capacity")
     ] = None,
-    training_plan_arn: Annotated[
-        str | None, typer.Option(help=described(NEW, "training_plan_arn"))
-    ] = None,
+    training_plan_arn: Annotated[str | None, ContractOption(NEW, "training_plan_arn")] = None,
     interface: Annotated[
-        InterfaceType | None, typer.Option(help=described(NEW, "interface_type"))
+        InterfaceType | None, ContractOption(NEW, "interface_type", "--interface")
     ] = None,
     ebs_volume_gb: Annotated[
-        int | None, typer.Option("--ebs-volume-gb", help=described(NEW, "ebs_volume_gb"))
+        int | None, ContractOption(NEW, "ebs_volume_gb", "--ebs-volume-gb")
     ] = None,
-    threads_per_core: Annotated[
-        int | None, typer.Option(help=described(NEW, "threads_per_core"))
-    ] = None,
+    threads_per_core: Annotated[int | None, ContractOption(NEW, "threads_per_core")] = None,
     health_check: Checks = None,
     label: Labels = None,
     taint: Taints = None,
-    lifecycle_script_uri: Annotated[
-        str | None, typer.Option(help=described(NEW, "lifecycle_script_uri"))
-    ] = None,
+    lifecycle_script_uri: Annotated[str | None, ContractOption(NEW, "lifecycle_script_uri")] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,

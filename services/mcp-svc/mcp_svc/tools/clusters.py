@@ -10,7 +10,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.errors import GatewayError
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, body_of, count, submit
 from shared.boundary import api_path
 from shared.contracts.cluster import (
     ClusterName,
@@ -20,16 +20,6 @@ from shared.contracts.cluster import (
     StorageSpec,
     ZoneId,
 )
-
-ExistingCluster = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=63,
-        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
-        description="Name of a cluster known to Hyperpilot (see list_clusters)",
-    ),
-]
 
 
 class ClusterRead(Passthrough):
@@ -108,7 +98,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         return ClusterList(summary=summary, clusters=clusters, active=active)
 
     @server.read_tool(area="clusters", rest="GET /api/v1/clusters/{name}")
-    async def get_cluster(name: ExistingCluster) -> ClusterDescription:
+    async def get_cluster(name: ClusterRef) -> ClusterDescription:
         """Describe a cluster: status, region, ARNs, the resources each create stage made, its
         instance groups and installed components."""
         row = await gateway.get(api_path("clusters", name))
@@ -260,7 +250,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.write_tool(
         area="clusters", rest="PUT /api/v1/clusters/active", status_tool="get_active_cluster"
     )
-    async def set_active_cluster(name: ExistingCluster) -> ActiveClusterSet:
+    async def set_active_cluster(name: ClusterRef) -> ActiveClusterSet:
         """Select the active cluster (an active or imported one): the cluster that commands
         without a cluster name act on. Takes effect at once; no operation is started."""
         row = await gateway.mutate(
@@ -279,7 +269,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.write_tool(area="clusters", rest="DELETE /api/v1/clusters/{name}", destructive=True)
     async def delete_cluster(
-        name: ExistingCluster, dry_run: DryRun = False, request_id: RequestId = None
+        name: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
         """Delete what Hyperpilot created for a cluster, in reverse dependency order (HyperPod,
         add-ons, EKS, subnets, security group, network, roles, bucket). An imported cluster is

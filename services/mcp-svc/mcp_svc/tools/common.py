@@ -10,24 +10,23 @@ from pydantic_core import to_jsonable_python
 
 from mcp_svc.client import Gateway, idempotency_key
 from mcp_svc.results import OperationStarted, planned, started
+from shared.contracts.cluster import NAME_PATTERN, REGION_PATTERN
 
 Region = Annotated[
     str | None,
     Field(
-        pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
+        pattern=REGION_PATTERN,
         description="AWS region code, e.g. us-east-1; the control plane's region if omitted",
     ),
 ]
-DryRun = Annotated[
-    bool, Field(description="Only plan (calls and diff); change nothing. Allowed read-only.")
-]
+DryRun = Annotated[bool, Field(description="Plan only, change nothing (allowed read-only)")]
 ClusterRef = Annotated[
     str,
     Field(
         min_length=1,
         max_length=63,
-        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
-        description="Name of a cluster known to Hyperpilot (see list_clusters)",
+        pattern=NAME_PATTERN,
+        description="A cluster, as list_clusters names it",
     ),
 ]
 GroupName = Annotated[
@@ -35,7 +34,7 @@ GroupName = Annotated[
     Field(
         min_length=1,
         max_length=63,
-        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        pattern=NAME_PATTERN,
         description="Name of an instance group of the cluster (see list_instance_groups)",
     ),
 ]
@@ -44,7 +43,7 @@ RequestId = Annotated[
     Field(
         max_length=64,
         pattern=r"^[A-Za-z0-9._-]+$",
-        description="Names the request for good; usually unset (instructions, rule 4)",
+        description="Usually unset: names a request for good (instructions, rule 4)",
     ),
 ]
 

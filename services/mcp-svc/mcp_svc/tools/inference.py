@@ -12,7 +12,8 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, RequestId, count, submit
-from shared.boundary import api_path
+from shared.boundary import DNS_SUBDOMAIN_PATTERN, api_path
+from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.inference import (
     ENDPOINT_NAME_PATTERN,
     POOL_MODEL_PATTERN,
@@ -35,7 +36,7 @@ ClusterOption = Annotated[
     Field(
         min_length=1,
         max_length=63,
-        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+        pattern=NAME_PATTERN,
         description="The cluster; the active cluster if omitted",
     ),
 ]
@@ -44,7 +45,7 @@ PodName = Annotated[
     Field(
         min_length=1,
         max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        pattern=DNS_SUBDOMAIN_PATTERN,
         description="A worker pod of the model pool (get_endpoint lists them)",
     ),
 ]

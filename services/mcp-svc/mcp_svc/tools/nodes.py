@@ -15,13 +15,13 @@ from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from shared.boundary import api_path
 from shared.contracts.cluster import DeepHealthCheck, NodeRecovery
-from shared.contracts.nodes import NODE_ID_PATTERN
+from shared.contracts.nodes import MAX_NODES, NODE_ID_PATTERN
 
 NodeIdList = Annotated[
     list[str],
     Field(
         min_length=1,
-        max_length=1000,
+        max_length=MAX_NODES,
         description="HyperPod node ids (EC2 instance ids like i-0123456789abcdef0, from list_nodes)",
     ),
 ]
@@ -68,7 +68,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: ClusterRef,
         health: Annotated[
             str | None,
-            Field(max_length=40, description="Only nodes with this verdict, e.g. unhealthy"),
+            Field(description="Only nodes with this verdict, e.g. unhealthy"),
         ] = None,
     ) -> NodeList:
         """List a cluster's nodes with one health verdict each (HyperPod instance status,
@@ -157,7 +157,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def start_deep_health_check(
         cluster: ClusterRef,
         node_ids: Annotated[
-            list[str] | None, Field(max_length=1000, description="Nodes to check (from list_nodes)")
+            list[str] | None,
+            Field(max_length=MAX_NODES, description="Nodes to check (from list_nodes)"),
         ] = None,
         instance_groups: Annotated[
             list[str] | None,
@@ -169,7 +170,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         checks: Annotated[
             list[DeepHealthCheck] | None,
             Field(
-                description="InstanceStress (GPU/CPU/memory) and/or InstanceConnectivity (EFA); both if omitted"
+                min_length=1,
+                description="InstanceStress (GPU/CPU/memory) and/or InstanceConnectivity (EFA); both if omitted",
             ),
         ] = None,
         dry_run: DryRun = False,

@@ -15,8 +15,6 @@ from shared.boundary import api_path
 BucketName = Annotated[
     str,
     Field(
-        min_length=3,
-        max_length=63,
         description="S3 bucket name: 3-63 lowercase letters, digits and hyphens",
     ),
 ]
