@@ -257,41 +257,21 @@ def with_summary(
 _NOISE = frozenset({"title", "examples", "discriminator"})
 _OUTPUT_NOISE = frozenset({"title", "default", "examples"})
 _NULL = {"type": "null"}
-# A definition this small (compact JSON) is written where it is used, however often.
-_SMALL_DEF = 200
 
 
 def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's arguments as listed: no titles, `X | None = None` as an optional X or null, and
-    `additionalProperties: false` (an unknown argument is refused, see `call_tool`). A nested
-    model used once, or a small one, is written in place rather than as a `$ref`."""
-    lean: dict[str, Any] = _lean(_inlined(schema), _NOISE)
+    `additionalProperties: false` (an unknown argument is refused, see `call_tool`). Every part
+    is written once: nested models in place, and a part that would repeat (a field every recipe
+    of a job has, a model two fields take) as one `$defs` entry."""
+    lean: dict[str, Any] = _hoisted(_lean(_inlined(schema), _NOISE))
     lean["additionalProperties"] = False
     return lean
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every `$ref` to its `$defs` replaced by the definition."""
     defs: dict[str, Any] = schema.get("$defs", {})
-    uses: dict[str, int] = {}
-
-    def count(node: Any) -> None:
-        if isinstance(node, list):
-            for item in node:
-                count(item)
-        elif isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                uses[ref.rsplit("/", 1)[-1]] = uses.get(ref.rsplit("/", 1)[-1], 0) + 1
-            for value in node.values():
-                count(value)
-
-    count(schema)
-    inline = {
-        name
-        for name, definition in defs.items()
-        if uses.get(name, 0) <= 1
-        or len(json.dumps(definition, separators=(",", ":"))) <= _SMALL_DEF
-    }
 
     def place(node: Any, depth: int = 0) -> Any:
         if isinstance(node, list):
@@ -299,20 +279,86 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
-        name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None
-        if name in inline and depth < 8:
-            target = dict(defs[name])
+        if isinstance(ref, str) and depth < 8:
+            target = dict(defs[ref.rsplit("/", 1)[-1]])
             if "description" in node or ("description" in target and len(target) > 1):
                 target.pop("description", None)  # the property's own words, or the model's
-            merged = {**place(target, depth + 1), **{k: v for k, v in node.items() if k != "$ref"}}
-            return merged
+            return {**place(target, depth + 1), **{k: v for k, v in node.items() if k != "$ref"}}
         return {key: place(value, depth) for key, value in node.items() if key != "$defs"}
 
-    lean: dict[str, Any] = place(schema)
-    kept = {name: place(d) for name, d in defs.items() if name not in inline}
-    if kept:
-        lean["$defs"] = kept
-    return lean
+    inlined: dict[str, Any] = place(schema)
+    return inlined
+
+
+# Keywords whose value is data, not a schema: never a part to write once.
+_VALUES = frozenset({"default", "const", "enum", "examples"})
+
+
+def _compact(node: Any) -> str:
+    return json.dumps(node, separators=(",", ":"), sort_keys=True)
+
+
+def _hoisted(schema: dict[str, Any]) -> dict[str, Any]:
+    """Each part that occurs more than once and is bigger than a reference to it, written once
+    in `$defs` (named after the first property that holds it), the biggest saving first."""
+    defs: dict[str, Any] = {}
+
+    def parts(node: Any, holder: str, seen: dict[str, tuple[int, str, Any]]) -> None:
+        if isinstance(node, list):
+            for item in node:
+                parts(item, holder, seen)
+            return
+        if not isinstance(node, dict):
+            return
+        text = _compact(node)
+        n, name, _ = seen.get(text, (0, holder, node))
+        seen[text] = (n + 1, name, node)
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for prop, sub in value.items():
+                    parts(sub, prop, seen)
+            elif key not in _VALUES:
+                parts(value, holder, seen)
+
+    def replaced(node: Any, text: str, ref: dict[str, str]) -> Any:
+        if isinstance(node, list):
+            return [replaced(item, text, ref) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if _compact(node) == text:
+            return ref
+        return {
+            key: value if key in _VALUES else replaced(value, text, ref)
+            for key, value in node.items()
+        }
+
+    while True:
+        seen: dict[str, tuple[int, str, Any]] = {}
+        for key, value in schema.items():
+            if key == "properties":
+                for prop, sub in value.items():
+                    parts(sub, prop, seen)
+        for definition in defs.values():
+            for key, value in definition.items():
+                parts(value, key, seen)
+        savings = [
+            ((n - 1) * len(text) - n * (len(name) + 20), text, name, node)
+            for text, (n, name, node) in seen.items()
+            if n > 1
+        ]
+        best = max(savings, default=None, key=lambda s: s[0])
+        if best is None or best[0] <= 0:
+            break
+        _, text, name, node = best
+        while name in defs:
+            name += "_"
+        ref = {"$ref": f"#/$defs/{name}"}
+        schema = replaced(schema, text, ref)
+        defs = {k: replaced(v, text, ref) for k, v in defs.items()}
+        defs[name] = node
+    if defs:
+        schema = {**schema, "$defs": defs}
+    return schema
 
 
 def output_schema(schema: dict[str, Any]) -> dict[str, Any]:
