@@ -3,9 +3,9 @@
 A service is declared once (`Service`, in its `bootstrap.py`): its name, the command domains it
 consumes and the function that builds its areas. Each `Area` says which workflow runs each
 command type, which planner answers each command's dry run, which read routes it answers and
-which long-running companions it needs; `assemble` turns the list into the command table, the
-`qry.<domain>.plan` route, the query responder and the companions, refusing any command or
-query claimed twice.
+which long-running companions it needs. `assemble` puts the list together (the command table,
+the dry runs, the query routes with `qry.<domain>.plan`, the companions), refusing a command or
+a query claimed twice; `serve` runs it with one consumer and one query responder.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ IO_THREADS = 10
 
 @dataclass
 class ServiceRuntime:
-    """What a service's bootstrap gets to build its handlers with."""
+    """What a service's bootstrap builds its areas with."""
 
     settings: Settings
     pool: asyncpg.Pool
