@@ -135,7 +135,12 @@ class ContractOption(OptionInfo):
     compares each with the OpenAPI document."""
 
     def __init__(
-        self, model: type[BaseModel], field: str, *param_decls: str, notes: str = ""
+        self,
+        model: type[BaseModel],
+        field: str,
+        *param_decls: str,
+        notes: str = "",
+        show_default: bool = True,
     ) -> None:
         info = model.model_fields[field]
         text = info.description or field.replace("_", " ")
@@ -152,6 +157,7 @@ class ContractOption(OptionInfo):
             default=...,  # in `Annotated`, the default is the parameter's own
             param_decls=param_decls,
             help=f"{text} ({notes})" if notes else text,
+            show_default=show_default,
             **bounds,
         )
         self.model = model

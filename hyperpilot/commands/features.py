@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
 from hyperpilot.client import UsageError
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    ContractOption,
     DryRun,
     Output,
     Wait,
     active_cluster,
+    checked,
     client,
     examples,
     fmt,
@@ -21,6 +21,7 @@ from hyperpilot.commands.common import (
 )
 from hyperpilot.output import Column, compact, details, emit, table
 from shared.boundary import api_path
+from shared.contracts.features import AutoscalingChange, FeaturesChange, TieredCheckpointingChange
 
 app = Area(
     "features",
@@ -79,38 +80,41 @@ def set_(
     cluster: Cluster = None,
     training_operator: Annotated[
         bool | None,
-        typer.Option(
+        ContractOption(
+            FeaturesChange,
+            "training_operator",
             "--training-operator/--no-training-operator",
-            help="HyperPod training operator add-on",
             show_default=False,
         ),
     ] = None,
     inference_operator: Annotated[
         bool | None,
-        typer.Option(
+        ContractOption(
+            FeaturesChange,
+            "inference_operator",
             "--inference-operator/--no-inference-operator",
-            help="HyperPod inference operator",
             show_default=False,
         ),
     ] = None,
     tiered_checkpointing: Annotated[
         bool | None,
-        typer.Option(
+        ContractOption(
+            TieredCheckpointingChange,
+            "enabled",
             "--tiered-checkpointing/--no-tiered-checkpointing",
-            help="Managed tiered checkpointing",
             show_default=False,
         ),
     ] = None,
     checkpoint_memory_percentage: Annotated[
         int | None,
-        typer.Option(help="Share of each instance's memory for checkpoints (1-100)"),
+        ContractOption(
+            TieredCheckpointingChange, "memory_percentage", "--checkpoint-memory-percentage"
+        ),
     ] = None,
     autoscaling: Annotated[
         bool | None,
-        typer.Option(
-            "--autoscaling/--no-autoscaling",
-            help="HyperPod managed autoscaling (Karpenter)",
-            show_default=False,
+        ContractOption(
+            AutoscalingChange, "enabled", "--autoscaling/--no-autoscaling", show_default=False
         ),
     ] = None,
     dry_run: DryRun = False,
@@ -136,6 +140,7 @@ def set_(
         raise UsageError(
             "nothing to change", "give at least one feature flag, e.g. --training-operator"
         )
+    checked(FeaturesChange, body)
     with client() as api:
         path = _path(active_cluster(api, cluster))
         mutate(api, "PATCH", path, body, output=fmt(output), wait=wait, dry_run=dry_run)

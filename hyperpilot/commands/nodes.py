@@ -11,11 +11,13 @@ from rich.text import Text
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    ContractOption,
     DryRun,
     Output,
     Wait,
     Yes,
     active_cluster,
+    checked,
     client,
     confirm,
     examples,
@@ -25,6 +27,8 @@ from hyperpilot.commands.common import (
 from hyperpilot.output import Column, Format, details, emit, table
 from shared.boundary import api_path
 from shared.contracts.cluster import DeepHealthCheck, NodeRecovery
+from shared.contracts.nodes import HealthCheckRequest
+from shared.contracts.nodes import NodeIds as NodeIdsBody
 
 app = Area("nodes", "Nodes: health, describe, reboot, replace, delete, deep health checks.")
 
@@ -108,7 +112,7 @@ def _act(
 ) -> None:
     with client() as api:
         path = f"{_base(active_cluster(api, cluster))}/nodes/{action}"
-        body = {"node_ids": node_ids}
+        body = checked(NodeIdsBody, {"node_ids": node_ids})
         mutate(api, "POST", path, body, output=output, wait=wait, dry_run=dry_run)
 
 
@@ -174,7 +178,8 @@ def health_check(
         list[str] | None, typer.Option("--group", help="Instance group (repeatable)")
     ] = None,
     check: Annotated[
-        list[DeepHealthCheck] | None, typer.Option("--check", help="Check to run (default: both)")
+        list[DeepHealthCheck] | None,
+        ContractOption(HealthCheckRequest, "checks", "--check", notes="repeatable; default: both"),
     ] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
@@ -184,6 +189,7 @@ def health_check(
     body: dict[str, Any] = {"node_ids": node or [], "instance_groups": group or []}
     if check:
         body["checks"] = [c.value for c in check]
+    checked(HealthCheckRequest, body)
     with client() as api:
         path = f"{_base(active_cluster(api, cluster))}/nodes/health-checks"
         mutate(api, "POST", path, body, output=fmt(output), wait=wait, dry_run=dry_run)
