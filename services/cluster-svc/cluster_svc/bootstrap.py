@@ -3,6 +3,7 @@ area (`shared.service.Area`), over one set of AWS clients."""
 
 from __future__ import annotations
 
+from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
@@ -28,13 +29,15 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     aws = AwsClients(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
     ports = build_ports(aws)
     lifecycle = Area(
-        workflows={
-            CreateStorageBucket.__name__: create_bucket_workflow(ports.buckets),
-            DeleteStorageBucket.__name__: delete_bucket_workflow(ports.buckets),
-            CreateCluster.__name__: create_cluster_workflow(ports),
-            DeleteCluster.__name__: delete_cluster_workflow(ports),
-            ImportCluster.__name__: import_cluster_workflow(ports),
-        }
+        workflows=records.recorded(
+            {
+                CreateStorageBucket.__name__: create_bucket_workflow(ports.buckets),
+                DeleteStorageBucket.__name__: delete_bucket_workflow(ports.buckets),
+                CreateCluster.__name__: create_cluster_workflow(ports),
+                DeleteCluster.__name__: delete_cluster_workflow(ports),
+                ImportCluster.__name__: import_cluster_workflow(ports),
+            }
+        )
     )
     return [
         lifecycle,

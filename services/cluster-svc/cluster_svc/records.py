@@ -17,9 +17,24 @@ import asyncpg
 
 from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.nodes import NodeRecord, watch_changes
-from shared.contracts.commands import Command
+from cluster_svc.domain.storage import bucket_arn
+from shared.contracts.commands import (
+    Command,
+    CreateCluster,
+    CreateStorageBucket,
+    DeleteCluster,
+    DeleteStorageBucket,
+    ImportCluster,
+)
 from shared.contracts.dependencies import DependenciesReconciled, ReconcileDependencies
-from shared.contracts.events import Event
+from shared.contracts.events import (
+    BucketCreated,
+    BucketDeleted,
+    ClusterCreated,
+    ClusterDeleted,
+    ClusterImported,
+    Event,
+)
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     ClusterSoftwareUpdated,
@@ -83,6 +98,106 @@ async def record_components(
     )
 
 
+async def _creating(conn: asyncpg.Connection, _: uuid.UUID, command: CreateCluster) -> None:
+    await set_cluster_status(conn, command.spec.name, "creating")
+
+
+async def _created(
+    conn: asyncpg.Connection, command: CreateCluster, outcome: Outcome
+) -> list[Event]:
+    """Record the result; even a failed create keeps its outputs, so delete can clean it up."""
+    name = command.spec.name
+    eks = outcome.outputs.get("eks_cluster", {})
+    hyperpod = outcome.outputs.get("hyperpod_cluster", {})
+    await conn.execute(
+        "UPDATE clusters SET status = $2, eks_cluster_arn = $3, hyperpod_cluster_arn = $4,"
+        " endpoint = $5, ca_data = $6, oidc_issuer = $7, resources = $8, updated_at = now()"
+        " WHERE name = $1",
+        name,
+        "active" if outcome.status in OK else outcome.status,
+        eks.get("cluster_arn"),
+        hyperpod.get("cluster_arn"),
+        eks.get("endpoint"),
+        eks.get("ca_data"),
+        eks.get("oidc_issuer"),
+        outcome.outputs,
+    )
+    await record_components(
+        conn, name, outcome.outputs.get("dependencies", {}).get("components", {})
+    )
+    if outcome.status not in OK:
+        return []
+    await conn.executemany(
+        "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
+        " VALUES ($1, $2, $3, $4, $5, 'InService')"
+        " ON CONFLICT (cluster, name) DO UPDATE SET instance_type = $3, count = $4, spec = $5,"
+        " status = 'InService', updated_at = now()",
+        [
+            (name, g.name, g.instance_type, g.count, g.model_dump(mode="json"))
+            for g in command.spec.instance_groups
+        ],
+    )
+    await conn.execute(
+        "INSERT INTO active_cluster (singleton, name) VALUES (true, $1)"
+        " ON CONFLICT (singleton) DO UPDATE SET name = coalesce(active_cluster.name, $1)",
+        name,
+    )
+    return [
+        ClusterCreated(
+            name=name,
+            eks_cluster_arn=eks.get("cluster_arn"),
+            hyperpod_cluster_arn=hyperpod.get("cluster_arn"),
+        )
+    ]
+
+
+async def _deleting(conn: asyncpg.Connection, _: uuid.UUID, command: DeleteCluster) -> None:
+    await set_cluster_status(conn, command.name, "deleting")
+
+
+async def _deleted(
+    conn: asyncpg.Connection, command: DeleteCluster, outcome: Outcome
+) -> list[Event]:
+    if outcome.status not in OK:
+        await set_cluster_status(conn, command.name, "delete_failed")
+        return []
+    await conn.execute("DELETE FROM clusters WHERE name = $1", command.name)
+    return [ClusterDeleted(name=command.name)]
+
+
+async def _importing(conn: asyncpg.Connection, _: uuid.UUID, command: ImportCluster) -> None:
+    await set_cluster_status(conn, command.spec.eks_cluster_name, "importing")
+
+
+async def _imported(
+    conn: asyncpg.Connection, command: ImportCluster, outcome: Outcome
+) -> list[Event]:
+    name = command.spec.eks_cluster_name
+    if outcome.status not in OK:
+        # Nothing was imported: forget the reservation so the name can be used again.
+        await conn.execute("DELETE FROM clusters WHERE name = $1 AND status = 'importing'", name)
+        return []
+    eks = outcome.outputs.get("describe_eks", {})
+    hyperpod = outcome.outputs.get("describe_hyperpod", {})
+    await conn.execute(
+        "UPDATE clusters SET status = 'imported', eks_cluster_arn = $2, hyperpod_cluster_arn = $3,"
+        " endpoint = $4, ca_data = $5, oidc_issuer = $6, updated_at = now() WHERE name = $1",
+        name,
+        eks.get("cluster_arn"),
+        hyperpod.get("cluster_arn"),
+        eks.get("endpoint"),
+        eks.get("ca_data"),
+        eks.get("oidc_issuer"),
+    )
+    return [
+        ClusterImported(
+            name=name,
+            eks_cluster_arn=str(eks.get("cluster_arn")),
+            hyperpod_cluster_arn=hyperpod.get("cluster_arn"),
+        )
+    ]
+
+
 async def _reconciled(
     conn: asyncpg.Connection, command: ReconcileDependencies, outcome: Outcome
 ) -> list[Event]:
@@ -113,6 +228,61 @@ async def _recovery_set(
     return [
         NodeRecoveryChanged(cluster=command.cluster, previous=previous, mode=command.mode.value)
     ]
+
+
+# ---- storage buckets -----------------------------------------------------------------------
+
+
+BucketCommand = CreateStorageBucket | DeleteStorageBucket
+
+
+def _bucket_marking(
+    status: str,
+) -> Callable[[asyncpg.Connection, uuid.UUID, BucketCommand], Awaitable[None]]:
+    async def mark(
+        conn: asyncpg.Connection, operation_id: uuid.UUID, command: BucketCommand
+    ) -> None:
+        await conn.execute(
+            "INSERT INTO storage_buckets (name, region, status, operation_id) VALUES ($1, $2, $3, $4)"
+            " ON CONFLICT (name) DO UPDATE SET status = $3, operation_id = $4, updated_at = now()",
+            command.name,
+            command.region,
+            status,
+            operation_id,
+        )
+
+    return mark
+
+
+async def _set_bucket_status(conn: asyncpg.Connection, name: str, status: str) -> None:
+    await conn.execute(
+        "UPDATE storage_buckets SET status = $2, updated_at = now() WHERE name = $1", name, status
+    )
+
+
+async def _bucket_created(
+    conn: asyncpg.Connection, command: CreateStorageBucket, outcome: Outcome
+) -> list[Event]:
+    if outcome.status not in OK:
+        await _set_bucket_status(conn, command.name, outcome.status)
+        return []
+    arn = bucket_arn(command.name)
+    await conn.execute(
+        "UPDATE storage_buckets SET status = 'available', arn = $2, updated_at = now() WHERE name = $1",
+        command.name,
+        arn,
+    )
+    return [BucketCreated(name=command.name, region=command.region, arn=arn)]
+
+
+async def _bucket_deleted(
+    conn: asyncpg.Connection, command: DeleteStorageBucket, outcome: Outcome
+) -> list[Event]:
+    if outcome.status not in OK:
+        await _set_bucket_status(conn, command.name, outcome.status)
+        return []
+    await conn.execute("DELETE FROM storage_buckets WHERE name = $1", command.name)
+    return [BucketDeleted(name=command.name, region=command.region)]
 
 
 # ---- instance groups -----------------------------------------------------------------------
@@ -281,7 +451,27 @@ async def _software_updated(
 # ---- the hooks of each command type --------------------------------------------------------
 
 HOOKS: dict[str, tuple[Hook | None, FinalHook | None]] = {
+    CreateCluster.__name__: (
+        _starting(CreateCluster, _creating),
+        _finishing(CreateCluster, _created),
+    ),
+    DeleteCluster.__name__: (
+        _starting(DeleteCluster, _deleting),
+        _finishing(DeleteCluster, _deleted),
+    ),
+    ImportCluster.__name__: (
+        _starting(ImportCluster, _importing),
+        _finishing(ImportCluster, _imported),
+    ),
     ReconcileDependencies.__name__: (None, _finishing(ReconcileDependencies, _reconciled)),
+    CreateStorageBucket.__name__: (
+        _starting(CreateStorageBucket, _bucket_marking("creating")),
+        _finishing(CreateStorageBucket, _bucket_created),
+    ),
+    DeleteStorageBucket.__name__: (
+        _starting(DeleteStorageBucket, _bucket_marking("deleting")),
+        _finishing(DeleteStorageBucket, _bucket_deleted),
+    ),
     AddInstanceGroup.__name__: (
         _starting(AddInstanceGroup, _group_adding),
         _finishing(AddInstanceGroup, _group_added),

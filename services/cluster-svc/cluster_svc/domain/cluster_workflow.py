@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster_svc.domain import (
-    cluster_records,
     control_plane,
     dependencies,
     fsx,
@@ -67,8 +66,6 @@ def create_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
         domain=CreateCluster.domain,
         command=CreateCluster,
         stages=with_needs(stages, {**roots, "storage": ("fsx",)}),
-        on_start=cluster_records.creating,
-        on_finish=cluster_records.created,
     )
 
 
@@ -125,8 +122,6 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
         domain=DeleteCluster.domain,
         command=DeleteCluster,
         stages=with_needs(stages, DELETE_NEEDS),
-        on_start=cluster_records.deleting,
-        on_finish=cluster_records.deleted,
     )
 
 
@@ -181,6 +176,4 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
             Stage("describe_eks", "Read the EKS cluster", describe_eks),
             Stage("describe_hyperpod", "Read the HyperPod cluster", describe_hyperpod),
         ),
-        on_start=cluster_records.importing,
-        on_finish=cluster_records.imported,
     )

@@ -6,14 +6,10 @@ delete: empty -> delete
 
 from __future__ import annotations
 
-import uuid
-from typing import Any, Protocol
-
-import asyncpg
+from typing import Protocol
 
 from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
-from shared.contracts.events import BucketCreated, BucketDeleted, Event
-from shared.stages import Done, Outcome, Stage, StageContext, Workflow
+from shared.stages import Done, Stage, StageContext, Workflow
 
 
 class BucketStore(Protocol):
@@ -55,8 +51,6 @@ def create_bucket_workflow(buckets: BucketStore) -> Workflow[CreateStorageBucket
             Stage("public_access", "Block public access", public_access, needs=("bucket",)),
             Stage("encryption", "Turn on default encryption", encryption, needs=("bucket",)),
         ),
-        on_start=_mark("creating"),
-        on_finish=_finish_create,
         command=CreateStorageBucket,
     )
 
@@ -81,56 +75,5 @@ def delete_bucket_workflow(buckets: BucketStore) -> Workflow[DeleteStorageBucket
             Stage("empty", "Remove the bucket's objects", empty),
             Stage("delete", "Delete the S3 bucket", delete, needs=("empty",)),
         ),
-        on_start=_mark("deleting"),
-        on_finish=_finish_delete,
         command=DeleteStorageBucket,
-    )
-
-
-def _mark(status: str) -> Any:
-    async def mark(
-        conn: asyncpg.Connection, operation_id: uuid.UUID, command: dict[str, Any]
-    ) -> None:
-        await conn.execute(
-            "INSERT INTO storage_buckets (name, region, status, operation_id) VALUES ($1, $2, $3, $4)"
-            " ON CONFLICT (name) DO UPDATE SET status = $3, operation_id = $4, updated_at = now()",
-            command["name"],
-            command["region"],
-            status,
-            operation_id,
-        )
-
-    return mark
-
-
-async def _finish_create(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    name, region = outcome.command["name"], outcome.command["region"]
-    if outcome.status not in ("succeeded", "noop"):
-        await _set_status(conn, name, outcome.status)
-        return []
-    arn = bucket_arn(name)
-    await conn.execute(
-        "UPDATE storage_buckets SET status = 'available', arn = $2, updated_at = now() WHERE name = $1",
-        name,
-        arn,
-    )
-    return [BucketCreated(name=name, region=region, arn=arn)]
-
-
-async def _finish_delete(
-    conn: asyncpg.Connection, operation_id: uuid.UUID, outcome: Outcome
-) -> list[Event]:
-    name, region = outcome.command["name"], outcome.command["region"]
-    if outcome.status not in ("succeeded", "noop"):
-        await _set_status(conn, name, outcome.status)
-        return []
-    await conn.execute("DELETE FROM storage_buckets WHERE name = $1", name)
-    return [BucketDeleted(name=name, region=region)]
-
-
-async def _set_status(conn: asyncpg.Connection, name: str, status: str) -> None:
-    await conn.execute(
-        "UPDATE storage_buckets SET status = $2, updated_at = now() WHERE name = $1", name, status
     )
