@@ -214,9 +214,11 @@ def _read_body(environ: dict[str, Any]) -> bytes:
     stream = environ.get("wsgi.input")
     if stream is None:
         return b""
-    length = environ.get("CONTENT_LENGTH")
-    if length:
+    length = str(environ.get("CONTENT_LENGTH") or "")
+    if length.isdigit():
         return bytes(stream.read(int(length)))
+    if length:  # not a length: nothing can be read; validation refuses the header
+        return b""
     if environ.get("wsgi.input_terminated"):
         return bytes(stream.read())
     return b""

@@ -15,12 +15,13 @@ import io
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import botocore.session
-from botocore.model import ServiceModel
+from botocore.model import OperationModel, ServiceModel
 from moto.core.parse import PROTOCOL_PARSERS, UNDEFINED, EC2QueryParser, QueryParser
 from moto.core.request import Request, determine_request_protocol
 from moto.core.routing import get_service_router
@@ -145,6 +146,11 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
         )
         return req
     req.operation = operation.name
+    if req.protocol in ("rest-json", "rest-xml"):
+        bad = _scalar_violations(operation, request)
+        if bad:
+            req.refused = refusal(req.service, req.protocol, bad)
+            return req
     parser_class = _STRICT_PARSERS.get(req.protocol, PROTOCOL_PARSERS[req.protocol])
     try:
         req.params = parser_class(operation).parse(
@@ -251,8 +257,66 @@ def _empty_label(model: ServiceModel, method: str, path: str) -> tuple[str, str]
             continue
         for label, value in match.groupdict().items():
             if value == "":
-                return name, _lower_first(label)
+                return name, _lower_first(_label_member(model, name, label))
     return None
+
+
+def _label_member(model: ServiceModel, operation: str, label: str) -> str:
+    """The input member a URI label carries (`{name}` is clusterName in /clusters/{name}/...)."""
+    shape = model.operation_model(operation).input_shape
+    for member, member_shape in (shape.members if shape is not None else {}).items():
+        serialization = member_shape.serialization
+        if serialization.get("location") == "uri" and serialization.get("name") == label:
+            return str(member)
+    return label
+
+
+def _scalar_violations(operation: OperationModel, request: Request) -> list[Violation]:
+    """Query-string and header members of a REST request whose text is not of their type
+    ("two" for maxResults): moto's parser would coerce them or fail with a 500."""
+    shape = operation.input_shape
+    if shape is None:
+        return []
+    found = []
+    for member, member_shape in shape.members.items():
+        location = member_shape.serialization.get("location")
+        kind = member_shape.type_name
+        if location not in ("querystring", "header") or kind not in _SCALARS:
+            continue
+        wire = member_shape.serialization.get("name", member)
+        text = request.args.get(wire) if location == "querystring" else request.headers.get(wire)
+        if text is not None and not _SCALARS[kind](text):
+            path = _lower_first(member)
+            found.append(
+                Violation(
+                    path,
+                    wire,
+                    f"Value '{text}' at '{path}' failed to satisfy constraint: "
+                    f"Member must be of type {kind}",
+                )
+            )
+    return found
+
+
+def _is_integer(text: str) -> bool:
+    return re.fullmatch(r"[+-]?\d+", text.strip()) is not None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_SCALARS: dict[str, Callable[[str], bool]] = {
+    "integer": _is_integer,
+    "long": _is_integer,
+    "float": _is_number,
+    "double": _is_number,
+    "boolean": lambda text: text.lower() in ("true", "false"),
+}
 
 
 def _lower_first(name: str) -> str:

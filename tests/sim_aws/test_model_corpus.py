@@ -1,0 +1,64 @@
+"""The simulated AWS against a corpus of malformed requests generated from botocore's models
+(tests/sim_aws/model_corpus.py): for every operation the product calls, 0 server errors and
+0 accepted invalid requests; each refusal in the protocol's validation code, naming the member
+where the protocol names it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from botocore.config import Config
+
+from sim.aws import SimulatedAws
+from sim.testing import aws_client
+from tests.sim_aws.model_corpus import CODES, ROOT, corpus, model, product_operations, send
+
+RAW = Config(parameter_validation=False, retries={"mode": "standard", "total_max_attempts": 1})
+
+
+def test_every_call_an_adapter_makes_is_in_the_corpus() -> None:
+    operations = product_operations()
+    for path in ROOT.glob("services/*/*/adapters/*.py"):
+        for service, snake in re.findall(
+            r'\.call\(\s*"([a-z0-9-]+)",\s*"([a-z_0-9]+)"', path.read_text()
+        ):
+            names = {
+                n for n in model(service).operation_names if n.lower() == snake.replace("_", "")
+            }
+            assert names & set(operations.get(service, ())), (path.name, service, snake)
+    assert {"CreateCluster", "UpdateCluster", "BatchRebootClusterNodes"} <= set(
+        operations["sagemaker"]
+    )
+    assert {"CreateCluster", "CreateAddon", "DescribeCluster"} <= set(operations["eks"])
+
+
+def test_no_malformed_request_is_accepted_or_answered_5xx(sim: SimulatedAws) -> None:
+    clients: dict[str, Any] = {}
+    outcomes: Counter[str] = Counter()
+    wrong: list[str] = []
+    for case in corpus():
+        client = clients.get(case.service) or clients.setdefault(
+            case.service, aws_client(sim, case.service, config=RAW)
+        )
+        answer = send(client, case)
+        if answer is None:
+            outcomes["not expressible"] += 1
+            continue
+        status, code, message = answer
+        protocol = model(case.service).protocol
+        # A HEAD answer has no body: the status is all the client sees (as from S3 itself).
+        head = model(case.service).operation_model(case.operation).http.get("method") == "HEAD"
+        outcomes[f"{status}"] += 1
+        where = f"{case.service} {case.operation} {case.label}: {status} {code} {message[:160]}"
+        if status >= 500 or status < 400:
+            wrong.append(where)
+        elif head:
+            continue
+        elif code not in CODES[protocol] or (
+            case.wire_typed and protocol != "ec2" and f"'{case.path}'" not in message
+        ):
+            wrong.append(where)
+    assert outcomes["400"] > 500, outcomes
+    assert not wrong, "\n".join(wrong[:60]) + f"\n... {len(wrong)} in all; {dict(outcomes)}"
