@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import yaml
 
-from sim.k8s import admission
+from sim.k8s import admission, ownership
 from sim.k8s import patch as patches
 from sim.k8s.defaults import IpAllocator, apply_defaults
 from sim.k8s.errors import ApiError, already_exists, conflict, not_found
@@ -326,6 +326,8 @@ class Api:
         if rt.status_subresource and not internal:
             obj.pop("status", None)
         self._check_namespace(rt, namespace, creating=True)
+        if operation == "Update" and not internal and manager:
+            fields = patches.field_set(body)  # the creator owns what it sent, not the defaults
         obj = self._admit_and_validate(rt, obj, None, strict, internal)
         self._record_manager(obj, manager, operation, rt, None, fields)
         with self.store.lock:
@@ -399,6 +401,8 @@ class Api:
                 obj["metadata"]["generation"] = int(current["metadata"].get("generation", 1)) + 1
             if _strip_volatile(obj) == _strip_volatile(current):
                 return self._finish(rt, current)
+            if operation == "Update" and not internal and manager:
+                fields = ownership.take_update(obj, current, manager, subresource)
             self._record_manager(obj, manager, operation, rt, subresource, fields)
             if rt.key == _CRD_KEY:
                 self._register_crd(obj, dry_run)
@@ -480,6 +484,15 @@ class Api:
                     {},
                 )
                 patches.prune_unapplied(patched, before, applied_fields)
+                ownership.check_apply(
+                    current,
+                    body,
+                    applied_fields,
+                    manager or "",
+                    force,
+                    rt.kind,
+                    patched.setdefault("metadata", {}).setdefault("managedFields", []),
+                )
             patched.setdefault("metadata", {})
             if content_type != patches.JSON_PATCH or "resourceVersion" not in patched["metadata"]:
                 patched["metadata"].setdefault(

@@ -584,3 +584,90 @@ def test_a_cluster_without_node_groups_has_no_node_group_nodes() -> None:
         assert kubernetes is not None and kubernetes["spec"]["clusterIP"] == "172.20.0.1"
     finally:
         world.close()
+
+
+# ---- server-side apply -----------------------------------------------------------------------
+
+SSA_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ssa}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: ssa}}
+  template:
+    metadata: {labels: {app: ssa}}
+    spec: {containers: [{name: c, image: "%s"}]}
+"""
+
+
+def test_server_side_apply_conflicts_between_field_managers(
+    kubectl: Kubectl, apps: client.AppsV1Api
+) -> None:
+    def apply(
+        manager: str, replicas: int, image: str, *flags: str
+    ) -> subprocess.CompletedProcess[str]:
+        return kubectl(
+            "apply",
+            "--server-side",
+            f"--field-manager={manager}",
+            *flags,
+            "-f",
+            "-",
+            stdin=SSA_DEPLOYMENT % (replicas, image),
+            check=False,
+        )
+
+    assert apply("alice", 1, "nginx:1.27").returncode == 0
+    one = apply("bob", 2, "nginx:1.27")
+    assert one.returncode != 0
+    assert 'Apply failed with 1 conflict: conflict with "alice": .spec.replicas' in one.stderr
+    two = apply("bob", 2, "nginx:1.28")
+    assert (
+        'Apply failed with 2 conflicts: conflicts with "alice":\n- .spec.replicas\n'
+        '- .spec.template.spec.containers[name="c"].image'
+    ) in two.stderr
+    assert apply("bob", 1, "nginx:1.27").returncode == 0  # the same values: shared, no conflict
+    assert apply("bob", 3, "nginx:1.28", "--force-conflicts").returncode == 0
+    assert apps.read_namespaced_deployment("ssa", "default").spec.replicas == 3
+    back = apply("alice", 1, "nginx:1.27")
+    assert 'conflicts with "bob":' in back.stderr  # force moved the fields to bob
+    with pytest.raises(client.ApiException) as exc:
+        apps.patch_namespaced_deployment(
+            "ssa",
+            "default",
+            {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 7}},
+            field_manager="carol",
+            _content_type="application/apply-patch+yaml",
+        )
+    assert exc.value.status == 409
+    body = json.loads(exc.value.body)
+    assert body["reason"] == "Conflict"
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "bob"',
+            "field": ".spec.replicas",
+        }
+    ]
+
+
+def test_an_update_takes_ownership_from_an_applier(kubectl: Kubectl) -> None:
+    kubectl("create", "configmap", "owned", "--from-literal=a=1")
+    err = _refused(
+        kubectl,
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owned}\ndata: {a: '2'}\n",
+    )
+    assert 'conflict with "kubectl-create" using v1 at ' in err and ": .data.a" in err
+
+
+def test_server_side_apply_upgrades_a_client_side_applied_object(kubectl: Kubectl) -> None:
+    manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: upgraded}\ndata: {a: '%s'}\n"
+    kubectl("apply", "-f", "-", stdin=manifest % "1")
+    kubectl("apply", "-f", "-", stdin=manifest % "2")
+    out = kubectl("apply", "--server-side", "-f", "-", stdin=manifest % "3").stdout
+    assert "serverside-applied" in out
