@@ -74,21 +74,9 @@ class ClusterRecord:
 
     @classmethod
     def of(cls, row: asyncpg.Record) -> ClusterRecord:
-        return cls(
-            name=row["name"],
-            region=row["region"],
-            status=row["status"],
-            managed=row["managed"],
-            spec=row["spec"] or {},
-            resources=row["resources"] or {},
-            eks_cluster_arn=row["eks_cluster_arn"],
-            hyperpod_cluster_arn=row["hyperpod_cluster_arn"],
-            endpoint=row["endpoint"],
-            kubernetes_recorded=row["endpoint"] is not None and row["ca_data"] is not None,
-            operation_id=row["operation_id"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
+        recorded = row["endpoint"] is not None and row["ca_data"] is not None
+        columns = (f for f in cls.__slots__ if f != "kubernetes_recorded")
+        return cls(**{f: row[f] for f in columns}, kubernetes_recorded=recorded)
 
     @property
     def created_resources(self) -> dict[str, Any]:
@@ -180,20 +168,15 @@ class ClusterRecord:
 
     def read(self, active: str | None) -> dict[str, Any]:
         """The cluster as the API answers it (ClusterRead)."""
-        return {
-            "name": self.name,
-            "region": self.region,
-            "status": self.status,
-            "managed": self.managed,
-            "active": self.name == active,
-            "eks_cluster_arn": self.eks_cluster_arn,
-            "hyperpod_cluster_arn": self.hyperpod_cluster_arn,
-            "endpoint": self.endpoint,
-            "operation_id": _id(self.operation_id),
-            "spec": self.spec,
-            "created_at": _iso(self.created_at),
-            "updated_at": _iso(self.updated_at),
-        }
+        out = asdict(self)
+        del out["resources"], out["kubernetes_recorded"]
+        out.update(
+            active=self.name == active,
+            operation_id=_id(self.operation_id),
+            created_at=_iso(self.created_at),
+            updated_at=_iso(self.updated_at),
+        )
+        return out
 
 
 async def find_cluster(conn: asyncpg.Connection, name: str) -> ClusterRecord | None:

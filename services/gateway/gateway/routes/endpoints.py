@@ -379,20 +379,13 @@ async def _invoke(
     return JSONResponse(answer.get("body"), status_code=status)
 
 
+@router.post(
+    "/{name}/v1/chat/completions",
+    name="chat_completions",
+    summary="OpenAI-compatible chat completions, proxied",
+)
 @router.post("/{name}/invoke", summary="Send an OpenAI-compatible chat request to the endpoint")
 async def invoke_endpoint(
-    name: EndpointNamePath,
-    request: Request,
-    pool: Pool,
-    _: Operator,
-    body: Annotated[dict[str, Any], Body(examples=[INVOKE_EXAMPLE])],
-    cluster: ClusterQuery = None,
-) -> JSONResponse:
-    return await _invoke(request, pool, cluster, name, "/v1/chat/completions", body)
-
-
-@router.post("/{name}/v1/chat/completions", summary="OpenAI-compatible chat completions, proxied")
-async def chat_completions(
     name: EndpointNamePath,
     request: Request,
     pool: Pool,

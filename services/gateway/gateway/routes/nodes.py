@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway import records
 from gateway.accept import on_cluster, refusal_mapper
-from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
+from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS, ok
@@ -282,20 +282,13 @@ async def start_health_check(
 # ---- node recovery -------------------------------------------------------------------------
 
 
-async def _node_recovery(
-    name: str, body: NodeRecoveryChange, request: Request, mutation: Mutation
-) -> JSONResponse:
-    return await on_cluster(
-        request.app.state.bus,
-        mutation,
-        name,
-        SetNodeRecovery,
-        lambda c: SetNodeRecovery(**c.nodes(), mode=body.mode),
-        requested=body.model_dump(mode="json", exclude_unset=True),
-        refusal=_refusal,
-    )
-
-
+@router.patch(
+    "/{name}/node-recovery",
+    name="patch_node_recovery",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Set node recovery (same as PUT: the body has one field)",
+)
 @router.put(
     "/{name}/node-recovery",
     status_code=202,
@@ -309,19 +302,12 @@ async def put_node_recovery(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await _node_recovery(name, body, request, mutation)
-
-
-@router.patch(
-    "/{name}/node-recovery",
-    status_code=202,
-    responses=ACCEPTED,
-    summary="Set node recovery (same as PUT: the body has one field)",
-)
-async def patch_node_recovery(
-    name: ClusterNamePath,
-    body: NodeRecoveryChange,
-    request: Request,
-    mutation: OperatorMutation,
-) -> JSONResponse:
-    return await _node_recovery(name, body, request, mutation)
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        SetNodeRecovery,
+        lambda c: SetNodeRecovery(**c.nodes(), mode=body.mode),
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        refusal=_refusal,
+    )
