@@ -671,3 +671,39 @@ def test_server_side_apply_upgrades_a_client_side_applied_object(kubectl: Kubect
     kubectl("apply", "-f", "-", stdin=manifest % "2")
     out = kubectl("apply", "--server-side", "-f", "-", stdin=manifest % "3").stdout
     assert "serverside-applied" in out
+
+
+# ---- rollout history -------------------------------------------------------------------------
+
+
+def test_rollout_undo_reuses_the_revisions_replicaset(
+    kubectl: Kubectl, apps: client.AppsV1Api
+) -> None:
+    kubectl("create", "deployment", "undo", "--image=nginx:1.27")
+
+    def replicasets() -> dict[str, tuple[str, int]]:
+        items = apps.list_namespaced_replica_set("default", label_selector="app=undo").items
+        return {
+            rs.metadata.name: (
+                rs.metadata.annotations.get("deployment.kubernetes.io/revision", ""),
+                rs.spec.replicas,
+            )
+            for rs in items
+        }
+
+    first = eventually(replicasets)
+    (original,) = first
+    kubectl("set", "image", "deploy/undo", "nginx=nginx:1.28")
+    kubectl("rollout", "status", "deploy/undo", "--timeout=30s")
+    assert len(replicasets()) == 2
+    assert "rolled back" in kubectl("rollout", "undo", "deploy/undo").stdout
+    kubectl("rollout", "status", "deploy/undo", "--timeout=30s")
+    after = eventually(lambda: (r := replicasets())[original][1] == 1 and r)
+    assert len(after) == 2  # no new ReplicaSet: the first one is back, as revision 3
+    assert after[original] == ("3", 1)
+    rs = apps.read_namespaced_replica_set(original, "default")
+    assert rs.metadata.annotations["deployment.kubernetes.io/revision-history"] == "1"
+    dep = apps.read_namespaced_deployment("undo", "default")
+    assert dep.metadata.annotations["deployment.kubernetes.io/revision"] == "3"
+    history = kubectl("rollout", "history", "deploy/undo").stdout.split()
+    assert history[-4:] == ["2", "<none>", "3", "<none>"]

@@ -42,6 +42,24 @@ def template_hash(template: Obj) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
 
 
+REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+
+
+def _revision(rs: Obj) -> int:
+    return int((rs["metadata"].get("annotations") or {}).get(REVISION, 0))
+
+
+def _same_template(rs: Obj, template: Obj) -> bool:
+    """deployment/util EqualIgnoreHash."""
+    theirs = clone(rs["spec"].get("template") or {})
+    labels = (theirs.get("metadata") or {}).get("labels") or {}
+    labels.pop("pod-template-hash", None)
+    ours = clone(template)
+    (ours.get("metadata") or {}).get("labels", {}).pop("pod-template-hash", None)
+    return bool(theirs == ours)
+
+
 def _int_or_percent(value: object, total: int, round_up: bool) -> int:
     if isinstance(value, str) and value.endswith("%"):
         amount = total * int(value[:-1]) / 100
@@ -121,25 +139,13 @@ class DeploymentController(Controller):
         template = spec["template"]
         digest = template_hash(template)
         owned = self.children("replicasets.apps", deploy)
-        new = next(
-            (
-                rs
-                for rs in owned
-                if (rs["metadata"].get("labels") or {}).get("pod-template-hash") == digest
-            ),
-            None,
-        )
-        revision = 1 + max(
-            (
-                int(
-                    (rs["metadata"].get("annotations") or {}).get(
-                        "deployment.kubernetes.io/revision", 0
-                    )
-                )
-                for rs in owned
-            ),
-            default=0,
-        )
+        # deployment/util FindNewReplicaSet: the ReplicaSet whose template equals the
+        # Deployment's but for pod-template-hash (what `rollout undo` brings back)
+        new = next((rs for rs in owned if _same_template(rs, template)), None)
+        revisions = {rs["metadata"]["uid"]: _revision(rs) for rs in owned}
+        revision = 1 + max(revisions.values(), default=0)
+        if new is not None and revisions[new["metadata"]["uid"]] < revision - 1:
+            new = self._bring_back(new, revision)  # a rollback: the old revision is renumbered
         paused = bool(spec.get("paused"))
         if new is None and not paused:
             tmpl = clone(template)
@@ -155,7 +161,7 @@ class DeploymentController(Controller):
                     "namespace": deploy["metadata"]["namespace"],
                     "labels": dict(tmpl["metadata"]["labels"]),
                     "annotations": {
-                        "deployment.kubernetes.io/revision": str(revision),
+                        REVISION: str(revision),
                         "deployment.kubernetes.io/desired-replicas": str(want),
                     },
                     "ownerReferences": [
@@ -210,7 +216,33 @@ class DeploymentController(Controller):
                 : max(0, len(idle) - limit)
             ]:
                 self.delete("replicasets.apps", rs)
+        if new is not None:
+            self._note_revision(deploy, _revision(new))
         self._status(deploy, new, self.children("replicasets.apps", deploy), want)
+
+    def _bring_back(self, rs: Obj, revision: int) -> Obj:
+        """deployment/sync getNewReplicaSet: an old ReplicaSet made new again takes the next
+        revision and remembers its earlier ones in `revision-history`."""
+        back = clone(rs)
+        annotations = back["metadata"].setdefault("annotations", {})
+        history = [h for h in annotations.get(REVISION_HISTORY, "").split(",") if h]
+        annotations[REVISION_HISTORY] = ",".join([*history, str(_revision(rs))])
+        annotations[REVISION] = str(revision)
+        return self.update("replicasets.apps", back)
+
+    def _note_revision(self, deploy: Obj, revision: int) -> None:
+        """The Deployment carries its current revision, as `rollout history` and `undo` read."""
+        annotations = deploy["metadata"].get("annotations") or {}
+        if annotations.get(REVISION) == str(revision):
+            return
+        current = self.store.get(
+            "deployments.apps", deploy["metadata"]["namespace"], deploy["metadata"]["name"]
+        )
+        if current is None:
+            return
+        noted = clone(current)
+        noted["metadata"].setdefault("annotations", {})[REVISION] = str(revision)
+        self.update("deployments.apps", noted)
 
     def _status(self, deploy: Obj, new: Obj | None, owned: list[Obj], want: int) -> None:
         def total(field: str, items: list[Obj]) -> int:
