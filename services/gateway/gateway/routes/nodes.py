@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway import records
 from gateway.accept import on_cluster, refusal_mapper
-from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
+from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS, ok
@@ -182,6 +182,24 @@ async def get_node(
 # ---- batch node operations -----------------------------------------------------------------
 
 
+async def _on_nodes(
+    request: Request,
+    mutation: Mutation,
+    name: str,
+    kind: type[RebootNodes | ReplaceNodes | DeleteNodes],
+    body: NodeIds,
+) -> JSONResponse:
+    return await on_cluster(
+        request.app.state.bus,
+        mutation,
+        name,
+        kind,
+        lambda c: kind(**c.nodes(), node_ids=body.node_ids),
+        requested=body.model_dump(mode="json"),
+        refusal=_refusal,
+    )
+
+
 @router.post(
     "/{name}/nodes/reboot",
     status_code=202,
@@ -194,15 +212,7 @@ async def reboot_nodes(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await on_cluster(
-        request.app.state.bus,
-        mutation,
-        name,
-        RebootNodes,
-        lambda c: RebootNodes(**c.nodes(), node_ids=body.node_ids),
-        requested=body.model_dump(mode="json"),
-        refusal=_refusal,
-    )
+    return await _on_nodes(request, mutation, name, RebootNodes, body)
 
 
 @router.post(
@@ -217,15 +227,7 @@ async def replace_nodes(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    return await on_cluster(
-        request.app.state.bus,
-        mutation,
-        name,
-        ReplaceNodes,
-        lambda c: ReplaceNodes(**c.nodes(), node_ids=body.node_ids),
-        requested=body.model_dump(mode="json"),
-        refusal=_refusal,
-    )
+    return await _on_nodes(request, mutation, name, ReplaceNodes, body)
 
 
 @router.post(
@@ -240,15 +242,7 @@ async def delete_nodes(
     request: Request,
     mutation: AdminMutation,
 ) -> JSONResponse:
-    return await on_cluster(
-        request.app.state.bus,
-        mutation,
-        name,
-        DeleteNodes,
-        lambda c: DeleteNodes(**c.nodes(), node_ids=body.node_ids),
-        requested=body.model_dump(mode="json"),
-        refusal=_refusal,
-    )
+    return await _on_nodes(request, mutation, name, DeleteNodes, body)
 
 
 @router.post(
