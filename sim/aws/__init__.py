@@ -13,8 +13,9 @@ Served by moto (pinned in pyproject.toml), with a few answers corrected (sim.aws
 EC2 (VPC, subnets, gateways, NAT, route tables, security groups, AZs, instance types), IAM
 (incl. OIDC providers), STS, S3, FSx, CloudFormation, SSM, and the rest of SageMaker.
 
-Every simulated request is validated against botocore's model (sim.aws.validation); errors use
-each protocol's AWS error shape (sim.aws.errors). Time moves per a TimeProfile (sim.aws.clock).
+Every request, moto's included, is validated against botocore's model before any handler runs
+(sim.aws.validation, docs/simulator.md); errors use each protocol's AWS error shape
+(sim.aws.errors). Time moves per a TimeProfile (sim.aws.clock).
 Faults (sim.aws.faults), the call log (sim.aws.calllog), the inventory (sim.aws.inventory) and
 the account (sim.aws.account) are reachable in-process on SimulatedAws and over HTTP under
 /_sim/ (sim.aws.admin).

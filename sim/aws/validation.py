@@ -220,11 +220,6 @@ def violations(service: str, operation: str, params: dict[str, Any]) -> list[Vio
     return walk.found
 
 
-def validation_errors(service: str, operation: str, params: dict[str, Any]) -> list[str]:
-    """The sentences of every violation, in AWS's wording."""
-    return [v.sentence for v in violations(service, operation, params)]
-
-
 _REST_JSON_CODES = ("InvalidParameterException", "BadRequestException", "ValidationException")
 
 
