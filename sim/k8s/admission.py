@@ -289,13 +289,22 @@ _JOB_SCHEDULING = ("nodeSelector", "tolerations", "affinity", "schedulingGates")
 
 
 def _job_update(new: Obj, old: Obj) -> list[Cause]:
-    """batch validation ValidateJobSpecUpdate: selector, template, completionMode and
-    podFailurePolicy are immutable; a suspended job that never started may change its pods'
+    """batch validation ValidateJobSpecUpdate: selector, template, completionMode,
+    podFailurePolicy and completions (but for an elastic indexed job) are immutable; a suspended job that never started may change its pods'
     scheduling directives, labels and annotations (validateJobTemplateUpdate)."""
     new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
     causes = _immutable("spec.selector", old_spec.get("selector"), new_spec.get("selector"))
     for key in ("completionMode", "podFailurePolicy"):
         causes += _immutable(f"spec.{key}", old_spec.get(key), new_spec.get(key))
+    elastic = (  # an elastic indexed job scales completions with parallelism
+        new_spec.get("completionMode") == "Indexed"
+        and new_spec.get("completions") == new_spec.get("parallelism")
+        and old_spec.get("completions") == old_spec.get("parallelism")
+    )
+    if not elastic:
+        causes += _immutable(
+            "spec.completions", old_spec.get("completions"), new_spec.get("completions")
+        )
     new_t, old_t = new_spec.get("template") or {}, old_spec.get("template") or {}
     if old_spec.get("suspend") and not (old.get("status") or {}).get("startTime"):
         strip_new = orjson.loads(orjson.dumps(new_t))

@@ -152,6 +152,9 @@ spec:
     err = _refused(kubectl, "set", "image", "job/imm-job", "c=busybox:1.37")
     assert 'Job.batch "imm-job" is invalid: spec.template: Invalid value: ' in err
     assert "field is immutable" in err
+    err = _refused(kubectl, "patch", "job", "imm-job", "-p", '{"spec":{"completions":3}}')
+    assert "spec.completions: Invalid value: 3: field is immutable" in err
+    kubectl("patch", "job", "imm-job", "-p", '{"spec":{"activeDeadlineSeconds":600}}')
 
 
 def test_service_cluster_ip_is_immutable(kubectl: Kubectl) -> None:
