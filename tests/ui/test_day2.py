@@ -168,3 +168,93 @@ def test_a_cluster_made_through_rest_appears_on_the_open_list_within_2s(
     )
     assert api.wait(deleted.json()["operation_id"], timeout=240)["status"] == "succeeded"
     expect(row).to_have_count(0, timeout=LIVE_MS)
+
+
+# Every table of the page against the box it sits in: the table's width beyond the width its
+# scroll box shows (0 when it fits), and the page's own horizontal overflow.
+OVERFLOW = """
+() => ({
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  tables: [...document.querySelectorAll('table')].map((t) => {
+    const box = t.closest('.table-wrap') || t.parentElement;
+    const card = t.closest('.card') || document.getElementById('main');
+    const over = Math.max(t.scrollWidth - box.clientWidth, box.getBoundingClientRect().right
+      - card.getBoundingClientRect().right);
+    return [t.querySelector('caption')?.textContent || t.className, Math.round(over)];
+  }),
+})
+"""
+
+
+def test_every_table_fits_its_card_at_1280_and_420_px(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    _, cluster = created_cluster
+    pages = {
+        "/#/clusters": "table.list tbody tr",
+        f"/#/clusters/{cluster}": "tr[data-node]",
+        f"/#/clusters/{cluster}/jobs": "table",
+        f"/#/clusters/{cluster}/diagnostics": "h1",
+        "/#/operations": "table.list tbody tr",
+        "/#/audit": "table.list tbody tr",
+        "/#/endpoints": "h1",
+    }
+    seen = 0
+    for width in (1280, 420):
+        page.set_viewport_size({"width": width, "height": 900})
+        for path, ready in pages.items():
+            page.goto(path)
+            expect(page.locator(ready).first).to_be_visible()
+            page.wait_for_timeout(300)
+            found: dict[str, Any] = page.evaluate(OVERFLOW)
+            assert found["page"] <= 0, (width, path, found)
+            wide = [(name, over) for name, over in found["tables"] if over > 0]
+            assert not wide, (width, path, wide)
+            seen += len(found["tables"])
+        # the audit page is paged: its height stays readable
+        page.goto("/#/audit")
+        expect(page.locator("table.list tbody tr").first).to_be_visible()
+        height = page.evaluate("document.documentElement.scrollHeight")
+        assert height < 6_000, (width, height)
+    assert seen >= 14
+
+
+def test_errors_in_plain_words_at_their_fields(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    zones = [z["zone_id"] for z in stack.client.get("/api/v1/inspect/availability-zones").json()]
+
+    # a missing zone: the message names the zones, at the zone picker
+    page.goto("/#/clusters/new")
+    zone = page.get_by_label("Availability Zone")
+    expect(zone.locator(f"option[value='{zones[0]}']")).to_be_attached()
+    page.get_by_label("Cluster name").fill(unique("ui"))
+    page.get_by_role("button", name="Create cluster").click()
+    zone_error = page.locator(f"#{zone.get_attribute('id')}-error")
+    expect(zone_error).to_have_text(f"Choose a zone: {', '.join(zones)}")
+    expect(zone).to_have_attribute("aria-invalid", "true")
+
+    # a job's errors land at their fields (the API says pytorch.name), none in the summary
+    page.goto(f"/#/clusters/{cluster}/jobs")
+    name = page.get_by_label("Job name")
+    name.fill("-bad")
+    replicas = page.get_by_label("Replicas")
+    replicas.fill("0")
+    page.get_by_role("button", name="Submit job").click()
+    expect(name).to_have_attribute("aria-invalid", "true")
+    expect(replicas).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(f"#{replicas.get_attribute('id')}-error")).to_contain_text(
+        "use a number 1 or more"
+    )
+    expect(page.locator("form .form-error")).to_be_hidden()
+
+    # a refused scale is shown next to its count box, not at the top of the page
+    page.goto(f"/#/clusters/{cluster}")
+    row = page.locator("tr[data-group='gpu']")
+    box = row.get_by_label("New count for gpu")
+    box.fill("99999")
+    row.get_by_role("button", name="Scale").click()
+    expect(row.locator(".scale-note")).to_contain_text("use a number 6758 or less")
+    expect(box).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#main > .notice")).to_be_empty()

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shared.db import CONNECTION_ERRORS
 from shared.errors import DatabaseUnavailable
 from shared.logging import get_logger
-from shared.validation import RuleViolation
+from shared.validation import RuleViolation, bounds_hint, length_hint
 
 log = get_logger("gateway.errors")
 
@@ -99,11 +99,9 @@ def _hint(err: dict[str, Any], request: Request) -> str:
     if rule == "string_pattern_mismatch":
         return f"use a value matching {ctx.get('pattern')}"
     if rule in ("string_too_short", "string_too_long"):
-        low, high = ctx.get("min_length"), ctx.get("max_length")
-        return f"use {low if low is not None else 0} to {high if high is not None else '...'} characters"
+        return length_hint(ctx)
     if rule in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
-        return f"use a number {bounds}"
+        return bounds_hint(ctx)
     if rule in ("literal_error", "enum"):
         return f"use one of {ctx.get('expected')}"
     if rule == "value_error":

@@ -17,6 +17,8 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
+from shared.validation import bounds_hint, length_hint
+
 _TYPE_HINTS = {
     "missing": "add this field",
     "string_type": "send a JSON string",
@@ -128,11 +130,9 @@ def _hint(err: dict[str, Any]) -> str:
     if rule == "string_pattern_mismatch":
         return f"use a value matching {ctx.get('pattern')}"
     if rule in ("string_too_short", "string_too_long"):
-        low, high = ctx.get("min_length"), ctx.get("max_length")
-        return f"use {low if low is not None else 0} to {high if high is not None else '...'} characters"
+        return length_hint(ctx)
     if rule in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bounds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ctx.items())
-        return f"use a number {bounds}"
+        return bounds_hint(ctx)
     if rule in ("literal_error", "enum"):
         return f"use one of {ctx.get('expected')}"
     if rule == "value_error":

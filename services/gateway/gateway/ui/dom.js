@@ -75,9 +75,12 @@ export function showErrors(form, error) {
   let first = null;
   for (const item of error.fields || []) {
     const name = normalizeField(item.field);
+    // "pytorch.name": a field inside the variant a union chose is the form's "name"
+    const variant = name.split(".").slice(1).join(".");
     const control =
       controls.find((c) => c.dataset.field === name) ||
-      controls.find((c) => name.startsWith(`${c.dataset.field}.`));
+      controls.find((c) => name.startsWith(`${c.dataset.field}.`)) ||
+      (variant && controls.find((c) => c.dataset.field === variant || variant.startsWith(`${c.dataset.field}.`)));
     const text = [item.message, item.hint].filter(Boolean).join(" — ");
     if (!control) {
       unplaced.push(`${item.field}: ${text}`);
@@ -202,6 +205,13 @@ export function operationLink(id, label = "View the operation") {
 export function section(title, ...children) {
   const id = nextId("s");
   return h("section", { class: "card", "aria-labelledby": id }, h("h2", { id }, title), ...children);
+}
+
+// A section as wide as the page, for a table that needs the room (instance groups, nodes).
+export function wideSection(title, ...children) {
+  const el = section(title, ...children);
+  el.classList.add("wide");
+  return el;
 }
 
 export function errorText(error) {

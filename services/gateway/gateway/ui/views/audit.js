@@ -3,7 +3,15 @@
 import { get, query } from "../api.js";
 import { errorText, h, when, fill } from "../dom.js";
 
-const PAGE = 100;
+// 30 rows a page, each payload folded into one line: the page stays a few screens tall.
+const PAGE = 30;
+const SUMMARY_KEYS = ["kind", "target_type", "target_id", "cluster", "name", "stage", "message"];
+
+function payloadSummary(payload) {
+  const p = payload || {};
+  const parts = SUMMARY_KEYS.filter((k) => typeof p[k] === "string" && p[k]).map((k) => `${k} ${p[k]}`);
+  return parts.join(" · ") || `${Object.keys(p).length} field${Object.keys(p).length === 1 ? "" : "s"}`;
+}
 
 export async function render(main) {
   main.append(h("h1", {}, "Audit log"));
@@ -35,7 +43,10 @@ export async function render(main) {
               { "data-label": "Operation" },
               r.operation_id ? h("a", { href: `#/operations/${r.operation_id}` }, r.operation_id.slice(0, 8)) : "",
             ),
-            h("td", { "data-label": "Detail" }, h("code", { class: "payload" }, JSON.stringify(r.payload))),
+            h("td", { "data-label": "Detail" },
+              h("details", { class: "payload" },
+                h("summary", {}, payloadSummary(r.payload)),
+                h("pre", {}, JSON.stringify(r.payload, null, 2)))),
           ),
         );
       }
@@ -65,7 +76,7 @@ export async function render(main) {
       { class: "table-wrap" },
       h(
         "table",
-        { class: "list" },
+        { class: "list compact" },
         h("caption", { class: "visually-hidden" }, "Audit log, oldest first"),
         h("thead", {}, h("tr", {}, ...["Seq", "When", "Event", "By", "Operation", "Detail"].map((c) => h("th", { scope: "col" }, c)))),
         body,

@@ -5,7 +5,7 @@
 import { del, get, patch, post } from "../api.js";
 import {
   announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
-  fill, section, showErrors, when,
+  fill, section, showErrors, when, wideSection,
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
 import { onChange, watch } from "../store.js";
@@ -34,14 +34,16 @@ export async function render(main, [name]) {
     announce(`${what} started`);
   }
 
-  // The page follows the change through the live store: no re-read here.
-  async function act(what, call) {
+  // The page follows the change through the live store: no re-read here. A refusal is shown
+  // at `where` (next to the control it is about) when given, else at the top.
+  async function act(what, call, where = null) {
     try {
       const accepted = await call();
       if (accepted && accepted.operation_id) started(what, accepted);
       else status.textContent = `${what}: done.`;
     } catch (error) {
-      status.textContent = `${what}: ${errorText(error)}`;
+      if (where) where(error);
+      else status.textContent = `${what}: ${errorText(error)}`;
     }
   }
 
@@ -84,7 +86,7 @@ export async function render(main, [name]) {
 
   // Instance groups
   const groupsBox = h("div", {}, h("p", {}, "Reading instance groups…"));
-  const groupsSection = section("Instance groups", groupsBox, addGroupForm());
+  const groupsSection = wideSection("Instance groups", groupsBox, addGroupForm());
   function paintGroups(groups) {
     fill(groupsBox,
       table(
@@ -100,6 +102,11 @@ export async function render(main, [name]) {
   function groupRow(g) {
     const path = `${base}/instance-groups/${encodeURIComponent(g.name)}`;
     const note = h("p", { class: "hint scale-note", id: `scale-${g.name}-note`, "aria-live": "polite" });
+    const refused = (error) => {
+      note.className = "field-error scale-note";
+      note.textContent = errorText(error.fields && error.fields[0] ? error.fields[0] : error);
+      n.setAttribute("aria-invalid", "true");
+    };
     const n = h("input", {
       type: "number", min: "0", max: "6758", value: String(g.count), inputmode: "numeric",
       "aria-label": `New count for ${g.name}`, "aria-describedby": note.id, class: "count",
@@ -109,7 +116,9 @@ export async function render(main, [name]) {
     n.addEventListener("input", () => {
       const count = wanted();
       scale.disabled = count === null || count === g.count;
+      note.className = "hint scale-note";
       note.textContent = count === null ? "Enter the new count." : "";
+      n.removeAttribute("aria-invalid");
     });
     scale.addEventListener("click", async () => {
       const count = wanted();
@@ -120,13 +129,13 @@ export async function render(main, [name]) {
         try {
           plan = await dryRun("PATCH", path, body);
         } catch (error) {
-          note.textContent = errorText(error);
+          refused(error);
           return;
         }
         const ok = await confirmAction(`Scale ${g.name} down to ${count}?`, `Scale ${g.name}`, planLines(plan, { group: g.name }));
         if (!ok) return;
       }
-      act(`Scale ${g.name} to ${count}`, () => patch(path, body));
+      act(`Scale ${g.name} to ${count}`, () => patch(path, body), refused);
     });
     const remove = h("button", {
       type: "button",
@@ -137,11 +146,11 @@ export async function render(main, [name]) {
         try {
           plan = await dryRun("DELETE", path);
         } catch (error) {
-          note.textContent = errorText(error);
+          refused(error);
           return;
         }
         if (await confirmAction(`Delete instance group ${g.name}?`, "Delete group", planLines(plan, { group: g.name, count: g.count }))) {
-          act(`Delete ${g.name}`, () => del(path));
+          act(`Delete ${g.name}`, () => del(path), refused);
         }
       },
     }, "Delete");
@@ -202,11 +211,11 @@ export async function render(main, [name]) {
 
   // Nodes
   const nodesBox = h("div", {}, h("p", {}, "Reading nodes…"));
-  const nodesSection = section("Nodes", nodesBox);
+  const nodesSection = wideSection("Nodes", nodesBox);
   function paintNodes(answer) {
     const nodes = answer.nodes || [];
     const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
-    fill(nodesBox, 
+    fill(nodesBox,
       h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),
       nodes.length
         ? table(

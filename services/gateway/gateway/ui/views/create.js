@@ -145,11 +145,9 @@ export async function render(main) {
     if (capacity.value !== "on-demand") ig.capacity_type = capacity.value;
     if (capacity.value === "training-plan") ig.training_plan_arn = plan.value.trim();
     if (ebs.value !== DEFAULTS.ebs_volume_gb) ig.ebs_volume_gb = Number(ebs.value);
-    const body = {
-      name: name.value.trim(),
-      availability_zone_id: zone.value,
-      instance_groups: [ig],
-    };
+    // an empty field is not sent: the API names what is missing
+    const body = { name: name.value.trim(), instance_groups: [ig] };
+    if (zone.value) body.availability_zone_id = zone.value;
     if (version.value !== DEFAULTS.kubernetes_version) body.kubernetes_version = version.value;
     if (recovery.value !== DEFAULTS.node_recovery) body.node_recovery = recovery.value;
     if (cidr.value.trim() !== DEFAULTS.vpc_cidr) body.network = { vpc_cidr: cidr.value.trim() };
@@ -175,16 +173,29 @@ export async function render(main) {
       main.append(panel.element, links);
       panel.focus();
     } catch (error) {
-      showErrors(form, error);
+      showErrors(form, withZones(error));
     } finally {
       submit.disabled = false;
     }
   });
 
+  // A zone error names the zones there are (the API's own list, read for the picker).
+  let zoneIds = [];
+  function withZones(error) {
+    if (!zoneIds.length || !error.fields) return error;
+    const fields = error.fields.map((f) =>
+      f.field === "availability_zone_id" && f.rule !== "zone_exists"
+        ? { ...f, message: `Choose a zone: ${zoneIds.join(", ")}`, hint: "" }
+        : f,
+    );
+    return { ...error, fields };
+  }
+
   async function loadZones() {
     setOptions(zone, [["", "Loading zones…"]]);
     try {
       const zones = await get("/inspect/availability-zones");
+      zoneIds = zones.map((z) => z.zone_id);
       setOptions(
         zone,
         [["", "Choose a zone"], ...zones.map((z) => [z.zone_id, `${z.zone_id} (${z.zone_name})`])],

@@ -2,6 +2,7 @@
 
 import { get, query } from "../api.js";
 import { badge, errorText, h, when, fill } from "../dom.js";
+import { watch } from "../store.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main, [id]) {
@@ -56,14 +57,11 @@ export async function render(main, [id]) {
     ),
     message,
   );
-  try {
-    const answer = await get(`/operations${query({ limit: 100 })}`);
+  // the list follows every operation through the live store
+  return watch(`/operations${query({ limit: 100 })}`, (answer) => {
     items = answer.items || [];
     paint();
-  } catch (error) {
-    message.textContent = errorText(error);
-  }
-  return undefined;
+  }, { failed: (error) => { message.textContent = errorText(error); } });
 }
 
 function detail(main, id) {

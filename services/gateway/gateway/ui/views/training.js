@@ -156,7 +156,8 @@ async function detail(main, cluster, jobName) {
     paint();
     get(`${base}/events`).then((items) => fill(events, ...(items || []).slice(-20).map((e) => {
       const p = e.payload || {};
-      return h("li", {}, when(e.occurred_at || e.time), " ", e.reason || e.type || "", ": ", e.message || p.message || p.stage || p.reason || "");
+      const detail = e.message || p.message || p.stage || p.reason || p.kind || "";
+      return h("li", {}, when(e.occurred_at || e.time), " ", e.reason || e.type || "", detail ? `: ${detail}` : "");
     }))).catch(() => {});
     // the logs start once the job has pods; until then the job is read again every 2 s
     if (!viewer && podNames(job).length) {
