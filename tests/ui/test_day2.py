@@ -258,3 +258,91 @@ def test_errors_in_plain_words_at_their_fields(
     expect(row.locator(".scale-note")).to_contain_text("use a number 6758 or less")
     expect(box).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#main > .notice")).to_be_empty()
+
+
+def operation_of(page: Page) -> str:
+    link = page.locator("#main .notice").get_by_role("link", name="follow the operation")
+    return (link.get_attribute("href") or "").rsplit("/", 1)[-1]
+
+
+def test_node_recovery_and_a_deep_health_check_from_the_nodes_section(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    page.goto(f"/#/clusters/{cluster}")
+    nodes = page.get_by_role("region", name="Nodes")
+    expect(nodes.locator("tr[data-node]").first).to_be_visible()
+    expect(nodes.get_by_label("Node recovery")).to_have_value("Automatic")
+
+    nodes.get_by_label("Node recovery").select_option("None")
+    nodes.get_by_role("button", name="Set node recovery").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("list", name="Plan")).to_contain_text("None")
+    dialog.get_by_role("button", name="Set node recovery").click()
+    expect(page.locator("#main .notice")).to_contain_text("Set node recovery")
+    assert api.wait(operation_of(page), timeout=120)["status"] == "succeeded"
+    expect(nodes).to_contain_text("Node recovery: None.", timeout=LIVE_MS)
+    back = api.http.put(f"/api/v1/clusters/{cluster}/node-recovery", json={"mode": "Automatic"})
+    assert api.wait(back.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    expect(nodes.get_by_label("Node recovery")).to_have_value("Automatic", timeout=LIVE_MS)
+
+    nodes.get_by_role("button", name="Deep health check").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("list", name="Plan")).not_to_be_empty()
+    dialog.get_by_role("button", name="Deep health check").click()
+    expect(page.locator("#main .notice")).to_contain_text("Deep health check")
+    done = api.wait(operation_of(page), timeout=180)
+    assert done["status"] == "succeeded", done.get("error")
+    assert done["kind"].endswith("health_check"), done["kind"]
+
+
+def test_api_tokens_created_shown_once_and_revoked(page: Page) -> None:
+    name = unique("tok")
+    page.goto("/#/tokens")
+    expect(page.get_by_role("heading", name="API tokens", level=1)).to_be_visible()
+    page.get_by_label("Token name").fill(name)
+    page.get_by_label("Role").select_option("viewer")
+    page.get_by_role("button", name="Create token").click()
+    secret = page.get_by_label(f"Token of {name}").inner_text().strip()
+    assert len(secret) >= 20
+    row = page.locator(f"tr[data-token='{name}']")
+    expect(row).to_contain_text("viewer", timeout=LIVE_MS)
+    assert secret not in page.locator("table").inner_text()
+
+    row.get_by_role("button", name=f"Revoke {name}").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("list", name="Plan")).to_contain_text("active -> revoked")
+    dialog.get_by_role("button", name=f"Revoke {name}").click()
+    expect(row.locator("td[data-label='State']")).to_contain_text("revoked", timeout=LIVE_MS)
+
+    # a bad name: the API's sentence at the field
+    page.get_by_label("Token name").fill("Not A Name")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.get_by_label("Token name")).to_have_attribute("aria-invalid", "true")
+
+
+def test_endpoints_of_every_cluster_listed(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    name = unique("ep")
+    spec = {
+        "name": name,
+        "kind": "container",
+        "instance_type": "ml.g5.8xlarge",
+        "replicas": 1,
+        "gpus": 1,
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+    }
+    page.goto("/#/endpoints")
+    expect(page.get_by_role("heading", name="Inference endpoints")).to_be_visible()
+    deployed = api.post("/api/v1/endpoints", spec, params={"cluster": cluster})
+    assert deployed.status_code == 202, deployed.text
+    row = page.locator(f"tr[data-endpoint='{name}']")
+    expect(row.locator("td[data-label='Cluster']")).to_have_text(cluster, timeout=LIVE_MS)
+    assert api.wait(deployed.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    deleted = api.delete(f"/api/v1/endpoints/{name}", params={"cluster": cluster})
+    assert api.wait(deleted.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    expect(row).to_have_count(0, timeout=LIVE_MS)

@@ -48,3 +48,22 @@ def test_nothing_outside_the_ui_folder() -> None:
         answer = http.get(path)
         assert answer.status_code == 404, path
         assert answer.json()["error"]["code"] == "not_found"
+
+
+def test_favicon_served() -> None:
+    answer = client().get("/favicon.ico")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("image/svg+xml")
+    assert answer.content.startswith(b"<svg")
+
+
+def test_text_files_gzip_compressed_when_accepted() -> None:
+    http = client()
+    for path in ("/", "/ui/app.js", "/ui/style.css"):
+        plain = http.get(path, headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in plain.headers, path
+        packed = http.get(path, headers={"Accept-Encoding": "gzip, deflate"})
+        assert packed.headers["content-encoding"] == "gzip", path
+        assert packed.headers["vary"] == "Accept-Encoding", path
+        assert packed.content == plain.content, path  # the client decompresses it
+        assert int(packed.headers["content-length"]) < len(plain.content), path

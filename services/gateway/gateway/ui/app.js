@@ -13,6 +13,7 @@ import * as audit from "./views/audit.js";
 import * as training from "./views/training.js";
 import * as inference from "./views/inference.js";
 import * as diagnostics from "./views/diagnostics.js";
+import * as tokens from "./views/tokens.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
 export const routes = [
@@ -27,6 +28,7 @@ export const routes = [
   [/^\/operations$/, operations, "Operations"],
   [/^\/operations\/([^/]+)$/, operations, "Operation"],
   [/^\/audit$/, audit, "Audit"],
+  [/^\/tokens$/, tokens, "API tokens"],
 ];
 
 let cleanup = null;

@@ -2,7 +2,7 @@
 // replace, delete), storage buckets, dependencies, and the Advanced Features panel; links to
 // its training jobs and its diagnostics (views/diagnostics.js).
 
-import { del, get, patch, post } from "../api.js";
+import { del, get, patch, post, put } from "../api.js";
 import {
   announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
   fill, section, showErrors, when, wideSection,
@@ -210,10 +210,35 @@ export async function render(main, [name]) {
   }
 
   // Nodes
+  // Changes that confirm with their dry-run plan first (health checks take nodes out of
+  // service; recovery None leaves faulty nodes until someone acts).
+  async function confirmed(question, label, method, path, body) {
+    try {
+      const plan = await dryRun(method, path, body);
+      if (!(await confirmAction(question, label, planLines(plan)))) return;
+    } catch (error) {
+      status.textContent = `${label}: ${errorText(error)}`;
+      return;
+    }
+    act(label, () => (method === "PUT" ? put(path, body) : post(path, body)));
+  }
+
   const nodesBox = h("div", {}, h("p", {}, "Reading nodes…"));
-  const nodesSection = wideSection("Nodes", nodesBox);
+  const recovery = h("select", { name: "mode", "aria-label": "Node recovery" },
+    h("option", { value: "Automatic" }, "Automatic (HyperPod reboots or replaces faulty nodes)"),
+    h("option", { value: "None" }, "None (faulty nodes wait for you)"));
+  let groupNames = [];
+  const nodeTools = h("div", { class: "actions node-tools" },
+    recovery,
+    h("button", { type: "button", class: "small secondary", onclick: () =>
+      confirmed(`Set node recovery of ${name} to ${recovery.value}?`, "Set node recovery", "PUT", `${base}/node-recovery`, { mode: recovery.value }) }, "Set node recovery"),
+    h("button", { type: "button", class: "small secondary", onclick: () =>
+      confirmed(`Run a deep health check on every node of ${name}? Nodes under check take no work.`, "Deep health check", "POST", `${base}/nodes/health-checks`, { instance_groups: groupNames }) }, "Deep health check"));
+  const nodesSection = wideSection("Nodes", nodeTools, nodesBox);
   function paintNodes(answer) {
     const nodes = answer.nodes || [];
+    groupNames = [...new Set(nodes.map((n) => n.instance_group).filter(Boolean))];
+    if (answer.node_recovery && document.activeElement !== recovery) recovery.value = answer.node_recovery;
     const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
     fill(nodesBox,
       h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),

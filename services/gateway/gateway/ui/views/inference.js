@@ -7,6 +7,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { onChange } from "../store.js";
 
 const link = (cluster, name) => `#/endpoints/${encodeURIComponent(cluster)}/${encodeURIComponent(name)}`;
 
@@ -19,23 +20,28 @@ export async function render(main, [cluster, name]) {
   const clusterSelect = h("select", { name: "cluster" }, ...clusters.map((c) => h("option", { value: c.name, selected: c.name === active }, c.name)));
   const body = h("tbody");
 
+  // The endpoints of every cluster (the select only says where to deploy), read again after
+  // each event (the live store).
   async function load() {
-    if (!clusterSelect.value) return;
     try {
-      const answer = await get(`/endpoints${query({ cluster: clusterSelect.value })}`);
-      const items = Array.isArray(answer) ? answer : answer.items || [];
-      fill(body, ...items.map((e) => h("tr", { "data-endpoint": e.name },
-        h("th", { scope: "row", "data-label": "Endpoint" }, h("a", { href: link(e.cluster || clusterSelect.value, e.name) }, e.name)),
+      const lists = await Promise.all(clusters.map(async (c) => {
+        const answer = await get(`/endpoints${query({ cluster: c.name })}`);
+        const items = Array.isArray(answer) ? answer : answer.items || [];
+        return items.map((e) => ({ ...e, cluster: e.cluster || c.name }));
+      }));
+      const items = lists.flat();
+      fill(body, ...items.map((e) => h("tr", { "data-endpoint": e.name, "data-cluster": e.cluster },
+        h("th", { scope: "row", "data-label": "Endpoint" }, h("a", { href: link(e.cluster, e.name) }, e.name)),
+        h("td", { "data-label": "Cluster" }, e.cluster),
         h("td", { "data-label": "Kind" }, e.kind || ""),
         h("td", { "data-label": "Status" }, badge(e.status)),
         h("td", { "data-label": "Instance type" }, e.instance_type || (e.spec && e.spec.instance_type) || ""),
         h("td", { "data-label": "Updated" }, when(e.updated_at || e.created_at)))));
-      if (!items.length) fill(body, h("tr", {}, h("td", { colspan: "5" }, "No endpoints on this cluster.")));
+      if (!items.length) fill(body, h("tr", {}, h("td", { colspan: "6" }, "No endpoints on any cluster.")));
     } catch (error) {
       status.textContent = errorText(error);
     }
   }
-  clusterSelect.addEventListener("change", load);
 
   const ename = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
   const kind = h("select", { name: "kind" },
@@ -80,7 +86,6 @@ export async function render(main, [cluster, name]) {
       const accepted = await post(`/endpoints${query({ cluster: clusterSelect.value })}`, spec);
       fill(status, `Deploying ${spec.name}: `, operationLink(accepted.operation_id, "operation"), " · ", h("a", { href: link(clusterSelect.value, spec.name) }, "endpoint"));
       announce(`Deploying ${spec.name}`);
-      setTimeout(load, 1500);
     } catch (error) {
       showErrors(form, error);
     }
@@ -90,13 +95,13 @@ export async function render(main, [cluster, name]) {
     status,
     h("div", { class: "field" }, h("label", { for: "ep-cluster" }, "Cluster"), Object.assign(clusterSelect, { id: "ep-cluster" })),
     section("Deploy an endpoint", form),
-    section("Endpoints", h("div", { class: "table-wrap" }, h("table", { class: "list" },
-      h("caption", { class: "visually-hidden" }, "Endpoints"),
-      h("thead", {}, h("tr", {}, ...["Endpoint", "Kind", "Status", "Instance type", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+    section("Endpoints of every cluster", h("div", { class: "table-wrap" }, h("table", { class: "list" },
+      h("caption", { class: "visually-hidden" }, "Endpoints of every cluster"),
+      h("thead", {}, h("tr", {}, ...["Endpoint", "Cluster", "Kind", "Status", "Instance type", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
       body))),
   );
   await load();
-  return undefined;
+  return onChange(load);
 }
 
 async function detail(main, cluster, name) {
