@@ -9,19 +9,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster_svc.domain.components.base import KubeObject, object_ref
-from cluster_svc.domain.features import (
-    CRD_API,
-    KARPENTER_CRDS,
-    Actual,
-    Apply,
-    Call,
-    HyperPodActual,
-    Names,
-    Ref,
-    Remove,
-    RoleActual,
-    names_for,
-)
+from cluster_svc.domain.features.actual import Actual, HyperPodActual, RoleActual
+from cluster_svc.domain.features.names import CRD_API, KARPENTER_CRDS, Names, Ref, names_for
+from cluster_svc.domain.features.steps import Apply, Call, Remove
 from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatures
 
 ACCOUNT = "111122223333"

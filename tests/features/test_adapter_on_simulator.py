@@ -11,9 +11,22 @@ from botocore.exceptions import ClientError
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.features import LiveFeatures
 from cluster_svc.adapters.ports import build_ports
-from cluster_svc.domain import features
 from cluster_svc.domain.components.base import object_ref
-from cluster_svc.domain.features import Apply, Call, Remove
+from cluster_svc.domain.features.names import CERT_MANAGER, ROLE_ARN_ANNOTATION, TRAINING_ADDON
+from cluster_svc.domain.features.objects import (
+    checkpoint_policy,
+    checkpoint_service_account,
+    checkpoint_trust,
+    watched,
+)
+from cluster_svc.domain.features.steps import (
+    Apply,
+    Call,
+    Remove,
+    addon_steps,
+    remove_role_steps,
+    role_steps,
+)
 from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatures
 from shared.errors import PermanentError
 from sim.aws import SimulatedAws
@@ -54,8 +67,8 @@ async def test_observe_reads_addons_objects_roles_and_no_hyperpod(
     names = await live.names(update(eks))
     actual = await live.observe(names)
     assert actual.hyperpod is None
-    assert actual.addons == {features.CERT_MANAGER: None, features.TRAINING_ADDON: None}
-    assert set(actual.objects) == set(features.watched(names))
+    assert actual.addons == {CERT_MANAGER: None, TRAINING_ADDON: None}
+    assert set(actual.objects) == set(watched(names))
     assert all(v is None for v in actual.objects.values())
     assert actual.roles == {names.checkpoint_role: None, names.autoscaler_role: None}
     assert await live.hyperpod("no-such-hyperpod-cluster") is None
@@ -65,7 +78,7 @@ async def test_steps_run_and_a_repeated_step_is_harmless(
     live: LiveFeatures, eks: dict[str, Any], sim: SimulatedAws
 ) -> None:
     names = await live.names(update(eks))
-    create = features.addon_steps(names, await live.observe(names), features.CERT_MANAGER)[0]
+    create = addon_steps(names, await live.observe(names), CERT_MANAGER)[0]
     assert isinstance(create, Call)
     await live.execute(names, create)
     await live.execute(names, create)  # ResourceInUse: already there
@@ -80,30 +93,30 @@ async def test_steps_run_and_a_repeated_step_is_harmless(
         timeout=10,
     )
     actual = await live.observe(names)
-    assert actual.addons[features.CERT_MANAGER] == "ACTIVE"
+    assert actual.addons[CERT_MANAGER] == "ACTIVE"
 
-    role_steps = features.role_steps(
+    chain = role_steps(
         names,
         actual,
         names.checkpoint_role,
-        features.checkpoint_trust(names),
-        features.checkpoint_policy(names),
+        checkpoint_trust(names),
+        checkpoint_policy(names),
         "test",
     )
-    for step in role_steps + role_steps[:1]:  # CreateRole twice: EntityAlreadyExists is done
+    for step in chain + chain[:1]:  # CreateRole twice: EntityAlreadyExists is done
         assert isinstance(step, Call)
         await live.execute(names, step)
     role = (await live.observe(names)).roles[names.checkpoint_role]
-    assert role is not None and role.ours and role.policy == features.checkpoint_policy(names)
+    assert role is not None and role.ours and role.policy == checkpoint_policy(names)
 
-    account = features.checkpoint_service_account(names)
+    account = checkpoint_service_account(names)
     await live.execute(names, Apply(account))
     seen = (await live.observe(names)).object(object_ref(account))
     assert seen is not None
-    assert seen["metadata"]["annotations"][features.ROLE_ARN_ANNOTATION] == role.arn
+    assert seen["metadata"]["annotations"][ROLE_ARN_ANNOTATION] == role.arn
 
     after = await live.observe(names)
-    removal = [*features.remove_role_steps(after, names.checkpoint_role)]
+    removal = [*remove_role_steps(after, names.checkpoint_role)]
     for step in [Remove(object_ref(account)), *removal, *removal]:
         await live.execute(names, step)  # the second removal finds nothing: done
     final = await live.observe(names)

@@ -10,15 +10,23 @@ from dataclasses import replace
 import pytest
 from pydantic import ValidationError
 
-from cluster_svc.domain import features
 from cluster_svc.domain.components.base import object_ref
-from cluster_svc.domain.features import (
+from cluster_svc.domain.features.actual import RoleActual, inference_enabled
+from cluster_svc.domain.features.names import FEATURES, KARPENTER_CRDS, TRAINING_ADDON
+from cluster_svc.domain.features.objects import (
+    autoscaler_policy,
+    autoscaler_trust,
+    crd_ref,
+    inference_objects,
+)
+from cluster_svc.domain.features.plan import describe, plan
+from cluster_svc.domain.features.stages import advance, update_features_workflow
+from cluster_svc.domain.features.steps import (
     Apply,
     Call,
     Remove,
-    RoleActual,
+    Step,
     Wait,
-    advance,
     feature_steps,
     until_wait,
 )
@@ -32,7 +40,7 @@ def change(**fields: object) -> FeaturesChange:
     return FeaturesChange.model_validate(fields)
 
 
-def ops(steps: list[features.Step]) -> list[str]:
+def ops(steps: list[Step]) -> list[str]:
     result = []
     for step in steps:
         if isinstance(step, Call):
@@ -89,19 +97,19 @@ def test_training_operator_installs_cert_manager_first_and_waits_for_it() -> Non
 
 
 def test_training_operator_disable_removes_its_add_on_only() -> None:
-    world = World(addons={"cert-manager": "ACTIVE", features.TRAINING_ADDON: "ACTIVE"})
+    world = World(addons={"cert-manager": "ACTIVE", TRAINING_ADDON: "ACTIVE"})
     steps = feature_steps(
         names(), world.actual(), change(training_operator=False), "training_operator"
     )
     assert ops(steps) == ["DeleteAddon", "wait"]
-    assert steps[0].params["addonName"] == features.TRAINING_ADDON  # type: ignore[union-attr]
+    assert steps[0].params["addonName"] == TRAINING_ADDON  # type: ignore[union-attr]
 
 
 async def test_training_round_trip_converges_and_a_second_request_is_a_noop() -> None:
     world = World()
     port = FakePort(world)
     await converge(port, {"training_operator": True}, "training_operator")
-    assert world.addons == {"cert-manager": "ACTIVE", features.TRAINING_ADDON: "ACTIVE"}
+    assert world.addons == {"cert-manager": "ACTIVE", TRAINING_ADDON: "ACTIVE"}
     made = len(world.calls)
     assert await converge(port, {"training_operator": True}, "training_operator") == 1
     assert len(world.calls) == made
@@ -140,21 +148,21 @@ async def test_inference_operator_round_trip() -> None:
         "Namespace",
         "ServiceAccount",
     ]
-    assert features.inference_enabled(world.actual())
+    assert inference_enabled(world.actual())
     await converge(port, {"inference_operator": False}, "inference_operator")
     assert sorted(ref[1] for ref in world.objects) == [
         "CustomResourceDefinition",
         "CustomResourceDefinition",
         "Namespace",
     ]
-    assert not features.inference_enabled(world.actual())
+    assert not inference_enabled(world.actual())
 
 
 def test_inference_operator_installed_by_another_tool_is_not_removed() -> None:
-    controller = next(o for o in features.inference_objects() if o["kind"] == "Deployment")
+    controller = next(o for o in inference_objects() if o["kind"] == "Deployment")
     foreign = {**controller, "metadata": {**controller["metadata"], "labels": {}}}
     world = World(objects={object_ref(controller): foreign})
-    assert features.inference_enabled(world.actual())
+    assert inference_enabled(world.actual())
     with pytest.raises(PermanentError, match="another tool"):
         feature_steps(
             names(), world.actual(), change(inference_operator=False), "inference_operator"
@@ -334,11 +342,11 @@ def test_autoscaling_waits_until_karpenter_is_served() -> None:
         autoscaler_type="Karpenter",
         cluster_role="arn:aws:iam::111122223333:role/hyperpilot-llm-autoscaler",
     )
-    policy = features.autoscaler_policy(names())
+    policy = autoscaler_policy(names())
     world.roles["hyperpilot-llm-autoscaler"] = RoleActual(
         "arn:aws:iam::111122223333:role/hyperpilot-llm-autoscaler",
         True,
-        features.autoscaler_trust(),
+        autoscaler_trust(),
         policy,
         ("hyperpilot",),
     )
@@ -346,8 +354,8 @@ def test_autoscaling_waits_until_karpenter_is_served() -> None:
         names(), world.actual(), change(autoscaling={"enabled": True}), "autoscaling"
     )
     assert ops(steps)[0] == "wait"
-    for crd in features.KARPENTER_CRDS:
-        world.objects[features.crd_ref(crd)] = established_crd(crd)
+    for crd in KARPENTER_CRDS:
+        world.objects[crd_ref(crd)] = established_crd(crd)
     steps = feature_steps(
         names(), world.actual(), change(autoscaling={"enabled": True}), "autoscaling"
     )
@@ -375,44 +383,44 @@ def test_autoscaling_rules() -> None:
 
 
 def test_plan_of_unchanged_values_is_a_noop_with_an_empty_diff() -> None:
-    world = World(addons={"cert-manager": "ACTIVE", features.TRAINING_ADDON: "ACTIVE"})
+    world = World(addons={"cert-manager": "ACTIVE", TRAINING_ADDON: "ACTIVE"})
     requested = change(
         training_operator=True,
         inference_operator=False,
         tiered_checkpointing={"enabled": False},
         autoscaling={"enabled": False},
     )
-    plan = features.plan(names(), world.actual(), requested)
-    assert plan.noop and plan.diff == {} and plan.calls == [] and plan.objects == []
-    assert any("scope" in note for note in plan.notes)
+    planned = plan(names(), world.actual(), requested)
+    assert planned.noop and planned.diff == {} and planned.calls == [] and planned.objects == []
+    assert any("scope" in note for note in planned.notes)
 
 
 def test_plan_lists_the_calls_objects_and_waits_in_order() -> None:
-    plan = features.plan(
+    planned = plan(
         names(),
         World().actual(),
         change(training_operator=True, tiered_checkpointing={"enabled": True}),
     )
-    assert not plan.noop
-    assert [c.operation for c in plan.calls] == [
+    assert not planned.noop
+    assert [c.operation for c in planned.calls] == [
         "CreateAddon",
         "CreateAddon",
         "CreateRole",
         "PutRolePolicy",
         "UpdateCluster",
     ]
-    assert [o.kind for o in plan.objects] == ["ServiceAccount"]
-    assert plan.diff["training_operator"].requested is True
-    assert plan.diff["tiered_checkpointing.memory_percentage"].requested == 20
-    assert any(n.startswith("training_operator: waits until") for n in plan.notes)
+    assert [o.kind for o in planned.objects] == ["ServiceAccount"]
+    assert planned.diff["training_operator"].requested is True
+    assert planned.diff["tiered_checkpointing.memory_percentage"].requested == 20
+    assert any(n.startswith("training_operator: waits until") for n in planned.notes)
 
 
 def test_describe_reports_each_feature_and_the_autoscaling_scope() -> None:
     world = World(addons={"cert-manager": "ACTIVE"})
-    shown = features.describe(names(), world.actual())
+    shown = describe(names(), world.actual())
     assert shown["training_operator"] == {
         "enabled": False,
-        "addon": features.TRAINING_ADDON,
+        "addon": TRAINING_ADDON,
         "status": None,
         "requires": {"cert-manager": "ACTIVE"},
     }
@@ -421,10 +429,10 @@ def test_describe_reports_each_feature_and_the_autoscaling_scope() -> None:
 
 
 async def test_the_workflow_stage_ends_noop_when_nothing_differs() -> None:
-    world = World(addons={"cert-manager": "ACTIVE", features.TRAINING_ADDON: "ACTIVE"})
+    world = World(addons={"cert-manager": "ACTIVE", TRAINING_ADDON: "ACTIVE"})
     port = FakePort(world)
-    workflow = features.update_features_workflow(port)
-    assert [s.name for s in workflow.stages] == list(features.FEATURES)
+    workflow = update_features_workflow(port)
+    assert [s.name for s in workflow.stages] == list(FEATURES)
     stage = next(s for s in workflow.stages if s.name == "training_operator")
 
     async def report(_message: str) -> None:
@@ -443,7 +451,7 @@ async def test_the_workflow_stage_ends_noop_when_nothing_differs() -> None:
     result = await stage.run(ctx)
     assert isinstance(result, Done) and result.noop and world.calls == []
     pause = Wait("x")
-    assert until_wait([Remove(features.crd_ref("a")), pause]) == (
-        [Remove(features.crd_ref("a"))],
+    assert until_wait([Remove(crd_ref("a")), pause]) == (
+        [Remove(crd_ref("a"))],
         pause,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from cluster_svc.domain.instance_groups import DescribedCluster
+from cluster_svc.domain.instance_groups.described import DescribedCluster
 
 ROLE = "arn:aws:iam::111122223333:role/hp-exec"
 SCRIPTS = "s3://hp-bucket/hyperpod/lifecycle/"

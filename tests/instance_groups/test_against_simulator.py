@@ -17,7 +17,13 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.ec2 import Ec2Network
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.sagemaker import SageMakerClusters
-from cluster_svc.domain import instance_groups as ig
+from cluster_svc.domain.instance_groups.described import DescribedCluster, group_request
+from cluster_svc.domain.instance_groups.stages import (
+    add_stages,
+    delete_stages,
+    software_stages,
+    update_stages,
+)
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     DeleteInstanceGroup,
@@ -132,7 +138,7 @@ async def test_describe_reads_every_member_back_as_a_valid_entry(
     described = await api.describe_cluster_groups(hyperpod)
     assert described is not None and described.status == "InService"
     assert sorted(described.groups) == ["cpu", "gpu"]
-    entry = ig.group_request(described.groups["gpu"])
+    entry = group_request(described.groups["gpu"])
     assert entry["KubernetesConfig"] == {
         "Labels": {"team": "nlp"},
         "Taints": [{"Key": "gpu", "Value": "yes", "Effect": "NoSchedule"}],
@@ -146,7 +152,7 @@ async def test_describe_reads_every_member_back_as_a_valid_entry(
 async def test_scale_sends_one_group_and_keeps_every_member(
     sim: SimulatedAws, api: SageMakerClusters, hyperpod: str
 ) -> None:
-    stage = by_name(ig.update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
+    stage = by_name(update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
     before = _updates(sim, hyperpod)
     done = await drive(stage, _update(hyperpod, "gpu", count=2), timeout=20)
     assert not done.noop and done.outputs["target_count"] == 2
@@ -163,7 +169,7 @@ async def test_scale_sends_one_group_and_keeps_every_member(
 async def test_unchanged_values_make_no_call(
     sim: SimulatedAws, api: SageMakerClusters, hyperpod: str
 ) -> None:
-    stage = by_name(ig.update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
+    stage = by_name(update_stages(api, Ec2Network(api.aws), Inspector(api.aws)))["update_group"]
     before = len(_updates(sim, hyperpod))
     done = await drive(stage, _update(hyperpod, "cpu", count=1, capacity_type="on-demand"))
     assert done.noop
@@ -175,7 +181,7 @@ async def test_a_second_update_while_updating_is_a_conflict_with_the_next_step(
 ) -> None:
     described = await api.describe_cluster_groups(hyperpod)
     assert described is not None
-    entry = ig.group_request(described.groups["cpu"])
+    entry = group_request(described.groups["cpu"])
     await api.update_cluster({"ClusterName": hyperpod, "InstanceGroups": [entry]})
     with pytest.raises(PermanentError) as conflict:
         await api.update_cluster({"ClusterName": hyperpod, "InstanceGroups": [entry]})
@@ -192,7 +198,7 @@ async def test_a_second_update_while_updating_is_a_conflict_with_the_next_step(
 async def test_software_update_then_delete_a_group(
     sim: SimulatedAws, api: SageMakerClusters, hyperpod: str
 ) -> None:
-    software = by_name(ig.software_stages(api))["update_software"]
+    software = by_name(software_stages(api))["update_software"]
     command = UpdateClusterSoftware(
         cluster="mine",
         hyperpod_cluster=hyperpod,
@@ -208,7 +214,7 @@ async def test_software_update_then_delete_a_group(
     ]
     assert call["DeploymentConfig"]["WaitIntervalInSeconds"] == 5
 
-    delete = by_name(ig.delete_stages(api))["delete_group"]
+    delete = by_name(delete_stages(api))["delete_group"]
     command = DeleteInstanceGroup(
         cluster="mine", hyperpod_cluster=hyperpod, region=REGION, group="cpu"
     ).model_dump(mode="json")
@@ -229,7 +235,7 @@ class CountingClusters(SageMakerClusters):
 
     describes = 0
 
-    async def describe_cluster_groups(self, name: str) -> ig.DescribedCluster | None:
+    async def describe_cluster_groups(self, name: str) -> DescribedCluster | None:
         self.describes += 1
         return await super().describe_cluster_groups(name)
 
@@ -241,7 +247,7 @@ async def test_an_add_describes_the_cluster_once_before_it_waits(
     same pass; only the wait for the nodes reads it again."""
     aws = AwsClients(REGION, endpoint_url=sim.endpoint_url)
     counting = CountingClusters(aws)
-    stages = by_name(ig.add_stages(counting, Ec2Network(aws), Inspector(aws)))
+    stages = by_name(add_stages(counting, Ec2Network(aws), Inspector(aws)))
     command = AddInstanceGroup(
         cluster="mine",
         hyperpod_cluster=hyperpod,

@@ -9,8 +9,24 @@ import pytest
 from botocore.validate import ParamValidator
 from pydantic import ValidationError
 
-from cluster_svc.domain import instance_groups as ig
-from cluster_svc.domain.instance_groups import Placement
+from cluster_svc.domain.instance_groups.decisions import (
+    Placement,
+    decide_add,
+    decide_delete,
+    decide_software,
+    decide_update,
+)
+from cluster_svc.domain.instance_groups.described import group_request
+from cluster_svc.domain.instance_groups.rules import (
+    RULE_EBS_GROWS,
+    RULE_FIXED,
+    RULE_GROUP_EXISTS,
+    RULE_GROUP_LIMIT,
+    RULE_LAST_GROUP,
+    RULE_MIN_COUNT,
+    RULE_NAME_AVAILABLE,
+)
+from cluster_svc.domain.instance_groups.stages import settled
 from shared.contracts.instance_groups import (
     MAX_INSTANCE_GROUPS,
     AddInstanceGroup,
@@ -37,7 +53,7 @@ def change(**fields: Any) -> dict[str, Any]:
 
 
 def test_the_described_group_becomes_a_complete_request_entry() -> None:
-    entry = ig.group_request(details())
+    entry = group_request(details())
     assert entry == {
         "InstanceGroupName": "gpu",
         "InstanceType": "ml.g5.8xlarge",
@@ -60,7 +76,7 @@ def test_the_described_group_becomes_a_complete_request_entry() -> None:
 
 def test_a_scale_changes_only_the_count_of_only_that_group() -> None:
     other = details("cpu", InstanceType="ml.c5.xlarge", TrainingPlanArn=PLAN)
-    decision = ig.decide_update(cluster(details(), other), "gpu", change(count=5))
+    decision = decide_update(cluster(details(), other), "gpu", change(count=5))
     assert not decision.problems and not decision.noop
     assert list(decision.diff) == ["count"]
     assert decision.diff["count"].actual == 2 and decision.diff["count"].requested == 5
@@ -68,7 +84,7 @@ def test_a_scale_changes_only_the_count_of_only_that_group() -> None:
     assert call.operation == "UpdateCluster"
     assert set(call.params) == {"ClusterName", "InstanceGroups"}  # no InstanceGroupsToDelete
     [entry] = call.params["InstanceGroups"]
-    expected = ig.group_request(details())
+    expected = group_request(details())
     expected["InstanceCount"] = 5
     assert entry == expected  # labels, taints, spot, EFA, checks, storage: all kept
     assert_valid("UpdateCluster", call.params)
@@ -86,7 +102,7 @@ def test_unchanged_values_are_a_noop_without_any_call() -> None:
         ebs_volume_gb=500,
         instance_type="ml.g5.8xlarge",
     )
-    decision = ig.decide_update(cluster(), "gpu", same)
+    decision = decide_update(cluster(), "gpu", same)
     assert decision.noop and decision.calls == [] and decision.diff == {}
 
 
@@ -103,31 +119,31 @@ def test_fixed_fields_are_refused_with_the_rule_and_the_way_out(field: str, valu
     fields: dict[str, Any] = {field: value}
     if value == "training-plan":
         fields["training_plan_arn"] = PLAN
-    decision = ig.decide_update(cluster(), "gpu", change(**fields))
+    decision = decide_update(cluster(), "gpu", change(**fields))
     assert decision.calls == []
     problem = decision.problems[0]
-    assert problem.field == field and problem.rule == ig.RULE_FIXED
+    assert problem.field == field and problem.rule == RULE_FIXED
     assert "new group" in problem.hint and "DELETE" in problem.hint
 
 
 def test_efa_only_groups_stay_efa_only() -> None:
     efa_only = details(NetworkInterface={"InterfaceType": "efa-only"})
-    decision = ig.decide_update(cluster(efa_only), "gpu", change(interface_type="efa"))
-    assert [p.rule for p in decision.problems] == [ig.RULE_FIXED]
+    decision = decide_update(cluster(efa_only), "gpu", change(interface_type="efa"))
+    assert [p.rule for p in decision.problems] == [RULE_FIXED]
 
 
 def test_a_volume_cannot_shrink_and_min_count_stays_below_count() -> None:
-    shrink = ig.decide_update(cluster(), "gpu", change(ebs_volume_gb=100))
-    assert [p.rule for p in shrink.problems] == [ig.RULE_EBS_GROWS]
-    below = ig.decide_update(cluster(), "gpu", change(count=0))
-    assert [(p.field, p.rule) for p in below.problems] == [("count", ig.RULE_MIN_COUNT)]
-    grow = ig.decide_update(cluster(), "gpu", change(ebs_volume_gb=1000))
+    shrink = decide_update(cluster(), "gpu", change(ebs_volume_gb=100))
+    assert [p.rule for p in shrink.problems] == [RULE_EBS_GROWS]
+    below = decide_update(cluster(), "gpu", change(count=0))
+    assert [(p.field, p.rule) for p in below.problems] == [("count", RULE_MIN_COUNT)]
+    grow = decide_update(cluster(), "gpu", change(ebs_volume_gb=1000))
     entry = grow.calls[0].params["InstanceGroups"][0]
     assert entry["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 1000}}]
 
 
 def test_labels_change_alone_keeps_the_taints() -> None:
-    decision = ig.decide_update(cluster(), "gpu", change(labels={"team": "cv"}))
+    decision = decide_update(cluster(), "gpu", change(labels={"team": "cv"}))
     entry = decision.calls[0].params["InstanceGroups"][0]
     assert entry["KubernetesConfig"] == {
         "Labels": {"team": "cv"},
@@ -137,17 +153,17 @@ def test_labels_change_alone_keeps_the_taints() -> None:
 
 
 def test_an_unknown_group_is_a_problem_on_the_group() -> None:
-    decision = ig.decide_update(cluster(), "nope", change(count=1))
-    assert [(p.field, p.rule) for p in decision.problems] == [("group", ig.RULE_GROUP_EXISTS)]
+    decision = decide_update(cluster(), "nope", change(count=1))
+    assert [(p.field, p.rule) for p in decision.problems] == [("group", RULE_GROUP_EXISTS)]
 
 
 def test_delete_sends_only_the_group_to_delete() -> None:
-    decision = ig.decide_delete(cluster(details(), details("cpu")), "cpu")
+    decision = decide_delete(cluster(details(), details("cpu")), "cpu")
     assert decision.calls[0].params == {"ClusterName": "hp-one", "InstanceGroupsToDelete": ["cpu"]}
     assert_valid("UpdateCluster", decision.calls[0].params)
-    assert ig.decide_delete(cluster(), "gone").noop
-    last = ig.decide_delete(cluster(), "gpu")
-    assert [p.rule for p in last.problems] == [ig.RULE_LAST_GROUP]
+    assert decide_delete(cluster(), "gone").noop
+    last = decide_delete(cluster(), "gpu")
+    assert [p.rule for p in last.problems] == [RULE_LAST_GROUP]
 
 
 def _software(**spec: Any) -> UpdateClusterSoftware:
@@ -160,7 +176,7 @@ def _software(**spec: Any) -> UpdateClusterSoftware:
 
 
 def test_software_update_carries_a_rolling_deployment_config() -> None:
-    decision = ig.decide_software(
+    decision = decide_software(
         cluster(),
         _software(
             instance_groups=["gpu"],
@@ -187,8 +203,8 @@ def test_software_update_carries_a_rolling_deployment_config() -> None:
 
 def test_software_update_to_the_image_already_running_is_a_noop() -> None:
     on_image = details(CurrentImageId="ami-0123456789abcdef0")
-    assert ig.decide_software(cluster(on_image), _software(image_id="ami-0123456789abcdef0")).noop
-    missing = ig.decide_software(cluster(), _software(instance_groups=["nope"]))
+    assert decide_software(cluster(on_image), _software(image_id="ami-0123456789abcdef0")).noop
+    missing = decide_software(cluster(), _software(instance_groups=["nope"]))
     assert [p.field for p in missing.problems] == ["instance_groups"]
 
 
@@ -224,7 +240,7 @@ def test_an_added_group_is_settled_whole_in_one_entry() -> None:
         },
     )
     placement = Placement(zone_id="use1-az4", subnet_id="subnet-az4")
-    decision = ig.decide_add(command, cluster(), placement)
+    decision = decide_add(command, cluster(), placement)
     [call] = decision.calls
     [entry] = call.params["InstanceGroups"]
     assert entry == {
@@ -253,7 +269,7 @@ def test_an_added_group_is_settled_whole_in_one_entry() -> None:
 
 def test_an_imported_cluster_lends_its_role_and_scripts_and_own_subnets() -> None:
     command = _add({"name": "cpu", "instance_type": "ml.c5.xlarge", "count": 1})
-    decision = ig.decide_add(command, cluster(), Placement())
+    decision = decide_add(command, cluster(), Placement())
     entry = decision.calls[0].params["InstanceGroups"][0]
     assert entry["ExecutionRole"] == ROLE
     assert entry["LifeCycleConfig"] == {"SourceS3Uri": SCRIPTS, "OnCreate": "on_create.sh"}
@@ -270,16 +286,16 @@ def test_a_new_subnet_shows_in_the_plan_before_the_group() -> None:
             "availability_zone_id": "use1-az6",
         }
     )
-    decision = ig.decide_add(command, cluster(), Placement("use1-az6", None, "10.1.32.0/20"))
+    decision = decide_add(command, cluster(), Placement("use1-az6", None, "10.1.32.0/20"))
     assert [c.operation for c in decision.calls] == ["CreateSubnet", "UpdateCluster"]
 
 
 def test_add_rules_name_taken_and_group_limit() -> None:
-    taken = ig.decide_add(
+    taken = decide_add(
         _add({"name": "gpu", "instance_type": "ml.c5.xlarge", "count": 1}), cluster(), Placement()
     )
-    assert [p.rule for p in taken.problems] == [ig.RULE_NAME_AVAILABLE]
-    again = ig.decide_add(
+    assert [p.rule for p in taken.problems] == [RULE_NAME_AVAILABLE]
+    again = decide_add(
         _add(
             {"name": "gpu", "instance_type": "ml.g5.8xlarge", "count": 2, "capacity_type": "spot"}
         ),
@@ -288,20 +304,20 @@ def test_add_rules_name_taken_and_group_limit() -> None:
     )
     assert again.noop  # a replayed add of the same group
     full = cluster(*(details(f"g{i}") for i in range(MAX_INSTANCE_GROUPS)))
-    limit = ig.decide_add(
+    limit = decide_add(
         _add({"name": "one-more", "instance_type": "ml.c5.xlarge", "count": 1}), full, Placement()
     )
-    assert [p.rule for p in limit.problems] == [ig.RULE_GROUP_LIMIT]
+    assert [p.rule for p in limit.problems] == [RULE_GROUP_LIMIT]
 
 
 def test_settled_waits_for_the_nodes_and_reports_a_rollback() -> None:
     booting = cluster(details(CurrentCount=1, TargetCount=3))
-    assert isinstance(ig.settled(booting, "hp-one", "gpu", 3), Pending)
+    assert isinstance(settled(booting, "hp-one", "gpu", 3), Pending)
     updating = cluster(details(), status="Updating")
-    assert isinstance(ig.settled(updating, "hp-one", "gpu", 2), Pending)
-    assert isinstance(ig.settled(cluster(), "hp-one", "gpu", 2), Done)
+    assert isinstance(settled(updating, "hp-one", "gpu", 2), Pending)
+    assert isinstance(settled(cluster(), "hp-one", "gpu", 2), Done)
     with pytest.raises(PermanentError) as rolled:
-        ig.settled(cluster(), "hp-one", "gpu", 4)
+        settled(cluster(), "hp-one", "gpu", 4)
     assert rolled.value.code == "InstanceGroupRolledBack"
 
 

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from cluster_svc.domain import instance_groups as ig
+from cluster_svc.domain.instance_groups.described import DescribedCluster
+from cluster_svc.domain.instance_groups.stages import (
+    add_stages,
+    delete_stages,
+    software_stages,
+    update_stages,
+)
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     DeleteInstanceGroup,
@@ -76,14 +82,14 @@ def _update(**fields: Any) -> dict[str, Any]:
 
 async def test_an_update_with_the_actual_values_makes_no_call() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
+    stage = by_name(update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     done = await drive(stage, _update(count=2, labels={"team": "nlp"}, capacity_type="spot"))
     assert done.noop and api.updates == []
 
 
 async def test_a_scale_makes_one_update_and_waits_for_the_count() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
+    stage = by_name(update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     done = await drive(stage, _update(count=4))
     assert not done.noop
     assert len(api.updates) == 1
@@ -93,7 +99,7 @@ async def test_a_scale_makes_one_update_and_waits_for_the_count() -> None:
 
 async def test_a_capacity_type_change_fails_before_any_call() -> None:
     api = FakeHyperPod()
-    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
+    stage = by_name(update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     with pytest.raises(PermanentError) as refused:
         await drive(stage, _update(capacity_type="on-demand"))
     assert refused.value.code == "InstanceGroupChangeRefused"
@@ -103,7 +109,7 @@ async def test_a_capacity_type_change_fails_before_any_call() -> None:
 
 async def test_a_busy_cluster_is_waited_for() -> None:
     api = FakeHyperPod(cluster(details(), status="Updating"))
-    stage = by_name(ig.update_stages(api, FakeEc2(), FakeReads()))["update_group"]
+    stage = by_name(update_stages(api, FakeEc2(), FakeReads()))["update_group"]
     with pytest.raises(TemporaryError):
         await drive(stage, _update(count=3))
     assert api.updates == []
@@ -111,14 +117,14 @@ async def test_a_busy_cluster_is_waited_for() -> None:
 
 async def test_delete_and_software_update() -> None:
     api = FakeHyperPod(cluster(details(), details("cpu")))
-    delete = by_name(ig.delete_stages(api))["delete_group"]
+    delete = by_name(delete_stages(api))["delete_group"]
     command = DeleteInstanceGroup(
         cluster="one", hyperpod_cluster="hp-one", region="us-east-1", group="cpu"
     ).model_dump(mode="json")
     assert not (await drive(delete, command)).noop
     assert api.updates == [{"ClusterName": "hp-one", "InstanceGroupsToDelete": ["cpu"]}]
     assert (await drive(delete, command)).noop  # already gone
-    software = by_name(ig.software_stages(api))["update_software"]
+    software = by_name(software_stages(api))["update_software"]
     update = UpdateClusterSoftware(
         cluster="one", hyperpod_cluster="hp-one", region="us-east-1", spec=SoftwareUpdateSpec()
     ).model_dump(mode="json")
@@ -132,7 +138,7 @@ async def _add_command(ec2: FakeEc2, zone: str | None) -> tuple[dict[str, Any], 
     vpc = await ec2.create_vpc("10.1.0.0/16", {})
     home = ec2.add_subnet(vpc.vpc_id, "10.1.16.0/20", "use1-az2", {})
     api = FakeHyperPod(
-        ig.DescribedCluster(
+        DescribedCluster(
             name="hp-one",
             arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
             status="InService",
@@ -156,7 +162,7 @@ async def _add_command(ec2: FakeEc2, zone: str | None) -> tuple[dict[str, Any], 
 async def _run_add(
     ec2: FakeEc2, api: FakeHyperPod, command: dict[str, Any], reads: FakeReads
 ) -> dict[str, Done]:
-    stages = by_name(ig.add_stages(api, ec2, reads))
+    stages = by_name(add_stages(api, ec2, reads))
     outputs: dict[str, Done] = {}
     for name in ("validate", "compute_subnet", "add_group"):
         outputs[name] = await drive(
@@ -206,7 +212,7 @@ async def _placed(ec2: FakeEc2, group: dict[str, Any]) -> FakeHyperPod:
     vpc = await ec2.create_vpc("10.1.0.0/16", {})
     home = ec2.add_subnet(vpc.vpc_id, "10.1.16.0/20", "use1-az2", {})
     return FakeHyperPod(
-        ig.DescribedCluster(
+        DescribedCluster(
             name="hp-one",
             arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abc",
             status="InService",
@@ -223,7 +229,7 @@ async def test_a_scale_beyond_the_quota_is_refused_before_the_call() -> None:
         quotas={"ml.g5.8xlarge": {"value": 3, "quota_name": "ml.g5.8xlarge for cluster usage"}},
         usage={"ml.g5.8xlarge": 2},
     )
-    stage = by_name(ig.update_stages(api, ec2, reads))["update_group"]
+    stage = by_name(update_stages(api, ec2, reads))["update_group"]
     with pytest.raises(PermanentError) as refused:
         await drive(stage, _update(count=4))
     assert "from 2 to 4 adds 2" in refused.value.message
@@ -246,7 +252,7 @@ async def test_a_training_plan_group_scales_within_the_plan() -> None:
             {"instance_type": "ml.g5.8xlarge", "count": 4, "availability_zone_id": "use1-az2"}
         ],
     }
-    stage = by_name(ig.update_stages(api, ec2, FakeReads(plans={PLAN: plan})))["update_group"]
+    stage = by_name(update_stages(api, ec2, FakeReads(plans={PLAN: plan})))["update_group"]
     with pytest.raises(PermanentError) as refused:
         await drive(stage, _update(count=4))
     assert "1 ml.g5.8xlarge available" in refused.value.message

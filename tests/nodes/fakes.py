@@ -6,7 +6,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from cluster_svc.domain.nodes import BatchResult, ClusterRecovery, NodeInstance
+from cluster_svc.domain.nodes.health import BatchResult, ClusterRecovery, NodeInstance
 from shared.contracts.nodes import BATCH_LIMIT, NodeAction
 from shared.stages import StageContext
 from tests.cluster_network.helpers import parsed

@@ -10,7 +10,8 @@ import pytest
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory
-from cluster_svc.domain.nodes import action_workflow, join_nodes
+from cluster_svc.domain.nodes.actions import action_workflow
+from cluster_svc.domain.nodes.health import join_nodes
 from shared.contracts.nodes import RebootNodes
 from shared.errors import PermanentError
 from shared.stages import Done, Submitted

@@ -6,24 +6,23 @@ from typing import Any
 
 import pytest
 
-from cluster_svc.domain.nodes import (
+from cluster_svc.domain.nodes.actions import (
     SETTLE_SECONDS,
-    ClusterRecovery,
-    KubeNode,
-    NodeInstance,
-    NodeRecord,
     action_plan,
     action_progress,
     decide_action,
-    decide_health_check,
-    decide_recovery,
-    diff_nodes,
     failures_error,
-    health_check_progress,
+)
+from cluster_svc.domain.nodes.health import (
+    ClusterRecovery,
+    KubeNode,
+    NodeInstance,
     health_view,
     join_nodes,
-    recovery_plan,
 )
+from cluster_svc.domain.nodes.health_checks import decide_health_check, health_check_progress
+from cluster_svc.domain.nodes.recovery import decide_recovery, recovery_plan
+from cluster_svc.domain.nodes.watch import NodeRecord, diff_nodes
 from shared.contracts.cluster import NodeRecovery
 from shared.contracts.nodes import (
     DeleteNodes,

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from cluster_svc.domain.nodes import NodeInstance, health_view
+from cluster_svc.domain.nodes.health import NodeInstance, health_view
 from cluster_svc.records import record_nodes as record
 from tests.nodes.fakes import nid
 

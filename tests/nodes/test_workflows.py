@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cluster_svc.domain.nodes import (
-    action_workflow,
-    health_check_workflow,
-    node_recovery_workflow,
-)
+from cluster_svc.domain.nodes.actions import action_workflow
+from cluster_svc.domain.nodes.health_checks import health_check_workflow
+from cluster_svc.domain.nodes.recovery import node_recovery_workflow
 from shared.contracts.cluster import NodeRecovery
 from shared.contracts.nodes import (
     DeleteNodes,

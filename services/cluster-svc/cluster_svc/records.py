@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from cluster_svc.domain.components.base import ClusterAccess
-from cluster_svc.domain.nodes import NodeRecord, watch_changes
+from cluster_svc.domain.nodes.watch import NodeRecord, watch_changes
 from cluster_svc.domain.storage import bucket_arn
 from shared.contracts.commands import (
     Command,

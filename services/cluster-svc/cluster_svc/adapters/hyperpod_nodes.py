@@ -15,8 +15,8 @@ from typing import Any
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.domain.components.base import ClusterAccess
-from cluster_svc.domain.nodes import (
-    BATCH_OPERATIONS,
+from cluster_svc.domain.nodes.actions import BATCH_OPERATIONS
+from cluster_svc.domain.nodes.health import (
     INSTANCE_ID_LABEL,
     BatchResult,
     ClusterRecovery,

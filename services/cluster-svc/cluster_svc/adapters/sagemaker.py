@@ -7,7 +7,7 @@ from typing import Any
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.hyperpod import HyperPodCluster
-from cluster_svc.domain.instance_groups import DescribedCluster
+from cluster_svc.domain.instance_groups.described import DescribedCluster
 from shared.errors import PermanentError
 
 NOT_FOUND = "ResourceNotFound"

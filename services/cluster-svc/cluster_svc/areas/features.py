@@ -10,8 +10,9 @@ from pydantic import ValidationError
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.features import LiveFeatures
 from cluster_svc.areas import Area
-from cluster_svc.domain import features
 from cluster_svc.domain.cluster_workflow import ClusterPorts
+from cluster_svc.domain.features.plan import describe, plan
+from cluster_svc.domain.features.stages import update_features_workflow
 from shared.contracts.features import FeatureTarget, UpdateFeatures
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
@@ -36,7 +37,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
         except ValidationError as exc:
             raise _invalid(exc, "command") from exc
         names = await live.names(command)
-        return features.plan(names, await live.observe(names), command.changes)
+        return plan(names, await live.observe(names), command.changes)
 
     async def read(request: dict[str, Any]) -> Any:
         cluster = request.get("cluster")
@@ -53,10 +54,10 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
             target.hyperpod_cluster,
             target.bucket,
         )
-        return features.describe(names, await live.observe(names))
+        return describe(names, await live.observe(names))
 
     return Area(
-        workflows={UpdateFeatures.__name__: features.update_features_workflow(live)},
+        workflows={UpdateFeatures.__name__: update_features_workflow(live)},
         planners={UpdateFeatures.__name__: planner},
         read_routes={FEATURES: read},
     )

@@ -23,18 +23,10 @@ from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.areas import Area
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import ClusterAccess
-from cluster_svc.domain.nodes import (
-    KubeNode,
-    action_plan,
-    action_workflow,
-    health_check_plan,
-    health_check_workflow,
-    join_nodes,
-    node_recovery_workflow,
-    read_recovery,
-    recovery_plan,
-    summary,
-)
+from cluster_svc.domain.nodes.actions import action_plan, action_workflow
+from cluster_svc.domain.nodes.health import KubeNode, join_nodes, summary
+from cluster_svc.domain.nodes.health_checks import health_check_plan, health_check_workflow
+from cluster_svc.domain.nodes.recovery import node_recovery_workflow, read_recovery, recovery_plan
 from shared.contracts.nodes import (
     NODE_ACTION_COMMANDS,
     NODE_ID_PATTERN,
