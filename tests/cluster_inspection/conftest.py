@@ -48,7 +48,7 @@ def spec(name: str = "llm-training", zone: str = "use1-az2", **groups: Any) -> C
 @pytest.fixture(scope="session")
 def world(sim: SimulatedAws) -> World:
     """An account with a VPC, an EKS cluster this control plane made, two HyperPod clusters
-    (one made here, one made elsewhere), quotas set low for the types under test, and two
+    (one made here on it, one made elsewhere on an EKS cluster of its own), quotas set low for the types under test, and two
     training plans (one Active with capacity in use1-az2, one Expired)."""
     ec2, iam = aws_client(sim, "ec2"), aws_client(sim, "iam")
     eks, sm = aws_client(sim, "eks"), aws_client(sim, "sagemaker")
@@ -68,17 +68,21 @@ def world(sim: SimulatedAws) -> World:
         tags={"managed-by": "hyperpilot"},
         accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
     )["cluster"]["arn"]
+    # An EKS cluster orchestrates one HyperPod cluster: the one made elsewhere has its own.
+    elsewhere_arn = eks.create_cluster(
+        name="made-elsewhere-eks",
+        roleArn=role,
+        resourcesVpcConfig={"subnetIds": subnets, "securityGroupIds": [group]},
+        accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
+    )["cluster"]["arn"]
     # HyperPod accepts only an ACTIVE EKS cluster as its orchestrator.
-    wait_for(lambda: eks.describe_cluster(name="made-here")["cluster"]["status"] == "ACTIVE")
+    for made in ("made-here", "made-elsewhere-eks"):
+        wait_for(lambda made=made: eks.describe_cluster(name=made)["cluster"]["status"] == "ACTIVE")
     sim.account.set_quota("sagemaker", "ml.g5.8xlarge for cluster usage", 3)
     sim.account.set_quota("sagemaker", "ml.p5.48xlarge for cluster usage", 2)
-    common = {
-        "VpcConfig": {"Subnets": [subnets[1]], "SecurityGroupIds": [group]},
-        "Orchestrator": {"Eks": {"ClusterArn": eks_arn}},
-    }
-    for name, tags, count in (
-        ("made-here-hp", [{"Key": "managed-by", "Value": "hyperpilot"}], 2),
-        ("made-elsewhere", [{"Key": "team", "Value": "research"}], 0),
+    for name, tags, count, orchestrator in (
+        ("made-here-hp", [{"Key": "managed-by", "Value": "hyperpilot"}], 2, eks_arn),
+        ("made-elsewhere", [{"Key": "team", "Value": "research"}], 0, elsewhere_arn),
     ):
         sm.create_cluster(
             ClusterName=name,
@@ -92,7 +96,8 @@ def world(sim: SimulatedAws) -> World:
                 }
             ],
             Tags=tags,
-            **common,
+            VpcConfig={"Subnets": [subnets[1]], "SecurityGroupIds": [group]},
+            Orchestrator={"Eks": {"ClusterArn": orchestrator}},
         )
     active = sim.account.add_training_plan(
         "p5-reserved", [ReservedCapacity("ml.p5.48xlarge", 4, "use1-az2")]

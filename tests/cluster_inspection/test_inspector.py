@@ -101,12 +101,14 @@ async def test_clusters_are_managed_when_tagged_else_importable(
     clusters = {(c["kind"], c["name"]): c for c in await inspector.clusters()}
     eks = clusters[("eks", world.eks_name)]
     assert eks["managed"] and not eks["importable"]
-    assert eks["hyperpod_cluster_names"] == [world.imported_hyperpod, world.managed_hyperpod]
+    assert eks["hyperpod_cluster_names"] == [world.managed_hyperpod]
     managed = clusters[("hyperpod", world.managed_hyperpod)]
     assert managed["managed"] and managed["eks_cluster_name"] == world.eks_name
     assert managed["instance_groups"][0]["instance_type"] == "ml.g5.8xlarge"
     elsewhere = clusters[("hyperpod", world.imported_hyperpod)]
     assert elsewhere["importable"] and not elsewhere["managed"]
+    assert elsewhere["eks_cluster_name"] == "made-elsewhere-eks"
+    assert clusters[("eks", "made-elsewhere-eks")]["importable"]
 
 
 async def test_names_held_by_eks_or_hyperpod(world: World, inspector: Inspector) -> None:
