@@ -4,10 +4,11 @@ Decided from the container itself, in this order:
 1. pod annotations `sim.hyperpilot.dev/exit-code`, `/run-seconds`, `/steps`, `/hang-after-steps`;
 2. the command: `echo`, `printf`, `print(...)`, `sleep N`, `exit N`, `true`, `false` are
    interpreted; a command that is only made of these ends when they end;
-3. the kind of program: training launchers (torchrun, train*.py, ...) in a job's pod (one that
-   runs to completion, or that a batch Job or an operator's *Job owns) log step/loss lines
-   (`--max_steps N` in the command sets how many); a long-running pod, such as an operator's
-   controller, never trains whatever its image is called; model downloads fetch the repository's files
+3. the kind of program: training launchers (torchrun, train*.py, ...) in the command, or a
+   training image without a command in a job's pod (one that runs to completion, or that a
+   batch Job or an operator's *Job owns), log step/loss lines (`--max_steps N` in the command
+   sets how many); a service's pod (a ReplicaSet's, StatefulSet's or DaemonSet's, such as an
+   operator's controller) never trains, whatever its image is called; model downloads fetch the repository's files
    into the storage they mount and resume from what is already there (`downloads.py`; the
    rendered Mountpoint-safe download is known by its environment, before anything else),
    inference servers log their startup and serve,
@@ -165,13 +166,33 @@ def _steps(script: str) -> int | None:
     return int(found.group(1) or found.group(2)) if found else None
 
 
+_SERVICE_OWNERS = ("ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController")
+
+
 def is_job_pod(pod: Obj) -> bool:
     """A job's pod: it runs to completion, or a Job (batch, or an operator's PyTorchJob,
-    HyperPodPyTorchJob, ...) owns it. A ReplicaSet's, StatefulSet's or DaemonSet's pod is not."""
+    HyperPodPyTorchJob, ...) owns it."""
     if pod["spec"].get("restartPolicy", "Always") != "Always":
         return True
     owners = pod["metadata"].get("ownerReferences") or []
     return any(str(ref.get("kind", "")).endswith("Job") for ref in owners)
+
+
+def is_service_pod(pod: Obj) -> bool:
+    """A long-running service's pod (an operator's controller, a web server): a ReplicaSet,
+    StatefulSet or DaemonSet keeps it."""
+    owners = pod["metadata"].get("ownerReferences") or []
+    return any(ref.get("kind") in _SERVICE_OWNERS for ref in owners)
+
+
+def trains(pod: Obj, image: str, script: str) -> bool:
+    """A training launcher in its command (torchrun, train.py, ...) outside a service's pod, or a
+    job's pod whose image is a training image and has no command of its own."""
+    if is_service_pod(pod):
+        return False
+    return bool(
+        TRAINING.search(script) or (not script and is_job_pod(pod) and TRAINING.search(image))
+    )
 
 
 def program_for(
@@ -212,7 +233,7 @@ def program_for(
                 scratch=where(download.scratch or ""),
             ),
         )
-    elif is_job_pod(pod) and TRAINING.search(text):
+    elif trains(pod, image, script):
         steps = int(ann("steps") or _steps(script) or 100)
         program = Program(
             [
