@@ -158,8 +158,23 @@ def test_a_cluster_made_through_rest_appears_on_the_open_list_within_2s(
     assert created.status_code == 202, created.text
     row = page.locator(f"tr[data-cluster='{name}']")
     expect(row).to_be_visible(timeout=LIVE_MS)
-    assert api.wait(created.json()["operation_id"], timeout=240)["status"] == "succeeded"
-    expect(row.locator("td[data-label='Status'] .badge")).to_have_text("✓ active", timeout=LIVE_MS)
+
+    # its progress panel shows the whole plan from the start, in an order that stays
+    operation = created.json()["operation_id"]
+    page.goto(f"/#/operations/{operation}")
+    stages = page.locator(".stage")
+    expect(stages.nth(9)).to_be_attached(timeout=LIVE_MS)
+    order = stages.evaluate_all("rows => rows.map(r => r.dataset.stage)")
+    assert api.wait(operation, timeout=240)["status"] == "succeeded"
+    expect(page.locator(".op-summary .status-succeeded")).to_be_visible(timeout=LIVE_MS)
+    assert stages.evaluate_all("rows => rows.map(r => r.dataset.stage)") == order
+    expect(page.locator(".op-summary .op-elapsed")).to_contain_text("took")
+    # a finished stage keeps no stale progress line
+    done = page.locator(".stage[data-status='succeeded'] .stage-message")
+    assert set(done.all_inner_texts()) == {""}, done.all_inner_texts()
+
+    page.goto("/#/clusters")
+    expect(row.locator("td[data-label='Status'] .badge")).to_have_text("✓ active")
 
     deleted = api.delete(f"/api/v1/clusters/{name}")
     assert deleted.status_code == 202, deleted.text

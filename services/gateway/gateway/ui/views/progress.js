@@ -39,8 +39,15 @@ export function progressPanel(operationId, { onFinished } = {}) {
   function paintStage(stage) {
     const row = rows.get(stage.name) || stageRow(stage);
     row.dataset.status = stage.status;
+    // a finished stage's last progress line is history: only running and failed ones say more
     const message =
-      stage.status === "failed" ? errorText(stage.error) : stage.progress || stage.message || "";
+      stage.status === "failed"
+        ? errorText(stage.error)
+        : stage.status === "noop"
+          ? "not needed: already in place"
+          : TERMINAL.has(stage.status)
+            ? ""
+            : stage.progress || stage.message || "";
     const retry =
       stage.status === "failed" && op.status === "failed"
         ? h(
@@ -75,6 +82,10 @@ export function progressPanel(operationId, { onFinished } = {}) {
       badge(op.status),
       op.status === "failed" && op.error ? h("span", { class: "op-error" }, ` ${errorText(op.error)}`) : null,
       op.cancel_requested && !TERMINAL.has(op.status) ? " (cancel requested)" : null,
+      " ",
+      h("span", { class: "op-elapsed", "data-started": op.created_at || "", "data-finished": op.finished_at || "" },
+        op.created_at ? `${TERMINAL.has(op.status) ? "took" : "for"} ${elapsed(op.created_at, op.finished_at)}` : ""),
+      op.stages && op.stages.length ? ` · ${op.stages.filter((s) => TERMINAL.has(s.status)).length} of ${op.stages.length} stages done` : null,
     );
     fill(controls);
     if (!TERMINAL.has(op.status) && !op.cancel_requested) {
@@ -96,6 +107,10 @@ export function progressPanel(operationId, { onFinished } = {}) {
   }
 
   function tick() {
+    const total = summary.querySelector(".op-elapsed");
+    if (total && total.dataset.started && !total.dataset.finished) {
+      total.textContent = `for ${elapsed(total.dataset.started, null)}`;
+    }
     for (const el of list.querySelectorAll(".stage-elapsed")) {
       if (el.dataset.started && !el.dataset.finished) {
         el.textContent = elapsed(el.dataset.started, null);
@@ -114,6 +129,8 @@ export function progressPanel(operationId, { onFinished } = {}) {
   }
 
   function onEvent(event) {
+    // an event that arrives while the operation is read again is applied on top of that read
+    for (const late of reading) late.push(event);
     const p = event.payload || {};
     const at = event.occurred_at;
     switch (event.type) {
@@ -138,8 +155,9 @@ export function progressPanel(operationId, { onFinished } = {}) {
       }
       case "StageSucceeded": {
         const s = stage(p.stage);
-        Object.assign(s, { status: p.noop ? "noop" : "succeeded", finished_at: at, progress: p.noop ? "already done" : s.progress });
+        Object.assign(s, { status: p.noop ? "noop" : "succeeded", finished_at: at, progress: null });
         paintStage(s);
+        paintSummary();
         announce(`${s.title}: ${s.status}`);
         return;
       }
@@ -151,8 +169,8 @@ export function progressPanel(operationId, { onFinished } = {}) {
         return;
       }
       case "OperationStarted":
-        op.status = "running";
-        paintSummary();
+        // the whole plan (every stage, in its order) is recorded as the operation starts
+        refresh();
         return;
       case "CancelRequested":
         op.cancel_requested = true;
@@ -169,9 +187,17 @@ export function progressPanel(operationId, { onFinished } = {}) {
     }
   }
 
+  const reading = new Set(); // per read in flight: the events that arrived during it
   async function refresh() {
-    op = await get(`/operations/${operationId}`);
+    const late = [];
+    reading.add(late);
+    try {
+      op = await get(`/operations/${operationId}`);
+    } finally {
+      reading.delete(late);
+    }
     paintAll();
+    for (const event of late) if (!event.type.startsWith("Operation")) onEvent(event);
     if (TERMINAL.has(op.status) && !finished) {
       finished = true;
       announce(`Operation ${op.status}`);
