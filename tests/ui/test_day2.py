@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, Request, expect
 
 from tests.e2e.conftest import RunningStack, unique
@@ -361,3 +365,75 @@ def test_endpoints_of_every_cluster_listed(
     deleted = api.delete(f"/api/v1/endpoints/{name}", params={"cluster": cluster})
     assert api.wait(deleted.json()["operation_id"], timeout=120)["status"] == "succeeded"
     expect(row).to_have_count(0, timeout=LIVE_MS)
+
+
+AXE = Path(__file__).resolve().parent / "axe"
+
+
+def axe_source() -> str:
+    """axe-core from tests/ui/axe (npm ci there once, if npm is installed)."""
+    script = AXE / "node_modules" / "axe-core" / "axe.min.js"
+    if not script.is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: axe-core (tests/ui/axe) cannot be installed")
+        done = subprocess.run(
+            [npm, "ci", "--prefix", str(AXE), "--no-audit", "--no-fund", "--loglevel=error"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0 or not script.is_file():
+            pytest.skip(f"axe-core could not be installed: {done.stderr[-500:]}")
+    return script.read_text()
+
+
+def test_no_accessibility_violations_on_any_page(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    _, cluster = created_cluster
+    source = axe_source()
+    pages = {
+        "/#/clusters": "tr[data-cluster]",
+        "/#/clusters/new": "option[value='use1-az1']",
+        f"/#/clusters/{cluster}": "tr[data-node]",
+        f"/#/clusters/{cluster}/jobs": "h1",
+        f"/#/clusters/{cluster}/diagnostics": "h1",
+        "/#/endpoints": "h1",
+        "/#/operations": "table.list tbody tr",
+        "/#/audit": "table.list tbody tr",
+        "/#/tokens": "tr[data-token]",
+    }
+    found = {}
+    for width in (1280, 420):
+        page.set_viewport_size({"width": width, "height": 900})
+        for path, ready in pages.items():
+            page.goto(path)
+            expect(page.locator(ready).first).to_be_attached()
+            page.wait_for_timeout(300)
+            page.evaluate(source)
+            violations = page.evaluate(
+                "async () => (await axe.run(document)).violations"
+                ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
+            )
+            if violations:
+                found[f"{width} {path}"] = violations
+    assert not found, found
+
+
+def test_the_clusters_page_is_usable_within_a_second(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    """From navigation start (a full page load, the token already in the tab) to the list
+    showing the cluster with its actions: the median of five loads (docs/performance.md)."""
+    _, cluster = created_cluster
+    usable: list[float] = []
+    for attempt in range(5):
+        page.goto(f"/?load={attempt}#/clusters")
+        row = page.locator(f"tr[data-cluster='{cluster}']")
+        expect(row.get_by_role("button", name=f"Delete {cluster}")).to_be_enabled()
+        usable.append(page.evaluate("performance.now()") / 1000)
+    usable.sort()
+    print(f"clusters page usable after {usable[2]:.3f} s (median of 5; {usable})")
+    assert usable[2] <= 1.0, usable
