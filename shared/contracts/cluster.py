@@ -28,8 +28,10 @@ TRAINING_PLAN_ARN_PATTERN = (
     r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/[a-zA-Z0-9\-]+$"
 )
 KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
-# The most instances one HyperPod instance group can hold.
+# The most instances one HyperPod instance group can hold; HyperPod's default limit of
+# instance groups per cluster.
 MAX_INSTANCES = 6758
+MAX_INSTANCE_GROUPS = 20
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 )
@@ -220,16 +222,32 @@ class StorageSpec(Spec):
 
 
 class ClusterSpec(Spec):
-    name: ClusterName
+    name: ClusterName = Field(description="Name of the new EKS + HyperPod cluster")
     availability_zone_id: ZoneId = Field(
-        description="The zone of the compute nodes (a decision: where capacity is)"
+        description="The zone of the compute nodes (a user decision: where the capacity is)"
     )
-    instance_groups: list[InstanceGroupSpec] = Field(min_length=1, max_length=20)
-    kubernetes_version: Literal["1.30", "1.31", "1.32", "1.33"] = "1.32"
-    node_recovery: NodeRecovery = NodeRecovery.AUTOMATIC
-    network: NetworkSpec = Field(default_factory=NetworkSpec)
-    storage: StorageSpec = Field(default_factory=StorageSpec)
-    tags: dict[str, str] = Field(default_factory=dict, max_length=40)
+    instance_groups: list[InstanceGroupSpec] = Field(
+        min_length=1,
+        max_length=MAX_INSTANCE_GROUPS,
+        description="name, instance_type (offered in the zone), count; capacity_type is fixed",
+    )
+    kubernetes_version: Literal["1.30", "1.31", "1.32", "1.33"] = Field(
+        "1.32", description="EKS Kubernetes version"
+    )
+    node_recovery: NodeRecovery = Field(
+        NodeRecovery.AUTOMATIC, description="Automatic: HyperPod reboots or replaces faulty nodes"
+    )
+    network: NetworkSpec = Field(
+        default_factory=NetworkSpec,
+        description="Leave unset: the control plane creates the VPC and subnets",
+    )
+    storage: StorageSpec = Field(
+        default_factory=StorageSpec,
+        description="Shared S3 bucket (created if unset) and optional FSx for Lustre",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict, max_length=40, description="AWS tags of every resource"
+    )
 
     @model_validator(mode="after")
     def _unique_groups(self) -> Self:
@@ -245,6 +263,11 @@ class ClusterSpec(Spec):
 
 class ImportSpec(Spec):
     eks_cluster_name: str = Field(
-        min_length=1, max_length=100, pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]*$"
+        min_length=1,
+        max_length=100,
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]*$",
+        description="An existing EKS cluster (list_account_clusters shows the importable ones)",
     )
-    hyperpod_cluster_name: ClusterName | None = None
+    hyperpod_cluster_name: ClusterName | None = Field(
+        None, description="The HyperPod cluster it orchestrates, if any"
+    )

@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from shared.contracts.cluster import MAX_INSTANCE_GROUPS as MAX_INSTANCE_GROUPS
 from shared.contracts.cluster import (
     MAX_INSTANCES,
     ML_INSTANCE_PATTERN,
@@ -30,8 +31,6 @@ from shared.contracts.events import Event
 from shared.contracts.spec import Spec
 from shared.validation import RuleViolation
 
-# HyperPod's default limit of instance groups per cluster.
-MAX_INSTANCE_GROUPS = 20
 LIFECYCLE_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$"
 
 # Fields fixed for the life of a group: a change is a rule violation whose way out is a new group.
@@ -118,7 +117,7 @@ class SoftwareUpdateSpec(Spec):
     """UpdateClusterSoftware with a rolling deployment config."""
 
     instance_groups: list[str] | None = Field(
-        None, description="Groups to update; every group if omitted", max_length=20
+        None, description="Groups to update; every group if omitted", max_length=MAX_INSTANCE_GROUPS
     )
     image_id: str | None = Field(
         None,

@@ -128,9 +128,13 @@ async def playbook_cluster(
         started = await agent.ok(
             "create_cluster",
             {
-                "name": name,
-                "availability_zone_id": zone,
-                "instance_groups": [{"name": "gpu", "instance_type": instance_type, "count": 2}],
+                "cluster": {
+                    "name": name,
+                    "availability_zone_id": zone,
+                    "instance_groups": [
+                        {"name": "gpu", "instance_type": instance_type, "count": 2}
+                    ],
+                }
             },
         )
         polls = 0
@@ -427,7 +431,7 @@ async def test_a_bad_argument_returns_the_rest_validation_message(
             rest = api.post("/api/v1/clusters", arguments)
             assert rest.status_code == 422, rest.text
             expected = rest.json()["error"]
-            error = await refused(client, "create_cluster", arguments)
+            error = await refused(client, "create_cluster", {"cluster": arguments})
             assert error["code"] == "validation_error"
             assert error["message"] == expected["message"]
             assert [(f["field"], f["rule"]) for f in error["fields"]] == [

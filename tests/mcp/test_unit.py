@@ -443,11 +443,11 @@ def test_field_paths_in_tool_terms() -> None:
         ("add_instance_group", "instance_groups.0.count", "group", "count"),
         ("add_instance_group", "body.labels", "group", "labels"),
         ("update_instance_group", "path.group", "change", "group"),
-        ("create_cluster", "instance_groups[1].count", None, "instance_groups[1].count"),
+        ("create_cluster", "instance_groups[1].count", "cluster", "instance_groups[1].count"),
         (
             "create_cluster",
             "instance_groups.0.instance_type",
-            None,
+            "cluster",
             "instance_groups.0.instance_type",
         ),
         ("create_storage_bucket", "body.name", None, "name"),
@@ -458,7 +458,8 @@ def test_field_paths_in_tool_terms() -> None:
         ("submit_training_job", "path.name", "job", "cluster"),
         ("deploy_endpoint", "body", "endpoint", "endpoint"),
         ("deploy_endpoint", "query.cluster", "endpoint", "cluster"),
-        ("create_cluster", "header.Idempotency-Key", None, "header.Idempotency-Key"),
+        ("create_cluster", "header.Idempotency-Key", "cluster", "header.Idempotency-Key"),
+        ("create_cluster", "body.region", "cluster", "region"),
         ("get_operation", "query.wait", None, "query.wait"),  # no argument of that name
     ]:
         assert field_in_tool_terms(field, routes[tool], body_param) == expected, (tool, field)

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.errors import GatewayError
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, body_of, count, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, submit
 from shared.boundary import api_path
-from shared.contracts.cluster import (
-    ClusterName,
-    InstanceGroupSpec,
-    NetworkSpec,
-    NodeRecovery,
-    StorageSpec,
-    ZoneId,
-)
+from shared.contracts.cluster import ClusterSpec, ImportSpec
 
 
 class ClusterRead(Passthrough):
@@ -79,6 +72,12 @@ class ActiveClusterSet(ToolResult):
     cluster: ClusterRead = Field(description="The cluster")
 
 
+def with_region(spec: BaseModel, region: str | None) -> dict[str, Any]:
+    """The REST body: the spec's fields as sent, and the region when one is given."""
+    body: dict[str, Any] = spec.model_dump(mode="json", exclude_unset=True)
+    return body if region is None else {**body, "region": region}
+
+
 def _one_line(c: ClusterRead) -> str:
     return f"{c.name} ({c.status}{', active' if c.active else ''})"
 
@@ -134,47 +133,15 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             summary=f"The active cluster is {cluster.name} ({cluster.status}).", cluster=cluster
         )
 
-    @server.write_tool(area="clusters", rest="POST /api/v1/clusters")
+    @server.write_tool(area="clusters", rest="POST /api/v1/clusters", body_param="cluster")
     async def create_cluster(
-        name: Annotated[ClusterName, Field(description="Name of the new EKS + HyperPod cluster")],
-        availability_zone_id: Annotated[
-            ZoneId,
+        cluster: Annotated[
+            ClusterSpec,
             Field(
-                description=(
-                    "Zone id of the compute nodes (a user decision: where the capacity is);"
-                    " pick from list_availability_zones / list_instance_types"
-                )
+                description="The cluster: name, availability_zone_id (pick from"
+                " list_availability_zones / list_instance_types), instance_groups"
             ),
         ],
-        instance_groups: Annotated[
-            list[InstanceGroupSpec],
-            Field(
-                min_length=1,
-                max_length=20,
-                description=(
-                    "Instance groups: name, instance_type (ml.*, offered in the zone), count;"
-                    " capacity_type (on-demand, spot, training-plan) is fixed for the group's life"
-                ),
-            ),
-        ],
-        kubernetes_version: Annotated[
-            Literal["1.30", "1.31", "1.32", "1.33"], Field(description="EKS Kubernetes version")
-        ] = "1.32",
-        node_recovery: Annotated[
-            NodeRecovery,
-            Field(description="Automatic: HyperPod reboots or replaces faulty nodes"),
-        ] = NodeRecovery.AUTOMATIC,
-        network: Annotated[
-            NetworkSpec | None,
-            Field(description="Leave unset: the control plane creates the VPC and subnets"),
-        ] = None,
-        storage: Annotated[
-            StorageSpec | None,
-            Field(description="Shared S3 bucket (created if unset) and optional FSx for Lustre"),
-        ] = None,
-        tags: Annotated[
-            dict[str, str] | None, Field(max_length=40, description="AWS tags of every resource")
-        ] = None,
         region: Region = None,
         dry_run: DryRun = False,
         request_id: RequestId = None,
@@ -186,64 +153,37 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         user only for decisions: zone, instance type, count, capacity type. The live account is
         checked (offerings, quotas, plans) before anything is created; a problem comes back as a
         validation error naming the field."""
-        arguments = {
-            "name": name,
-            "availability_zone_id": availability_zone_id,
-            "instance_groups": instance_groups,
-            "kubernetes_version": kubernetes_version,
-            "node_recovery": node_recovery,
-            "network": network,
-            "storage": storage,
-            "tags": tags,
-            "region": region,
-            "request_id": request_id,
-        }
         return await submit(
             gateway,
             tool="create_cluster",
-            arguments=arguments,
+            arguments={"cluster": cluster, "region": region, "request_id": request_id},
             method="POST",
             path="/api/v1/clusters",
-            body=body_of(arguments),
-            what=f"cluster {name}",
+            body=with_region(cluster, region),
+            what=f"cluster {cluster.name}",
             dry_run=dry_run,
         )
 
-    @server.write_tool(area="clusters", rest="POST /api/v1/clusters/import")
+    @server.write_tool(area="clusters", rest="POST /api/v1/clusters/import", body_param="cluster")
     async def import_cluster(
-        eks_cluster_name: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=100,
-                pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]*$",
-                description="An existing EKS cluster (see list_account_clusters, importable ones)",
-            ),
+        cluster: Annotated[
+            ImportSpec,
+            Field(description="eks_cluster_name (list_account_clusters), hyperpod_cluster_name"),
         ],
-        hyperpod_cluster_name: Annotated[
-            ClusterName | None,
-            Field(description="The HyperPod cluster it orchestrates, if any"),
-        ] = None,
         region: Region = None,
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Import an existing EKS (and HyperPod) cluster so Hyperpilot can operate it. Deleting
         an imported cluster later only forgets it; nothing in AWS is removed."""
-        arguments = {
-            "eks_cluster_name": eks_cluster_name,
-            "hyperpod_cluster_name": hyperpod_cluster_name,
-            "region": region,
-            "request_id": request_id,
-        }
         return await submit(
             gateway,
             tool="import_cluster",
-            arguments=arguments,
+            arguments={"cluster": cluster, "region": region, "request_id": request_id},
             method="POST",
             path="/api/v1/clusters/import",
-            body=body_of(arguments),
-            what=f"import of {eks_cluster_name}",
+            body=with_region(cluster, region),
+            what=f"import of {cluster.eks_cluster_name}",
             dry_run=dry_run,
         )
 
