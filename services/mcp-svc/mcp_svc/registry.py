@@ -303,16 +303,19 @@ def _hoisted(schema: dict[str, Any]) -> dict[str, Any]:
     in `$defs` (named after the first property that holds it), the biggest saving first."""
     defs: dict[str, Any] = {}
 
-    def parts(node: Any, holder: str, seen: dict[str, tuple[int, str, Any]]) -> None:
+    def parts(
+        node: Any, holder: str, seen: dict[str, tuple[int, str, Any]], itself: bool = True
+    ) -> None:
         if isinstance(node, list):
             for item in node:
                 parts(item, holder, seen)
             return
         if not isinstance(node, dict):
             return
-        text = _compact(node)
-        n, name, _ = seen.get(text, (0, holder, node))
-        seen[text] = (n + 1, name, node)
+        if itself:
+            text = _compact(node)
+            n, name, _ = seen.get(text, (0, holder, node))
+            seen[text] = (n + 1, name, node)
         for key, value in node.items():
             if key == "properties" and isinstance(value, dict):
                 for prop, sub in value.items():
@@ -328,19 +331,19 @@ def _hoisted(schema: dict[str, Any]) -> dict[str, Any]:
         if _compact(node) == text:
             return ref
         return {
-            key: value if key in _VALUES else replaced(value, text, ref)
+            key: value
+            if key in _VALUES
+            else {p: replaced(v, text, ref) for p, v in value.items()}
+            if key == "properties" and isinstance(value, dict)
+            else replaced(value, text, ref)
             for key, value in node.items()
         }
 
     while True:
         seen: dict[str, tuple[int, str, Any]] = {}
-        for key, value in schema.items():
-            if key == "properties":
-                for prop, sub in value.items():
-                    parts(sub, prop, seen)
-        for definition in defs.values():
-            for key, value in definition.items():
-                parts(value, key, seen)
+        parts({k: v for k, v in schema.items() if k != "$defs"}, "", seen, itself=False)
+        for name, definition in defs.items():
+            parts(definition, name, seen, itself=False)
         savings = [
             ((n - 1) * len(text) - n * (len(name) + 20), text, name, node)
             for text, (n, name, node) in seen.items()
