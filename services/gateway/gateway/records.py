@@ -121,7 +121,7 @@ class ClusterRecord:
                 f"cluster {self.name} is {self.status} and has "
                 + ("a" if self.hyperpod_cluster_arn else "no")
                 + " HyperPod cluster; nodes are managed on an active cluster with HyperPod",
-                hint="wait for its create operation to finish (GET /api/v1/clusters/{name})",
+                hint=f"wait for its create operation to finish (GET /api/v1/clusters/{self.name})",
             )
         return {
             "cluster": self.name,
@@ -148,8 +148,8 @@ class ClusterRecord:
                 409,
                 "cluster_not_ready",
                 f"cluster {self.name} is {self.status} and its Kubernetes API is not recorded yet",
-                hint="wait for its EKS control plane (GET /api/v1/clusters/{name} shows the"
-                " operation)",
+                hint=f"wait for its EKS control plane (GET /api/v1/clusters/{self.name} shows"
+                " the operation)",
             )
         return self
 
