@@ -79,9 +79,11 @@ class NodeRecovery(StrEnum):
 
 
 class Taint(Spec):
-    key: str = Field(min_length=1, max_length=316)
-    value: str = Field("", max_length=63)
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    key: str = Field(min_length=1, max_length=316, description="e.g. nvidia.com/gpu")
+    value: str = Field("", max_length=63, description="may be empty")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        description="what the taint does to pods without a toleration"
+    )
 
     @field_validator("key")
     @classmethod

@@ -98,23 +98,33 @@ def shared_path(value: str, field: str) -> str:
 class Resources(Spec):
     gpus: int = Field(1, ge=0, le=64, description="nvidia.com/gpu per pod")
     efa: int = Field(0, ge=0, le=32, description="vpc.amazonaws.com/efa interfaces per pod")
-    cpu: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+|m)?$")
-    memory: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
+    cpu: str | None = Field(
+        None, pattern=r"^[0-9]+(\.[0-9]+|m)?$", description="CPU request, e.g. 8 or 500m"
+    )
+    memory: str | None = Field(
+        None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$", description="memory request, e.g. 64Gi"
+    )
 
 
 class RestartPolicy(Spec):
-    eval_period_seconds: int = Field(3600, ge=1)
-    num_restart_before_full_job_restart: int = Field(0, ge=0)
-    max_full_job_restarts: int | None = Field(None, ge=0)
+    eval_period_seconds: int = Field(3600, ge=1, description="window the restarts count in")
+    num_restart_before_full_job_restart: int = Field(
+        0, ge=0, description="pod restarts before the whole job restarts"
+    )
+    max_full_job_restarts: int | None = Field(None, ge=0, description="whole-job restarts allowed")
 
 
 class LogMonitor(Spec):
     """A log pattern the training operator watches: no match in time means the job hangs."""
 
-    name: str = Field(min_length=1, max_length=63)
-    log_pattern: str = Field(min_length=1, max_length=500)
-    expected_start_cutoff_seconds: int | None = Field(None, ge=1)
-    expected_recurring_frequency_seconds: int | None = Field(None, ge=1)
+    name: str = Field(min_length=1, max_length=63, description="the monitor's name")
+    log_pattern: str = Field(min_length=1, max_length=500, description="a regular expression")
+    expected_start_cutoff_seconds: int | None = Field(
+        None, ge=1, description="first match due within"
+    )
+    expected_recurring_frequency_seconds: int | None = Field(
+        None, ge=1, description="then a match due every"
+    )
 
     @field_validator("log_pattern")
     @classmethod
@@ -146,11 +156,15 @@ class LogMonitor(Spec):
 class RunPolicy(Spec):
     """The recovery budget: restarts allowed before the job fails, and how they happen."""
 
-    job_max_retry_count: int = Field(3, ge=0, le=100)
-    restart_policy: RestartPolicy | None = None
-    log_monitoring: list[LogMonitor] = Field(default_factory=list, max_length=10)
-    active_deadline_seconds: int | None = Field(None, ge=1)
-    clean_pod_policy: Literal["All", "Running", "None"] = "Running"
+    job_max_retry_count: int = Field(3, ge=0, le=100, description="retries before it fails")
+    restart_policy: RestartPolicy | None = Field(None, description="how restarts escalate")
+    log_monitoring: list[LogMonitor] = Field(
+        default_factory=list, max_length=10, description="hang detection by log pattern"
+    )
+    active_deadline_seconds: int | None = Field(None, ge=1, description="the job's time limit")
+    clean_pod_policy: Literal["All", "Running", "None"] = Field(
+        "Running", description="pods deleted when the job ends"
+    )
 
 
 class ElasticPolicy(Spec):
@@ -158,9 +172,9 @@ class ElasticPolicy(Spec):
     `replica_increment_step` from `min_replicas` up to `max_replicas`, or exactly the
     `replica_discrete_values` (one or the other, as the HyperPod CLI enforces)."""
 
-    min_replicas: int = Field(ge=1, le=256)
-    max_replicas: int = Field(ge=1, le=256)
-    replica_increment_step: int | None = Field(None, ge=1, le=256)
+    min_replicas: int = Field(ge=1, le=256, description="fewest pods")
+    max_replicas: int = Field(ge=1, le=256, description="most pods")
+    replica_increment_step: int | None = Field(None, ge=1, le=256, description="sizes step by")
     replica_discrete_values: list[int] | None = Field(
         None,
         min_length=1,
@@ -455,7 +469,7 @@ class PyTorchRecipe(JobBase):
 
     recipe: Literal["pytorch"] = "pytorch"
     script: str = Field(description="the training script, in the shared bucket")
-    args: list[str] = Field(default_factory=list, max_length=100)
+    args: list[str] = Field(default_factory=list, max_length=100, description="script arguments")
 
     @field_validator("script")
     @classmethod
@@ -482,13 +496,13 @@ class LlamaFactoryRecipe(JobBase):
     """Supervised fine-tuning with LLaMA-Factory (`llamafactory-cli train`)."""
 
     recipe: Literal["llama-factory"] = "llama-factory"
-    model: str
-    dataset: str
-    template: str = Field("qwen", pattern=r"^[a-z0-9_.\-]{1,40}$")
-    finetuning_type: Literal["lora", "full", "freeze"] = "lora"
-    epochs: float = Field(3.0, gt=0, le=1000)
+    model: str = Field(description="the model, a path in the shared bucket")
+    dataset: str = Field(description="the dataset, a path in the shared bucket")
+    template: str = Field("qwen", pattern=r"^[a-z0-9_.\-]{1,40}$", description="the chat template")
+    finetuning_type: Literal["lora", "full", "freeze"] = Field("lora", description="how")
+    epochs: float = Field(3.0, gt=0, le=1000, description="passes over the data")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
-    output: str | None = None
+    output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
     @classmethod
@@ -500,12 +514,12 @@ class MsSwiftRecipe(JobBase):
     """Fine-tuning with MS-Swift (`swift sft`)."""
 
     recipe: Literal["ms-swift"] = "ms-swift"
-    model: str
-    dataset: str
-    train_type: Literal["lora", "full"] = "lora"
-    epochs: float = Field(1.0, gt=0, le=1000)
+    model: str = Field(description="the model, a path in the shared bucket")
+    dataset: str = Field(description="the dataset, a path in the shared bucket")
+    train_type: Literal["lora", "full"] = Field("lora", description="how")
+    epochs: float = Field(1.0, gt=0, le=1000, description="passes over the data")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
-    output: str | None = None
+    output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
     @classmethod
@@ -517,11 +531,11 @@ class VerlRecipe(JobBase):
     """Reinforcement learning with VERL on a KubeRay RayJob (head + GPU workers)."""
 
     recipe: Literal["verl"] = "verl"
-    model: str
-    train_files: str
-    val_files: str
-    algorithm: Literal["grpo", "ppo"] = "grpo"
-    epochs: int = Field(1, ge=1, le=1000)
+    model: str = Field(description="the model, a path in the shared bucket")
+    train_files: str = Field(description="training data (parquet), in the shared bucket")
+    val_files: str = Field(description="validation data (parquet), in the shared bucket")
+    algorithm: Literal["grpo", "ppo"] = Field("grpo", description="the RL algorithm")
+    epochs: int = Field(1, ge=1, le=1000, description="passes over the data")
 
     @field_validator("model", "train_files", "val_files")
     @classmethod

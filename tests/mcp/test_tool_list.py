@@ -27,7 +27,7 @@ BEFORE_BYTES = 215_776
 GOAL_BYTES = 60_000
 # Where it stands: a ceiling so it does not grow back unnoticed (see docs/performance.md for the
 # figure and the distance to the goal).
-BOUND_BYTES = 108_000
+BOUND_BYTES = 109_000
 TOOLS = 60
 RESULT_BYTES = 16_000
 

@@ -53,22 +53,37 @@ def _parameters(tool: Tool) -> list[str]:
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, Any], noun: str) -> list[str]:
-    properties: dict[str, Any] = schema.get("properties", {})
-    if not properties:
+    if not schema.get("properties"):
         return [f"No {noun}s."]
-    required = set(schema.get("required", []))
     lines = [f"| {noun} | type | required / default | description |", "|---|---|---|---|"]
-    for name, prop in properties.items():
+    return lines + _rows(schema, defs, "")
+
+
+def _resolved(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = str(schema.get("$ref", "")).rsplit("/", 1)[-1]
+    return {**defs.get(ref, {}), **schema} if ref else schema
+
+
+def _rows(schema: dict[str, Any], defs: dict[str, Any], prefix: str) -> list[str]:
+    """One row per field; the fields of a nested object (or of an array's objects) follow it,
+    named by their path (`group.taints[].key`), so a body parameter's fields are listed too."""
+    required = set(schema.get("required", []))
+    lines = []
+    for name, prop in schema.get("properties", {}).items():
         if name in required:
             need = "required"
         elif "default" in prop:
             need = f"default `{json.dumps(prop['default'])}`"
         else:
             need = "optional (empty)"
-        description = prop.get("description") or defs.get(
-            str(prop.get("$ref", "")).rsplit("/", 1)[-1], {}
-        ).get("description", "")
-        lines.append(f"| `{name}` | {_type(prop, defs)} | {need} | {_cell(description)} |")
+        description = prop.get("description") or _resolved(prop, defs).get("description", "")
+        path = f"{prefix}{name}"
+        lines.append(f"| `{path}` | {_type(prop, defs)} | {need} | {_cell(description)} |")
+        inner = _resolved(prop, defs)
+        if "properties" not in inner and isinstance(inner.get("items"), dict):
+            inner, path = _resolved(inner["items"], defs), f"{path}[]"
+        if "properties" in inner and "$ref" not in prop and path.count(".") < 3:
+            lines += _rows(inner, defs, f"{path}.")
     return lines
 
 
