@@ -8,7 +8,7 @@ exist and which HyperPod nodes it has; the emulator tells nothing back but endpo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,13 @@ class KubeHooks(Protocol):
         """An EKS add-on became ACTIVE: put what it installs (CRDs, CSI drivers, workloads) into
         the cluster. Raises ValueError for an add-on the emulator does not know."""
         ...
+
+
+@runtime_checkable
+class NodeFaultHooks(Protocol):
+    """What an emulator may offer beside KubeHooks: the Kubernetes side of a HyperPod node's
+    hardware fault (a Warning event on its Node, e.g. GpuXidError with the kernel's Xid line)."""
+
+    def node_fault(
+        self, cluster_name: str, instance_id: str, reason: str, message: str
+    ) -> None: ...

@@ -5,7 +5,8 @@ own error shape; boto3's retries meet them as they would meet AWS's. With `phase
 default) the call has no effect; with `phase="after"` the call takes effect and then answers the
 error, as when a response is lost: a retry must cope with what the first attempt did. `insufficient_capacity` makes HyperPod provisioning of an instance type fail the way AWS
 reports it (see sim.aws.hyperpod), or, with `mode="api"`, fails the call itself. `node_failure`
-and `deep_health_check` act at once on a HyperPod cluster's nodes.
+and `deep_health_check` act at once on a HyperPod cluster's nodes; the hardware faults
+(`reboot_does_not_heal`, ...) stay with the instance (see sim.aws.hyperpod.hardware).
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from sim.aws.errors import AwsError, server_error_code, throttling_code
 
 REQUEST_KINDS = ("error", "throttle", "server_error")
 CAPACITY_KIND = "insufficient_capacity"
-ACTION_KINDS = ("node_failure", "deep_health_check")
+ACTION_KINDS = (
+    "node_failure",
+    "deep_health_check",
+    "reboot_does_not_heal",
+    "deep_health_check_failure",
+    "gpu_fell_off_bus",
+    "efa_error",
+)
 KINDS = (*REQUEST_KINDS, CAPACITY_KIND, *ACTION_KINDS)
 
 

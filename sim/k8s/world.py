@@ -8,6 +8,7 @@ from collections.abc import Callable
 from sim.interfaces import ClusterEndpoint, SimNode
 from sim.k8s.facts import STANDALONE, ClusterFacts
 from sim.k8s.files import SharedFiles
+from sim.k8s.node_faults import record_node_fault
 from sim.k8s.server import ApiServer
 from sim.profile import TimeProfile
 
@@ -71,6 +72,9 @@ class KubeWorld:
 
     def sync_nodes(self, cluster_name: str, nodes: list[SimNode]) -> None:
         self.api_server(cluster_name).sync_nodes(nodes)
+
+    def node_fault(self, cluster_name: str, instance_id: str, reason: str, message: str) -> None:
+        record_node_fault(self.api_server(cluster_name), instance_id, reason, message)
 
     def api_server(self, name: str) -> ApiServer:
         with self.lock:

@@ -17,6 +17,9 @@ What AWS does, and so what this does:
   returns (`Warn` events say so), as AWS documents for that mode.
 - A node that fails is `Failure`; with NodeRecovery=Automatic HyperPod replaces it (a new
   instance id, the same logical id), with None it stays failed until BatchReplace/BatchReboot.
+- Hardware faults (a reboot that does not heal, a GPU off the bus, an EFA error, a failing deep
+  health check) stay with their instance and show as HyperPod and Kubernetes show them: see
+  sim.aws.hyperpod.hardware.
 - Node ids are EC2 instance ids (`i-` + 17 hex); NodeLogicalIds are stable across replacement.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from sim.aws.context import SimContext
 from sim.aws.hyperpod.clusters import ClusterOps
+from sim.aws.hyperpod.hardware import CATALOGUE
 from sim.aws.hyperpod.model import Cluster, EksLink, Group, Handler, Node, Placement
 from sim.aws.hyperpod.nodes import NodeOps
 from sim.aws.hyperpod.software import SoftwareOps
@@ -36,6 +40,8 @@ class HyperPod(ClusterOps, NodeOps, SoftwareOps):
         super().__init__(ctx, eks)
         ctx.faults.register_action("node_failure", self._fail_nodes)
         ctx.faults.register_action("deep_health_check", self._fault_health_check)
+        for kind in CATALOGUE:
+            ctx.faults.register_action(kind, self._inject_hardware)
 
     def operations(self) -> dict[str, Handler]:
         return {

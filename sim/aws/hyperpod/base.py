@@ -5,12 +5,14 @@ health check) and their events."""
 from __future__ import annotations
 
 import ipaddress
+import logging
 import uuid
 from collections.abc import Callable
 
 from sim.aws.context import SimContext, instance_id
 from sim.aws.errors import AwsError
 from sim.aws.faults import Fault
+from sim.aws.hyperpod.hardware import after_reboot, found
 from sim.aws.hyperpod.model import (
     Cluster,
     EksLink,
@@ -18,7 +20,10 @@ from sim.aws.hyperpod.model import (
     Node,
     Placement,
 )
-from sim.interfaces import SimNode
+from sim.interfaces import NodeFaultHooks, SimNode
+
+log = logging.getLogger(__name__)
+HP = "sagemaker.amazonaws.com"
 
 
 class HyperPodBase:
@@ -64,6 +69,12 @@ class HyperPodBase:
             "topology.k8s.aws/zone-id": node.zone_id,
             **(kube.get("Labels") or {}),
         }
+        fault = node.hardware
+        if fault is not None and node.status == "Failure":
+            labels[f"{HP}/fault-type"] = fault.fault_type
+            labels[f"{HP}/fault-reason"] = fault.fault_reason
+            if fault.found_by_health_check:
+                labels[f"{HP}/deep-health-check-status"] = "Failed"
         taints = [
             {"key": t["Key"], "value": t.get("Value", ""), "effect": t["Effect"]}
             for t in kube.get("Taints") or []
@@ -83,6 +94,9 @@ class HyperPodBase:
     def _health_label(cluster: Cluster, node: Node) -> str:
         if node.status == "Running":
             return "Schedulable"
+        if node.status == "Failure" and node.hardware is not None:
+            replace = node.hardware.needs_replacement
+            return "UnschedulablePendingReplacement" if replace else "UnschedulablePendingReboot"
         if node.status == "Failure":
             automatic = cluster.config.get("NodeRecovery") == "Automatic"
             return "UnschedulablePendingReplacement" if automatic else "Unschedulable"
@@ -235,6 +249,7 @@ class HyperPodBase:
             node.instance_id = instance_id()
             node.launch_time = self.ctx.now()
             cluster.nodes[node.instance_id] = node
+            node.hardware = None  # a new instance: the old one's fault went with it
             self._event(
                 cluster,
                 f"Node {old} replaced by {node.instance_id}.",
@@ -257,12 +272,74 @@ class HyperPodBase:
             group=node.group,
             node_id=node.instance_id,
         )
-        self._node_later(
+
+        def done() -> None:
+            if node.hardware is None:
+                self._set_status(cluster, node, "Running")
+            else:
+                node.hardware = found(node.hardware)
+                self._hardware_failed(cluster, node)
+
+        self._node_later(cluster, node, self.ctx.profile.deep_health_check, done)
+
+    def _reboot(self, cluster: Cluster, node: Node) -> None:
+        """Reboot `node`: Pending for the profile's `node_reboot`, then Running, or Failure again
+        if its hardware fault survives a reboot."""
+        self._set_status(cluster, node, "Pending", "Rebooting")
+        self._event(
             cluster,
-            node,
-            self.ctx.profile.deep_health_check,
-            lambda: self._set_status(cluster, node, "Running"),
+            f"Node {node.instance_id} reboot started.",
+            resource="Instance",
+            group=node.group,
+            node_id=node.instance_id,
         )
+
+        def done() -> None:
+            node.hardware = after_reboot(node.hardware) if node.hardware else None
+            if node.hardware is None:
+                self._set_status(cluster, node, "Running")
+            else:
+                self._hardware_failed(cluster, node, rebooted=True)
+
+        self._node_later(cluster, node, self.ctx.profile.node_reboot, done)
+
+    def _hardware_failed(self, cluster: Cluster, node: Node, rebooted: bool = False) -> None:
+        """`node`'s hardware fault shows: Failure, the events, and with NodeRecovery=Automatic
+        what the health label asks for (a reboot, or a replacement)."""
+        fault = node.hardware
+        assert fault is not None
+        message = fault.message + ("; the reboot did not clear it" if rebooted else "")
+        self._set_status(cluster, node, "Failure", message)
+        self._event(
+            cluster,
+            f"Node {node.instance_id} failed health checks: {message}",
+            "Error",
+            "Instance",
+            node.group,
+            node.instance_id,
+        )
+        self._report_to_kubernetes(cluster, node, fault.reason, message)
+        if cluster.config.get("NodeRecovery") != "Automatic":
+            return
+        detect = self.ctx.profile.node_replace * 0.25
+        if fault.needs_replacement:
+            rest = self.ctx.profile.node_replace * 0.75
+            self._node_later(cluster, node, detect, lambda: self._replace(cluster, node, rest))
+        else:
+            self._node_later(cluster, node, detect, lambda: self._reboot(cluster, node))
+
+    def _report_to_kubernetes(
+        self, cluster: Cluster, node: Node, reason: str, message: str
+    ) -> None:
+        """The Node's Warning event (after its labels and status are synced)."""
+        eks, kube = cluster.eks_name, self.ctx.kube
+        if eks is None or not isinstance(kube, NodeFaultHooks) or not self.ctx.eks_kube_ready(eks):
+            return
+        self.ctx.flush()
+        try:
+            kube.node_fault(eks, node.instance_id, reason, message)
+        except Exception:
+            log.exception("node_fault(%s, %s) failed", eks, node.instance_id)
 
     def _fault_nodes(self, fault: Fault) -> tuple[Cluster, list[Node]]:
         if not fault.cluster:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from sim.aws.errors import AwsError
+from sim.aws.hyperpod.hardware import HardwareFault
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -38,6 +39,7 @@ class Node:
     message: str | None = None
     last_software_update: datetime | None = None
     gen: int = 0
+    hardware: HardwareFault | None = None  # an injected fault of this instance
 
 
 @dataclass

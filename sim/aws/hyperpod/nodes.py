@@ -1,5 +1,5 @@
 """HyperPod nodes: List/DescribeClusterNode(s), BatchAdd/Delete/Reboot/ReplaceClusterNodes,
-and the node_failure fault."""
+the node_failure fault and the hardware faults (sim.aws.hyperpod.hardware)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from sim.aws.errors import AwsError
 from sim.aws.faults import Fault
 from sim.aws.hyperpod.capacity import Capacity
+from sim.aws.hyperpod.hardware import fault_of
 from sim.aws.hyperpod.model import (
     Cluster,
     Group,
@@ -166,23 +167,7 @@ class NodeOps(Capacity):
         return {k: v for k, v in result.items() if v or k in ("Successful", "Failed")}
 
     def batch_reboot_cluster_nodes(self, p: dict[str, Any]) -> dict[str, Any]:
-        def reboot(cluster: Cluster, node: Node) -> None:
-            self._set_status(cluster, node, "Pending", "Rebooting")
-            self._event(
-                cluster,
-                f"Node {node.instance_id} reboot started.",
-                resource="Instance",
-                group=node.group,
-                node_id=node.instance_id,
-            )
-            self._node_later(
-                cluster,
-                node,
-                self.ctx.profile.node_reboot,
-                lambda: self._set_status(cluster, node, "Running"),
-            )
-
-        return self._batch_node_action(p, "rebooted", reboot, ("Running", "Failure"))
+        return self._batch_node_action(p, "rebooted", self._reboot, ("Running", "Failure"))
 
     def batch_replace_cluster_nodes(self, p: dict[str, Any]) -> dict[str, Any]:
         def replace(cluster: Cluster, node: Node) -> None:
@@ -317,4 +302,15 @@ class NodeOps(Capacity):
                         self._replace(cluster, node, self.ctx.profile.node_replace * 0.75)
 
                     self._node_later(cluster, node, detect, start)
+            self.ctx.flush()
+
+    def _inject_hardware(self, fault: Fault) -> None:
+        """The node (or the first Running one) gets the hardware fault; it shows at once unless
+        only a deep health check finds it."""
+        with self.ctx.lock:
+            cluster, nodes = self._fault_nodes(fault)
+            for node in nodes:
+                node.hardware = fault_of(fault.kind, fault.message)
+                if not node.hardware.latent:
+                    self._hardware_failed(cluster, node)
             self.ctx.flush()
