@@ -437,3 +437,15 @@ def test_the_clusters_page_is_usable_within_a_second(
     usable.sort()
     print(f"clusters page usable after {usable[2]:.3f} s (median of 5; {usable})")
     assert usable[2] <= 1.0, usable
+
+
+def test_storage_names_the_clusters_own_bucket(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    described = stack.client.get(f"/api/v1/clusters/{cluster}").json()
+    bucket = described["resources"]["bucket"]["bucket"]
+    page.goto(f"/#/clusters/{cluster}")
+    storage = page.get_by_role("region", name="Storage")
+    expect(storage.locator(".own-bucket")).to_contain_text(f"The cluster's bucket {bucket}")
+    expect(storage.locator(".own-bucket")).to_contain_text("/s3")

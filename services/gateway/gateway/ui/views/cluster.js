@@ -335,11 +335,15 @@ export async function render(main, [name]) {
         }
       });
       const fsx = cluster.spec && cluster.spec.storage;
-      fill(storageBox, 
-        fsx && fsx.fsx_capacity_gib ? h("p", {}, `FSx for Lustre: ${fsx.fsx_capacity_gib} GiB`) : null,
+      // the cluster's own bucket (mounted at /s3 on its nodes) is not one of the managed buckets
+      const own = ((cluster.resources || {}).bucket || {}).bucket;
+      fill(storageBox,
+        own ? h("p", { class: "own-bucket" }, "The cluster's bucket ", h("code", {}, own), ", mounted at ", h("code", {}, "/s3"), " on every node.") : null,
+        fsx && fsx.fsx_capacity_gib ? h("p", {}, `FSx for Lustre: ${fsx.fsx_capacity_gib} GiB`) : h("p", { class: "hint" }, "No FSx for Lustre file system."),
+        h("h3", {}, "Managed buckets"),
         buckets.length
           ? h("ul", { class: "plain" }, ...buckets.map((b) => h("li", {}, h("code", {}, b.name), b.region ? ` (${b.region})` : "")))
-          : h("p", {}, "No buckets."),
+          : h("p", {}, "None yet."),
         form,
       );
     } catch (error) {
