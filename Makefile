@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TS_DIR := tests/mcp/ts
 NODE_STAMP := $(TS_DIR)/node_modules/.installed
+AXE_DIR := tests/ui/axe
+AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 
 .PHONY: install browser node-deps up down status test test-unit lint typecheck reliability bench clean
 
@@ -27,16 +29,21 @@ browser:
 		|| echo "chromium could not be installed: the browser tests (tests/ui) will be skipped"
 
 # The TypeScript MCP SDK's client for tests/mcp/test_typescript_sdk.py, pinned by
-# tests/mcp/ts/package-lock.json; without npm (or the registry) that test is skipped.
+# tests/mcp/ts/package-lock.json, and axe-core for the accessibility checks of tests/ui, pinned
+# by tests/ui/axe/package-lock.json; without npm (or the registry) those tests are skipped.
 node-deps:
 	@if ! command -v npm >/dev/null; then \
-		echo "npm is not installed: the TypeScript SDK conformance test (tests/mcp/test_typescript_sdk.py) will be skipped"; \
-	else $(MAKE) -s --no-print-directory $(NODE_STAMP) \
-		|| echo "npm ci failed: the TypeScript SDK conformance test (tests/mcp/test_typescript_sdk.py) will be skipped"; fi
+		echo "npm is not installed: the TypeScript SDK conformance test and the axe-core checks will be skipped"; \
+	else $(MAKE) -s --no-print-directory $(NODE_STAMP) $(AXE_STAMP) \
+		|| echo "npm ci failed: the TypeScript SDK conformance test or the axe-core checks will be skipped"; fi
 
 $(NODE_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 	npm ci --prefix $(TS_DIR) --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
+
+$(AXE_STAMP): $(AXE_DIR)/package.json $(AXE_DIR)/package-lock.json
+	npm ci --prefix $(AXE_DIR) --no-audit --no-fund --loglevel=error
+	touch $(AXE_STAMP)
 
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev -q -o requirements.lock
