@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shared.contracts.commands import CreateCluster, DeleteCluster
+from cluster_svc.domain.control_plane import recorded
+from shared.contracts.commands import CreateCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Stage, StageContext
 
@@ -422,11 +423,6 @@ async def ensure_oidc_provider(
 # ---- delete -----------------------------------------------------------------------------------
 
 
-def _resources(ctx: StageContext[DeleteCluster], stage: str) -> dict[str, Any]:
-    resources: dict[str, Any] = ctx.cmd.resources
-    return dict(resources.get(stage) or {})
-
-
 async def remove_role(iam: Iam, name: str) -> bool:
     """Inline policies deleted and managed ones detached first, as IAM requires."""
     for policy in await iam.inline_policy_names(name):
@@ -447,7 +443,7 @@ def delete_stages(iam: Iam) -> list[Stage]:
     added by whoever composes the workflow."""
 
     async def delete_oidc_provider(ctx: StageContext[Any]) -> Done:
-        outputs = _resources(ctx, "oidc_provider")
+        outputs = recorded(ctx, "oidc_provider")
         arn = outputs.get("provider_arn")
         if not outputs.get("created") or not arn:
             return Done(noop=True)
@@ -457,7 +453,7 @@ def delete_stages(iam: Iam) -> list[Stage]:
     async def delete_roles(ctx: StageContext[Any]) -> Done:
         deleted = []
         for stage in ("eks_role", "execution_role"):
-            outputs = _resources(ctx, stage)
+            outputs = recorded(ctx, stage)
             name = outputs.get("role_name")
             if outputs.get("created") and name and await remove_role(iam, name):
                 deleted.append(name)

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cluster_svc.domain.control_plane import recorded
 from cluster_svc.domain.subnets import (
     CLUSTER_TAG,
     COMPUTE_TAG,
@@ -28,7 +29,7 @@ from cluster_svc.domain.subnets import (
     plan_support_subnets,
 )
 from shared.contracts.cluster import ClusterSpec
-from shared.contracts.commands import CreateCluster, DeleteCluster
+from shared.contracts.commands import CreateCluster
 from shared.errors import PermanentError
 from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
@@ -543,11 +544,6 @@ def _waiting_stage(name: str, title: str, step: Step, needs: tuple[str, ...] = (
     return Stage(name, title, run, poll=poll, needs=needs)
 
 
-def _resources(ctx: StageContext[DeleteCluster], stage: str) -> dict[str, Any]:
-    resources: dict[str, Any] = ctx.cmd.resources
-    return dict(resources.get(stage) or {})
-
-
 def _in_use(exc: PermanentError) -> bool:
     return exc.code in ("DependencyViolation", "InvalidIPAddress.InUse")
 
@@ -563,7 +559,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
     Needs on other areas' stages are added by whoever composes the workflow."""
 
     async def compute_subnets(ctx: StageContext[Any]) -> Done | Pending:
-        ids = list(_resources(ctx, "compute_subnet").get("created") or [])
+        ids = list(recorded(ctx, "compute_subnet").get("created") or [])
         deleted = []
         for subnet_id in ids:
             table = await ec2.route_table_of_subnet(subnet_id)
@@ -581,7 +577,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
         return Done({"deleted": ids}, noop=not deleted)
 
     async def security_group(ctx: StageContext[Any]) -> Done | Pending:
-        outputs = _resources(ctx, "security_group")
+        outputs = recorded(ctx, "security_group")
         group_id = outputs.get("security_group_id")
         if not outputs.get("created") or not group_id:
             return Done(noop=True)
@@ -594,7 +590,7 @@ def delete_stages(ec2: Ec2) -> list[Stage]:
         return Done({"deleted": [group_id]}, noop=gone)
 
     async def network(ctx: StageContext[Any]) -> Done | Pending:
-        created: dict[str, list[str]] = _resources(ctx, "network").get("created") or {}
+        created: dict[str, list[str]] = recorded(ctx, "network").get("created") or {}
         try:
             return await _delete_network(ec2, created)
         except PermanentError as exc:

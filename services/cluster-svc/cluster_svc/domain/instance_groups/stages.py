@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cluster_svc.domain import inspection, network
@@ -123,6 +124,22 @@ def _diff_json(diff: dict[str, FieldChange]) -> dict[str, Any]:
     return {k: v.model_dump(mode="json") for k, v in diff.items()}
 
 
+async def _act(
+    cluster: DescribedCluster,
+    decision: Decision,
+    refusal: str,
+    call: Callable[[dict[str, Any]], Awaitable[str]],
+) -> Done | Submitted:
+    """Refuse, do nothing, or make the decision's one call once the cluster is InService."""
+    if decision.problems:
+        raise decision.error(refusal)
+    if decision.noop:
+        return Done(noop=True)
+    _ready(cluster)
+    request = decision.calls[0].params
+    return Submitted(await call(request), {"request": request})
+
+
 def update_stages(
     api: InstanceGroupApi, ec2: network.Ec2, reads: inspection.InspectionReads
 ) -> list[Stage]:
@@ -160,17 +177,9 @@ def update_stages(
 
 def delete_stages(api: InstanceGroupApi) -> list[Stage]:
     async def delete_group(ctx: StageContext[DeleteInstanceGroup]) -> Done | Submitted:
-        command = ctx.cmd
-        cluster = await describe(api, command.hyperpod_cluster)
-        decision = decide_delete(cluster, command.group)
-        if decision.problems:
-            raise decision.error("InstanceGroupDeleteRefused")
-        if decision.noop:
-            return Done(noop=True)
-        _ready(cluster)
-        request = decision.calls[0].params
-        arn = await api.update_cluster(request)
-        return Submitted(arn, {"request": request})
+        cluster = await describe(api, ctx.cmd.hyperpod_cluster)
+        decision = decide_delete(cluster, ctx.cmd.group)
+        return await _act(cluster, decision, "InstanceGroupDeleteRefused", api.update_cluster)
 
     async def delete_group_poll(ctx: StageContext[DeleteInstanceGroup]) -> Done | Pending:
         command = ctx.cmd
@@ -182,17 +191,9 @@ def delete_stages(api: InstanceGroupApi) -> list[Stage]:
 
 def software_stages(api: InstanceGroupApi) -> list[Stage]:
     async def update_software(ctx: StageContext[UpdateClusterSoftware]) -> Done | Submitted:
-        command = ctx.cmd
-        cluster = await describe(api, command.hyperpod_cluster)
-        decision = decide_software(cluster, command)
-        if decision.problems:
-            raise decision.error("SoftwareUpdateRefused")
-        if decision.noop:
-            return Done(noop=True)
-        _ready(cluster)
-        request = decision.calls[0].params
-        arn = await api.update_cluster_software(request)
-        return Submitted(arn, {"request": request})
+        cluster = await describe(api, ctx.cmd.hyperpod_cluster)
+        decision = decide_software(cluster, ctx.cmd)
+        return await _act(cluster, decision, "SoftwareUpdateRefused", api.update_cluster_software)
 
     async def update_software_poll(ctx: StageContext[UpdateClusterSoftware]) -> Done | Pending:
         command = ctx.cmd
