@@ -42,6 +42,11 @@ def _running(core: client.CoreV1Api, name: str) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def batch_api(api_client: client.ApiClient) -> client.BatchV1Api:
+    return client.BatchV1Api(api_client)
+
+
 def _message(exc: client.ApiException) -> str:
     return str(json.loads(exc.body)["message"])
 
@@ -710,3 +715,34 @@ def test_rollout_undo_reuses_the_revisions_replicaset(
     assert dep.metadata.annotations["deployment.kubernetes.io/revision"] == "3"
     history = kubectl("rollout", "history", "deploy/undo").stdout.split()
     assert history[-4:] == ["2", "<none>", "3", "<none>"]
+
+
+def test_a_suspended_job_may_change_its_pods_scheduling(batch_api: client.BatchV1Api) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "suspended"},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox:1.36", "command": ["true"]}],
+                }
+            },
+        },
+    }
+    batch_api.create_namespaced_job("default", job)
+    scheduling = {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}
+    batch_api.patch_namespaced_job("suspended", "default", scheduling)
+    with pytest.raises(client.ApiException) as exc:
+        batch_api.patch_namespaced_job(
+            "suspended",
+            "default",
+            {
+                "spec": {
+                    "template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}}
+                }
+            },
+        )
+    assert exc.value.status == 422 and "spec.template" in _message(exc.value)

@@ -46,7 +46,8 @@ class JobController(Controller):
     def reconcile(self, job: Obj) -> None:
         spec = job["spec"]
         status = dict(job.get("status") or {})
-        status.setdefault("startTime", now_iso())
+        if not spec.get("suspend"):  # a suspended job has not started (job controller syncJob)
+            status.setdefault("startTime", now_iso())
         pods = self.children("pods", job)
         succeeded = int(status.get("succeeded", 0))
         failed = int(status.get("failed", 0))
