@@ -746,3 +746,45 @@ def test_a_suspended_job_may_change_its_pods_scheduling(batch_api: client.BatchV
             },
         )
     assert exc.value.status == 422 and "spec.template" in _message(exc.value)
+
+
+def test_protobuf_pod_template_keeps_volumes_probes_quantities_and_zero_pointers(
+    kubectl: Kubectl, batch_api: client.BatchV1Api
+) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: pb-cron-full}
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate:
+    spec:
+      backoffLimit: 0
+      template:
+        spec:
+          restartPolicy: Never
+          volumes: [{name: scratch, emptyDir: {}}, {name: cfg, configMap: {name: x, optional: true}}]
+          containers:
+          - name: c
+            image: busybox:1.36
+            command: [sh, -c, "echo hi"]
+            env: [{name: B, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+            resources: {requests: {cpu: 250m, memory: 64Mi}, limits: {cpu: "1", memory: 1Gi}}
+            readinessProbe: {httpGet: {path: /h, port: 8080}, periodSeconds: 5}
+            volumeMounts: [{name: scratch, mountPath: /scratch}]
+""",
+    )
+    kubectl("create", "job", "pb-from-cron", "--from=cronjob/pb-cron-full")  # sent as protobuf
+    job = batch_api.read_namespaced_job("pb-from-cron", "default")
+    assert job.spec.backoff_limit == 0
+    pod = job.spec.template.spec
+    assert pod.volumes[0].empty_dir is not None and pod.volumes[1].config_map.optional is True
+    container = pod.containers[0]
+    assert container.resources.requests == {"cpu": "250m", "memory": "64Mi"}
+    assert container.readiness_probe.http_get.port == 8080
+    assert container.readiness_probe.http_get.path == "/h"
+    assert container.env[0].value_from.field_ref.field_path == "metadata.name"
