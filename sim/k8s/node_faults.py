@@ -1,23 +1,60 @@
-"""Hardware faults of HyperPod nodes as Kubernetes shows them: the Warning events HyperPod's
-health-monitoring agent records on the instance's Node (the simulated AWS decides the fault,
-its labels and the instance status; this only writes what a diagnosis reads)."""
+"""Hardware faults of HyperPod nodes as Kubernetes shows them: the Warning event HyperPod's
+health-monitoring agent records on the instance's Node, and what the programs running on it
+print when their GPU or EFA device fails (the simulated AWS decides the fault, its labels and
+the instance status; this only writes what a diagnosis reads)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from sim.k8s.store import Obj
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
 
 AGENT = "sagemaker-health-monitoring-agent"
 
+# What a CUDA or NCCL program on the node prints when the device under it fails, and the
+# extended resource a container must use to notice.
+PROGRAM_LINES: dict[str, tuple[str, str]] = {
+    "GpuXidError": ("nvidia.com/gpu", "RuntimeError: CUDA error: unspecified launch failure"),
+    "DeepHealthCheckFailed": (
+        "nvidia.com/gpu",
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+    ),
+    "EfaError": (
+        "vpc.amazonaws.com/efa",
+        "NCCL WARN NET/OFI Request completed with error: Input/output error",
+    ),
+}
+
 
 def record_node_fault(server: ApiServer, instance_id: str, reason: str, message: str) -> None:
-    """A Warning event `reason: message` on Node hyperpod-<instance_id> (nothing if it is gone)."""
+    """A Warning event `reason: message` on Node hyperpod-<instance_id>, and the failing
+    program's line in the log of each running container on it that uses the device."""
+    name = f"hyperpod-{instance_id}"
 
     def record() -> None:
-        node = server.store.get("nodes", "", f"hyperpod-{instance_id}")
-        if node is not None:
-            server.events.record(node, reason, message, "Warning", AGENT)
+        node = server.store.get("nodes", "", name)
+        if node is None:
+            return
+        server.events.record(node, reason, message, "Warning", AGENT)
+        resource, line = PROGRAM_LINES.get(reason, ("", ""))
+        if not line:
+            return
+        for pod in server.store.items("pods"):
+            if pod["spec"].get("nodeName") != name:
+                continue
+            if (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            for container in pod["spec"].get("containers") or []:
+                if _uses(container, resource):
+                    meta = pod["metadata"]
+                    server.logs.write(meta["namespace"], meta["name"], container["name"], line)
 
     server.run_on_loop(record)
+
+
+def _uses(container: Obj, resource: str) -> bool:
+    resources = container.get("resources") or {}
+    return any(resource in (resources.get(k) or {}) for k in ("limits", "requests"))

@@ -200,8 +200,39 @@ def test_automatic_recovery_reboots_then_replaces(world: tuple[SimulatedAws, Kub
 def test_a_gpu_off_the_bus_asks_for_a_replacement(world: tuple[SimulatedAws, KubeWorld]) -> None:
     sim, kube = world
     cluster, eks = _hyperpod(sim, "None", count=1)
-    fault = sim.faults.inject("gpu_fell_off_bus", cluster=cluster)
-    [victim] = fault.node_ids
+    [victim] = _ids(sim, cluster)
+    server = kube.api_server(eks)
+    wait_for(lambda: _node(kube, eks, victim) is not None, timeout=5)
+    gpu = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+    server.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "trainer", "namespace": "default"},
+            "spec": {
+                "nodeName": f"hyperpod-{victim}",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox",
+                        "command": ["sleep", "3600"],
+                        "resources": gpu,
+                    }
+                ],
+            },
+        }
+    )
+    wait_for(
+        lambda: (
+            (server.get("v1", "Pod", "trainer", "default") or {}).get("status", {}).get("phase")
+            == "Running"
+        ),
+        timeout=10,
+    )
+    assert sim.faults.inject("gpu_fell_off_bus", cluster=cluster).node_ids == [victim]
+    assert "RuntimeError: CUDA error: unspecified launch failure" in server.logs.lines(
+        "default", "trainer", "main"
+    )
     status = _status(sim, cluster, victim)
     assert status["Status"] == "Failure" and "GPU has fallen off the bus" in status["Message"]
     assert _labels(kube, eks, victim)[HEALTH] == "UnschedulablePendingReplacement"
