@@ -10,11 +10,12 @@ import stat
 import time
 from typing import Any
 
+import httpx
 import yaml
 
 from sim.aws import SimulatedAws
 from sim.testing import inject_fault
-from tests.cli.conftest import Cli
+from tests.cli.conftest import Cli, InProcessCli
 from tests.e2e.conftest import TOKEN, RunningStack, unique
 
 
@@ -159,7 +160,15 @@ def test_a_failed_operation_exits_1_and_retry_wait_exits_0(
     assert op["status"] == "succeeded" and op["attempt"] == 2
     assert {s["name"]: s["attempts"] for s in op["stages"]}["encryption"] == 2
 
-    again = cli_in.run("operations", "retry", op_id)
+    # The same caller's retry again is answered (a repeated request); another caller's is a
+    # new request, refused: the operation is not failed any more.
+    assert cli_in.run("operations", "retry", op_id).returncode == 0
+    token = httpx.post(
+        f"{cli.url}/api/v1/tokens",
+        json={"name": f"op-{name}", "role": "operator"},
+        headers={"Authorization": f"Bearer {cli.token}"},
+    ).json()["token"]
+    again = InProcessCli(cli_in.url, token, cli_in.config_home).run("operations", "retry", op_id)
     assert again.returncode == 2
     assert "not_retryable (HTTP 409)" in again.stderr
 
