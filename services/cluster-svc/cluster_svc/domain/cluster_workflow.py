@@ -3,7 +3,9 @@
 create: preflight -> (network, roles, bucket) -> EKS -> (OIDC, access entries) -> dependencies
         -> HyperPod -> storage, with independent stages concurrent;
 delete: the same in reverse dependency order, removing only what create recorded as made;
-import: read-only describes of an existing EKS (and HyperPod) cluster.
+import: read-only describes of an existing EKS (and HyperPod) cluster;
+reconcile dependencies: the create's `dependencies` stage, run again against the cluster as it
+        is (a second run changes nothing and ends `noop`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from cluster_svc.domain import (
 )
 from cluster_svc.domain.components.base import KubeFactory
 from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
+from shared.contracts.dependencies import ReconcileDependencies
 from shared.errors import PermanentError
 from shared.stages import Done, Stage, StageContext, Workflow
 
@@ -143,15 +146,7 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
                 f"EKS cluster {name} is {cluster.status}",
                 "import it once it is ACTIVE",
             )
-        return Done(
-            {
-                "cluster_arn": cluster.arn,
-                "cluster_name": cluster.name,
-                "endpoint": cluster.endpoint,
-                "ca_data": cluster.ca_data,
-                "oidc_issuer": cluster.oidc_issuer,
-            }
-        )
+        return Done(_eks_outputs(cluster))
 
     async def describe_hyperpod(ctx: StageContext[ImportCluster]) -> Done:
         name = ctx.cmd.spec.hyperpod_cluster_name
@@ -175,5 +170,49 @@ def import_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
         stages=(
             Stage("describe_eks", "Read the EKS cluster", describe_eks),
             Stage("describe_hyperpod", "Read the HyperPod cluster", describe_hyperpod),
+        ),
+    )
+
+
+def _eks_outputs(cluster: control_plane.EksCluster) -> dict[str, Any]:
+    return {
+        "cluster_arn": cluster.arn,
+        "cluster_name": cluster.name,
+        "endpoint": cluster.endpoint,
+        "ca_data": cluster.ca_data,
+        "oidc_issuer": cluster.oidc_issuer,
+    }
+
+
+def reconcile_dependencies_workflow(ports: ClusterPorts) -> Workflow[Any]:
+    async def eks_cluster(ctx: StageContext[ReconcileDependencies]) -> Done:
+        name = ctx.cmd.spec.name
+        cluster = await ports.eks.describe_cluster(name)
+        if cluster is None or cluster.status != "ACTIVE":
+            raise PermanentError(
+                "ClusterNotActive",
+                f"EKS cluster {name} is {cluster.status if cluster else 'gone'}",
+                "reconcile once the cluster is ACTIVE",
+            )
+        return Done(_eks_outputs(cluster), noop=True)
+
+    def recorded(stage: str) -> Stage:
+        async def run(ctx: StageContext[ReconcileDependencies]) -> Done:
+            return Done(dict(ctx.cmd.resources.get(stage, {})), noop=True)
+
+        return Stage(stage, f"Read the recorded {stage.replace('_', ' ')}", run)
+
+    reconcile = next(
+        s for s in dependencies.create_stages(ports.kube, ports.addons) if s.name == "dependencies"
+    )
+    return Workflow(
+        kind=ReconcileDependencies.kind(),
+        domain=ReconcileDependencies.domain,
+        command=ReconcileDependencies,
+        stages=(
+            Stage("eks_cluster", "Read the EKS cluster", eks_cluster),
+            recorded("access_entries"),
+            recorded("oidc_provider"),
+            reconcile,
         ),
     )
