@@ -263,7 +263,11 @@ def test_a_failing_deep_health_check_shows_only_when_it_runs(
         "deep_health_check_failure", cluster=cluster, message=message
     ).node_ids
     assert _status(sim, cluster, victim)["Status"] == "Running"  # latent until checked
-    aws_client(sim, "sagemaker").start_cluster_health_check(
+    sm = aws_client(sim, "sagemaker")
+    sm.batch_reboot_cluster_nodes(ClusterName=cluster, NodeIds=[victim])
+    wait_for(lambda: _status(sim, cluster, victim)["Status"] == "Running", timeout=10)
+    assert _labels(kube, eks, victim)[HEALTH] == "Schedulable"  # a reboot does not reveal it
+    sm.start_cluster_health_check(
         ClusterName=cluster,
         DeepHealthCheckConfigurations=[
             {"InstanceGroupName": "gpu", "DeepHealthChecks": ["InstanceStress"]}

@@ -296,7 +296,7 @@ class HyperPodBase:
 
         def done() -> None:
             node.hardware = after_reboot(node.hardware) if node.hardware else None
-            if node.hardware is None:
+            if node.hardware is None or node.hardware.latent:
                 self._set_status(cluster, node, "Running")
             else:
                 self._hardware_failed(cluster, node, rebooted=True)
