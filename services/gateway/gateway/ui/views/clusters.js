@@ -1,4 +1,5 @@
-// Clusters: the list with status, switch the active one, delete with confirmation, import.
+// Clusters: the fleet overview (views/fleet.js), the list with status, search, switch the active
+// one, delete with confirmation, import.
 
 import { del, get, post, put } from "../api.js";
 import {
@@ -6,7 +7,8 @@ import {
   fill, section, showErrors, when,
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
-import { watch } from "../store.js";
+import { onChange, watch } from "../store.js";
+import { fleetOverview } from "./fleet.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main) {
@@ -29,11 +31,26 @@ export async function render(main) {
     panel.focus();
   }
 
+  const fleet = fleetOverview();
+  let all = [];
+  const search = h("input", { type: "search", autocomplete: "off", spellcheck: "false", placeholder: "name, region or instance type" });
+  search.addEventListener("input", () => {
+    paint(all);
+    fleet.search(matches);
+  });
+  const matches = (c) => {
+    const text = search.value.trim().toLowerCase();
+    const types = ((c.spec && c.spec.instance_groups) || []).map((g) => g.instance_type).join(" ");
+    return !text || `${c.name} ${c.region || ""} ${types}`.toLowerCase().includes(text);
+  };
+
   function paint(clusters) {
+    if (clusters !== all) fleet.read(clusters);
+    all = clusters;
     empty.hidden = clusters.length > 0;
     table.hidden = clusters.length === 0;
-    fill(tableBody, 
-      ...clusters.map((c) => {
+    fill(tableBody,
+      ...clusters.filter(matches).map((c) => {
         const link = h("a", { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name);
         const groups = ((c.spec && c.spec.instance_groups) || [])
           .map((g) => `${g.name}: ${g.count} × ${g.instance_type}`)
@@ -122,12 +139,16 @@ export async function render(main) {
     h("div", { class: "title-row" }, h("h1", {}, "Clusters"), h("a", { href: "#/clusters/new", class: "button" }, "Create cluster")),
     status,
     panelSlot,
+    h("div", { class: "search-row" }, field("Search clusters", search)),
+    section("Fleet", fleet.element),
     h("div", { class: "table-wrap" }, table),
     empty,
     section("Import an existing cluster", h("details", {}, h("summary", {}, "Import from this account"), importForm)),
   );
   // the list follows every change through the live store (this page, REST, the CLI)
   const stop = watch("/clusters", paint, { failed: (error) => { status.textContent = errorText(error); } });
+  // node health, jobs and endpoints change without the list changing
+  const stopFleet = onChange(() => fleet.read(all));
   get("/inspect/clusters")
     .then((found) => {
       fill(importable, 
@@ -139,6 +160,7 @@ export async function render(main) {
     .catch(() => {});
   return () => {
     stop();
+    stopFleet();
     if (panel) panel.stop();
   };
 }

@@ -3,6 +3,7 @@
 
 import { get, post, query } from "../api.js";
 import { announce, clearErrors, field, formError, h, showErrors, fill } from "../dom.js";
+import { instanceTypePicker } from "../instance_picker.js";
 import { progressPanel } from "./progress.js";
 
 const DEFAULTS = {
@@ -34,7 +35,9 @@ export async function render(main) {
 
   const name = h("input", { name: "name", autocomplete: "off", spellcheck: "false", required: true });
   const zone = select("availability_zone_id", [["", "Loading zones…"]]);
-  const type = select("instance_type", [["", "Choose a zone first"]]);
+  const picker = instanceTypePicker("Instance type", "instance_groups.0.instance_type");
+  const type = picker.select;
+  picker.message("Choose a zone first");
   const quota = h("p", { class: "hint quota", id: "quota-hint", "aria-live": "polite" });
   const count = h("input", { name: "count", type: "number", min: "0", max: "6758", value: "2", inputmode: "numeric" });
   const capacity = select("capacity_type", [
@@ -65,10 +68,8 @@ export async function render(main) {
       hint: "Letters, digits and hyphens; starts with a letter or digit (max 63).",
     }),
     field("Availability Zone", zone, { field: "availability_zone_id", hint: "Zone ids name the same physical zone in every account." }),
-    h("div", { class: "row" },
-      field("Instance type", type, { field: "instance_groups.0.instance_type" }),
-      field("Instance count", count, { field: "instance_groups.0.count" }),
-    ),
+    picker.element,
+    field("Instance count", count, { field: "instance_groups.0.count" }),
     quota,
     field("Capacity", capacity, { field: "instance_groups.0.capacity_type" }),
     planField,
@@ -88,23 +89,22 @@ export async function render(main) {
   main.append(form);
 
   async function loadTypes() {
-    setOptions(type, [["", "Loading instance types…"]]);
+    picker.message("Loading instance types…");
     quota.textContent = "";
     if (!zone.value) return;
     try {
       const offered = await get(`/inspect/instance-types${query({ availability_zone_id: zone.value })}`);
       const types = offered
         .filter((t) => (t.availability_zone_ids || []).includes(zone.value))
-        .map((t) => t.instance_type)
-        .sort();
+        .map((t) => t.instance_type);
       if (!types.length) {
-        setOptions(type, [["", "No HyperPod instance type offered in this zone"]]);
+        picker.message("No HyperPod instance type offered in this zone");
         return;
       }
-      setOptions(type, types.map((t) => [t, t]), types.includes("ml.g5.8xlarge") ? "ml.g5.8xlarge" : types[0]);
+      picker.set(types, types.includes("ml.g5.8xlarge") ? "ml.g5.8xlarge" : types[0]);
       loadQuota();
     } catch (error) {
-      setOptions(type, [["", "Instance types unavailable"]]);
+      picker.message("Instance types unavailable");
       quota.textContent = error.message;
     }
   }

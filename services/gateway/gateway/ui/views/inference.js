@@ -7,6 +7,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { instanceTypePicker } from "../instance_picker.js";
 import { onChange } from "../store.js";
 
 const link = (cluster, name) => `#/endpoints/${encodeURIComponent(cluster)}/${encodeURIComponent(name)}`;
@@ -48,7 +49,21 @@ export async function render(main, [cluster, name]) {
     h("option", { value: "container" }, "Self-managed (vLLM container)"),
     h("option", { value: "sglang" }, "SGLang with router"),
     h("option", { value: "managed" }, "Managed (HyperPod inference operator)"));
-  const itype = h("input", { name: "instance_type", value: "ml.g5.8xlarge", autocomplete: "off" });
+  const picker = instanceTypePicker("Instance type", "instance_type");
+  const itype = picker.select;
+  // the types offered in the zone of the cluster the endpoint goes to
+  async function loadTypes() {
+    const target = clusters.find((c) => c.name === clusterSelect.value);
+    const zone = target && target.spec && target.spec.availability_zone_id;
+    try {
+      const offered = await get(`/inspect/instance-types${query({ availability_zone_id: zone })}`);
+      picker.set(offered.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)).map((t) => t.instance_type), itype.value || "ml.g5.8xlarge");
+    } catch {
+      picker.message("Instance types unavailable");
+    }
+  }
+  clusterSelect.addEventListener("change", loadTypes);
+  loadTypes();
   const model = h("input", { name: "model", value: "Qwen/Qwen3-0.6B", autocomplete: "off", spellcheck: "false" });
   const replicas = h("input", { name: "replicas", type: "number", min: "1", value: "1" });
   const gpus = h("input", { name: "gpus", type: "number", min: "1", max: "8", value: "1" });
@@ -62,8 +77,8 @@ export async function render(main, [cluster, name]) {
   const form = h("form", { novalidate: true, "aria-label": "Deploy an endpoint" },
     h("div", { class: "row" },
       field("Endpoint name", ename, { field: "name" }),
-      field("Kind", kind, { field: "kind" }),
-      field("Instance type", itype, { field: "instance_type" })),
+      field("Kind", kind, { field: "kind" })),
+    picker.element,
     h("div", { class: "row" },
       field("Model", model, { field: "container.model" }),
       field("Replicas", replicas, { field: "replicas" }),
@@ -74,7 +89,7 @@ export async function render(main, [cluster, name]) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearErrors(form);
-    const spec = { name: ename.value.trim(), kind: kind.value, instance_type: itype.value.trim(), replicas: Number(replicas.value), gpus: Number(gpus.value) };
+    const spec = { name: ename.value.trim(), kind: kind.value, instance_type: itype.value, replicas: Number(replicas.value), gpus: Number(gpus.value) };
     if (kind.value === "managed") {
       const id = model.value.trim();
       const slug = id.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63);
