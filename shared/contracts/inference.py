@@ -3,7 +3,8 @@
 Four kinds of endpoint, one model:
 - `container`: a serving container of the user's choice (vLLM, SGLang or any image and command)
   as a Deployment behind an external load balancer, a cluster-internal Service, or a model pool
-  of warm workers reassigned between models by a label.
+  of warm workers reassigned between models by a label; vLLM and SGLang ones may be scaled by
+  a KEDA ScaledObject on the engine's metrics.
 - `sglang`: SGLang workers behind the SGLang router (cache-aware routing), scaled by a KEDA
   ScaledObject on the router's metrics.
 - `managed`: an InferenceEndpointConfig the HyperPod inference operator deploys.
@@ -185,7 +186,8 @@ class RouterSpec(Spec):
 
 
 class AutoscalingSpec(Spec):
-    """A KEDA ScaledObject on the router's Prometheus metrics."""
+    """A KEDA ScaledObject on the serving metrics in Prometheus: running and queued requests,
+    and, when set, the request rate and the GPU utilization (DCGM exporter) per replica."""
 
     min_replicas: int = Field(1, ge=0, le=64)
     max_replicas: int = Field(4, ge=1, le=64)
@@ -193,6 +195,11 @@ class AutoscalingSpec(Spec):
         10.0, gt=0, description="target running requests per worker"
     )
     queue_depth: float = Field(5.0, gt=0, description="target queued requests per worker")
+    requests_per_second: float | None = Field(None, gt=0, description="target QPS per worker")
+    rate_window_seconds: int = Field(60, ge=10, le=600, description="window of the QPS rate")
+    gpu_utilization: float | None = Field(
+        None, gt=0, le=100, description="target GPU utilization % per worker"
+    )
     prometheus_address: str = Field(
         "http://prometheus-server.monitoring.svc.cluster.local:80", min_length=8, max_length=255
     )
@@ -335,10 +342,20 @@ class EndpointSpec(Spec):
             )
         if self.router is not None and self.kind != "sglang":
             raise RuleViolation("only an sglang endpoint has a router", "drop router")
-        if self.autoscaling is not None and self.kind != "sglang":
+        if self.autoscaling is not None and self.kind not in ("container", "sglang"):
             raise RuleViolation(
-                "autoscaling on router metrics is for sglang endpoints",
+                "autoscaling is for self-managed (container, sglang) endpoints",
                 "drop autoscaling (managed endpoints set managed.autoscaling)",
+            )
+        if self.autoscaling is not None and self.service == "model_pool":
+            raise RuleViolation(
+                "a model pool's workers are assigned to models by hand, not scaled by KEDA",
+                "drop autoscaling, or use service internal or external",
+            )
+        if self.autoscaling is not None and self.container and self.container.engine == "custom":
+            raise RuleViolation(
+                "a custom engine has no known serving metrics to scale on",
+                "use engine vllm or sglang, or drop autoscaling and scale by replicas",
             )
         return self
 

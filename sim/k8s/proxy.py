@@ -1,7 +1,8 @@
 """The API server's service and pod proxy (`.../services/<name>[:port]/proxy/<path>`), answered
 by the simulated containers: model servers speak the OpenAI-compatible API vLLM and SGLang
 serve (health, models, completions, chat completions) and SageMaker's `/invocations`; other
-containers answer `/` and health paths. Each request is logged by the container it reached."""
+containers answer `/` and health paths. Each request is logged by the container it reached;
+a POST is counted as the pod's traffic (`operators.traffic`), which KEDA's rate triggers read."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sim.k8s.controllers.programs import SERVING
 from sim.k8s.controllers.workloads import pod_ready
 from sim.k8s.errors import ApiError, not_found
 from sim.k8s.http import Request, Response
+from sim.k8s.operators.traffic import traffic_of
 from sim.k8s.store import Obj
 
 if TYPE_CHECKING:
@@ -71,6 +73,8 @@ def proxy(
         pod = found
     container = pod["spec"]["containers"][0]
     status, body = _answer(container, req.method, "/" + path.lstrip("/"), req.body)
+    if req.method == "POST":
+        traffic_of(server).record(pod)
     line = f'INFO:     {req.headers.get("x-forwarded-for", "10.0.0.1")}:0 - "{req.method} /{path.lstrip("/")} HTTP/1.1" {status}'
     server.logs.write(
         pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line

@@ -1,7 +1,9 @@
 """Inference endpoints through REST against the real stack and the simulated world: each path
 deploys to Available with the expected objects (checked with kubectl), a model-pool worker moves
 between models by its label without a restart, the SGLang router's KEDA ScaledObject carries the
-router's triggers, and an invoke through the gateway returns a simulated model server's answer."""
+router's triggers, KEDA scales a vLLM endpoint up and down as its request rate through the
+gateway crosses the per-worker target, and an invoke through the gateway returns a simulated
+model server's answer."""
 
 from __future__ import annotations
 
@@ -437,6 +439,64 @@ def test_sglang_router_with_keda_scaled_object(
     )
     assert answer.status_code == 200 and answer.json()["object"] == "text_completion"
     _delete(api, cluster, "sgl")
+
+
+def test_keda_scales_a_vllm_endpoint_up_and_down_on_its_request_rate(
+    created_cluster: tuple[RunningStack, str], kube: Path
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    params = {"cluster": cluster}
+    body = _vllm("qps", _instance_type(api, cluster), "internal") | {
+        "autoscaling": {
+            "min_replicas": 1,
+            "max_replicas": 3,
+            "requests_per_second": 0.5,
+            "rate_window_seconds": 10,
+        }
+    }
+    _deploy(api, cluster, body)
+    scaled = _kubectl(kube, "get", "scaledobject", "qps", "-n", "default")
+    assert scaled["spec"]["scaleTargetRef"]["name"] == "qps"
+    triggers = {t["name"]: t["metadata"] for t in scaled["spec"]["triggers"]}
+    assert set(triggers) == {"requests-per-replica", "queue-depth", "requests-per-second"}
+    assert triggers["requests-per-second"]["query"] == (
+        'sum(rate(vllm:request_success_total{namespace="default",endpoint="qps"}[10s]))'
+    )
+    assert triggers["requests-per-second"]["threshold"] == "0.5"
+    assert "vllm:num_requests_waiting" in triggers["queue-depth"]["query"]
+
+    def replicas() -> int:
+        got = _kubectl(kube, "get", "deployment", "qps", "-n", "default")
+        return int(got["spec"]["replicas"])
+
+    def wait_for(count: int, timeout: float) -> float:
+        start = time.monotonic()
+        while replicas() != count:
+            assert time.monotonic() - start < timeout, f"replicas {replicas()}, not {count}"
+            time.sleep(0.5)
+        return time.monotonic() - start
+
+    # No traffic: the minimum. 8 requests in the 10 s window is 0.8/s: 2 workers at 0.5/s each.
+    assert replicas() == 1
+    message = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    for _ in range(8):
+        answer = api.post("/api/v1/endpoints/qps/invoke", message, params=params)
+        assert answer.status_code == 200, answer.text
+    wait_for(2, timeout=8)
+    # 20 more: 2.8/s would be 6 workers, capped at max_replicas.
+    for _ in range(20):
+        assert api.post("/api/v1/endpoints/qps/invoke", message, params=params).status_code == 200
+    wait_for(3, timeout=8)
+    # The traffic stops: once the window holds no request, back to the minimum.
+    wait_for(1, timeout=30)
+    live = _kubectl(kube, "get", "scaledobject", "qps", "-n", "default")
+    active = next(c for c in live["status"]["conditions"] if c["type"] == "Active")
+    assert active["status"] == "False"
+    # KEDA owns the replicas: scaling by hand is refused.
+    field = _field(api.post("/api/v1/endpoints/qps/scale", {"replicas": 2}, params=params))
+    assert field["field"] == "replicas"
+    _delete(api, cluster, "qps")
 
 
 def test_managed_paths_need_the_operator_then_deploy(

@@ -113,7 +113,26 @@ def test_a_token_in_the_environment_is_refused() -> None:
             "model pool",
         ),
         ({"router": {"policy": "cache_aware"}}, "only an sglang endpoint"),
-        ({"autoscaling": {"min_replicas": 1}}, "for sglang endpoints"),
+        (
+            {"service": "model_pool", "autoscaling": {"min_replicas": 1}},
+            "assigned to models by hand",
+        ),
+        (
+            {
+                "container": {"engine": "custom", "image": "me/srv:1", "command": ["srv"]},
+                "autoscaling": {},
+            },
+            "no known serving metrics",
+        ),
+        (
+            {
+                "kind": "jumpstart",
+                "container": None,
+                "jumpstart": {"model_id": "m"},
+                "autoscaling": {},
+            },
+            "self-managed (container, sglang)",
+        ),
     ],
 )
 def test_the_kind_and_its_parts_agree(overrides: dict[str, Any], words: str) -> None:

@@ -172,6 +172,58 @@ def test_rules_on_actual_state_name_the_field(
     assert info.value.message.startswith(f"{field}: ") and info.value.hint
 
 
+def test_a_vllm_endpoint_scales_on_qps_queue_and_gpu_utilization() -> None:
+    spec = make(
+        autoscaling={
+            "max_replicas": 6,
+            "requests_per_second": 2,
+            "rate_window_seconds": 30,
+            "gpu_utilization": 70,
+        }
+    )
+    deployment, scaled, service = render(spec)
+    assert "replicas" not in deployment["spec"] and service["kind"] == "Service"
+    assert scaled["kind"] == "ScaledObject"
+    assert scaled["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "chat",
+    }
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 6)
+    triggers = {t["name"]: t["metadata"] for t in scaled["spec"]["triggers"]}
+    labels = 'namespace="default",endpoint="chat"'
+    assert {name: (t["query"], t["threshold"]) for name, t in triggers.items()} == {
+        "requests-per-replica": (f"sum(vllm:num_requests_running{{{labels}}})", "10"),
+        "queue-depth": (f"sum(vllm:num_requests_waiting{{{labels}}})", "5"),
+        "requests-per-second": (f"sum(rate(vllm:request_success_total{{{labels}}}[30s]))", "2"),
+        "gpu-utilization": (
+            'sum(DCGM_FI_DEV_GPU_UTIL{namespace="default",pod=~"chat-.*"})',
+            "70",
+        ),
+    }
+    sglang = make(container={"engine": "sglang", "model": "m"}, autoscaling={})
+    worker = render(sglang)[0]["spec"]["template"]["spec"]["containers"][0]
+    assert "--enable-metrics" in worker["args"]
+    with pytest.raises(PermanentError, match="KEDA scales"):
+        scale_plan(spec, "c1", as_served(deployment), 2)
+    with pytest.raises(PermanentError, match="autoscaling: KEDA is not installed"):
+        deploy_plan(spec, facts())
+
+
+def test_the_sglang_router_rate_trigger_counts_the_router() -> None:
+    spec = make(
+        kind="sglang",
+        container={"engine": "sglang", "model": "m"},
+        autoscaling={"requests_per_second": 4},
+    )
+    scaled = render(spec)[-1]
+    rate = next(t for t in scaled["spec"]["triggers"] if t["name"] == "requests-per-second")
+    assert rate["metadata"]["query"] == (
+        'sum(rate(sgl_router_requests_total{namespace="default",endpoint="chat",role="router"}'
+        "[60s]))"
+    )
+
+
 def test_scale_plan() -> None:
     spec = make()
     deployment = as_served(render(spec)[0])

@@ -1,5 +1,7 @@
-"""KEDA: a ScaledObject scales its target between min and max replicas from its trigger's
-metric (fed with `ApiServer.set_metric`), through an HPA named `keda-hpa-<name>`."""
+"""KEDA: a ScaledObject scales its target between min and max replicas from its triggers,
+through an HPA named `keda-hpa-<name>`: the metric fed with `ApiServer.set_metric`, and each
+prometheus trigger whose query is a request rate, from the traffic the simulated servers got
+(`traffic`); the replicas wanted are the most any trigger asks for."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import math
 
 from sim.k8s.controllers.base import Controller, Rule, owner_ref, set_condition
 from sim.k8s.errors import ApiError
+from sim.k8s.operators.traffic import traffic_of
 from sim.k8s.store import Obj, clone
 from sim.k8s.timeutil import now_iso
 
@@ -50,6 +53,25 @@ class KedaOperator(Controller):
                     continue
         return 0.0
 
+    def _rates(self, so: Obj) -> list[tuple[float, float]]:
+        """(request rate, per-replica threshold) of each prometheus trigger whose query is a
+        request rate the simulated traffic answers (`traffic.Traffic.rate`)."""
+        traffic = traffic_of(self.server)
+        found = []
+        for trigger in so["spec"].get("triggers") or []:
+            meta = trigger.get("metadata") or {}
+            if trigger.get("type") != "prometheus" or "query" not in meta:
+                continue
+            value = traffic.rate(str(meta["query"]))
+            if value is None:
+                continue
+            try:
+                threshold = max(float(meta.get("threshold", 1)), 1e-9)
+            except ValueError:
+                continue
+            found.append((value, threshold))
+        return found
+
     def scale(self, so: Obj) -> None:
         spec = so["spec"]
         ns, name = so["metadata"]["namespace"], so["metadata"]["name"]
@@ -75,9 +97,12 @@ class KedaOperator(Controller):
         low = int(spec.get("minReplicaCount", 0))
         high = int(spec.get("maxReplicaCount", 100))
         metric = self.server.metrics.get((ns, name), 0.0)
-        active = metric > self._activation(so)
+        wanted = [math.ceil(metric / self._target_value(so))] if metric else []
+        rates = self._rates(so)
+        wanted += [math.ceil(value / threshold) for value, threshold in rates]
+        active = metric > self._activation(so) or any(value > 0 for value, _ in rates)
         if active:
-            desired = max(1, low, min(high, math.ceil(metric / self._target_value(so))))
+            desired = max(1, low, min(high, max(wanted, default=1)))
         else:
             desired = int(spec["idleReplicaCount"]) if "idleReplicaCount" in spec else low
         current = int(self.api.scale_of(rt, target)["spec"]["replicas"])

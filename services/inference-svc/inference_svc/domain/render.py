@@ -3,7 +3,8 @@
 - container: a Deployment of the serving container and a Service (LoadBalancer for `external`,
   ClusterIP for `internal`); a `model_pool` is a Deployment of warm workers labelled
   `hyperpilot.dev/model=unassigned`, and one Service per model selects the workers whose label
-  names that model, so a worker moves between models by its label alone.
+  names that model, so a worker moves between models by its label alone. With autoscaling, a
+  KEDA ScaledObject on the engine's Prometheus metrics owns the workers' replicas.
 - sglang: workers, the SGLang router (service discovery of the workers by label, cache-aware
   routing) with its ServiceAccount and Role, the router's Service, and a KEDA ScaledObject on
   the router's Prometheus metrics.
@@ -104,7 +105,7 @@ def server_command(spec: EndpointSpec) -> tuple[list[str], list[str]]:
     port = container.port_or_default()
     args = [MODEL_FLAGS[container.engine], container.model] if container.model else []
     args += ["--host", "0.0.0.0", "--port", str(port)]
-    if container.engine == "sglang" and spec.kind == "sglang":
+    if container.engine == "sglang" and (spec.kind == "sglang" or spec.autoscaling):
         args += ["--enable-metrics"]
     return list(container.command) or LAUNCHERS[container.engine], args + list(container.args)
 
@@ -296,46 +297,76 @@ def _router_objects(spec: EndpointSpec) -> list[KubeObject]:
     ]
 
 
+# Prometheus metrics of each server: (running requests, queued requests, requests served).
+ENGINE_METRICS = {
+    "vllm": (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:request_success_total",
+    ),
+    "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:num_requests_total"),
+    "router": (
+        "sgl_router_running_requests",
+        "sgl_router_queued_requests",
+        "sgl_router_requests_total",
+    ),
+}
+GPU_UTIL_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+
+
+def _trigger(name: str, address: str, query: str, threshold: float) -> KubeObject:
+    return {
+        "type": "prometheus",
+        "name": name,
+        "metadata": {"serverAddress": address, "query": query, "threshold": _number(threshold)},
+    }
+
+
 def scaled_object(spec: EndpointSpec) -> KubeObject:
-    """KEDA scales the workers on the router's metrics: running requests per replica and the
-    queue depth, each a Prometheus trigger."""
+    """KEDA scales the workers of a self-managed endpoint, each trigger a Prometheus query
+    summed over the endpoint's pods and divided by its per-worker target: running requests and
+    queue depth (the SGLang router's, or the engine's own), the request rate when
+    `requests_per_second` is set, the GPU utilization of the workers when `gpu_utilization` is."""
     scaling = spec.autoscaling
-    assert scaling is not None
-    router = f'job="{spec.name}-router",namespace="{spec.namespace}"'
+    assert scaling is not None and spec.container is not None
+    address = scaling.prometheus_address
+    workers = workers_name(spec)
+    if spec.kind == "sglang":
+        running, queued, served = ENGINE_METRICS["router"]
+        old = f'job="{spec.name}-router",namespace="{spec.namespace}"'
+        rate = f'namespace="{spec.namespace}",endpoint="{spec.name}",role="router"'
+    else:
+        running, queued, served = ENGINE_METRICS[spec.container.engine]
+        old = rate = f'namespace="{spec.namespace}",endpoint="{spec.name}"'
+    triggers = [
+        _trigger(
+            "requests-per-replica",
+            address,
+            f"sum({running}{{{old}}})",
+            scaling.requests_per_replica,
+        ),
+        _trigger("queue-depth", address, f"sum({queued}{{{old}}})", scaling.queue_depth),
+    ]
+    if scaling.requests_per_second is not None:
+        window = f"{scaling.rate_window_seconds}s"
+        query = f"sum(rate({served}{{{rate}}}[{window}]))"
+        triggers.append(
+            _trigger("requests-per-second", address, query, scaling.requests_per_second)
+        )
+    if scaling.gpu_utilization is not None:
+        query = f'sum({GPU_UTIL_METRIC}{{namespace="{spec.namespace}",pod=~"{workers}-.*"}})'
+        triggers.append(_trigger("gpu-utilization", address, query, scaling.gpu_utilization))
     return {
         "apiVersion": KEDA_API,
         "kind": "ScaledObject",
         "metadata": _meta(spec, spec.name),
         "spec": {
-            "scaleTargetRef": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "name": workers_name(spec),
-            },
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workers},
             "minReplicaCount": scaling.min_replicas,
             "maxReplicaCount": scaling.max_replicas,
             "pollingInterval": 15,
             "cooldownPeriod": 300,
-            "triggers": [
-                {
-                    "type": "prometheus",
-                    "name": "requests-per-replica",
-                    "metadata": {
-                        "serverAddress": scaling.prometheus_address,
-                        "query": f"sum(sgl_router_running_requests{{{router}}})",
-                        "threshold": _number(scaling.requests_per_replica),
-                    },
-                },
-                {
-                    "type": "prometheus",
-                    "name": "queue-depth",
-                    "metadata": {
-                        "serverAddress": scaling.prometheus_address,
-                        "query": f"sum(sgl_router_queued_requests{{{router}}})",
-                        "threshold": _number(scaling.queue_depth),
-                    },
-                },
-            ],
+            "triggers": triggers,
         },
     }
 
@@ -461,6 +492,8 @@ def render(spec: EndpointSpec) -> list[KubeObject]:
             objects.append(scaled_object(spec))
         return objects
     objects = [worker_deployment(spec)]
+    if spec.autoscaling is not None:
+        objects.append(scaled_object(spec))
     if spec.service != "model_pool":
         objects.append(
             _service(
