@@ -259,6 +259,67 @@ def test_elastic_sizes_are_refused_with_the_rule_and_the_way_out(
     assert stack.client.get(f"{_jobs(cluster)}/refused").status_code == 404
 
 
+def _operation(api: Client, answer: Any) -> None:
+    assert answer.status_code == 202, answer.text
+    op = api.wait(answer.json()["operation_id"], timeout=120)
+    assert op["status"] in ("succeeded", "noop"), op.get("error")
+
+
+def _refused(api: Client, cluster: str, body: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    params = {"dry_run": "true"} if dry_run else None
+    answer = api.post(_jobs(cluster), body, params=params)
+    assert answer.status_code == 422, answer.text
+    [field] = answer.json()["error"]["fields"]
+    return dict(field)
+
+
+def test_aws_elastic_rules_refuse_spot_groups_and_tiered_checkpointing(
+    created_cluster: tuple[RunningStack, str],
+) -> None:
+    """HyperPod elastic training excludes Spot Instances and managed tiered checkpointing: an
+    elastic job on a spot group, or on a cluster with tiered checkpointing on, is refused (dry
+    run and submit) with the field, the rule and the way out; the same job at a fixed size runs."""
+    stack, cluster = created_cluster
+    api = stack.client
+    instance_type = api.get(f"/api/v1/clusters/{cluster}").json()["spec"]["instance_groups"][0][
+        "instance_type"
+    ]
+    spot = {"name": "spot", "instance_type": instance_type, "count": 1, "capacity_type": "spot"}
+    _operation(api, api.post(f"/api/v1/clusters/{cluster}/instance-groups", spot))
+    elastic = {"elastic": {"min_replicas": 1, "max_replicas": 2}}
+    try:
+        on_spot = _pytorch("elastic-spot", instance_group="spot", **elastic)
+        for dry_run in (True, False):
+            field = _refused(api, cluster, on_spot, dry_run)
+            assert field["field"] == "instance_group", field
+            assert "does not support Spot Instances" in field["message"], field
+            assert "on-demand or training-plan group" in field["hint"], field
+            assert "drop elastic" in field["hint"], field
+        fixed = _pytorch("elastic-spot", instance_group="spot")
+        assert api.post(_jobs(cluster), fixed, params={"dry_run": "true"}).status_code == 200
+
+        features = f"/api/v1/clusters/{cluster}/features"
+        _operation(api, api.http.patch(features, json={"tiered_checkpointing": {"enabled": True}}))
+        try:
+            on_tiered = _pytorch("elastic-tiered", **elastic)
+            for dry_run in (True, False):
+                field = _refused(api, cluster, on_tiered, dry_run)
+                assert field["field"] == "elastic", field
+                assert "does not support managed tiered checkpointing" in field["message"], field
+                assert '{"tiered_checkpointing": {"enabled": false}}' in field["hint"], field
+            fixed = _pytorch("elastic-tiered")
+            assert api.post(_jobs(cluster), fixed, params={"dry_run": "true"}).status_code == 200
+        finally:
+            _operation(
+                api, api.http.patch(features, json={"tiered_checkpointing": {"enabled": False}})
+            )
+        assert api.post(_jobs(cluster), on_tiered, params={"dry_run": "true"}).status_code == 200
+        for job in ("elastic-spot", "elastic-tiered"):
+            assert api.get(f"{_jobs(cluster)}/{job}").status_code == 404
+    finally:
+        _operation(api, api.delete(f"/api/v1/clusters/{cluster}/instance-groups/spot"))
+
+
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [

@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 
 from shared.contracts.workloads import JobSpec
 from shared.errors import PermanentError
+from workload_svc.domain.elastic_rules import HyperPodFacts, hyperpod_facts
 from workload_svc.domain.logs import page
 from workload_svc.domain.plan import ClusterFacts, GroupFacts, plan_submit
 from workload_svc.domain.render import render
@@ -233,3 +234,58 @@ def test_a_group_at_zero_nodes_is_checked_against_its_instance_type() -> None:
     assert any("scales up" in n for n in plan.notes)
     with pytest.raises(PermanentError, match="has 8"):
         plan_submit("c", spec(resources={"gpus": 16}), empty)
+
+
+ELASTIC = {"elastic": {"min_replicas": 1, "max_replicas": 2}}
+
+
+def test_hyperpod_facts_from_the_cluster_description() -> None:
+    found = hyperpod_facts(
+        {
+            "InstanceGroups": [
+                {"InstanceGroupName": "gpu"},
+                {"InstanceGroupName": "cheap", "CapacityRequirements": {"Spot": {}}},
+            ],
+            "TieredStorageConfig": {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20},
+        }
+    )
+    assert found == HyperPodFacts(spot_groups=frozenset({"cheap"}), tiered_checkpointing=True)
+    assert (
+        hyperpod_facts({"TieredStorageConfig": {"Mode": "Disable"}}).tiered_checkpointing is False
+    )
+
+
+@pytest.mark.parametrize(
+    ("hyperpod", "field", "rule", "way_out"),
+    [
+        (
+            HyperPodFacts(frozenset({"gpu"}), tiered_checkpointing=False),
+            "instance_group",
+            "elastic training does not support Spot Instances",
+            "on-demand or training-plan group",
+        ),
+        (
+            HyperPodFacts(frozenset(), tiered_checkpointing=True),
+            "elastic",
+            "elastic training does not support managed tiered checkpointing",
+            '{"tiered_checkpointing": {"enabled": false}}',
+        ),
+    ],
+)
+def test_aws_elastic_rules_refuse_with_the_field_the_rule_and_the_way_out(
+    hyperpod: HyperPodFacts, field: str, rule: str, way_out: str
+) -> None:
+    with pytest.raises(PermanentError) as info:
+        plan_submit("c", spec(**ELASTIC), facts(hyperpod=hyperpod))
+    assert info.value.code == "InvalidJob"
+    assert info.value.message.startswith(f"{field}: ") and rule in info.value.message
+    assert way_out in (info.value.hint or "") and "drop elastic" in (info.value.hint or "")
+    # the same group and cluster run the job at a fixed size
+    assert not plan_submit("c", spec(), facts(hyperpod=hyperpod)).noop
+
+
+def test_an_elastic_plan_without_the_cluster_description_says_what_it_did_not_check() -> None:
+    plan = plan_submit("c", spec(**ELASTIC), facts())
+    assert any("spot capacity and tiered checkpointing not checked" in n for n in plan.notes)
+    checked = plan_submit("c", spec(**ELASTIC), facts(hyperpod=HyperPodFacts(frozenset(), False)))
+    assert not any("not checked" in n for n in checked.notes)

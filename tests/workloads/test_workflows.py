@@ -32,6 +32,7 @@ class FakeCluster:
         name: str,
         group: str | None,
         secrets: Sequence[str] = (),
+        elastic: bool = False,
     ) -> ClusterFacts:
         return ClusterFacts(
             groups={"gpu": GroupFacts("gpu", "ml.g5.8xlarge", 2, 1, 1)},

@@ -11,6 +11,7 @@ import asyncpg
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM
 from shared.errors import PermanentError
 from workload_svc import records
+from workload_svc.domain.elastic_rules import HyperPodFacts, hyperpod_facts
 from workload_svc.domain.instance_types import accelerators
 from workload_svc.domain.plan import ClusterFacts, GroupFacts
 from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL, RAY_API, RAY_KIND
@@ -72,6 +73,10 @@ class Endpoint(Protocol):
     ca_data: str
 
 
+class HyperPodClusters(Protocol):
+    async def describe_cluster(self, region: str, cluster: str) -> dict[str, Any] | None: ...
+
+
 class KubeFactory(Protocol):
     def __call__(self, target: Any) -> Kube: ...
 
@@ -89,10 +94,17 @@ def _quantity(value: Any) -> int:
 class Clusters:
     """Reach a cluster recorded in the read model; read the facts its jobs are checked against."""
 
-    def __init__(self, pool: asyncpg.Pool, kubes: KubeFactory, endpoint: EndpointMaker) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        kubes: KubeFactory,
+        endpoint: EndpointMaker,
+        hyperpod: HyperPodClusters | None = None,
+    ) -> None:
         self.pool = pool
         self.kubes = kubes
         self.endpoint = endpoint
+        self.hyperpod = hyperpod
 
     async def row(self, cluster: str, *, any_status: bool = False) -> dict[str, Any]:
         """The cluster's record; refused unless it is usable (active or imported) with its
@@ -134,9 +146,11 @@ class Clusters:
         name: str,
         group: str | None,
         secrets: Iterable[str] = (),
+        elastic: bool = False,
     ) -> ClusterFacts:
         """What a job is checked against; `secrets`: the Kubernetes Secrets its secret_env
-        names (those missing from the jobs' namespace are `missing_secrets`)."""
+        names (those missing from the jobs' namespace are `missing_secrets`); `elastic`: read
+        the HyperPod cluster's description too (the elastic rules need it)."""
         kube = await self.kube(cluster)
         recorded = await self.groups(cluster)
         nodes = await kube.nodes("sagemaker.amazonaws.com/compute-type=hyperpod")
@@ -185,7 +199,17 @@ class Clusters:
             missing_secrets=frozenset(
                 [s for s in sorted(set(secrets)) if not await kube.secret_exists(NAMESPACE, s)]
             ),
+            hyperpod=await self.hyperpod_facts(cluster) if elastic else None,
         )
+
+    async def hyperpod_facts(self, cluster: str) -> HyperPodFacts | None:
+        """The HyperPod cluster's live description (None: no HyperPod cluster recorded)."""
+        row = await self.row(cluster)
+        arn = row.get("hyperpod_cluster_arn")
+        if self.hyperpod is None or not arn:
+            return None
+        found = await self.hyperpod.describe_cluster(row["region"], arn)
+        return None if found is None else hyperpod_facts(found)
 
     async def pods_of(self, kube: Kube, job: str) -> list[KubeObject]:
         return await kube.pods(NAMESPACE, f"{JOB_LABEL}={job}")

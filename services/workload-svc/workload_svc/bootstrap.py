@@ -24,8 +24,10 @@ from workload_svc.watcher import StatusWatcher
 
 def areas(runtime: ServiceRuntime) -> list[Area]:
     settings = runtime.settings
-    clusters = Clusters(runtime.pool, KubeClients(settings.aws_region), ClusterEndpoint)
     servers = TrackingServers(settings.aws_region, settings.aws_endpoint_url)
+    clusters = Clusters(
+        runtime.pool, KubeClients(settings.aws_region), ClusterEndpoint, hyperpod=servers
+    )
     secrets = SecretsManager(settings.aws_endpoint_url)
     reads = Reads(runtime.pool, clusters, servers)
 

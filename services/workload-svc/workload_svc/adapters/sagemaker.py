@@ -1,4 +1,5 @@
-"""SageMaker's managed MLflow tracking servers, through boto3 (run in threads)."""
+"""SageMaker's managed MLflow tracking servers and HyperPod cluster descriptions, through boto3
+(run in threads)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ class TrackingServers:
     def client(self) -> Any:
         # Made on first use: SageMaker's service model costs the process about 20 MB, and
         # tracking-server calls are rare.
-        return boto3.session.Session(region_name=self.region).client(
+        return self._client(self.region)
+
+    def _client(self, region: str) -> Any:
+        return boto3.session.Session(region_name=region).client(
             "sagemaker",
             endpoint_url=self.endpoint_url,
             config=Config(retries={"max_attempts": 3, "mode": "standard"}),
@@ -61,6 +65,25 @@ class TrackingServers:
             return found
 
         return await self._run(f"DescribeMlflowTrackingServer {name}", call)
+
+    async def describe_cluster(self, region: str, cluster: str) -> dict[str, Any] | None:
+        """DescribeCluster of a HyperPod cluster (by name or ARN) in `region`."""
+
+        def call() -> dict[str, Any] | None:
+            client = self.client if region == self.region else self._client(region)
+            try:
+                found: dict[str, Any] = client.describe_cluster(ClusterName=cluster)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in (
+                    "ResourceNotFound",
+                    "ResourceNotFoundException",
+                ):
+                    return None
+                raise
+            found.pop("ResponseMetadata", None)
+            return found
+
+        return await self._run(f"DescribeCluster {cluster}", call)
 
     async def create(self, params: dict[str, Any]) -> str:
         def call() -> str:

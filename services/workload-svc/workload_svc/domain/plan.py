@@ -12,6 +12,7 @@ from typing import Any
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM, JobBase, ModelDownloadSpec
 from shared.errors import PermanentError
+from workload_svc.domain.elastic_rules import HyperPodFacts, check_elastic
 from workload_svc.domain.render import (
     HPJ_KIND,
     RAY_KIND,
@@ -46,6 +47,8 @@ class ClusterFacts:
     notes: list[str] = field(default_factory=list)
     # the Kubernetes Secrets the spec's secret_env names that the jobs' namespace lacks
     missing_secrets: frozenset[str] = frozenset()
+    # the HyperPod cluster's description, read for elastic jobs (None: not read)
+    hyperpod: HyperPodFacts | None = None
 
 
 def violation(field_name: str, message: str, hint: str) -> PermanentError:
@@ -210,6 +213,13 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
                 f" {group.nodes} node(s)",
                 "lower elastic.min_replicas or scale the group up first",
             )
+        if facts.hyperpod is None:
+            notes.append(
+                "the HyperPod cluster's description was not read: the elastic rules on spot"
+                " capacity and tiered checkpointing not checked"
+            )
+        else:
+            check_elastic(spec.instance_group, facts.hyperpod)
     notes.append(
         f"{spec.replicas} pod(s) x {nproc(spec)} process(es) on group {spec.instance_group};"
         f" retry budget {spec.run_policy.job_max_retry_count}"

@@ -52,6 +52,7 @@ class Workloads(Protocol):
         name: str,
         group: str | None,
         secrets: Sequence[str] = (),
+        elastic: bool = False,
     ) -> ClusterFacts: ...
 
     async def apply(self, cluster: str, obj: KubeObject) -> None: ...
@@ -101,6 +102,7 @@ async def plan_of(workloads: Workloads, command: Job) -> Plan:
         command.spec.name,
         command.spec.instance_group,
         secrets=sorted(kube_secrets(command.spec)),
+        elastic=command.spec.elastic is not None,
     )
     return plan_submit(cluster, command.spec, facts)
 
