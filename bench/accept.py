@@ -1,7 +1,7 @@
 """Item 1, accept latency: POST /api/v1/storage/buckets -> 202 at rising load, against the floor
 (a bare FastAPI endpoint doing one PostgreSQL INSERT, served like the gateway) in the same run.
 
-The gateway runs alone (its outbox relay, audit subscriber and live stream included) on the
+The gateway runs alone (its outbox relay and live stream included; the audit row is written with its event) on the
 embedded PostgreSQL and NATS: accepting is its whole job, and commands wait in JetStream. The
 load comes from another process at a fixed rate (open loop); each rate is run on the floor,
 then on the gateway, so both see the same machine. The rates the goals name (50 and 200 req/s)
