@@ -61,3 +61,7 @@ class NodeFaultHooks(Protocol):
     def node_fault(
         self, cluster_name: str, instance_id: str, reason: str, message: str
     ) -> None: ...
+
+    def node_fault_cleared(self, cluster_name: str, instance_id: str) -> None:
+        """The instance's fault healed (a reboot cleared it)."""
+        ...

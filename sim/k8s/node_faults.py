@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sim.k8s.store import Obj
+from sim.k8s.store import Obj, clone
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
 
 AGENT = "sagemaker-health-monitoring-agent"
+FAULT_LABELS = ("sagemaker.amazonaws.com/fault-type", "sagemaker.amazonaws.com/fault-reason")
 
 # What a CUDA or NCCL program on the node prints when the device under it fails, and the
 # extended resource a container must use to notice.
@@ -53,6 +54,22 @@ def record_node_fault(server: ApiServer, instance_id: str, reason: str, message:
                     server.logs.write(meta["namespace"], meta["name"], container["name"], line)
 
     server.run_on_loop(record)
+
+
+def clear_node_fault(server: ApiServer, instance_id: str) -> None:
+    """The fault healed (a reboot cleared it): the Node loses its fault-type/fault-reason."""
+
+    def clear() -> None:
+        node = server.store.get("nodes", "", f"hyperpod-{instance_id}")
+        labels = (node or {}).get("metadata", {}).get("labels") or {}
+        if node is None or not any(k in labels for k in FAULT_LABELS):
+            return
+        healed = clone(node)
+        for key in FAULT_LABELS:
+            healed["metadata"]["labels"].pop(key, None)
+        server.nodes.update("nodes", healed)
+
+    server.run_on_loop(clear)
 
 
 def _uses(container: Obj, resource: str) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from sim.interfaces import ClusterEndpoint, SimNode
 from sim.k8s.facts import STANDALONE, ClusterFacts
 from sim.k8s.files import SharedFiles
-from sim.k8s.node_faults import record_node_fault
+from sim.k8s.node_faults import clear_node_fault, record_node_fault
 from sim.k8s.server import ApiServer
 from sim.profile import TimeProfile
 
@@ -75,6 +75,9 @@ class KubeWorld:
 
     def node_fault(self, cluster_name: str, instance_id: str, reason: str, message: str) -> None:
         record_node_fault(self.api_server(cluster_name), instance_id, reason, message)
+
+    def node_fault_cleared(self, cluster_name: str, instance_id: str) -> None:
+        clear_node_fault(self.api_server(cluster_name), instance_id)
 
     def api_server(self, name: str) -> ApiServer:
         with self.lock:

@@ -247,10 +247,12 @@ def test_an_efa_error_heals_on_reboot(world: tuple[SimulatedAws, KubeWorld]) -> 
     [victim] = sim.faults.inject("efa_error", cluster=cluster).node_ids
     assert _status(sim, cluster, victim)["Status"] == "Failure"
     assert _labels(kube, eks, victim)[HEALTH] == "UnschedulablePendingReboot"
+    assert _labels(kube, eks, victim)["sagemaker.amazonaws.com/fault-type"] == "NetworkHealth"
     assert [e["reason"] for e in _node_events(kube, eks, victim)] == ["EfaError"]
     aws_client(sim, "sagemaker").batch_reboot_cluster_nodes(ClusterName=cluster, NodeIds=[victim])
     wait_for(lambda: _status(sim, cluster, victim)["Status"] == "Running", timeout=10)
     wait_for(lambda: _labels(kube, eks, victim)[HEALTH] == "Schedulable", timeout=5)
+    assert "sagemaker.amazonaws.com/fault-type" not in _labels(kube, eks, victim)
 
 
 def test_a_failing_deep_health_check_shows_only_when_it_runs(

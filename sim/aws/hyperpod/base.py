@@ -295,9 +295,14 @@ class HyperPodBase:
         )
 
         def done() -> None:
+            healed = node.hardware is not None and node.hardware.heals_on_reboot
             node.hardware = after_reboot(node.hardware) if node.hardware else None
             if node.hardware is None or node.hardware.latent:
                 self._set_status(cluster, node, "Running")
+                if healed:
+                    self._tell_kubernetes(
+                        cluster, lambda kube, eks: kube.node_fault_cleared(eks, node.instance_id)
+                    )
             else:
                 self._hardware_failed(cluster, node, rebooted=True)
 
@@ -332,14 +337,22 @@ class HyperPodBase:
         self, cluster: Cluster, node: Node, reason: str, message: str
     ) -> None:
         """The Node's Warning event (after its labels and status are synced)."""
+        self._tell_kubernetes(
+            cluster, lambda kube, eks: kube.node_fault(eks, node.instance_id, reason, message)
+        )
+
+    def _tell_kubernetes(
+        self, cluster: Cluster, call: Callable[[NodeFaultHooks, str], None]
+    ) -> None:
+        """`call` the emulator's node fault hooks once it has the cluster's current nodes."""
         eks, kube = cluster.eks_name, self.ctx.kube
         if eks is None or not isinstance(kube, NodeFaultHooks) or not self.ctx.eks_kube_ready(eks):
             return
         self.ctx.flush()
         try:
-            kube.node_fault(eks, node.instance_id, reason, message)
+            call(kube, eks)
         except Exception:
-            log.exception("node_fault(%s, %s) failed", eks, node.instance_id)
+            log.exception("node fault hook of %s failed", eks)
 
     def _fault_nodes(self, fault: Fault) -> tuple[Cluster, list[Node]]:
         if not fault.cluster:
