@@ -19,5 +19,5 @@ described.py: the actual state (DescribeCluster) as the decisions read it;
 rules.py: the rules a change must pass (each broken one a `Problem` naming the way out);
 decisions.py: what a command would do (`Decision`), shared by the stages and the dry runs;
 stages.py: the workflows' stages. Their reads and writes of the database are in
-cluster_svc/records.py.
+cluster_svc/records/.
 """

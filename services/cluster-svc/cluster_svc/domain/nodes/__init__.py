@@ -2,7 +2,7 @@
 
 Everything here is pure or written against `NodesPort` (adapters/hyperpod_nodes.py), one module
 per role: health.py, actions.py, health_checks.py, recovery.py and watch.py (the watcher's
-decision; cluster_svc/records.py stores it).
+decision; cluster_svc/records/ stores it).
 - `health_view` joins HyperPod's instance status, the Kubernetes node conditions and HyperPod's
   health labels and taints into one verdict with the next step;
 - `decide_action` splits a reboot/replace/delete into API-sized batches and says which nodes are

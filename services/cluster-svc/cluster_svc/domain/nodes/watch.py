@@ -1,5 +1,5 @@
 """The node watcher's decision: two observations of a cluster's nodes turned into events
-(failure, replacement, recovery) and the records to write (cluster_svc/records.py stores them)."""
+(failure, replacement, recovery) and the records to write (cluster_svc/records/nodes.py stores them)."""
 
 from __future__ import annotations
 
