@@ -436,6 +436,15 @@ def k8s_rows() -> list[str]:
     ]
 
 
+# Sections after this line are written by hand (measured outside `make bench`) and kept.
+KEPT = "<!-- the sections below are measured outside make bench and kept when it rewrites this file -->"
+
+
+def _kept() -> str:
+    text = DOC.read_text() if DOC.exists() else ""
+    return text[text.index(KEPT) :] if KEPT in text else ""
+
+
 def write(extra: str = "") -> Path:
     run = _load("run") or {}
     elapsed_seconds = run.get("elapsed_seconds")
@@ -473,6 +482,8 @@ def write(extra: str = "") -> Path:
     lines += ["", METHOD.rstrip(), "", PROFILED.rstrip()]
     if extra:
         lines += ["", extra.rstrip()]
+    if kept := _kept():
+        lines += ["", kept.rstrip()]
     DOC.write_text("\n".join(lines) + "\n")
     return DOC
 
