@@ -16,7 +16,7 @@ The GPU count per replica is always given: it is never inferred from a tensor-pa
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -280,6 +280,11 @@ class EndpointSpec(Spec):
     namespace: str = Field("default", pattern=NAMESPACE_PATTERN, description=NAMESPACE_DESCRIPTION)
     kind: EndpointKind = "container"
     instance_type: str = Field(pattern=ML_INSTANCE_PATTERN, description="e.g. ml.g5.8xlarge")
+    fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] = Field(
+        default_factory=list,
+        max_length=4,
+        description="other acceptable types, in order of preference after instance_type",
+    )
     container: ContainerSpec | None = None
     managed: ManagedSpec | None = None
     jumpstart: JumpStartSpec | None = None
@@ -318,8 +323,29 @@ class EndpointSpec(Spec):
             )
         return value
 
+    @field_validator("fallback_instance_types")
+    @classmethod
+    def _distinct_types(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        seen = [info.data.get("instance_type"), *value]
+        twice = sorted({t for t in value if seen.count(t) > 1})
+        if twice:
+            raise RuleViolation(
+                f"{', '.join(twice)} is named twice among the instance types",
+                "name each acceptable instance type once, instance_type first",
+            )
+        return value
+
+    def instance_types(self) -> list[str]:
+        """Every acceptable instance type, most preferred first."""
+        return [self.instance_type, *self.fallback_instance_types]
+
     @model_validator(mode="after")
     def _shape(self) -> Self:
+        if self.kind == "jumpstart" and self.fallback_instance_types:
+            raise RuleViolation(
+                "a JumpStartModel runs on one instance type (server.instanceType)",
+                "drop fallback_instance_types, or use kind managed for a preference list",
+            )
         if self.kind in ("container", "sglang") and self.container is None:
             raise RuleViolation(
                 f"a {self.kind} endpoint needs its container", "set container.engine and model"
@@ -426,6 +452,9 @@ class EndpointChange(Spec):
     merged spec passes every rule of a deploy."""
 
     instance_type: str | None = Field(None, pattern=ML_INSTANCE_PATTERN)
+    fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] | None = (
+        Field(None, max_length=4)
+    )
     gpus: int | None = Field(None, ge=1, le=8)
     replicas: int | None = Field(None, ge=0, le=64)
     service: ServiceShape | None = None

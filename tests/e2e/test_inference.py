@@ -242,6 +242,11 @@ def test_rules_name_the_field_and_the_way_out(created_cluster: tuple[RunningStac
     field = _field(api.post("/api/v1/endpoints", elsewhere, params=params | {"dry_run": "true"}))
     assert field["field"] == "instance_type"
     assert api.get("/api/v1/endpoints/rules", params=params).status_code == 404
+    # Every type of a preference list is one of the cluster's.
+    fallback = _vllm("rules", instance_type, "internal")
+    fallback["fallback_instance_types"] = ["ml.p5.48xlarge"]
+    field = _field(api.post("/api/v1/endpoints", fallback, params=params | {"dry_run": "true"}))
+    assert field["field"] == "fallback_instance_types.0" and instance_type in field["hint"]
 
 
 def test_external_endpoint_scales_and_reports_its_load_balancer(

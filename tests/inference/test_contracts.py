@@ -139,6 +139,22 @@ def test_the_kind_and_its_parts_agree(overrides: dict[str, Any], words: str) -> 
     assert words in refusal(spec(**overrides))[1]
 
 
+def test_fallback_instance_types_are_distinct_and_not_for_jumpstart() -> None:
+    where, message, hint = refusal(spec(fallback_instance_types=["ml.g5.8xlarge"]))
+    assert where == "fallback_instance_types" and "named twice" in message and hint
+    where, message, _ = refusal(
+        spec(
+            kind="jumpstart",
+            container=None,
+            jumpstart={"model_id": "m"},
+            fallback_instance_types=["ml.g6.12xlarge"],
+        )
+    )
+    assert "one instance type" in message
+    parsed = EndpointSpec.model_validate(spec(fallback_instance_types=["ml.g6.12xlarge"]))
+    assert parsed.instance_types() == ["ml.g5.8xlarge", "ml.g6.12xlarge"]
+
+
 def test_autoscaling_bounds_and_model_sources() -> None:
     with pytest.raises(ValidationError, match="above max_replicas"):
         EndpointSpec.model_validate(

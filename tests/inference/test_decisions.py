@@ -224,6 +224,55 @@ def test_the_sglang_router_rate_trigger_counts_the_router() -> None:
     )
 
 
+def test_several_instance_types_are_required_as_a_set_and_preferred_in_order() -> None:
+    spec = make(fallback_instance_types=["ml.g6.12xlarge", "ml.p4d.24xlarge"])
+    pod = render(spec)[0]["spec"]["template"]["spec"]
+    assert "nodeSelector" not in pod
+    affinity = pod["affinity"]["nodeAffinity"]
+    required = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    key = "node.kubernetes.io/instance-type"
+    assert required == [
+        {
+            "matchExpressions": [
+                {
+                    "key": key,
+                    "operator": "In",
+                    "values": [TYPE, "ml.g6.12xlarge", "ml.p4d.24xlarge"],
+                }
+            ]
+        }
+    ]
+    preferred = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert [(p["weight"], p["preference"]["matchExpressions"][0]["values"]) for p in preferred] == [
+        (100, [TYPE]),
+        (80, ["ml.g6.12xlarge"]),
+        (60, ["ml.p4d.24xlarge"]),
+    ]
+    managed = make(
+        kind="managed",
+        container=None,
+        fallback_instance_types=["ml.g6.12xlarge"],
+        managed={"model_name": "m", "model_source": {"type": "s3", "s3_bucket": "models"}},
+    )
+    (config,) = render(managed)
+    assert config["spec"]["instanceTypes"] == [TYPE, "ml.g6.12xlarge"]
+    assert "instanceType" not in config["spec"]
+
+
+def test_every_instance_type_of_the_list_is_checked_against_the_cluster() -> None:
+    cluster = ClusterFacts(
+        cluster="c1", gpus_by_instance_type={TYPE: 4, "ml.g5.xlarge": 1}, served=frozenset()
+    )
+    assert not deploy_plan(make(fallback_instance_types=["ml.g5.xlarge"]), cluster).noop
+    with pytest.raises(PermanentError) as info:
+        deploy_plan(make(fallback_instance_types=["ml.g5.xlarge", "ml.g6.2xlarge"]), cluster)
+    assert info.value.message.startswith("fallback_instance_types.1: ml.g6.2xlarge is not")
+    assert "ml.g5.8xlarge, ml.g5.xlarge" in str(info.value.hint)
+    with pytest.raises(PermanentError) as info:
+        deploy_plan(make(gpus=2, fallback_instance_types=["ml.g5.xlarge"]), cluster)
+    assert info.value.message.startswith("fallback_instance_types.0: 2 GPUs per replica exceed")
+
+
 def test_scale_plan() -> None:
     spec = make()
     deployment = as_served(render(spec)[0])

@@ -62,20 +62,22 @@ def checked_pool_model(spec: EndpointSpec, model: str) -> PoolModel:
 
 def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
     types = facts.gpus_by_instance_type
-    if spec.instance_type not in types:
-        offered = ", ".join(sorted(types)) or "no HyperPod node yet"
-        raise rule(
-            "instance_type",
-            f"{spec.instance_type} is not an instance type of cluster {facts.cluster} ({offered})",
-            f"use one of: {offered}; or add an instance group of {spec.instance_type} first",
-        )
-    per_node = types[spec.instance_type]
-    if spec.gpus is not None and spec.gpus > per_node:
-        raise rule(
-            "gpus",
-            f"{spec.gpus} GPUs per replica exceed the {per_node} of one {spec.instance_type} node",
-            f"set gpus to at most {per_node}, or choose an instance type with more GPUs",
-        )
+    offered = ", ".join(sorted(types)) or "no HyperPod node yet"
+    for index, instance_type in enumerate(spec.instance_types()):
+        where = "instance_type" if index == 0 else f"fallback_instance_types.{index - 1}"
+        if instance_type not in types:
+            raise rule(
+                where,
+                f"{instance_type} is not an instance type of cluster {facts.cluster} ({offered})",
+                f"use one of: {offered}; or add an instance group of {instance_type} first",
+            )
+        per_node = types[instance_type]
+        if spec.gpus is not None and spec.gpus > per_node:
+            raise rule(
+                "gpus" if index == 0 else where,
+                f"{spec.gpus} GPUs per replica exceed the {per_node} of one {instance_type} node",
+                f"set gpus to at most {per_node}, or choose an instance type with more GPUs",
+            )
     if spec.kind in ("managed", "jumpstart"):
         kind = "InferenceEndpointConfig" if spec.kind == "managed" else "JumpStartModel"
         if kind not in facts.served:

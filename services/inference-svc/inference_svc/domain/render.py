@@ -131,6 +131,33 @@ def _env(spec: EndpointSpec) -> list[KubeObject]:
     return env
 
 
+def _placement(spec: EndpointSpec) -> KubeObject:
+    """One instance type: a node selector. Several: a node affinity that requires one of them
+    and prefers them in order (weights 100, 80, 60, ...)."""
+    types = spec.instance_types()
+    if len(types) == 1:
+        return {"nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type}}
+
+    def term(values: list[str]) -> KubeObject:
+        return {
+            "matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": values}]
+        }
+
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [term(types)]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100 - 20 * rank, "preference": term([t])}
+                    for rank, t in enumerate(types)
+                ],
+            }
+        }
+    }
+
+
 def worker_deployment(spec: EndpointSpec) -> KubeObject:
     assert spec.container is not None
     command, args = server_command(spec)
@@ -159,7 +186,7 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
         "template": {
             "metadata": {"labels": pod_labels},
             "spec": {
-                "nodeSelector": {INSTANCE_TYPE_LABEL: spec.instance_type},
+                **_placement(spec),
                 "tolerations": [
                     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
                 ],
@@ -431,7 +458,11 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
     body: KubeObject = {
         "modelName": managed.model_name,
         "endpointName": spec.name,
-        "instanceType": spec.instance_type,
+        **(
+            {"instanceTypes": spec.instance_types()}
+            if spec.fallback_instance_types
+            else {"instanceType": spec.instance_type}
+        ),
         "replicas": spec.replicas,
         "modelSourceConfig": source_config,
         "worker": {
