@@ -7,7 +7,14 @@ from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
-from cluster_svc.areas import dependencies, features, instance_groups, lifecycle_plans, nodes
+from cluster_svc.areas import (
+    capacity,
+    dependencies,
+    features,
+    instance_groups,
+    lifecycle_plans,
+    nodes,
+)
 from cluster_svc.domain.cluster_workflow import (
     create_cluster_workflow,
     delete_cluster_workflow,
@@ -46,6 +53,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         instance_groups.build(aws, ports),
         nodes.build(aws, ports),
         features.build(aws, ports),
+        capacity.build(aws, ports),
         inspect_area(Inspector(aws)),
     ]
 

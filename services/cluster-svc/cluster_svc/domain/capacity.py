@@ -1,0 +1,337 @@
+"""Capacity now, from a cluster's Kubernetes Nodes and Pods (pure).
+
+Per node: total = `status.allocatable`; allocated = the requests of the non-terminated pods bound
+to it (phase neither Succeeded nor Failed), each pod's request being what the scheduler counts:
+max(sum of its containers, any init container) plus its overhead, an extended resource given
+only as a limit counting as its request; free = total - allocated. A node takes no new pods when
+it is cordoned, not Ready or tainted by HyperPod's health label; it is unhealthy when not Ready
+or its health label is not Schedulable. A pending pod is a non-terminated pod bound to no node.
+
+Cost is the list price per hour of every node of a group (an unhealthy node bills all the same).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import date
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from typing import Any
+
+from shared.contracts.capacity import (
+    NO_RESOURCES,
+    Amount,
+    ClusterCapacity,
+    ClusterSummary,
+    FleetCapacity,
+    GroupCapacity,
+    NodeCapacity,
+    PendingPod,
+    PriceSource,
+    Resources,
+)
+
+GPU = "nvidia.com/gpu"
+EFA = "vpc.amazonaws.com/efa"
+MEMORY = "memory"
+GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+INSTANCE_ID_LABEL = "sagemaker.amazonaws.com/instance-id"
+TYPE_LABEL = "node.kubernetes.io/instance-type"
+TERMINATED = frozenset({"Succeeded", "Failed"})
+UNGROUPED = "ungrouped"
+
+# ---- list prices -------------------------------------------------------------------------------
+
+LIST_PRICES = PriceSource(
+    source="https://aws.amazon.com/sagemaker/pricing/ (on-demand, per instance-hour)",
+    as_of=date(2026, 12, 1),
+    region="us-east-1",
+)
+# On-demand USD per instance-hour (SageMaker training / HyperPod, us-east-1) of the ml.* types
+# the simulator's nodes run on, from the source above, table compiled on `LIST_PRICES.as_of`.
+# A type absent here (no figure taken for it yet) is reported as unpriced, never guessed.
+LIST_PRICE_PER_HOUR: Mapping[str, float] = {
+    "ml.p5.48xlarge": 113.068,
+    "ml.p4d.24xlarge": 37.688,
+    "ml.g5.xlarge": 1.408,
+    "ml.g5.2xlarge": 1.515,
+    "ml.g5.4xlarge": 2.03,
+    "ml.g5.8xlarge": 3.06,
+    "ml.g5.12xlarge": 7.09,
+    "ml.g5.16xlarge": 5.12,
+    "ml.g5.24xlarge": 10.18,
+    "ml.g5.48xlarge": 20.36,
+    "ml.trn1.32xlarge": 24.725,
+    "ml.c5.large": 0.102,
+    "ml.c5.xlarge": 0.204,
+    "ml.c5.2xlarge": 0.408,
+    "ml.c5.4xlarge": 0.816,
+    "ml.m5.large": 0.115,
+    "ml.m5.xlarge": 0.23,
+    "ml.m5.2xlarge": 0.461,
+    "ml.m5.4xlarge": 0.922,
+    "ml.m5.12xlarge": 2.765,
+    "ml.t3.medium": 0.05,
+    "ml.t3.large": 0.10,
+}
+
+
+def list_price(instance_type: str | None) -> float | None:
+    """USD per hour of one instance, None when the table has no price for it."""
+    if not instance_type:
+        return None
+    return LIST_PRICE_PER_HOUR.get(
+        instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
+    )
+
+
+# ---- quantities --------------------------------------------------------------------------------
+
+_SUFFIX = {
+    "": Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10,
+    "Mi": Decimal(2) ** 20,
+    "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50,
+    "Ei": Decimal(2) ** 60,
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+
+
+def quantity(value: object) -> Decimal:
+    """A Kubernetes quantity ("8", "2048Gi", "500M", "1e9", "100m") as a number."""
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    match = _QUANTITY.match(str(value).strip())
+    if match is None or match.group(2) not in _SUFFIX:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    try:
+        return Decimal(match.group(1)) * _SUFFIX[match.group(2)]
+    except InvalidOperation as exc:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity") from exc
+
+
+def _whole(value: Decimal) -> int:
+    """Rounded up, as Kubernetes rounds a quantity to its integer form."""
+    return int(value.to_integral_value(rounding=ROUND_CEILING))
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    wanted = dict(resources.get("requests") or {})
+    for name, qty in (resources.get("limits") or {}).items():
+        wanted.setdefault(name, qty)
+    out: dict[str, Decimal] = {}
+    for name, qty in wanted.items():
+        try:
+            out[name] = quantity(qty)
+        except ValueError:
+            continue
+    return out
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """What the scheduler counts for a pod: max(sum of containers, any init container) +
+    overhead."""
+    total: dict[str, Decimal] = {}
+    for container in spec.get("containers") or []:
+        for name, qty in _container_requests(container).items():
+            total[name] = total.get(name, Decimal(0)) + qty
+    for container in spec.get("initContainers") or []:
+        for name, qty in _container_requests(container).items():
+            total[name] = max(total.get(name, Decimal(0)), qty)
+    for name, qty in (spec.get("overhead") or {}).items():
+        total[name] = total.get(name, Decimal(0)) + quantity(qty)
+    return total
+
+
+# ---- nodes and pods ----------------------------------------------------------------------------
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return str(cond.get("status")) == "True"
+    return False
+
+
+def _unhealthy_reasons(node: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(why it takes no new pods, why it is unhealthy)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    spec = node.get("spec") or {}
+    blocked: list[str] = []
+    unhealthy: list[str] = []
+    if not _ready(node):
+        unhealthy.append("not Ready")
+        blocked.append("not Ready")
+    health = labels.get(HEALTH_LABEL)
+    if health is not None and health != "Schedulable":
+        unhealthy.append(f"health label {health}")
+    if spec.get("unschedulable"):
+        blocked.append("cordoned")
+    for taint in spec.get("taints") or []:
+        if taint.get("key") == HEALTH_LABEL and taint.get("effect") in ("NoSchedule", "NoExecute"):
+            blocked.append(f"tainted {HEALTH_LABEL}={taint.get('value', '')}")
+    if health is not None and health != "Schedulable" and not any("tainted" in b for b in blocked):
+        blocked.append(f"health label {health}")
+    return blocked, unhealthy
+
+
+def _amount(allocatable: Mapping[str, Any], used: Mapping[str, Decimal], name: str) -> Amount:
+    total = _whole(quantity(allocatable[name])) if name in allocatable else 0
+    return Amount.of(total, _whole(used.get(name, Decimal(0))))
+
+
+def _node_view(node: Mapping[str, Any], used: dict[str, Decimal], pods: int) -> NodeCapacity:
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    blocked, unhealthy = _unhealthy_reasons(node)
+    provider = str((node.get("spec") or {}).get("providerID") or "").rsplit("/", 1)[-1]
+    return NodeCapacity(
+        name=str(meta.get("name", "")),
+        instance_id=labels.get(INSTANCE_ID_LABEL)
+        or (provider if provider.startswith("i-") else None),
+        instance_group=labels.get(GROUP_LABEL),
+        instance_type=labels.get(TYPE_LABEL),
+        resources=Resources(
+            gpus=_amount(allocatable, used, GPU),
+            efa=_amount(allocatable, used, EFA),
+            memory_bytes=_amount(allocatable, used, MEMORY),
+        ),
+        pods=pods,
+        schedulable=not blocked,
+        healthy=not unhealthy,
+        reasons=list(dict.fromkeys(blocked + unhealthy)),
+    )
+
+
+def _scheduler_message(pod: Mapping[str, Any]) -> str | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "") or None
+    return None
+
+
+def _pending_view(pod: Mapping[str, Any], wanted: dict[str, Decimal]) -> PendingPod:
+    meta = pod.get("metadata") or {}
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return PendingPod(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name", "")),
+        gpus=_whole(wanted.get(GPU, Decimal(0))),
+        efa=_whole(wanted.get(EFA, Decimal(0))),
+        memory_bytes=_whole(wanted.get(MEMORY, Decimal(0))),
+        instance_group=selector.get(GROUP_LABEL),
+        instance_type=selector.get(TYPE_LABEL),
+        reason=_scheduler_message(pod),
+    )
+
+
+def _group(name: str, nodes: list[NodeCapacity]) -> GroupCapacity:
+    instance_type = next((n.instance_type for n in nodes if n.instance_type), None)
+    price = list_price(instance_type)
+    resources = NO_RESOURCES
+    for node in nodes:
+        resources = resources + node.resources
+    return GroupCapacity(
+        name=name,
+        instance_type=instance_type,
+        nodes=len(nodes),
+        schedulable_nodes=sum(1 for n in nodes if n.schedulable),
+        resources=resources,
+        price_per_node_hour=price,
+        cost_per_hour=None if price is None else round(price * len(nodes), 4),
+    )
+
+
+def cluster_capacity(
+    cluster: str, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+) -> ClusterCapacity:
+    """Capacity of one cluster from its Nodes and Pods as the API serves them (camelCase)."""
+    node_list = list(nodes)
+    names = {str((n.get("metadata") or {}).get("name", "")) for n in node_list}
+    used: dict[str, dict[str, Decimal]] = {name: {} for name in names}
+    counts: dict[str, int] = dict.fromkeys(names, 0)
+    pending: list[PendingPod] = []
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") in TERMINATED:
+            continue
+        spec = pod.get("spec") or {}
+        wanted = pod_requests(spec)
+        bound = spec.get("nodeName")
+        if not bound:
+            pending.append(_pending_view(pod, wanted))
+        elif bound in used:
+            counts[bound] += 1
+            for name, qty in wanted.items():
+                used[bound][name] = used[bound].get(name, Decimal(0)) + qty
+    views = sorted(
+        (
+            _node_view(n, used[str(n["metadata"]["name"])], counts[str(n["metadata"]["name"])])
+            for n in node_list
+        ),
+        key=lambda v: (v.instance_group or "", v.name),
+    )
+    by_group: dict[str, list[NodeCapacity]] = {}
+    for view in views:
+        by_group.setdefault(view.instance_group or UNGROUPED, []).append(view)
+    groups = [_group(name, members) for name, members in sorted(by_group.items())]
+    resources = NO_RESOURCES
+    for group in groups:
+        resources = resources + group.resources
+    return ClusterCapacity(
+        cluster=cluster,
+        resources=resources,
+        groups=groups,
+        nodes=views,
+        pending=sorted(pending, key=lambda p: (p.namespace, p.name)),
+        cost_per_hour=round(sum(g.cost_per_hour or 0.0 for g in groups), 4),
+        unpriced_instance_types=sorted(
+            {g.instance_type or "unknown" for g in groups if g.cost_per_hour is None}
+        ),
+        prices=LIST_PRICES,
+    )
+
+
+# ---- the fleet ---------------------------------------------------------------------------------
+
+
+def summarize(capacity: ClusterCapacity) -> ClusterSummary:
+    return ClusterSummary(
+        cluster=capacity.cluster,
+        readable=True,
+        resources=capacity.resources,
+        nodes=len(capacity.nodes),
+        unschedulable_nodes=sum(1 for n in capacity.nodes if not n.schedulable),
+        pending_pods=len(capacity.pending),
+        pending_gpus=sum(p.gpus for p in capacity.pending),
+        cost_per_hour=capacity.cost_per_hour,
+    )
+
+
+def unreadable(cluster: str, error: str) -> ClusterSummary:
+    return ClusterSummary(cluster=cluster, readable=False, error=error)
+
+
+def fleet(clusters: Iterable[ClusterSummary]) -> FleetCapacity:
+    listed = sorted(clusters, key=lambda c: c.cluster)
+    resources = NO_RESOURCES
+    for summary in listed:
+        resources = resources + summary.resources
+    return FleetCapacity(
+        clusters=listed,
+        resources=resources,
+        pending_pods=sum(c.pending_pods for c in listed),
+        cost_per_hour=round(sum(c.cost_per_hour for c in listed), 4),
+        prices=LIST_PRICES,
+    )

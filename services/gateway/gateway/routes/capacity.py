@@ -1,0 +1,83 @@
+"""Capacity now: GPUs, EFA devices and memory total / allocated / free per node, instance group
+and cluster, the nodes taking no new pods, the pods waiting for a node, and the list price per
+hour; and the same summed over the fleet. Live from cluster-svc (qry.cluster.capacity,
+qry.cluster.fleet-capacity); shapes in shared/contracts/capacity.py, described in
+docs/capacity.md. Viewers may read them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+
+from gateway import records
+from gateway.deps import Pool, Viewer
+from gateway.queries import query
+from gateway.routes.models import LIVE_READ_ERRORS, ok
+from gateway.routing import PrefixedRoute
+from shared.contracts.capacity import ClusterCapacity, FleetCapacity
+from shared.contracts.cluster import NAME_PATTERN
+
+router = APIRouter(
+    route_class=PrefixedRoute, prefix="/api/v1", tags=["capacity"], responses=LIVE_READ_ERRORS
+)
+
+ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+
+
+def _eks_cluster(cluster: records.ClusterRecord) -> str:
+    return cluster.feature_target().eks_cluster
+
+
+@router.get(
+    "/clusters/{name}/capacity",
+    response_model=None,
+    responses=ok(ClusterCapacity),
+    summary="GPUs, EFA and memory total / allocated / free per node and instance group, nodes"
+    " taking no new pods, pending pods with what they ask for, and the list price per hour",
+)
+async def cluster_capacity(
+    name: ClusterNamePath, request: Request, pool: Pool, _: Viewer
+) -> dict[str, Any]:
+    cluster = (await records.cluster(pool, name)).reachable()
+    answer: dict[str, Any] = await query(
+        request.app.state.bus,
+        "cluster",
+        "capacity",
+        {"cluster": cluster.name, "eks_cluster": _eks_cluster(cluster)},
+    )
+    return answer
+
+
+@router.get(
+    "/capacity",
+    response_model=None,
+    responses=ok(FleetCapacity),
+    summary="Capacity summed over every cluster: GPUs, EFA and memory total / allocated / free,"
+    " pending pods and list price per hour, per cluster and in all",
+)
+async def fleet_capacity(request: Request, pool: Pool, _: Viewer) -> dict[str, Any]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch("SELECT * FROM clusters ORDER BY name")
+    clusters = [records.ClusterRecord.of(r) for r in rows]
+    readable = [c for c in clusters if c.kubernetes_recorded]
+    answer: dict[str, Any] = await query(
+        request.app.state.bus,
+        "cluster",
+        "fleet-capacity",
+        {
+            "clusters": [{"cluster": c.name, "eks_cluster": _eks_cluster(c)} for c in readable],
+            "unreadable": [
+                {
+                    "cluster": c.name,
+                    "error": f"cluster {c.name} is {c.status} and its Kubernetes API is not"
+                    " recorded yet",
+                }
+                for c in clusters
+                if not c.kubernetes_recorded
+            ],
+        },
+        timeout=30.0,
+    )
+    return answer
