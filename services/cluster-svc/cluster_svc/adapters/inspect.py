@@ -20,6 +20,7 @@ from cluster_svc.domain.inspection import (
     check_create,
     cluster_quota_name,
     ec2_instance_type,
+    instance_facts,
     is_managed,
     training_plan_name,
 )
@@ -144,17 +145,38 @@ class Inspector(InspectionReads):
         return {t: sorted(zones) for t, zones in offered.items()}
 
     async def instance_types(self, availability_zone_id: str | None = None) -> list[dict[str, Any]]:
-        """HyperPod types offered in the region (or in one zone), with every zone of each."""
+        """HyperPod types offered in the region (or in one zone), with every zone of each and
+        what each has (vCPUs, memory, GPUs, EFA: `instance_facts`)."""
         offered = await self.offered_zone_ids(self.hyperpod_instance_types())
+        shown = {
+            ml_type: zones
+            for ml_type, zones in sorted(offered.items())
+            if zones and (availability_zone_id is None or availability_zone_id in zones)
+        }
+        described = await self.described_types([ec2_instance_type(t) for t in shown])
         return [
             {
                 "instance_type": ml_type,
                 "ec2_instance_type": ec2_instance_type(ml_type),
                 "availability_zone_ids": zones,
+                **instance_facts(described.get(ec2_instance_type(ml_type), {})),
             }
-            for ml_type, zones in sorted(offered.items())
-            if zones and (availability_zone_id is None or availability_zone_id in zones)
+            for ml_type, zones in shown.items()
         ]
+
+    async def described_types(self, ec2_types: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """EC2's DescribeInstanceTypes answer for each type, asked in batches."""
+        names = sorted(ec2_types)
+        described: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(names), FILTER_BATCH):
+            async for item in self._pages(
+                "ec2",
+                "describe_instance_types",
+                "InstanceTypes",
+                Filters=[{"Name": "instance-type", "Values": names[start : start + FILTER_BATCH]}],
+            ):
+                described[item["InstanceType"]] = item
+        return described
 
     # ---- quotas -----------------------------------------------------------------------
 

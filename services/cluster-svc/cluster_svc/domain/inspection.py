@@ -92,6 +92,30 @@ def cluster_quota_name(ml_type: str) -> str:
     return f"{ml_type} for cluster usage"
 
 
+def instance_facts(described: dict[str, Any]) -> dict[str, Any]:
+    """What a job or an endpoint needs to know of a type, from EC2's DescribeInstanceTypes:
+    vCPUs, memory, GPUs (count, model, memory per GPU) and EFA support. A type without GPUs
+    has a GPU count of 0 and no model."""
+    gpus = (described.get("GpuInfo") or {}).get("Gpus") or []
+    first = gpus[0] if gpus else {}
+    network = described.get("NetworkInfo") or {}
+    gpu_mib = (first.get("MemoryInfo") or {}).get("SizeInMiB")
+    return {
+        "vcpus": (described.get("VCpuInfo") or {}).get("DefaultVCpus"),
+        "memory_gib": _gib((described.get("MemoryInfo") or {}).get("SizeInMiB")),
+        "gpu_count": sum(int(g.get("Count", 0)) for g in gpus),
+        "gpu_model": " ".join(str(first[k]) for k in ("Manufacturer", "Name") if first.get(k))
+        or None,
+        "gpu_memory_gib": _gib(gpu_mib),
+        "efa_supported": bool(network.get("EfaSupported")),
+        "max_efa_interfaces": int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0)),
+    }
+
+
+def _gib(mib: Any) -> float | None:
+    return round(float(mib) / 1024, 1) if isinstance(mib, (int, float)) else None
+
+
 def human_list(items: Iterable[str]) -> str:
     """`a`, `a and b`, `a, b and c`: how a person lists alternatives."""
     values = list(items)
