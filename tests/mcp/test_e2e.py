@@ -17,6 +17,7 @@ from kubernetes import config as k8s_config
 from mcp import Client, StdioServerParameters
 
 from mcp_svc.registry import ERROR_META
+from mcp_svc.results import COMPLETION
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from tests.e2e.conftest import RunningStack, unique
@@ -171,7 +172,7 @@ async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completi
     playbook_cluster: dict[str, Any], module_stack: RunningStack
 ) -> None:
     run = playbook_cluster
-    assert "Completion: poll get_operation" in (run["tools"]["create_cluster"].description or "")
+    assert COMPLETION in (run["tools"]["create_cluster"].description or "")
     # Inspect before creating: the playbook's order.
     calls = [c for i, c in enumerate(run["calls"]) if i == 0 or c != run["calls"][i - 1]]
     assert calls == [

@@ -269,12 +269,13 @@ async def test_every_mutating_tool_names_its_status_tool(fake: FakeGateway) -> N
         assert all(p.get("description") for p in tool.input_schema["properties"].values()), (
             info.name
         )
-        assert tool.output_schema and "summary" in tool.output_schema["properties"]
         if info.mutating and info.status_tool == "get_operation":
             assert tool.description.endswith(COMPLETION), info.name
-            assert "operation_id" in tool.output_schema["properties"]
-            assert "status_tool" in tool.output_schema["properties"]
-        elif info.mutating:
+            # The one mutation result (OperationStarted) is not listed 30 times.
+            assert tool.output_schema is None, info.name
+            continue
+        assert tool.output_schema and "summary" in tool.output_schema["properties"]
+        if info.mutating:
             assert info.status_tool in tools and info.status_tool in tool.description
 
 

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, Tool, ToolAnnotations
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
@@ -27,7 +27,7 @@ from mcp_svc.config import require_http_token
 from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.http_guard import HostOriginGuard, transport_security
-from mcp_svc.results import COMPLETION, STATUS_TOOL, OperationStarted
+from mcp_svc.results import COMPLETION, STATUS_TOOL
 from mcp_svc.terms import Route, Vocabulary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,12 +125,7 @@ class HyperpilotServer(MCPServer):
                 fn,
                 name=name,
                 description=description,
-                annotations=ToolAnnotations(
-                    read_only_hint=not mutating,
-                    destructive_hint=destructive if mutating else None,
-                    idempotent_hint=True,
-                    open_world_hint=mutating,
-                ),
+                annotations=hints(mutating, destructive),
             )
             tool = self._tool_manager.get_tool(name)
             if tool is not None:
@@ -149,13 +144,22 @@ class HyperpilotServer(MCPServer):
                     parameters,
                     tuple(body.get("properties", {})),
                 )
-                if tool.fn_metadata.output_model is OperationStarted:
-                    tool.fn_metadata.output_schema = MUTATION_RESULT
-                elif tool.fn_metadata.output_schema is not None:
+                if tool.fn_metadata.output_schema is not None:
                     tool.fn_metadata.output_schema = output_schema(tool.fn_metadata.output_schema)
             return fn
 
         return decorate
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools as listed: a mutation's result (`OperationStarted`, the same for some 30
+        tools) is still structured content, validated against its model, but its schema is not
+        listed; the server instructions (rule 3) and each description say what to read in it."""
+        tools = await super().list_tools()
+        for tool in tools:
+            info = self.catalog.get(tool.name)
+            if info is not None and info.mutating and info.status_tool == STATUS_TOOL:
+                tool.output_schema = None
+        return tools
 
     def streamable_http_app(self, **kwargs: Any) -> Starlette:
         """The SDK's app behind the Host/Origin allow-lists, then the bearer check (a token is
@@ -210,6 +214,15 @@ class HyperpilotServer(MCPServer):
         if info is None:
             return exc
         return exc.reworded(self.vocabulary.error(info.name, exc.error, info.body_param))
+
+
+def hints(mutating: bool, destructive: bool) -> ToolAnnotations:
+    """The hints a tool differs from the MCP defaults in (not read-only, destructive, not
+    idempotent, open world); read-only is always stated. A read is idempotent and destructive
+    by no definition, so only its closed world is added."""
+    if not mutating:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=True)
 
 
 def paragraphs(text: str) -> str:
@@ -386,21 +399,6 @@ def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
         return {key: objects(value) for key, value in node.items()}
 
     return {key: objects(value) for key, value in schema.items() if key != "$defs"}
-
-
-# The result of every mutating tool, listed as what a caller reads: the rest of
-# `OperationStarted` (dry run, plan, diff, notes) is sent too and described once, in
-# docs/mcp-tools.md.
-MUTATION_RESULT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "summary": {"type": "string", "description": "For a human"},
-        "operation_id": {"type": ["string", "null"], "description": "To poll; null: dry run"},
-        "status_tool": {"const": STATUS_TOOL, "description": "Decides completion"},
-        "next_step": {"type": "string", "description": "What to call next"},
-    },
-    "required": ["summary", "operation_id", "next_step"],
-}
 
 
 def _lean(node: Any, drop: frozenset[str], output: bool = False, names: bool = False) -> Any:

@@ -19,10 +19,7 @@ STATUS_TOOL: Literal["get_operation"] = "get_operation"
 # The longest one get_operation call waits: under the 60 s a client commonly allows a request
 # (the TypeScript SDK's default), with room for the answer.
 MAX_WAIT_SECONDS = 45
-COMPLETION = (
-    f"Completion: poll get_operation(operation_id, wait_seconds={MAX_WAIT_SECONDS}) until status"
-    " is terminal."
-)
+COMPLETION = f"Completion: get_operation(operation_id, wait_seconds={MAX_WAIT_SECONDS})."
 
 
 class ToolResult(BaseModel):

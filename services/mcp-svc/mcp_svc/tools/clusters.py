@@ -146,13 +146,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Create an EKS + HyperPod cluster as one operation: network, security group, /20
-        compute subnet, IAM roles, S3 bucket, EKS control plane, OIDC provider, access entries,
-        dependencies, HyperPod cluster and storage, each a stage that records its own status.
-        Inspect first (list_clusters, list_availability_zones, list_instance_types) and ask the
-        user only for decisions: zone, instance type, count, capacity type. The live account is
-        checked (offerings, quotas, plans) before anything is created; a problem comes back as a
-        validation error naming the field."""
+        """Create an EKS + HyperPod cluster (network, IAM, bucket, EKS, add-ons, HyperPod, storage)
+        as one operation of recorded stages. Inspect first and ask the user only for zone, instance
+        type, count and capacity type; the live account is checked before anything is created."""
         return await submit(
             gateway,
             tool="create_cluster",
@@ -211,9 +207,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def delete_cluster(
         name: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
-        """Delete what Hyperpilot created for a cluster, in reverse dependency order (HyperPod,
-        add-ons, EKS, subnets, security group, network, roles, bucket). An imported cluster is
-        only forgotten. Needs an admin token; always confirm with the user first."""
+        """Delete what Hyperpilot created for a cluster, in reverse dependency order; an imported
+        cluster is only forgotten. Needs an admin token; always confirm with the user first."""
         return await submit(
             gateway,
             tool="delete_cluster",

@@ -19,7 +19,7 @@ Region = Annotated[
         description="AWS region code, e.g. us-east-1; the control plane's region if omitted",
     ),
 ]
-DryRun = Annotated[bool, Field(description="Plan only, change nothing (allowed read-only)")]
+DryRun = Annotated[bool, Field(description="Plan only; allowed read-only")]
 ClusterRef = Annotated[
     str,
     Field(
@@ -43,7 +43,7 @@ RequestId = Annotated[
     Field(
         max_length=64,
         pattern=r"^[A-Za-z0-9._-]+$",
-        description="Usually unset: names a request for good (instructions, rule 4)",
+        description="Usually unset (instructions, rule 4)",
     ),
 ]
 

@@ -45,9 +45,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def reconcile_dependencies(
         cluster: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
-        """Install or upgrade the components of a cluster Hyperpilot created that differ from the
-        declared set; what already matches is left alone (a run with nothing to do changes
-        nothing). To reconcile again after an earlier run finished, pass a new request_id."""
+        """Install or upgrade the components of a Hyperpilot-created cluster that differ from the
+        declared set; what matches is left alone. Pass a new request_id to reconcile again after a
+        finished run."""
         return await submit(
             gateway,
             tool="reconcile_dependencies",

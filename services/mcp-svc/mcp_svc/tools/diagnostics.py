@@ -138,10 +138,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             ),
         ] = MCP_DEFAULT_EVENTS,
     ) -> KubeEvents:
-        """Kubernetes events of a cluster, newest last: why a pod does not start (scheduling,
-        image pulls, volumes), why a container restarts (BackOff with its exit code), nodes
-        becoming NotReady, operators' restarts of training jobs. Filter by namespace, object
-        (kind and name) and type; start with type=Warning."""
+        """Kubernetes events of a cluster, newest last: scheduling, image pulls, volumes, BackOff
+        exit codes, NotReady nodes, operator restarts. Filter by namespace, object and type (start
+        with type=Warning)."""
         raw = await gateway.get(
             api_path("clusters", cluster, "kubernetes-events"),
             {
@@ -190,10 +189,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ] = DEFAULT_PODS,
         page_token: PageToken = None,
     ) -> PodList:
-        """Pods with their status as kubectl shows it (Running, CrashLoopBackOff,
-        ImagePullBackOff, OOMKilled, Pending...), node, readiness, restarts and each container's
-        state and last termination (reason and exit code of the instance before the restart).
-        A page at a time; the summary names the troubled pods of every page."""
+        """Pods with their kubectl status (CrashLoopBackOff, OOMKilled, Pending...), node,
+        readiness, restarts and each container's state and last termination. Paged; the summary
+        names the troubled pods of every page."""
         raw = await gateway.get(
             api_path("clusters", cluster, "pods"), {"namespace": namespace, "selector": selector}
         )

@@ -160,11 +160,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Deploy (or update) an inference endpoint. Self-managed: a vLLM, SGLang or custom
-        container as a Deployment with an internal, external (load balancer) or model-pool
-        service, optionally the SGLang router with KEDA autoscaling. Managed: the HyperPod
-        inference operator (InferenceEndpointConfig, KV cache, intelligent routing) or a
-        JumpStart model. The GPU count per replica must come from the user."""
+        """Deploy (or update) an inference endpoint: a vLLM, SGLang or custom container (internal,
+        external or model-pool service, optional SGLang router with KEDA), or managed (HyperPod
+        inference operator, JumpStart). The GPU count per replica comes from the user."""
         return await submit(
             gateway,
             tool="deploy_endpoint",

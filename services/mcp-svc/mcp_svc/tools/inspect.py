@@ -12,9 +12,9 @@ from mcp_svc.results import PageToken, Passthrough, ToolResult, page_note, page_
 from mcp_svc.tools.common import Region, count
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
 
-# A type with its zones is ~160 bytes: 50 a page is ~8 KB, 80 (the most) ~13 KB.
-DEFAULT_TYPES = 50
-MAX_TYPES = 80
+# A type with its zones and facts is ~300 bytes: 25 a page is ~8 KB, 40 (the most) ~12 KB.
+DEFAULT_TYPES = 25
+MAX_TYPES = 40
 
 
 class Zone(Passthrough):
@@ -27,6 +27,24 @@ class InstanceTypeOffer(Passthrough):
     instance_type: str = Field(description="HyperPod instance type, e.g. ml.p5.48xlarge")
     ec2_instance_type: str | None = Field(None, description="The EC2 type it runs on")
     availability_zone_ids: list[str] = Field(description="Zone ids that offer it")
+    vcpus: int | None = Field(None, description="vCPUs")
+    memory_gib: float | None = Field(None, description="Memory, GiB")
+    gpu_count: int = Field(0, description="GPUs (a job's resources.gpus is at most this)")
+    gpu_model: str | None = Field(None, description="e.g. NVIDIA H100; null: no GPU")
+    gpu_memory_gib: float | None = Field(None, description="Memory of each GPU, GiB")
+    efa_supported: bool = Field(False, description="Whether it has EFA interfaces")
+    max_efa_interfaces: int = Field(0, description="EFA interfaces (resources.efa at most)")
+
+    def brief(self) -> str:
+        """`ml.p5.48xlarge (8x NVIDIA H100 80 GiB, EFA)`, for a summary."""
+        notes = []
+        if self.gpu_count and self.gpu_model:
+            notes.append(f"{self.gpu_count}x {self.gpu_model} {self.gpu_memory_gib or 0:g} GiB")
+        elif self.vcpus:
+            notes.append(f"{self.vcpus} vCPUs")
+        if self.efa_supported:
+            notes.append("EFA")
+        return f"{self.instance_type} ({', '.join(notes)})" if notes else self.instance_type
 
 
 class Quota(Passthrough):
@@ -113,7 +131,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         offers = [InstanceTypeOffer.model_validate(r) for r in rows]
         page, next_token = page_of(offers, lambda o: o.instance_type, limit, page_token)
         where = f" in {availability_zone_id}" if availability_zone_id else ""
-        shown = ", ".join(o.instance_type for o in page[:12])
+        shown = ", ".join(o.brief() for o in page[:12])
         more = f" and {len(page) - 12} more" if len(page) > 12 else ""
         summary = (
             f"{count(len(offers), 'instance type')} offered{where}"

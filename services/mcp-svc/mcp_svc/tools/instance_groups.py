@@ -63,10 +63,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Add an instance group to an active cluster in one create-time operation: type,
-        count, zone (a /20 compute subnet is found or made there), capacity type, EFA mode,
-        storage, health checks, labels and taints. Ask the user for the decisions only
-        (instance type, count, zone, capacity type); check offerings and the quota first."""
+        """Add an instance group to an active cluster in one operation (its /20 subnet found or
+        made in the zone). Ask the user for instance type, count, zone and capacity type; check
+        offerings and quota first."""
         return await submit(
             gateway,
             tool="add_instance_group",
@@ -93,9 +92,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Change an instance group by explicit diff: send only the fields to change (scale by
-        count). Instance type, capacity type and EFA mode are fixed for the group's life (add a
-        new group instead). A change that matches actual state is a no-op."""
+        """Change an instance group by explicit diff (scale by count). Instance type, capacity type
+        and EFA mode are fixed for its life; a change that matches actual state is a no-op."""
         return await submit(
             gateway,
             tool="update_instance_group",

@@ -182,10 +182,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Submit a training job from a recipe. PyTorch, LLaMA-Factory and MS-Swift run as a
-        HyperPodPyTorchJob (process-level recovery, a visible restart budget, log monitors);
-        VERL runs as a RayJob. Ask the user for the decisions (recipe, model and data paths,
-        instance group, replicas, GPUs); never infer the GPU count."""
+        """Submit a training job from a recipe: PyTorch, LLaMA-Factory and MS-Swift as a
+        HyperPodPyTorchJob, VERL as a RayJob. Ask the user for recipe, paths, instance group,
+        replicas and GPUs; never infer the GPU count."""
         body = job.model_dump(mode="json", exclude_none=True)
         return await submit(
             gateway,
