@@ -1,8 +1,9 @@
 """Training workloads: typed recipes, the job commands and the job events.
 
 A recipe is a typed request (inputs with defaults and validation) that workload-svc renders to a
-custom resource: PyTorch, LLaMA-Factory and MS-Swift to a HyperPodPyTorchJob
-(`sagemaker.amazonaws.com/v1`), VERL to a KubeRay RayJob (`ray.io/v1`). Every recipe shares one
+custom resource: PyTorch, a shell script, LLaMA-Factory and MS-Swift (SFT and GRPO) to a
+HyperPodPyTorchJob (`sagemaker.amazonaws.com/v1`), VERL to a KubeRay RayJob (`ray.io/v1`). Every
+recipe shares one
 data contract: the cluster's S3 bucket is mounted at `/s3` in the pods (claim `s3-claim`) and at
 the same path in the development environment, so model and dataset paths are relative to the
 bucket or absolute under `/s3`.
@@ -492,6 +493,37 @@ class PyTorchRecipe(JobBase):
         return value
 
 
+class ShellRecipe(JobBase):
+    """A bash script run on every worker, with torchrun's rendezvous environment."""
+
+    recipe: Literal["shell"] = "shell"
+    body: str = Field(min_length=1, max_length=16_000, description="the script bash runs")
+
+    @field_validator("body")
+    @classmethod
+    def _body(cls, value: str) -> str:
+        for line, text in enumerate(value.splitlines(), start=1):
+            what = next((w for w in map(secret_shape, text.split()) if w), None)
+            if what:
+                # The refusal names the line, never repeats it.
+                raise RuleViolation(
+                    f"body line {line} holds what looks like {what}; secrets are never stored in"
+                    " a spec, its events or the audit log",
+                    HINT,
+                )
+        return value
+
+
+class Hyperparameters(Spec):
+    """Batch and sequence sizes of a fine-tuning recipe."""
+
+    batch_size: int = Field(1, ge=1, le=1024, description="per device")
+    gradient_accumulation_steps: int = Field(8, ge=1, le=1024)
+    max_length: int = Field(2048, ge=16, le=1_048_576, description="tokens per sample")
+    lora_rank: int = Field(8, ge=1, le=1024, description="with LoRA")
+    max_steps: int | None = Field(None, ge=1, description="stop after; default: the epochs")
+
+
 class LlamaFactoryRecipe(JobBase):
     """Supervised fine-tuning with LLaMA-Factory (`llamafactory-cli train`)."""
 
@@ -502,6 +534,7 @@ class LlamaFactoryRecipe(JobBase):
     finetuning_type: Literal["lora", "full", "freeze"] = Field("lora", description="how")
     epochs: float = Field(3.0, gt=0, le=1000, description="passes over the data")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
+    hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
     output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
@@ -510,15 +543,31 @@ class LlamaFactoryRecipe(JobBase):
         return None if value is None else shared_path(value, info.field_name)
 
 
+RewardFunc = Literal["accuracy", "format", "cosine", "repetition", "soft_overlong"]
+
+
+def _rewards() -> list[RewardFunc]:
+    return ["accuracy", "format"]
+
+
 class MsSwiftRecipe(JobBase):
-    """Fine-tuning with MS-Swift (`swift sft`)."""
+    """Fine-tuning with MS-Swift: `swift sft`, or GRPO (`swift rlhf --rlhf_type grpo`)."""
 
     recipe: Literal["ms-swift"] = "ms-swift"
+    algorithm: Literal["sft", "grpo"] = Field("sft", description="the training method")
     model: str = Field(description="the model, a path in the shared bucket")
     dataset: str = Field(description="the dataset, a path in the shared bucket")
     train_type: Literal["lora", "full"] = Field("lora", description="how")
+    reward_funcs: list[RewardFunc] = Field(
+        default_factory=_rewards,
+        min_length=1,
+        max_length=5,
+        description="with grpo",
+    )
+    num_generations: int = Field(8, ge=2, le=64, description="with grpo: completions per prompt")
     epochs: float = Field(1.0, gt=0, le=1000, description="passes over the data")
     learning_rate: float = Field(1e-4, gt=0, lt=1)
+    hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
     output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
@@ -561,10 +610,10 @@ class VerlRecipe(JobBase):
 
 
 JobSpec = Annotated[
-    PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe | VerlRecipe,
+    PyTorchRecipe | ShellRecipe | LlamaFactoryRecipe | MsSwiftRecipe | VerlRecipe,
     Field(discriminator="recipe"),
 ]
-RECIPES = ("pytorch", "llama-factory", "ms-swift", "verl")
+RECIPES = ("pytorch", "shell", "llama-factory", "ms-swift", "verl")
 
 
 class ModelDownloadSpec(Spec):

@@ -138,11 +138,30 @@ def test_pytorch_job_submit_list_describe_cancel_delete(
 
 RECIPES: list[dict[str, Any]] = [
     {
+        "recipe": "shell",
+        "name": "shell-script",
+        "instance_group": "gpu",
+        "resources": {"gpus": 0},
+        "body": 'echo "rank $NODE_RANK of $NNODES"\npython3 /s3/code/train.py --max_steps 500\n',
+    },
+    {
+        "recipe": "ms-swift",
+        "algorithm": "grpo",
+        "name": "swift-grpo",
+        "instance_group": "gpu",
+        "resources": {"gpus": 0},
+        "model": "models/Qwen2.5-0.5B",
+        "dataset": "datasets/gsm8k",
+        "reward_funcs": ["accuracy", "format"],
+        "hyperparameters": {"batch_size": 2, "max_steps": 500},
+    },
+    {
         "recipe": "llama-factory",
         "name": "lf-sft",
         "instance_group": "gpu",
         "model": "models/Qwen2.5-0.5B",
         "dataset": "datasets/alpaca",
+        "hyperparameters": {"batch_size": 2, "lora_rank": 16},
     },
     {
         "recipe": "ms-swift",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pytest
@@ -105,6 +106,105 @@ def test_each_recipe_renders_its_kind(
     assert rendered.kind == kind
     text = str(rendered.body)
     assert needle in text and "/s3/models/m" in text and "s3-claim" in text
+
+
+def _container(fields: dict[str, Any]) -> dict[str, Any]:
+    typed = SPEC.validate_python({"name": "r", "instance_group": "gpu", **fields})
+    rendered = render(typed)
+    assert rendered.kind == "HyperPodPyTorchJob"
+    [container] = rendered.body["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"]
+    assert container["volumeMounts"] == [{"name": "shared", "mountPath": "/s3"}]
+    return dict(container)
+
+
+def test_a_shell_recipe_runs_its_script_as_bash_s_program_on_every_worker() -> None:
+    body = 'set -o pipefail\necho "rank $NODE_RANK of $NNODES via $MASTER_ADDR:$MASTER_PORT"\n'
+    container = _container({"recipe": "shell", "body": body, "replicas": 2})
+    # the script is bash's program as it was written: one argument, nothing added around it
+    assert container["command"] == ["/bin/bash", "-ec", body]
+    assert container["image"].startswith("pytorch/pytorch:")
+    with pytest.raises(ValidationError) as info:
+        SPEC.validate_python(
+            {
+                "recipe": "shell",
+                "name": "r",
+                "instance_group": "gpu",
+                "body": "echo hi\nexport AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+            }
+        )
+    [error] = info.value.errors()
+    assert "body line 2 holds what looks like" in error["msg"]
+    assert "AKIAIOSFODNN7EXAMPLE" not in error["msg"]  # the refusal never repeats it
+
+
+def test_ms_swift_grpo_renders_swift_rlhf_with_its_rewards() -> None:
+    container = _container(
+        {
+            "recipe": "ms-swift",
+            "algorithm": "grpo",
+            "model": "models/m",
+            "dataset": "datasets/d",
+            "reward_funcs": ["accuracy", "cosine"],
+            "num_generations": 4,
+        }
+    )
+    line = container["command"][2]
+    argv = shlex.split(line)
+    assert argv[:4] == ["swift", "rlhf", "--rlhf_type", "grpo"]
+    at = argv.index("--reward_funcs")
+    assert argv[at + 1 : at + 3] == ["accuracy", "cosine"]
+    assert argv[argv.index("--num_generations") + 1] == "4"
+    assert argv[argv.index("--model") + 1] == "/s3/models/m"
+    sft = _container({"recipe": "ms-swift", "model": "models/m", "dataset": "datasets/d"})
+    assert shlex.split(sft["command"][2])[:2] == ["swift", "sft"]
+    assert "--reward_funcs" not in sft["command"][2]
+    with pytest.raises(ValidationError):
+        SPEC.validate_python(
+            {
+                "recipe": "ms-swift",
+                "algorithm": "grpo",
+                "name": "r",
+                "instance_group": "gpu",
+                "model": "m",
+                "dataset": "d",
+                "reward_funcs": ["nope"],
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    ("recipe", "length_flag"), [("llama-factory", "--cutoff_len"), ("ms-swift", "--max_length")]
+)
+def test_typed_hyperparameters_render_to_the_recipe_s_flags(recipe: str, length_flag: str) -> None:
+    hyperparameters = {
+        "batch_size": 4,
+        "gradient_accumulation_steps": 2,
+        "max_length": 4096,
+        "lora_rank": 16,
+        "max_steps": 50,
+    }
+    container = _container(
+        {
+            "recipe": recipe,
+            "model": "models/m",
+            "dataset": "datasets/d",
+            "hyperparameters": hyperparameters,
+        }
+    )
+    argv = shlex.split(container["command"][2])
+    flags = {
+        "--per_device_train_batch_size": "4",
+        "--gradient_accumulation_steps": "2",
+        length_flag: "4096",
+        "--lora_rank": "16",
+        "--max_steps": "50",
+    }
+    for flag, value in flags.items():
+        assert argv[argv.index(flag) + 1] == value, flag
+    default = _container({"recipe": recipe, "model": "models/m", "dataset": "datasets/d"})
+    default_argv = shlex.split(default["command"][2])
+    assert "--max_steps" not in default_argv
+    assert default_argv[default_argv.index("--per_device_train_batch_size") + 1] == "1"
 
 
 def test_mlflow_links_the_run_to_the_job() -> None:

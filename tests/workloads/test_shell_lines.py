@@ -91,20 +91,24 @@ def pytorch_argv(script: str, args: list[str]) -> list[str]:
     return [*TORCHRUN, script, *args]
 
 
+SIZES = ["--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "8"]
+
+
 def llama_factory_argv(model: str, dataset: str, output: str, template: str) -> list[str]:
     return [
         "FORCE_TORCHRUN=1", "llamafactory-cli", "train", "--stage", "sft", "--do_train", "true",
         "--model_name_or_path", model, "--dataset_dir", dataset, "--dataset", "train",
         "--template", template, "--finetuning_type", "lora", "--num_train_epochs", "3",
-        "--learning_rate", "0.0001", "--output_dir", output, "--report_to", "none",
-        "--logging_steps", "1",
+        "--learning_rate", "0.0001", *SIZES, "--cutoff_len", "2048", "--lora_rank", "8",
+        "--output_dir", output, "--report_to", "none", "--logging_steps", "1",
     ]  # fmt: skip
 
 
 def ms_swift_argv(model: str, dataset: str, output: str) -> list[str]:
     return [
         "swift", "sft", "--model", model, "--dataset", dataset, "--train_type", "lora",
-        "--num_train_epochs", "1", "--learning_rate", "0.0001", "--output_dir", output,
+        "--num_train_epochs", "1", "--learning_rate", "0.0001", *SIZES,
+        "--max_length", "2048", "--lora_rank", "8", "--output_dir", output,
         "--report_to", "none", "--logging_steps", "1",
     ]  # fmt: skip
 

@@ -1,7 +1,7 @@
 """Recipes rendered to the custom resources that run them (pure: a spec in, objects out).
 
-PyTorch, LLaMA-Factory and MS-Swift render to a HyperPodPyTorchJob; VERL to a RayJob whose
-head serves the Ray dashboard (port 8265). Every pod mounts the shared bucket's claim at /s3,
+PyTorch, a shell script, LLaMA-Factory and MS-Swift (SFT, GRPO) render to a HyperPodPyTorchJob;
+VERL to a RayJob whose head serves the Ray dashboard (port 8265). Every pod mounts the shared bucket's claim at /s3,
 is placed on its instance group by HyperPod's node label and tolerates nothing it does not need.
 A job's `secret_env` renders to `valueFrom.secretKeyRef` on every container (`secret_refs`).
 A model download renders to a batch/v1 Job whose token comes from a Secret by reference and
@@ -18,11 +18,13 @@ from shared.contracts.workloads import (
     MOUNT_PATH,
     NAMESPACE,
     S3_CLAIM,
+    Hyperparameters,
     JobBase,
     LlamaFactoryRecipe,
     ModelDownloadSpec,
     MsSwiftRecipe,
     PyTorchRecipe,
+    ShellRecipe,
     VerlRecipe,
 )
 from workload_svc.domain.download_program import PROGRAM as DOWNLOAD_PROGRAM
@@ -45,6 +47,7 @@ DOWNLOAD_SCRATCH = "/scratch"  # the download Job's emptyDir
 
 IMAGES = {
     "pytorch": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+    "shell": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
     "llama-factory": "hiyouga/llamafactory:0.9.3",
     "ms-swift": "modelscope/ms-swift:3.5.0",
     "verl": "verlai/verl:app-verl0.4-vllm0.8.5-mcore0.12.1",
@@ -114,14 +117,26 @@ TORCHRUN: tuple[str | ShellVar, ...] = (
 )
 
 
+Launched = PyTorchRecipe | ShellRecipe | LlamaFactoryRecipe | MsSwiftRecipe
+
+
+def _steps(hp: Hyperparameters, flag: str) -> list[str]:
+    return [] if hp.max_steps is None else [flag, str(hp.max_steps)]
+
+
 def launch_argv(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str | ShellVar]:
     """The argument list of the launcher each recipe runs on every node (torchrun's rendezvous
-    comes from the operator's MASTER_ADDR/NNODES/NODE_RANK environment). Every user value is one
-    argument of its own; `command_of` quotes each."""
+    comes from the operator's MASTER_ADDR/NNODES/NODE_RANK environment; MS-Swift reads the same
+    variables itself). Every user value is one argument of its own; `command_of` quotes each."""
     report_to = "mlflow" if spec.mlflow_tracking_uri else "none"
     if isinstance(spec, PyTorchRecipe):
         return [*TORCHRUN, spec.script, *spec.args]
     output = spec.output or f"{MOUNT_PATH}/checkpoints/{spec.name}"
+    hp = spec.hyperparameters
+    sizes = [
+        "--per_device_train_batch_size", str(hp.batch_size),
+        "--gradient_accumulation_steps", str(hp.gradient_accumulation_steps),
+    ]  # fmt: skip
     if isinstance(spec, LlamaFactoryRecipe):
         # FORCE_TORCHRUN=1 is an assignment word of the shell (left bare by the quoting).
         return [
@@ -131,19 +146,35 @@ def launch_argv(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> lis
             "--dataset_dir", spec.dataset, "--dataset", "train",
             "--template", spec.template, "--finetuning_type", spec.finetuning_type,
             "--num_train_epochs", f"{spec.epochs:g}", "--learning_rate", f"{spec.learning_rate:g}",
+            *sizes, "--cutoff_len", str(hp.max_length), "--lora_rank", str(hp.lora_rank),
+            *_steps(hp, "--max_steps"),
             "--output_dir", output, "--report_to", report_to, "--logging_steps", "1",
         ]  # fmt: skip
+    if spec.algorithm == "grpo":
+        verb = [
+            "swift", "rlhf", "--rlhf_type", "grpo",
+            "--reward_funcs", *spec.reward_funcs,
+            "--num_generations", str(spec.num_generations),
+        ]  # fmt: skip
+    else:
+        verb = ["swift", "sft"]
     return [
-        "swift", "sft",
+        *verb,
         "--model", spec.model, "--dataset", spec.dataset,
         "--train_type", spec.train_type, "--num_train_epochs", f"{spec.epochs:g}",
-        "--learning_rate", f"{spec.learning_rate:g}", "--output_dir", output,
-        "--report_to", report_to, "--logging_steps", "1",
+        "--learning_rate", f"{spec.learning_rate:g}",
+        *sizes, "--max_length", str(hp.max_length), "--lora_rank", str(hp.lora_rank),
+        *_steps(hp, "--max_steps"),
+        "--output_dir", output, "--report_to", report_to, "--logging_steps", "1",
     ]  # fmt: skip
 
 
-def command_of(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> list[str]:
-    """The container's command: bash running the launcher's line, quoted by `shell_line`."""
+def command_of(spec: Launched) -> list[str]:
+    """The container's command: bash running the launcher's line, quoted by `shell_line`; a
+    shell recipe's script is bash's own program (`-e`: it stops at the first failing command),
+    on every worker."""
+    if isinstance(spec, ShellRecipe):
+        return ["/bin/bash", "-ec", spec.body]
     return ["/bin/bash", "-c", shell_line(launch_argv(spec))]
 
 
@@ -178,7 +209,7 @@ def _run_policy(spec: JobBase) -> KubeObject:
     return policy
 
 
-def pytorch_job(spec: PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe) -> Rendered:
+def pytorch_job(spec: Launched) -> Rendered:
     volumes, mounts = _volume()
     container: KubeObject = {
         "name": "pytorch",
@@ -338,7 +369,7 @@ def ray_job(spec: VerlRecipe) -> Rendered:
 def render(spec: JobBase) -> Rendered:
     if isinstance(spec, VerlRecipe):
         return ray_job(spec)
-    if isinstance(spec, PyTorchRecipe | LlamaFactoryRecipe | MsSwiftRecipe):
+    if isinstance(spec, PyTorchRecipe | ShellRecipe | LlamaFactoryRecipe | MsSwiftRecipe):
         return pytorch_job(spec)
     raise TypeError(f"no renderer for {type(spec).__name__}")
 
