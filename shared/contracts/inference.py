@@ -196,10 +196,8 @@ class AutoscalingSpec(Spec):
     )
     queue_depth: float = Field(5.0, gt=0, description="target queued requests per worker")
     requests_per_second: float | None = Field(None, gt=0, description="target QPS per worker")
-    rate_window_seconds: int = Field(60, ge=10, le=600, description="window of the QPS rate")
-    gpu_utilization: float | None = Field(
-        None, gt=0, le=100, description="target GPU utilization % per worker"
-    )
+    rate_window_seconds: int = Field(60, ge=10, le=600, description="QPS window")
+    gpu_utilization: float | None = Field(None, gt=0, le=100, description="target GPU % per worker")
     prometheus_address: str = Field(
         "http://prometheus-server.monitoring.svc.cluster.local:80", min_length=8, max_length=255
     )
@@ -249,8 +247,99 @@ class KvCacheSpec(Spec):
     l2_backend: Literal["tieredstorage"] = "tieredstorage"
 
 
+CaptureMode = Literal["Input", "Output"]
+CAPTURE_MODES: tuple[CaptureMode, ...] = ("Input", "Output")
+S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]+[a-z0-9](/[^,=]*)?$"
+DOMAIN_PATTERN = r"^[a-z0-9][a-z0-9.-]*\.[a-z0-9-]*[a-z0-9]$"
+
+
+class TlsSpec(Spec):
+    """The endpoint's TLS certificate (tlsConfig) and DNS record (dnsConfig): an ACM
+    certificate for a domain, optionally with a Route 53 record, or the operator's self-signed
+    certificate kept in S3."""
+
+    certificate_s3_uri: str | None = Field(
+        None, max_length=512, pattern=S3_URI_PATTERN, description="self-signed cert store"
+    )
+    acm_certificate_arn: str | None = Field(
+        None, pattern=r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$"
+    )
+    domain_name: str | None = Field(
+        None, max_length=253, pattern=DOMAIN_PATTERN, description="lowercase, not a wildcard"
+    )
+    hosted_zone_id: str | None = Field(None, pattern=r"^Z[A-Z0-9]+$", description="Route 53 zone")
+
+    @model_validator(mode="after")
+    def _complete(self) -> Self:
+        if (self.acm_certificate_arn is None) != (self.domain_name is None):
+            raise RuleViolation(
+                "an ACM certificate is used for one domain: both or neither are needed",
+                "set tls.acm_certificate_arn and tls.domain_name together",
+            )
+        if self.hosted_zone_id and self.acm_certificate_arn is None:
+            raise RuleViolation(
+                "a DNS record needs the ACM certificate of its domain",
+                "set tls.acm_certificate_arn and tls.domain_name, or drop tls.hosted_zone_id",
+            )
+        if self.acm_certificate_arn is None and self.certificate_s3_uri is None:
+            raise RuleViolation(
+                "tls names no certificate",
+                "set tls.acm_certificate_arn with tls.domain_name, or tls.certificate_s3_uri",
+            )
+        return self
+
+
+class DataCaptureSpec(Spec):
+    """Request/response capture to S3 (dataCapture): the SageMaker endpoint, the load
+    balancer's access logs, the model pods."""
+
+    s3_uri: str | None = Field(
+        None, max_length=512, pattern=S3_URI_PATTERN, description="default: tls.certificate_s3_uri"
+    )
+    sagemaker_endpoint: bool = False
+    load_balancer: bool = False
+    model_pod: bool = True
+    capture: list[CaptureMode] = Field(
+        default_factory=lambda: list(CAPTURE_MODES), min_length=1, max_length=2
+    )
+    sampling_percentage: int = Field(100, ge=0, le=100)
+    kms_key_id: str | None = Field(None, max_length=2048, pattern=r"^[a-zA-Z0-9:/_-]+$")
+
+    @model_validator(mode="after")
+    def _some_tier(self) -> Self:
+        if not (self.sagemaker_endpoint or self.load_balancer or self.model_pod):
+            raise RuleViolation(
+                "data capture names no tier to capture at",
+                "set data_capture.model_pod, load_balancer or sagemaker_endpoint",
+            )
+        return self
+
+
+class CloudWatchTrigger(Spec):
+    """A CloudWatch metric the operator's autoscaler scales on (cloudWatchTriggerList)."""
+
+    name: str = Field(pattern=r"^[a-z0-9-]+$", max_length=63)
+    namespace: str = Field(min_length=1, max_length=255, description="e.g. AWS/SageMaker")
+    metric_name: str = Field(min_length=1, max_length=255)
+    dimensions: dict[str, str] = Field(default_factory=dict, max_length=30)
+    target_value: float = Field(gt=0)
+    stat: Literal["Average", "Sum", "Minimum", "Maximum", "SampleCount"] = "Average"
+    metric_type: Literal["Average", "Value"] = "Average"
+    period_seconds: int = Field(300, ge=60, le=86400)
+
+
+def _capture_location(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> None:
+    """Captured data goes to data_capture.s3_uri, else to the certificate's bucket."""
+    if capture and capture.s3_uri is None and (tls is None or tls.certificate_s3_uri is None):
+        raise RuleViolation(
+            "data capture needs the S3 location it writes to",
+            "set data_capture.s3_uri (s3://bucket/prefix), or tls.certificate_s3_uri",
+        )
+
+
 class ManagedSpec(Spec):
-    """An InferenceEndpointConfig: model, worker image, caching, routing, scaling, load balancer."""
+    """An InferenceEndpointConfig: model, worker image, caching, routing, scaling, load balancer,
+    TLS and DNS, data capture."""
 
     model_name: str = Field(min_length=1, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9\-.]*$")
     model_source: ModelSource
@@ -260,6 +349,26 @@ class ManagedSpec(Spec):
     load_balancer: bool = Field(True, description="an ALB in front of the endpoint")
     health_check_path: str = Field("/health", pattern=r"^/[A-Za-z0-9/_\-.]*$")
     metrics: bool = True
+    tls: TlsSpec | None = None
+    data_capture: DataCaptureSpec | None = None
+    cloudwatch_triggers: list[CloudWatchTrigger] = Field(
+        default_factory=list, max_length=8, description="needs autoscaling"
+    )
+
+    @model_validator(mode="after")
+    def _options(self) -> Self:
+        _capture_location(self.tls, self.data_capture)
+        if self.cloudwatch_triggers and self.autoscaling is None:
+            raise RuleViolation(
+                "CloudWatch triggers scale between the autoscaling bounds",
+                "set managed.autoscaling (min_replicas, max_replicas)",
+            )
+        names = [t.name for t in self.cloudwatch_triggers]
+        if len(set(names)) != len(names):
+            raise RuleViolation(
+                "two CloudWatch triggers have the same name", "name each trigger once"
+            )
+        return self
 
 
 class JumpStartSpec(Spec):
@@ -271,6 +380,13 @@ class JumpStartSpec(Spec):
     accept_eula: bool = False
     kv_cache: KvCacheSpec | None = None
     routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = None
+    tls: TlsSpec | None = None
+    data_capture: DataCaptureSpec | None = None
+
+    @model_validator(mode="after")
+    def _options(self) -> Self:
+        _capture_location(self.tls, self.data_capture)
+        return self
 
 
 class EndpointSpec(Spec):
@@ -283,7 +399,7 @@ class EndpointSpec(Spec):
     fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] = Field(
         default_factory=list,
         max_length=4,
-        description="other acceptable types, in order of preference after instance_type",
+        description="other acceptable types, by preference",
     )
     container: ContainerSpec | None = None
     managed: ManagedSpec | None = None

@@ -24,6 +24,7 @@ from sim.testing import aws_client
 from tests.e2e.conftest import Client, RunningStack
 
 MODEL = "Qwen/Qwen3-0.6B"
+ACM_ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 
 
 def _kubeconfig(sim: SimulatedAws, cluster: str, path: Path) -> Path:
@@ -522,8 +523,28 @@ def test_managed_paths_need_the_operator_then_deploy(
             "kv_cache": {"l1": True, "l2": True},
             "routing_strategy": "prefixaware",
             "autoscaling": {"min_replicas": 1, "max_replicas": 2},
+            "tls": {
+                "acm_certificate_arn": ACM_ARN,
+                "domain_name": "qwen.example.com",
+                "hosted_zone_id": "Z0123456789ABC",
+            },
+            "data_capture": {"s3_uri": "s3://captures/managed", "load_balancer": True},
+            "cloudwatch_triggers": [
+                {
+                    "name": "invocations",
+                    "namespace": "AWS/SageMaker",
+                    "metric_name": "Invocations",
+                    "dimensions": {"EndpointName": "managed"},
+                    "target_value": 50,
+                    "stat": "Sum",
+                }
+            ],
         },
     }
+    wildcard = json.loads(json.dumps(managed))
+    wildcard["managed"]["tls"]["domain_name"] = "*.example.com"
+    field = _field(api.post("/api/v1/endpoints", wildcard, params=params))
+    assert field["field"] == "managed.tls.domain_name"
     field = _field(api.post("/api/v1/endpoints", managed, params=params))
     assert field["field"] == "kind" and '"inference_operator": true' in field["hint"]
 
@@ -542,6 +563,21 @@ def test_managed_paths_need_the_operator_then_deploy(
     }
     assert config["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "prefixaware"
     assert config["spec"]["modelSourceConfig"]["s3Storage"]["bucketName"] == "my-models"
+    assert config["spec"]["tlsConfig"]["customCertificateConfig"] == {
+        "acmArn": ACM_ARN,
+        "domainName": "qwen.example.com",
+    }
+    assert config["spec"]["dnsConfig"] == {"hostedZoneId": "Z0123456789ABC"}
+    capture = config["spec"]["dataCapture"]
+    assert capture["s3Uri"] == "s3://captures/managed"
+    assert capture["loadBalancer"] == {"enabled": True} and capture["modelPod"]["enabled"]
+    (trigger,) = config["spec"]["autoScalingSpec"]["cloudWatchTriggerList"]
+    assert (trigger["metricName"], trigger["metricStat"], trigger["targetValue"]) == (
+        "Invocations",
+        "Sum",
+        50,
+    )
+    assert trigger["dimensions"] == [{"name": "EndpointName", "value": "managed"}]
     assert config["status"]["state"] == "DeploymentComplete"
     live = api.get("/api/v1/endpoints/managed", params=params).json()["live"]
     assert live["status"] == "available" and [p["ready"] for p in live["pods"]] == [True]
@@ -562,6 +598,8 @@ def test_managed_paths_need_the_operator_then_deploy(
             "model_id": "deepseek-llm-r1-distill-qwen-1-5b",
             "accept_eula": True,
             "routing_strategy": "kvaware",
+            "tls": {"certificate_s3_uri": "s3://certs/js"},
+            "data_capture": {"sagemaker_endpoint": True},
         },
     }
     _deploy(api, cluster, jumpstart)
@@ -571,5 +609,7 @@ def test_managed_paths_need_the_operator_then_deploy(
         "enabled": True,
         "routingStrategy": "kvaware",
     }
+    assert model["spec"]["tlsConfig"] == {"tlsCertificateOutputS3Uri": "s3://certs/js"}
+    assert set(model["spec"]["dataCapture"]) == {"sagemakerEndpoint", "modelPod"}
     assert model["status"]["state"] == "DeploymentComplete"
     _delete(api, cluster, "js")

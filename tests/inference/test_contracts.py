@@ -155,6 +155,62 @@ def test_fallback_instance_types_are_distinct_and_not_for_jumpstart() -> None:
     assert parsed.instance_types() == ["ml.g5.8xlarge", "ml.g6.12xlarge"]
 
 
+ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+
+
+@pytest.mark.parametrize(
+    ("managed", "where", "words"),
+    [
+        ({"tls": {"acm_certificate_arn": ARN}}, "managed.tls", "both or neither"),
+        (
+            {"tls": {"domain_name": "*.example.com", "acm_certificate_arn": ARN}},
+            "managed.tls.domain_name",
+            "",
+        ),
+        (
+            {"tls": {"certificate_s3_uri": "s3://certs", "hosted_zone_id": "Z123"}},
+            "managed.tls",
+            "DNS record needs the ACM certificate",
+        ),
+        ({"tls": {}}, "managed.tls", "names no certificate"),
+        ({"data_capture": {}}, "managed", "S3 location"),
+        ({"data_capture": {"s3_uri": "https://c"}}, "managed.data_capture.s3_uri", ""),
+        (
+            {"data_capture": {"s3_uri": "s3://cap", "model_pod": False}},
+            "managed.data_capture",
+            "no tier",
+        ),
+        (
+            {
+                "cloudwatch_triggers": [
+                    {"name": "a", "namespace": "n", "metric_name": "m", "target_value": 1}
+                ]
+            },
+            "managed",
+            "autoscaling bounds",
+        ),
+    ],
+)
+def test_managed_tls_and_data_capture_rules(
+    managed: dict[str, Any], where: str, words: str
+) -> None:
+    body = {"model_name": "m", "model_source": {"type": "s3", "s3_bucket": "models"}} | managed
+    at, message, _ = refusal(spec(kind="managed", container=None, managed=body))
+    assert at.startswith(where) and words in message
+
+
+def test_data_capture_may_use_the_certificate_bucket() -> None:
+    managed = {
+        "model_name": "m",
+        "model_source": {"type": "s3", "s3_bucket": "models"},
+        "tls": {"certificate_s3_uri": "s3://certs/chat"},
+        "data_capture": {},
+    }
+    parsed = EndpointSpec.model_validate(spec(kind="managed", container=None, managed=managed))
+    assert parsed.managed and parsed.managed.data_capture
+    assert parsed.managed.data_capture.capture == ["Input", "Output"]
+
+
 def test_autoscaling_bounds_and_model_sources() -> None:
     with pytest.raises(ValidationError, match="above max_replicas"):
         EndpointSpec.model_validate(

@@ -273,6 +273,86 @@ def test_every_instance_type_of_the_list_is_checked_against_the_cluster() -> Non
     assert info.value.message.startswith("fallback_instance_types.0: 2 GPUs per replica exceed")
 
 
+ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+
+
+def test_managed_tls_dns_data_capture_and_cloudwatch_triggers_render_into_the_config() -> None:
+    spec = make(
+        kind="managed",
+        container=None,
+        managed={
+            "model_name": "m",
+            "model_source": {"type": "s3", "s3_bucket": "models"},
+            "autoscaling": {"min_replicas": 1, "max_replicas": 4},
+            "tls": {
+                "acm_certificate_arn": ARN,
+                "domain_name": "chat.example.com",
+                "hosted_zone_id": "Z0123456789ABC",
+            },
+            "data_capture": {
+                "s3_uri": "s3://captures/chat",
+                "load_balancer": True,
+                "capture": ["Input"],
+                "sampling_percentage": 20,
+            },
+            "cloudwatch_triggers": [
+                {
+                    "name": "invocations",
+                    "namespace": "AWS/SageMaker",
+                    "metric_name": "Invocations",
+                    "dimensions": {"EndpointName": "chat", "VariantName": "AllTraffic"},
+                    "target_value": 100,
+                    "stat": "Sum",
+                }
+            ],
+        },
+    )
+    (config,) = render(spec)
+    body = config["spec"]
+    assert body["tlsConfig"] == {
+        "customCertificateConfig": {"acmArn": ARN, "domainName": "chat.example.com"}
+    }
+    assert body["dnsConfig"] == {"hostedZoneId": "Z0123456789ABC"}
+    assert body["dataCapture"] == {
+        "s3Uri": "s3://captures/chat",
+        "loadBalancer": {"enabled": True},
+        "modelPod": {
+            "enabled": True,
+            "initialSamplingPercentage": 20,
+            "captureOptions": [{"captureMode": "Input"}],
+        },
+    }
+    assert body["autoScalingSpec"]["cloudWatchTriggerList"] == [
+        {
+            "name": "invocations",
+            "namespace": "AWS/SageMaker",
+            "metricName": "Invocations",
+            "dimensions": [
+                {"name": "EndpointName", "value": "chat"},
+                {"name": "VariantName", "value": "AllTraffic"},
+            ],
+            "targetValue": 100.0,
+            "metricStat": "Sum",
+            "metricType": "Average",
+            "metricCollectionPeriod": 300,
+        }
+    ]
+    assert "prometheusTrigger" in body["autoScalingSpec"]
+    jumpstart = make(
+        kind="jumpstart",
+        container=None,
+        jumpstart={
+            "model_id": "m",
+            "tls": {"certificate_s3_uri": "s3://certs/js"},
+            "data_capture": {"sagemaker_endpoint": True, "model_pod": False},
+        },
+    )
+    js = render(jumpstart)[0]["spec"]
+    assert js["tlsConfig"] == {"tlsCertificateOutputS3Uri": "s3://certs/js"}
+    assert "dnsConfig" not in js
+    assert list(js["dataCapture"]) == ["sagemakerEndpoint"]
+
+
 def test_scale_plan() -> None:
     spec = make()
     deployment = as_served(render(spec)[0])

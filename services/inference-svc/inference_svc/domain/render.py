@@ -8,7 +8,8 @@
 - sglang: workers, the SGLang router (service discovery of the workers by label, cache-aware
   routing) with its ServiceAccount and Role, the router's Service, and a KEDA ScaledObject on
   the router's Prometheus metrics.
-- managed / jumpstart: one InferenceEndpointConfig or JumpStartModel; the operator does the rest.
+- managed / jumpstart: one InferenceEndpointConfig or JumpStartModel (with TLS, DNS and data
+  capture when asked; CloudWatch triggers on a managed one); the operator does the rest.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from shared.boundary import label_value, model_id, object_name
-from shared.contracts.inference import EndpointSpec, KvCacheSpec
+from shared.contracts.inference import (
+    CloudWatchTrigger,
+    DataCaptureSpec,
+    EndpointSpec,
+    KvCacheSpec,
+    TlsSpec,
+)
 from shared.validation import RuleViolation
 
 KubeObject = dict[str, Any]
@@ -417,7 +424,60 @@ def _autoscaling(spec: EndpointSpec) -> KubeObject | None:
             "targetValue": scaling.requests_per_replica,
             "metricType": "Value",
         },
+    } | (
+        {"cloudWatchTriggerList": [_cloudwatch(t) for t in managed.cloudwatch_triggers]}
+        if managed.cloudwatch_triggers
+        else {}
+    )
+
+
+def _cloudwatch(trigger: CloudWatchTrigger) -> KubeObject:
+    return {
+        "name": trigger.name,
+        "namespace": trigger.namespace,
+        "metricName": trigger.metric_name,
+        "dimensions": [{"name": k, "value": v} for k, v in sorted(trigger.dimensions.items())],
+        "targetValue": trigger.target_value,
+        "metricStat": trigger.stat,
+        "metricType": trigger.metric_type,
+        "metricCollectionPeriod": trigger.period_seconds,
     }
+
+
+def _tls_and_capture(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> KubeObject:
+    """tlsConfig (an ACM certificate for a domain, or where the self-signed one is kept),
+    dnsConfig (the Route 53 zone of the domain's record) and dataCapture (each tier asked for),
+    as both operator kinds take them."""
+    body: KubeObject = {}
+    if tls is not None:
+        config: KubeObject = {}
+        if tls.acm_certificate_arn is not None:
+            config["customCertificateConfig"] = {
+                "acmArn": tls.acm_certificate_arn,
+                "domainName": tls.domain_name,
+            }
+        if tls.certificate_s3_uri is not None:
+            config["tlsCertificateOutputS3Uri"] = tls.certificate_s3_uri
+        body["tlsConfig"] = config
+        if tls.hosted_zone_id is not None:
+            body["dnsConfig"] = {"hostedZoneId": tls.hosted_zone_id}
+    if capture is not None:
+        tier: KubeObject = {
+            "enabled": True,
+            "initialSamplingPercentage": capture.sampling_percentage,
+            "captureOptions": [{"captureMode": mode} for mode in capture.capture],
+        }
+        if capture.kms_key_id is not None:
+            tier["kmsKeyId"] = capture.kms_key_id
+        data: KubeObject = {"s3Uri": capture.s3_uri} if capture.s3_uri else {}
+        if capture.sagemaker_endpoint:
+            data["sagemakerEndpoint"] = tier
+        if capture.load_balancer:
+            data["loadBalancer"] = {"enabled": True}
+        if capture.model_pod:
+            data["modelPod"] = tier
+        body["dataCapture"] = data
+    return body
 
 
 def _cache_and_routing(kv_cache: KvCacheSpec | None, strategy: str | None) -> KubeObject:
@@ -480,6 +540,7 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
         "metrics": {"enabled": managed.metrics},
     }
     body.update(_cache_and_routing(managed.kv_cache, managed.routing_strategy))
+    body.update(_tls_and_capture(managed.tls, managed.data_capture))
     scaling = _autoscaling(spec)
     if scaling is not None:
         body["autoScalingSpec"] = scaling
@@ -507,6 +568,7 @@ def jumpstart_model(spec: EndpointSpec) -> KubeObject:
             "replicas": spec.replicas,
             "sageMakerEndpoint": {"name": spec.name},
             **_cache_and_routing(js.kv_cache, js.routing_strategy),
+            **_tls_and_capture(js.tls, js.data_capture),
         },
     }
 
