@@ -7,6 +7,7 @@ from collections.abc import Callable
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.tools import (
+    capacity,
     clusters,
     dependencies,
     diagnostics,
@@ -30,6 +31,7 @@ AREAS: tuple[tuple[str, Register], ...] = (
     ("instance groups", instance_groups.register),
     ("features", features.register),
     ("nodes", nodes.register),
+    ("capacity", capacity.register),
     ("storage", storage.register),
     ("training", training.register),
     ("diagnostics", diagnostics.register),
