@@ -29,8 +29,10 @@ BEFORE_BYTES = 215_776
 GOAL_BYTES = 60_000
 # Where it stands: a ceiling so it does not grow back unnoticed (see docs/performance.md for the
 # figure and the distance to the goal).
-# + 1,184 bytes and 2 tools: get_capacity and get_fleet_capacity (93,263 -> 94,447 bytes).
-BOUND_BYTES = 95_184
+# + 5,543 bytes: endpoint autoscaling triggers, fallback instance types, TLS, DNS, data
+# capture and CloudWatch triggers of the managed kinds (94,008 -> 99,551 bytes).
+# + 1,184 bytes and 2 tools: get_capacity and get_fleet_capacity (99,551 -> 100,735 bytes).
+BOUND_BYTES = 100_727
 TOOLS = 62
 RESULT_BYTES = 16_000
 
