@@ -6,6 +6,7 @@ A new area is one module here that defines `app = Area(...)` and one entry in AR
 from __future__ import annotations
 
 from hyperpilot.commands import (
+    capacity,
     clusters,
     dependencies,
     diagnose,
@@ -26,6 +27,7 @@ AREAS: tuple[Area, ...] = (
     clusters.app,
     instance_groups.app,
     nodes.app,
+    capacity.app,
     features.app,
     dependencies.app,
     jobs.app,
