@@ -14,6 +14,10 @@ import * as training from "./views/training.js";
 import * as inference from "./views/inference.js";
 import * as diagnostics from "./views/diagnostics.js";
 import * as tokens from "./views/tokens.js";
+import * as models from "./views/models.js";
+import * as software from "./views/software.js";
+import * as mlflow from "./views/mlflow.js";
+import * as plans from "./views/plans.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
 export const routes = [
@@ -23,6 +27,10 @@ export const routes = [
   [/^\/clusters\/([^/]+)\/jobs$/, training, "Training"],
   [/^\/clusters\/([^/]+)\/jobs\/([^/]+)$/, training, "Job"],
   [/^\/clusters\/([^/]+)\/diagnostics$/, diagnostics, "Diagnostics"],
+  [/^\/clusters\/([^/]+)\/models$/, models, "Model downloads"],
+  [/^\/clusters\/([^/]+)\/software$/, software, "Software update"],
+  [/^\/mlflow$/, mlflow, "MLflow"],
+  [/^\/training-plans$/, plans, "Training plans"],
   [/^\/endpoints$/, inference, "Endpoints"],
   [/^\/endpoints\/([^/]+)\/([^/]+)$/, inference, "Endpoint"],
   [/^\/operations$/, operations, "Operations"],

@@ -2,13 +2,30 @@
 // the HyperPod inference operator), the endpoints of a cluster, one endpoint with its pods,
 // model-pool assignment and a try-it box that invokes it.
 
-import { del, get, post, query } from "../api.js";
+import { del, get, post, query, request } from "../api.js";
 import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
 import { instanceTypePicker } from "../instance_picker.js";
+import { dryRun, planLines } from "../plan.js";
 import { onChange } from "../store.js";
+
+const SERVICES = [
+  ["internal", "Internal (inside the cluster)"],
+  ["external", "External (a load balancer)"],
+  ["model_pool", "Model pool (workers behind a router)"],
+];
+const serviceName = (value) => (SERVICES.find(([v]) => v === (value || "internal")) || [value, value])[1];
+
+// How to call the endpoint through the gateway (OpenAI-compatible), with the caller's token.
+export function curlExample(url) {
+  return [
+    `curl -X POST '${url}' \\`,
+    "  -H \"Authorization: Bearer $HYPERPILOT_TOKEN\" -H 'Content-Type: application/json' \\",
+    `  -d '{"messages": [{"role": "user", "content": "Hello"}]}'`,
+  ].join("\n");
+}
 
 const link = (cluster, name) => `#/endpoints/${encodeURIComponent(cluster)}/${encodeURIComponent(name)}`;
 
@@ -69,6 +86,16 @@ export async function render(main, [cluster, name]) {
   const gpus = h("input", { name: "gpus", type: "number", min: "1", max: "8", value: "1" });
   const routerPolicy = h("select", { name: "router_policy" }, ...["cache_aware", "round_robin", "random", "power_of_two"].map((p) => h("option", { value: p }, p)));
   const routerField = field("Router policy", routerPolicy, { field: "router.policy" });
+  const service = h("select", { name: "service" }, ...SERVICES.map(([value, text]) => h("option", { value }, text)));
+  const autoscale = h("input", { type: "checkbox", name: "autoscaling" });
+  const minReplicas = h("input", { name: "min_replicas", type: "number", min: "0", max: "64", value: "1" });
+  const maxReplicas = h("input", { name: "max_replicas", type: "number", min: "1", max: "64", value: "4" });
+  const perReplica = h("input", { name: "requests_per_replica", type: "number", min: "1", value: "10" });
+  const scaling = h("div", { class: "row", hidden: true },
+    field("Minimum replicas", minReplicas, { field: "autoscaling.min_replicas" }),
+    field("Maximum replicas", maxReplicas, { field: "autoscaling.max_replicas" }),
+    field("Running requests per replica", perReplica, { field: "autoscaling.requests_per_replica" }));
+  autoscale.addEventListener("change", () => { scaling.hidden = !autoscale.checked; });
   routerField.hidden = true;
   kind.addEventListener("change", () => {
     routerField.hidden = kind.value !== "sglang";
@@ -84,6 +111,9 @@ export async function render(main, [cluster, name]) {
       field("Replicas", replicas, { field: "replicas" }),
       field("GPUs per replica", gpus, { field: "gpus" })),
     routerField,
+    field("Service", service, { field: "service", hint: "Who reaches the endpoint: pods of the cluster, a load balancer, or a model pool's router." }),
+    h("label", { class: "check" }, autoscale, " Scale with load (KEDA on the router's metrics)"),
+    scaling,
     formError(),
     h("button", { type: "submit" }, "Deploy"));
   form.addEventListener("submit", async (event) => {
@@ -97,6 +127,10 @@ export async function render(main, [cluster, name]) {
     }
     else spec.container = { engine: kind.value === "sglang" ? "sglang" : "vllm", model: model.value.trim() };
     if (kind.value === "sglang") spec.router = { policy: routerPolicy.value };
+    if (service.value !== "internal") spec.service = service.value;
+    if (autoscale.checked) {
+      spec.autoscaling = { min_replicas: Number(minReplicas.value), max_replicas: Number(maxReplicas.value), requests_per_replica: Number(perReplica.value) };
+    }
     try {
       const accepted = await post(`/endpoints${query({ cluster: clusterSelect.value })}`, spec);
       fill(status, `Deploying ${spec.name}: `, operationLink(accepted.operation_id, "operation"), " · ", h("a", { href: link(clusterSelect.value, spec.name) }, "endpoint"));
@@ -135,18 +169,58 @@ async function detail(main, cluster, name) {
     }
   } }, "Delete endpoint")), section("Pods and model pool", podsBox));
 
-  let timer = null;
+  const url = `${location.origin}/api/v1${base}/v1/chat/completions${q}`;
+  const replicasBox = h("input", { type: "number", min: "0", max: "64", inputmode: "numeric" });
+  const serviceBox = h("select", {}, ...SERVICES.map(([value, text]) => h("option", { value }, text)));
+  let current = null;
+  const scaleForm = h("form", { novalidate: true, "aria-label": "Scale and expose" },
+    h("div", { class: "row" },
+      field(`Replicas of ${name}`, replicasBox, { field: "replicas" }),
+      field(`Service of ${name}`, serviceBox, { field: "service" })),
+    h("p", { class: "actions" },
+      h("button", { type: "submit", class: "small secondary" }, "Scale"), " ",
+      h("button", { type: "button", class: "small secondary", onclick: () => change({ service: serviceBox.value }) }, "Change service")),
+    formError());
+  // an unchanged value sends nothing; fewer replicas ask first, with the plan
+  async function change(body) {
+    const [key] = Object.keys(body);
+    if (!current || body[key] === (key === "service" ? current.service : current.replicas)) return;
+    try {
+      const path = key === "replicas" ? `${base}/scale${q}` : `${base}${q}`;
+      const method = key === "replicas" ? "POST" : "PATCH";
+      if (key === "replicas" && body.replicas < current.replicas) {
+        const plan = await dryRun(method, path, body);
+        if (!await confirmAction(`Scale ${name} from ${current.replicas} to ${body.replicas} replicas?`, "Scale", planLines(plan))) return;
+      }
+      const accepted = await request(method, path, body);
+      fill(status, `${key === "replicas" ? "Scaling" : "Changing the service of"} ${name}: `, operationLink(accepted.operation_id, "follow the operation"));
+    } catch (error) {
+      showErrors(scaleForm, error);
+    }
+  }
+  scaleForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (replicasBox.value.trim() !== "") change({ replicas: Number(replicasBox.value) });
+  });
+
   async function load() {
-    clearTimeout(timer);
     try {
       const ep = await get(`${base}${query({ cluster, live: true })}`);
       const live = ep.live || {};
-      // read again until the endpoint is available (or failed)
-      if (!["available", "failed"].includes(live.status || ep.status)) timer = setTimeout(load, 2000);
+      const spec = ep.spec || {};
+      const auto = spec.autoscaling;
+      const fresh = !current;
+      current = { replicas: spec.replicas ?? ep.replicas, service: spec.service || "internal" };
+      if (fresh || document.activeElement !== replicasBox) replicasBox.value = String(current.replicas);
+      if (fresh || document.activeElement !== serviceBox) serviceBox.value = current.service;
       fill(info,
         h("dt", {}, "Status"), h("dd", {}, badge(live.status || ep.status)),
         h("dt", {}, "Kind"), h("dd", {}, ep.kind || ""),
-        h("dt", {}, "Instance type"), h("dd", {}, ep.instance_type || (ep.spec && ep.spec.instance_type) || ""),
+        h("dt", {}, "Instance type"), h("dd", {}, ep.instance_type || spec.instance_type || ""),
+        h("dt", {}, "Service"), h("dd", { class: "ep-service" }, serviceName(spec.service)),
+        h("dt", {}, "Replicas"), h("dd", { class: "ep-replicas" }, `${ep.ready_replicas ?? 0} ready of ${ep.replicas ?? spec.replicas}`),
+        h("dt", {}, "Scaling"), h("dd", {}, auto ? `with load: ${auto.min_replicas}–${auto.max_replicas} replicas, ${auto.requests_per_replica} running requests each` : "fixed"),
+        h("dt", {}, "URL"), h("dd", { class: "wrap ep-url" }, h("code", {}, url)),
         (ep.message || live.message) ? [h("dt", {}, "Message"), h("dd", {}, ep.message || live.message)] : null,
         h("dt", {}, "Address"), h("dd", { class: "wrap" }, ep.address || live.address || (live.service ? `${live.service}:${live.port}` : "—")));
       const pods = live.pods || ep.pods || [];
@@ -189,7 +263,11 @@ async function detail(main, cluster, name) {
       showErrors(tryForm, error);
     }
   });
-  main.append(section("Try it", tryForm));
+  main.append(
+    section("Scaling and service", scaleForm),
+    section("Call it", h("pre", { class: "answer curl", "aria-label": "curl example" }, curlExample(url))),
+    section("Try it", tryForm),
+  );
   await load();
-  return () => clearTimeout(timer);
+  return onChange(load, { cluster });
 }
