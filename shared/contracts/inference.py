@@ -7,7 +7,8 @@ Four kinds of endpoint, one model:
   a KEDA ScaledObject on the engine's metrics.
 - `sglang`: SGLang workers behind the SGLang router (cache-aware routing), scaled by a KEDA
   ScaledObject on the router's metrics.
-- `managed`: an InferenceEndpointConfig the HyperPod inference operator deploys.
+- `managed`: an InferenceEndpointConfig the HyperPod inference operator deploys (optionally with
+  disaggregated prefill and decode workers).
 - `jumpstart`: a JumpStartModel the same operator deploys.
 
 The GPU count per replica is always given: it is never inferred from a tensor-parallel size.
@@ -337,6 +338,26 @@ def _capture_location(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> N
         )
 
 
+class PdRole(Spec):
+    """The prefill or the decode workers of a disaggregated endpoint."""
+
+    replicas: int = Field(1, ge=1, le=64)
+    gpus: int | None = Field(None, ge=1, le=8, description="default: the endpoint's gpus")
+    args: list[str] = Field(default_factory=list, max_length=32, description="extra vLLM args")
+
+
+class PdSpec(Spec):
+    """Disaggregated prefill and decode (pdSpec): the operator runs separate prefill and decode
+    Deployments and routes long prompts through remote prefill."""
+
+    prefill: PdRole = Field(default_factory=PdRole)
+    decode: PdRole = Field(default_factory=PdRole)
+    routing_threshold: int = Field(
+        4096, ge=0, le=1_000_000, description="prompt tokens from which prefill is remote"
+    )
+    same_az: bool = True
+
+
 class ManagedSpec(Spec):
     """An InferenceEndpointConfig: model, worker image, caching, routing, scaling, load balancer,
     TLS and DNS, data capture."""
@@ -354,6 +375,7 @@ class ManagedSpec(Spec):
     cloudwatch_triggers: list[CloudWatchTrigger] = Field(
         default_factory=list, max_length=8, description="needs autoscaling"
     )
+    disaggregation: PdSpec | None = None
 
     @model_validator(mode="after")
     def _options(self) -> Self:
@@ -362,6 +384,11 @@ class ManagedSpec(Spec):
             raise RuleViolation(
                 "CloudWatch triggers scale between the autoscaling bounds",
                 "set managed.autoscaling (min_replicas, max_replicas)",
+            )
+        if self.disaggregation is not None and self.autoscaling is not None:
+            raise RuleViolation(
+                "a disaggregated endpoint's prefill and decode replicas are set per role",
+                "drop managed.autoscaling, or set disaggregation.prefill/decode.replicas",
             )
         names = [t.name for t in self.cloudwatch_triggers]
         if len(set(names)) != len(names):

@@ -589,6 +589,31 @@ def test_managed_paths_need_the_operator_then_deploy(
     assert answer.status_code == 200, answer.text
     _delete(api, cluster, "managed")
 
+    # Disaggregated prefill and decode: the operator's pdSpec, one role per Deployment.
+    pd = {
+        "name": "pd",
+        "kind": "managed",
+        "instance_type": instance_type,
+        "gpus": 1,
+        "managed": {
+            "model_name": "qwen3",
+            "model_source": {"type": "s3", "s3_bucket": "my-models", "region": "us-east-1"},
+            "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 2}},
+        },
+    }
+    too_big = json.loads(json.dumps(pd))
+    too_big["managed"]["disaggregation"]["decode"]["gpus"] = 8
+    field = _field(api.post("/api/v1/endpoints", too_big, params=params | {"dry_run": "true"}))
+    assert field["field"] == "managed.disaggregation.decode.gpus"
+    _deploy(api, cluster, pd)
+    config = _kubectl(kube, "get", "inferenceendpointconfig", "pd", "-n", "default")
+    roles = config["spec"]["pdSpec"]
+    assert (roles["prefillSpec"]["replicas"], roles["decodingSpec"]["replicas"]) == (1, 2)
+    assert roles["decodingSpec"]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert roles["routingThreshold"] == 4096 and roles["topologySpec"] == {"sameAZ": True}
+    assert config["status"]["state"] == "DeploymentComplete"
+    _delete(api, cluster, "pd")
+
     jumpstart = {
         "name": "js",
         "kind": "jumpstart",

@@ -189,6 +189,12 @@ ARN = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef
             "managed",
             "autoscaling bounds",
         ),
+        (
+            {"autoscaling": {}, "disaggregation": {"prefill": {"replicas": 2}}},
+            "managed",
+            "set per role",
+        ),
+        ({"disaggregation": {"decode": {"replicas": 0}}}, "managed.disaggregation.decode", ""),
     ],
 )
 def test_managed_tls_and_data_capture_rules(

@@ -353,6 +353,48 @@ def test_managed_tls_dns_data_capture_and_cloudwatch_triggers_render_into_the_co
     assert list(js["dataCapture"]) == ["sagemakerEndpoint"]
 
 
+def disaggregated(**pd: Any) -> EndpointSpec:
+    return make(
+        kind="managed",
+        container=None,
+        gpus=2,
+        managed={
+            "model_name": "m",
+            "model_source": {"type": "s3", "s3_bucket": "models"},
+            "disaggregation": pd,
+        },
+    )
+
+
+def test_disaggregated_prefill_and_decode_render_into_pd_spec() -> None:
+    spec = disaggregated(
+        prefill={"replicas": 2, "args": ["--max-num-seqs", "16"]},
+        decode={"replicas": 3, "gpus": 4},
+        routing_threshold=0,
+    )
+    (config,) = render(spec)
+    key = "node.kubernetes.io/instance-type"
+    assert config["spec"]["pdSpec"] == {
+        "prefillSpec": {
+            "replicas": 2,
+            "resources": {"requests": {"nvidia.com/gpu": "2"}, "limits": {"nvidia.com/gpu": "2"}},
+            "args": ["--max-num-seqs", "16"],
+            "nodeSelector": {key: TYPE},
+        },
+        "decodingSpec": {
+            "replicas": 3,
+            "resources": {"requests": {"nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": "4"}},
+            "nodeSelector": {key: TYPE},
+        },
+        "routingThreshold": 0,
+        "topologySpec": {"sameAZ": True},
+    }
+    assert not deploy_plan(spec, facts(served={"InferenceEndpointConfig"})).noop
+    with pytest.raises(PermanentError) as info:
+        deploy_plan(disaggregated(decode={"gpus": 8}), facts(served={"InferenceEndpointConfig"}))
+    assert info.value.message.startswith("managed.disaggregation.decode.gpus: 8 GPUs")
+
+
 def test_scale_plan() -> None:
     spec = make()
     deployment = as_served(render(spec)[0])

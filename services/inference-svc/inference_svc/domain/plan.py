@@ -78,6 +78,15 @@ def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
                 f"{spec.gpus} GPUs per replica exceed the {per_node} of one {instance_type} node",
                 f"set gpus to at most {per_node}, or choose an instance type with more GPUs",
             )
+    pd = spec.managed.disaggregation if spec.managed else None
+    for role, part in (("prefill", pd.prefill), ("decode", pd.decode)) if pd else ():
+        fewest = min(types[t] for t in spec.instance_types())
+        if part.gpus is not None and part.gpus > fewest:
+            raise rule(
+                f"managed.disaggregation.{role}.gpus",
+                f"{part.gpus} GPUs per {role} worker exceed the {fewest} of one node",
+                f"set it to at most {fewest}, or choose an instance type with more GPUs",
+            )
     if spec.kind in ("managed", "jumpstart"):
         kind = "InferenceEndpointConfig" if spec.kind == "managed" else "JumpStartModel"
         if kind not in facts.served:

@@ -22,6 +22,8 @@ from shared.contracts.inference import (
     DataCaptureSpec,
     EndpointSpec,
     KvCacheSpec,
+    PdRole,
+    PdSpec,
     TlsSpec,
 )
 from shared.validation import RuleViolation
@@ -444,6 +446,31 @@ def _cloudwatch(trigger: CloudWatchTrigger) -> KubeObject:
     }
 
 
+def _pd_role(role: PdRole, gpus: int | None, instance_types: list[str]) -> KubeObject:
+    count = str(role.gpus or gpus)
+    body: KubeObject = {
+        "replicas": role.replicas,
+        "resources": {"requests": {"nvidia.com/gpu": count}, "limits": {"nvidia.com/gpu": count}},
+    }
+    if role.args:
+        body["args"] = list(role.args)
+    if len(instance_types) == 1:
+        body["nodeSelector"] = {INSTANCE_TYPE_LABEL: instance_types[0]}
+    return body
+
+
+def _pd_spec(spec: EndpointSpec, pd: PdSpec) -> KubeObject:
+    """pdSpec: the prefill and decode Deployments the operator makes, each role's replicas,
+    GPUs and extra vLLM args, the token threshold of remote prefill and same-AZ placement."""
+    types = spec.instance_types()
+    return {
+        "prefillSpec": _pd_role(pd.prefill, spec.gpus, types),
+        "decodingSpec": _pd_role(pd.decode, spec.gpus, types),
+        "routingThreshold": pd.routing_threshold,
+        "topologySpec": {"sameAZ": pd.same_az},
+    }
+
+
 def _tls_and_capture(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> KubeObject:
     """tlsConfig (an ACM certificate for a domain, or where the self-signed one is kept),
     dnsConfig (the Route 53 zone of the domain's record) and dataCapture (each tier asked for),
@@ -541,6 +568,8 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
     }
     body.update(_cache_and_routing(managed.kv_cache, managed.routing_strategy))
     body.update(_tls_and_capture(managed.tls, managed.data_capture))
+    if managed.disaggregation is not None:
+        body["pdSpec"] = _pd_spec(spec, managed.disaggregation)
     scaling = _autoscaling(spec)
     if scaling is not None:
         body["autoScalingSpec"] = scaling
