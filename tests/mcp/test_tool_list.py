@@ -32,7 +32,9 @@ GOAL_BYTES = 60_000
 # + 5,543 bytes: endpoint autoscaling triggers, fallback instance types, TLS, DNS, data
 # capture and CloudWatch triggers of the managed kinds (94,008 -> 99,551 bytes).
 # + 1,184 bytes and 2 tools: get_capacity and get_fleet_capacity (99,551 -> 100,735 bytes).
-BOUND_BYTES = 100_727
+# + 1,374 bytes: disaggregated prefill/decode of managed endpoints, and the 8 bytes the
+# bound was short of the measured figure (100,735 -> 102,109 bytes).
+BOUND_BYTES = 102_109
 TOOLS = 62
 RESULT_BYTES = 16_000
 
