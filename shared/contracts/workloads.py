@@ -357,6 +357,31 @@ class SecretRef(Spec):
         return self
 
 
+# HyperPod's node labels a placement reads: the deep health check's result ("Resilience-related
+# Kubernetes labels by SageMaker HyperPod") and EC2 instance topology's network nodes, layer 1
+# the farthest from the instance, layer 3 the nearest (the label names without their prefix).
+DEEP_HEALTH_CHECK_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
+TOPOLOGY_PREFIX = "topology.k8s.aws/"
+TopologyLayer = Literal["network-node-layer-1", "network-node-layer-2", "network-node-layer-3"]
+
+
+class Placement(Spec):
+    """Which of the group's nodes, how close together."""
+
+    deep_health_check_passed: bool = False
+    topology: TopologyLayer | None = Field(None, description="pods under one network node")
+    topology_required: bool = Field(False, description="else preferred")
+
+    @model_validator(mode="after")
+    def _topology(self) -> Placement:
+        if self.topology_required and self.topology is None:
+            raise RuleViolation(
+                "placement.topology_required needs placement.topology",
+                "name the layer, e.g. network-node-layer-3, or drop topology_required",
+            )
+        return self
+
+
 class JobBase(Spec):
     name: str = Field(pattern=JOB_NAME_PATTERN, examples=["llama-sft"])
     instance_group: str = Field(pattern=GROUP_PATTERN, description="placement: the pods' group")
@@ -364,6 +389,7 @@ class JobBase(Spec):
     nproc_per_node: int | None = Field(None, ge=1, le=64, description="default: the GPUs")
     image: str | None = Field(None, min_length=1, max_length=500)
     resources: Resources = Field(default_factory=Resources)
+    placement: Placement = Field(default_factory=Placement)
     run_policy: RunPolicy = Field(default_factory=RunPolicy)
     elastic: ElasticPolicy | None = None
     env: dict[str, str] = Field(default_factory=dict, max_length=50)

@@ -1234,3 +1234,51 @@ def test_a_secret_name_kubernetes_refuses_is_a_422_not_a_502(
         assert answer.status_code == 422, (path, answer.text)
         fields = [f["field"] for f in answer.json()["error"]["fields"]]
         assert fields and fields[0] in ("secret", "name", "token_secret"), answer.text
+
+
+def test_placement_on_deep_health_checked_nodes_and_one_network_node(
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    """`placement` reaches the pods as node and pod affinity: deep-health-check-passed nodes
+    only (HyperPod's label on every node that passed), the job's pods preferably under one
+    network node of layer 3; the job runs there. Topology required on nodes without the layer's
+    label leaves the pods pending."""
+    stack, cluster = created_cluster
+    api = stack.client
+    server = _api_server(sim_aws, cluster)
+    placement = {"deep_health_check_passed": True, "topology": "network-node-layer-3"}
+    _submit(api, cluster, _pytorch("placed", placement=placement))
+    _wait_job(api, cluster, "placed", lambda j: j["status"] == "running")
+    obj = _custom_object(server, "HyperPodPyTorchJob", "placed")
+    [template] = _pod_templates(obj)
+    affinity = template["affinity"]
+    [term] = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term["matchExpressions"] == [
+        {
+            "key": "sagemaker.amazonaws.com/deep-health-check-status",
+            "operator": "In",
+            "values": ["Passed"],
+        }
+    ]
+    [preferred] = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred["podAffinityTerm"]["topologyKey"] == "topology.k8s.aws/network-node-layer-3"
+    [pod] = _pods_of(server, "placed")
+    assert pod["spec"]["affinity"] == affinity
+    [node] = [
+        n for n in server.store.items("nodes") if n["metadata"]["name"] == pod["spec"]["nodeName"]
+    ]
+    labels = node["metadata"]["labels"]
+    assert labels["sagemaker.amazonaws.com/deep-health-check-status"] == "Passed"
+    assert labels[GROUP_LABEL] == "gpu"
+
+    strict = {"topology": "network-node-layer-3", "topology_required": True}
+    _submit(api, cluster, _pytorch("placed-strict", placement=strict))
+    time.sleep(2)
+    assert [p["status"]["phase"] for p in _pods_of(server, "placed-strict")] == ["Pending"]
+    for job in ("placed", "placed-strict"):
+        assert (
+            api.wait(api.delete(f"{_jobs(cluster)}/{job}").json()["operation_id"])["status"]
+            == "succeeded"
+        )

@@ -15,7 +15,7 @@ from shared.contracts.workloads import (
     shared_path,
 )
 from shared.validation import RuleViolation
-from workload_svc.domain.render import download_job, render
+from workload_svc.domain.render import GROUP_LABEL, download_job, render
 
 SPEC: TypeAdapter[Any] = TypeAdapter(JobSpec)
 
@@ -335,3 +335,68 @@ def test_model_download_takes_the_token_by_reference_only() -> None:
     }
     assert "hf_hub_download" in container["command"][-1]  # not huggingface-cli: see render
     assert "hf-token" not in " ".join(container["command"])
+
+
+def _pod_specs(rendered: Any) -> list[dict[str, Any]]:
+    body = rendered.body["spec"]
+    if rendered.kind == "RayJob":
+        ray = body["rayClusterSpec"]
+        return [ray["headGroupSpec"]["template"]["spec"]] + [
+            g["template"]["spec"] for g in ray["workerGroupSpecs"]
+        ]
+    return [r["template"]["spec"] for r in body["replicaSpecs"]]
+
+
+VERL = {"model": "models/m", "train_files": "d/train.parquet", "val_files": "d/val.parquet"}
+
+
+@pytest.mark.parametrize(("recipe", "fields"), [("pytorch", {"script": "t.py"}), ("verl", VERL)])
+def test_placement_renders_node_and_pod_affinity(recipe: str, fields: dict[str, Any]) -> None:
+    base = {"recipe": recipe, "name": "r", "instance_group": "gpu", **fields}
+    plain = _pod_specs(render(SPEC.validate_python(base)))
+    assert all("affinity" not in p and p["nodeSelector"] == {GROUP_LABEL: "gpu"} for p in plain)
+
+    healthy = {"deep_health_check_passed": True, "topology": "network-node-layer-3"}
+    for pod in _pod_specs(render(SPEC.validate_python({**base, "placement": healthy}))):
+        assert pod["nodeSelector"] == {GROUP_LABEL: "gpu"}
+        node = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert node["nodeSelectorTerms"] == [
+            {
+                "matchExpressions": [
+                    {
+                        "key": "sagemaker.amazonaws.com/deep-health-check-status",
+                        "operator": "In",
+                        "values": ["Passed"],
+                    }
+                ]
+            }
+        ]
+        [preferred] = pod["affinity"]["podAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert preferred == {
+            "weight": 100,
+            "podAffinityTerm": {
+                "labelSelector": {"matchLabels": {"hyperpilot.dev/job": "r"}},
+                "topologyKey": "topology.k8s.aws/network-node-layer-3",
+            },
+        }
+
+    required = {"topology": "network-node-layer-2", "topology_required": True}
+    for pod in _pod_specs(render(SPEC.validate_python({**base, "placement": required}))):
+        layer = "topology.k8s.aws/network-node-layer-2"
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms["nodeSelectorTerms"] == [
+            {"matchExpressions": [{"key": layer, "operator": "Exists"}]}
+        ]
+        [term] = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term["topologyKey"] == layer
+
+
+def test_placement_rules() -> None:
+    base = {"recipe": "pytorch", "name": "r", "instance_group": "gpu", "script": "t.py"}
+    with pytest.raises(ValidationError) as info:
+        SPEC.validate_python({**base, "placement": {"topology_required": True}})
+    assert "placement.topology_required needs placement.topology" in str(info.value)
+    with pytest.raises(ValidationError):
+        SPEC.validate_python({**base, "placement": {"topology": "network-node-layer-9"}})

@@ -15,9 +15,11 @@ from typing import Any
 
 from shared.boundary import ShellVar, shell_line, shell_script, shell_var
 from shared.contracts.workloads import (
+    DEEP_HEALTH_CHECK_LABEL,
     MOUNT_PATH,
     NAMESPACE,
     S3_CLAIM,
+    TOPOLOGY_PREFIX,
     Hyperparameters,
     JobBase,
     LlamaFactoryRecipe,
@@ -100,6 +102,39 @@ def _env(spec: JobBase) -> list[KubeObject]:
         env.append({"name": "MLFLOW_RUN_NAME", "value": spec.name})
         env.append({"name": "MLFLOW_EXPERIMENT_NAME", "value": spec.name})
     return env
+
+
+def placement(spec: JobBase) -> KubeObject:
+    """The pod spec's placement: the instance group's node label, then `spec.placement` as
+    node affinity (deep-health-check-passed nodes; nodes with the topology label) and pod
+    affinity (the job's pods under one network node of the layer, required or preferred)."""
+    chosen = spec.placement
+    pod_spec: KubeObject = {"nodeSelector": {GROUP_LABEL: spec.instance_group}}
+    required: list[KubeObject] = []
+    if chosen.deep_health_check_passed:
+        required.append({"key": DEEP_HEALTH_CHECK_LABEL, "operator": "In", "values": ["Passed"]})
+    affinity: KubeObject = {}
+    if chosen.topology is not None:
+        key = TOPOLOGY_PREFIX + chosen.topology
+        term = {"labelSelector": {"matchLabels": {JOB_LABEL: spec.name}}, "topologyKey": key}
+        if chosen.topology_required:
+            required.append({"key": key, "operator": "Exists"})
+            affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        else:
+            affinity["podAffinity"] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 100, "podAffinityTerm": term}
+                ]
+            }
+    if required:
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": required}]
+            }
+        }
+    if affinity:
+        pod_spec["affinity"] = affinity
+    return pod_spec
 
 
 def nproc(spec: JobBase) -> int:
@@ -239,7 +274,7 @@ def pytorch_job(spec: Launched) -> Rendered:
                     "template": {
                         "metadata": {"labels": _labels(spec.name, spec.recipe)},
                         "spec": {
-                            "nodeSelector": {GROUP_LABEL: spec.instance_group},
+                            **placement(spec),
                             "containers": [container],
                             "volumes": volumes,
                         },
@@ -301,7 +336,7 @@ def ray_job(spec: VerlRecipe) -> Rendered:
     resources = _resources(spec)
     if resources:
         worker["resources"] = resources
-    placement = {GROUP_LABEL: spec.instance_group}
+    placed = placement(spec)
     body: KubeObject = {
         "apiVersion": RAY_API,
         "kind": RAY_KIND,
@@ -323,7 +358,7 @@ def ray_job(spec: VerlRecipe) -> Rendered:
                     "template": {
                         "metadata": {"labels": _labels(spec.name, spec.recipe)},
                         "spec": {
-                            "nodeSelector": placement,
+                            **placed,
                             "containers": [
                                 {
                                     "name": "ray-head",
@@ -351,7 +386,7 @@ def ray_job(spec: VerlRecipe) -> Rendered:
                         "template": {
                             "metadata": {"labels": _labels(spec.name, spec.recipe)},
                             "spec": {
-                                "nodeSelector": placement,
+                                **placed,
                                 "containers": [worker],
                                 "volumes": volumes,
                             },
