@@ -34,7 +34,7 @@ GOAL_BYTES = 60_000
 # + 1,184 bytes and 2 tools: get_capacity and get_fleet_capacity (99,551 -> 100,735 bytes).
 # + 1,374 bytes: disaggregated prefill/decode of managed endpoints, and the 8 bytes the
 # bound was short of the measured figure (100,735 -> 102,109 bytes).
-BOUND_BYTES = 102_109
+BOUND_BYTES = 102_696
 TOOLS = 62
 RESULT_BYTES = 16_000
 
