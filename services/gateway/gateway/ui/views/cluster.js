@@ -9,6 +9,7 @@ import {
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
 import { onChange, watch } from "../store.js";
+import { instanceTypePicker } from "../instance_picker.js";
 import { featuresPanel } from "./features.js";
 
 function table(caption, columns, rows) {
@@ -60,7 +61,35 @@ export async function render(main, [name]) {
 
   const summary = h("dl", { class: "summary" });
   const activeBadge = h("span");
+  const nextSteps = h("div");
+  // A cluster whose operation was cancelled or failed has nothing running: it is resumed (the
+  // operation retried from its first unfinished stage) or cleaned up (deleted), not waited for.
+  async function paintNextSteps(c) {
+    const ended = c.status !== "active" && c.operation_id
+      ? await get(`/operations/${c.operation_id}`).then((op) => op.status, () => null)
+      : null;
+    if (!["cancelled", "failed"].includes(ended)) {
+      fill(nextSteps);
+      return;
+    }
+    const retry = h("button", { type: "button", onclick: () => act("Resume", () => post(`/operations/${c.operation_id}/retry`)) }, "Resume");
+    const clean = h("button", { type: "button", class: "danger", onclick: async () => {
+      try {
+        const plan = await dryRun("DELETE", base);
+        if (!await confirmAction(`Delete cluster ${name} and everything Hyperpilot created for it?`, `Delete ${name}`, planLines(plan))) return;
+      } catch (error) {
+        status.textContent = errorText(error);
+        return;
+      }
+      act(`Delete ${name}`, () => del(base));
+    } }, "Clean up (delete)");
+    fill(nextSteps, h("section", { class: "card next-steps", "aria-labelledby": "next-steps-title" },
+      h("h2", { id: "next-steps-title" }, `The cluster's last operation ${ended === "failed" ? "failed" : "was cancelled"}`),
+      h("p", {}, "Nothing is running on it now. Resume goes on from the first stage that did not finish; clean up deletes what was made so far."),
+      h("p", { class: "actions" }, retry, " ", clean, " ", operationLink(c.operation_id, "what happened"))));
+  }
   function paintSummary(c) {
+    paintNextSteps(c);
     fill(summary,
       h("dt", {}, "Status"), h("dd", { class: "cluster-status" }, badge(c.status)),
       h("dt", {}, "Region"), h("dd", {}, c.region || ""),
@@ -79,8 +108,11 @@ export async function render(main, [name]) {
     h("p", { class: "actions" },
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/jobs`, class: "button secondary" }, "Training jobs"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/models`, class: "button secondary" }, "Model downloads"),
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/software`, class: "button secondary" }, "Software update"),
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
     status,
+    nextSteps,
     section("Summary", summary),
   );
 
@@ -168,29 +200,27 @@ export async function render(main, [name]) {
 
   function addGroupForm() {
     const gname = h("input", { name: "name", autocomplete: "off" });
-    const type = h("select", { name: "instance_type" }, h("option", { value: "" }, "Loading…"));
+    const picker = instanceTypePicker("Instance type", "instance_type");
+    const type = picker.select;
     const count = h("input", { name: "count", type: "number", min: "0", value: "1" });
     const form = h(
       "form",
       { novalidate: true, "aria-label": "Add an instance group" },
       h("div", { class: "row" },
         field("Group name", gname, { field: "name" }),
-        field("Instance type", type, { field: "instance_type" }),
         field("Count", count, { field: "count" }),
       ),
+      picker.element,
       formError(),
       h("button", { type: "submit" }, "Add group"),
     );
     const zone = cluster.spec && cluster.spec.availability_zone_id;
     get(`/inspect/instance-types${zone ? `?availability_zone_id=${zone}` : ""}`)
-      .then((types) => {
-        fill(type, 
-          ...types
-            .filter((t) => !zone || (t.availability_zone_ids || []).includes(zone))
-            .map((t) => h("option", { value: t.instance_type }, t.instance_type)),
-        );
-      })
-      .catch(() => fill(type, h("option", { value: "" }, "unavailable")));
+      .then((types) => picker.set(
+        types.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)).map((t) => t.instance_type),
+        (cluster.spec && cluster.spec.instance_groups && cluster.spec.instance_groups[0] || {}).instance_type,
+      ))
+      .catch(() => picker.message("Instance types unavailable"));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearErrors(form);
@@ -355,7 +385,11 @@ export async function render(main, [name]) {
   main.append(
     h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection),
   );
-  const shown = (box) => ({ cluster: name, failed: (error) => fill(box, h("p", { class: "form-error" }, errorText(error))) });
+  // a cluster that is not active (being made, or its creation cancelled) has no such part yet:
+  // said plainly, next to the summary's operation and the next steps, not as a red refusal
+  const shown = (box) => ({ cluster: name, failed: (error) => fill(box, error.code === "cluster_not_ready"
+    ? h("p", { class: "hint" }, error.message)
+    : h("p", { class: "form-error" }, errorText(error))) });
   const stops = [
     watch(base, paintSummary, { cluster: name }),
     watch(`${base}/instance-groups`, paintGroups, shown(groupsBox)),

@@ -96,7 +96,10 @@ export function featuresPanel(cluster) {
       actual = read;
       paint();
     } catch (error) {
-      if (!actual) fill(form, h("p", { class: "form-error", role: "alert" }, errorText(error)));
+      // a cluster not active yet (or whose creation stopped) has no features to read: said plainly
+      if (!actual) fill(form, error.code === "cluster_not_ready"
+        ? h("p", { class: "hint" }, error.message)
+        : h("p", { class: "form-error", role: "alert" }, errorText(error)));
     }
   }
 

@@ -2,6 +2,7 @@
 
 import { get, query } from "../api.js";
 import { badge, errorText, h, when, fill } from "../dom.js";
+import { operationWords } from "../operation_words.js";
 import { watch } from "../store.js";
 import { progressPanel } from "./progress.js";
 
@@ -23,12 +24,12 @@ export async function render(main, [id]) {
     const needle = kind.value.trim().toLowerCase();
     fill(body, 
       ...items
-        .filter((o) => !needle || `${o.target_type} ${o.target_id} ${o.kind}`.toLowerCase().includes(needle))
+        .filter((o) => !needle || `${o.target_type} ${o.target_id} ${o.kind} ${operationWords(o)}`.toLowerCase().includes(needle))
         .map((o) =>
           h(
             "tr",
             {},
-            h("th", { scope: "row", "data-label": "Operation" }, h("a", { href: `#/operations/${o.id}` }, o.kind)),
+            h("th", { scope: "row", "data-label": "Operation" }, h("a", { href: `#/operations/${o.id}`, title: o.kind }, operationWords(o))),
             h("td", { "data-label": "Target" }, `${o.target_type} ${o.target_id}`),
             h("td", { "data-label": "Status" }, badge(o.status)),
             h("td", { "data-label": "By" }, `${o.principal} (${o.source})`),

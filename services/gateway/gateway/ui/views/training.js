@@ -6,6 +6,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { onChange } from "../store.js";
 
 export async function render(main, [cluster, job]) {
   if (job) return detail(main, cluster, job);
@@ -89,15 +90,14 @@ export async function render(main, [cluster, job]) {
       fill(status, `Submitted ${spec.name}: `, operationLink(accepted.operation_id, "operation"), " · ",
         h("a", { href: `#/clusters/${encodeURIComponent(cluster)}/jobs/${encodeURIComponent(spec.name)}` }, "job and logs"));
       announce(`Job ${spec.name} submitted`);
-      setTimeout(load, 1500);
     } catch (error) {
       showErrors(form, error);
     }
   });
-  main.append(status, section("Submit a job", form), section("Jobs", list,
-    h("button", { type: "button", class: "secondary", onclick: load }, "Refresh")));
+  main.append(status, section("Submit a job", form), section("Jobs", list));
   await load();
-  return undefined;
+  // the list follows its jobs through the live store
+  return onChange(load, { cluster });
 }
 
 const FINISHED = ["succeeded", "failed", "cancelled"];
@@ -133,7 +133,6 @@ async function detail(main, cluster, jobName) {
       } }, "Delete job"))));
 
   let job = null;
-  let timer = null;
   let viewer = null;
   const paint = () => {
     const budget = job.restart_budget || { used: job.restarts, allowed: job.budget };
@@ -159,20 +158,18 @@ async function detail(main, cluster, jobName) {
       const detail = e.message || p.message || p.stage || p.reason || p.kind || "";
       return h("li", {}, when(e.occurred_at || e.time), " ", e.reason || e.type || "", detail ? `: ${detail}` : "");
     }))).catch(() => {});
-    // the logs start once the job has pods; until then the job is read again every 2 s
+    // the logs start once the job has pods (the store reads the job again on each event)
     if (!viewer && podNames(job).length) {
       viewer = logsViewer(cluster, jobName, podNames(job));
       fill(logsSlot, viewer.element);
-    }
-    if (!viewer || !FINISHED.includes(job.status)) {
-      timer = setTimeout(refresh, viewer ? 5000 : 2000);
     }
   };
   const logsSlot = h("div", {}, h("p", { class: "hint logs-waiting" }, "Logs appear when the job's pods start."));
   main.append(section("Events", events), logsSlot);
   await refresh();
+  const stopLive = onChange(refresh, { cluster });
   return () => {
-    clearTimeout(timer);
+    stopLive();
     if (viewer) viewer.stop();
   };
 }
