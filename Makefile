@@ -79,3 +79,9 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .hyperpilot .pytest_cache .mypy_cache .ruff_cache
+
+# The web UI's screenshots in docs/screenshots (README.md, docs/ui.md), taken by Playwright in
+# Debian's chromium against the stack on the simulated AWS.
+.PHONY: screenshots
+screenshots:
+	$(BIN)/python -m tests.ui.screenshots

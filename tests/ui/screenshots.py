@@ -131,6 +131,8 @@ def main(out: Path) -> None:
 
             page.goto("/#/endpoints")
             page.get_by_label("Cluster", exact=True).select_option("research")
+            picker = page.get_by_label("Instance type", exact=True)
+            expect(picker).to_have_value("ml.g5.8xlarge")
             page.get_by_label("Endpoint name").fill("qwen-chat")
             page.get_by_role("button", name="Deploy").click()
             page.locator("#main").get_by_role("link", name="endpoint", exact=True).click()

@@ -217,6 +217,9 @@ def test_every_table_fits_its_card_at_1280_and_420_px(
         "/#/operations": "table.list tbody tr",
         "/#/audit": "table.list tbody tr",
         "/#/endpoints": "h1",
+        f"/#/clusters/{cluster}/models": "table.list tbody tr",
+        "/#/mlflow": "table.list tbody tr",
+        "/#/training-plans": "table.list tbody tr",
     }
     seen = 0
     for width in (1280, 420):
@@ -404,6 +407,10 @@ def test_no_accessibility_violations_on_any_page(
         "/#/operations": "table.list tbody tr",
         "/#/audit": "table.list tbody tr",
         "/#/tokens": "tr[data-token]",
+        f"/#/clusters/{cluster}/models": "table.list tbody tr",
+        f"/#/clusters/{cluster}/software": "form",
+        "/#/mlflow": "table.list tbody tr",
+        "/#/training-plans": "table.list tbody tr",
     }
     found = {}
     for width in (1280, 420):
