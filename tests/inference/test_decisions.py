@@ -208,6 +208,8 @@ def test_a_vllm_endpoint_scales_on_qps_queue_and_gpu_utilization() -> None:
         scale_plan(spec, "c1", as_served(deployment), 2)
     with pytest.raises(PermanentError, match="autoscaling: KEDA is not installed"):
         deploy_plan(spec, facts())
+    notes = deploy_plan(spec, facts(served={"ScaledObject"})).notes
+    assert any("DCGM_FI_DEV_GPU_UTIL" in note for note in notes)
 
 
 def test_the_sglang_router_rate_trigger_counts_the_router() -> None:

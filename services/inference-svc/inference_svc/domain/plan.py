@@ -191,6 +191,11 @@ def deploy_plan(spec: EndpointSpec, facts: ClusterFacts) -> Plan:
         plan.notes.append("every object of the endpoint already matches its spec")
     if spec.kind in ("managed", "jumpstart"):
         plan.notes.append("the HyperPod inference operator deploys the workers and their Service")
+    if spec.autoscaling is not None and spec.autoscaling.gpu_utilization is not None:
+        plan.notes.append(
+            "the gpu-utilization trigger reads DCGM_FI_DEV_GPU_UTIL from Prometheus: the DCGM "
+            "exporter of the observability add-on must be scraped there, else it reads nothing"
+        )
     return plan
 
 
