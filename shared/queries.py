@@ -4,7 +4,8 @@ service, each adding its routes.
 Reads are not commands: nothing is persisted and a lost reply is simply asked again, so they use
 plain request/reply (a queue group spreads them over a service's replicas) rather than
 JetStream. Every reply is `{"ok": true, "data": ...}` or
-`{"ok": false, "error": {"code", "message", "hint"}}`.
+`{"ok": false, "error": {"code", "message", "hint"}}`, with `"fields"` (each broken rule's field,
+rule, message and hint) when a request breaks several rules.
 """
 
 from __future__ import annotations
@@ -34,16 +35,23 @@ def temporary_hint(exc: StageError) -> str:
 
 
 class BadRequest(Exception):
-    """The request itself is wrong: answered with code `invalid_request` and the fix."""
+    """The request itself is wrong: answered with code `invalid_request` and the fix, and
+    `fields`, each broken rule (field, rule, message, hint), when it names them."""
 
-    def __init__(self, message: str, hint: str) -> None:
+    def __init__(self, message: str, hint: str, fields: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.fields = fields or []
 
 
-def query_error(code: str, message: str, hint: str | None) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message, "hint": hint}}
+def query_error(
+    code: str, message: str, hint: str | None, fields: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message, "hint": hint}
+    if fields:
+        error["fields"] = fields
+    return {"ok": False, "error": error}
 
 
 class QueryResponder:
@@ -116,7 +124,7 @@ class QueryResponder:
         except orjson.JSONDecodeError:
             return query_error("invalid_request", "the request is not JSON", "send a JSON object")
         except BadRequest as exc:
-            return query_error("invalid_request", exc.message, exc.hint)
+            return query_error("invalid_request", exc.message, exc.hint, exc.fields)
         except ValidationError as exc:
             errors = exc.errors()
             where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""

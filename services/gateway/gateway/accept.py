@@ -358,12 +358,16 @@ def refusal_mapper(
     values: re.Pattern[str] | None = None,
     malformed_is_400: bool = False,
 ) -> Refusal:
-    """How a domain service's refusal reads at the edge: a rule on a field (422: `invalid` is
-    the code whose message starts with the field, and its rule; `rules` names the field and
-    rule of a code, `values` finds the refused values in its message), a state conflict (409),
-    something gone (404), a malformed request (400 when `malformed_is_400`)."""
+    """How a domain service's refusal reads at the edge: rules broken on fields (422: a refusal
+    that names its fields, each with its rule; `invalid` is the code whose message starts with
+    the field, and its rule; `rules` names the field and rule of a code, `values` finds the
+    refused values in its message), a state conflict (409), something gone (404), a malformed
+    request (400 when `malformed_is_400`)."""
 
     def refusal(exc: ApiError) -> ApiError:
+        if exc.code == "invalid_request" and exc.fields:
+            message = "; ".join(f"{f['field']}: {f['message']}" for f in exc.fields[:5])
+            return ApiError(422, "validation_error", message, fields=exc.fields)
         if invalid is not None and exc.code == invalid[0]:
             field, _, message = exc.message.partition(": ")
             return field_error(field, invalid[1], message or exc.message, exc.hint or "")

@@ -1,7 +1,8 @@
 """Reads that need live cloud state go to the owning domain service over NATS request/reply.
 
 The gateway never calls AWS itself; cluster-svc answers `qry.cluster.<name>` with
-`{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "message", "hint"}}`.
+`{"ok": true, "data": ...}` or `{"ok": false, "error": {"code", "message", "hint"}}` (with
+`"fields"` when the request broke rules on named fields).
 """
 
 from __future__ import annotations
@@ -65,5 +66,6 @@ async def query(
             str(error.get("code", "upstream_error")),
             str(error.get("message", "the cloud call failed")),
             hint=error.get("hint"),
+            fields=error.get("fields"),
         )
     return body.get("data")

@@ -1,10 +1,10 @@
 """Instance groups of a cluster: add, list, change (explicit diff), delete; software updates.
 
 Every mutation accepts `?dry_run=true` and answers the plan cluster-svc computes from actual
-state. Before accepting, the gateway asks cluster-svc for the rules that need actual state
-(fixed capacity type and interface mode, a free name, the group limit, offerings, quotas,
-training plans): a violation is a 422 naming the field, the rule and the way out; the 202 shows
-the diff computed against the group's actual configuration.
+state, in one round trip. The same plan is the verdict before accepting: the rules that need
+actual state (fixed capacity type and interface mode, a free name, the group limit, offerings,
+quotas, training plans) each refuse with a 422 naming the field, the rule and the way out; the
+202 shows the diff computed against the group's actual configuration.
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from gateway import records
-from gateway.accept import on_cluster
+from gateway.accept import on_cluster, refusal_mapper
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
-from gateway.errors import ApiError
-from gateway.queries import query
 from gateway.records import HyperPodRefs
 from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
-from shared.bus import Bus
 from shared.contracts.cluster import NAME_PATTERN
-from shared.contracts.commands import Command
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     DeleteInstanceGroup,
@@ -47,25 +43,9 @@ ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_
 GroupNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
 
 
-async def _check(bus: Bus, command: Command) -> dict[str, Any]:
-    """The live rules and the plan, in one round trip: cluster-svc's `instance_group_check`
-    answers every problem with its field and rule (a 422), or the plan."""
-    answer = await query(
-        bus,
-        "cluster",
-        "instance_group_check",
-        {"type": type(command).__name__, "payload": command.model_dump(mode="json")},
-    )
-    problems = answer.get("problems") or []
-    if problems:
-        raise ApiError(
-            422,
-            "validation_error",
-            "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5]),
-            fields=problems,
-        )
-    plan: dict[str, Any] = answer["plan"]
-    return plan
+# The live rules (fixed fields, a free name, the group limit, offerings, quotas, training plans)
+# are cluster-svc's plan: each broken one is a field of the 422, with its rule and way out.
+_refusal = refusal_mapper()
 
 
 class InstanceGroupRead(BaseModel):
@@ -111,7 +91,7 @@ async def add_instance_group(
         AddInstanceGroup,
         lambda c: _add(c.hyperpod(), body),
         requested=body.model_dump(mode="json", exclude_unset=True),
-        planner=_check,
+        refusal=_refusal,
     )
 
 
@@ -142,7 +122,7 @@ async def update_instance_group(
         UpdateInstanceGroup,
         lambda c: UpdateInstanceGroup(**c.hyperpod().command(), group=group, change=body),
         requested=body.model_dump(mode="json", exclude_unset=True),
-        planner=_check,
+        refusal=_refusal,
     )
 
 
@@ -165,7 +145,7 @@ async def delete_instance_group(
         DeleteInstanceGroup,
         lambda c: DeleteInstanceGroup(**c.hyperpod().command(), group=group),
         requested={"group": group},
-        planner=_check,
+        refusal=_refusal,
     )
 
 
@@ -188,5 +168,5 @@ async def update_software(
         UpdateClusterSoftware,
         lambda c: UpdateClusterSoftware(**c.hyperpod().command(), spec=body),
         requested=body.model_dump(mode="json", exclude_unset=True),
-        planner=_check,
+        refusal=_refusal,
     )
