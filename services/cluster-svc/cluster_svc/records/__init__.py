@@ -10,27 +10,19 @@ to its workflow.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from cluster_svc.records import buckets, clusters, instance_groups
 from cluster_svc.records.nodes import WatchedCluster, record_nodes, watched_clusters
-from shared.stages import FinalHook, Hook, Workflow
+from shared import read_model
+from shared.stages import Workflow
 
 __all__ = ["HOOKS", "WatchedCluster", "record_nodes", "recorded", "watched_clusters"]
 
 # The start and finish hooks of each command type.
-HOOKS: dict[str, tuple[Hook | None, FinalHook | None]] = {
-    **clusters.HOOKS,
-    **buckets.HOOKS,
-    **instance_groups.HOOKS,
-}
+HOOKS: dict[str, read_model.Writes] = {**clusters.HOOKS, **buckets.HOOKS, **instance_groups.HOOKS}
 
 
 def recorded(workflows: Mapping[str, Workflow[Any]]) -> dict[str, Workflow[Any]]:
     """The workflows, by command type, with the read-model writes of their command type."""
-    result = {}
-    for name, workflow in workflows.items():
-        on_start, on_finish = HOOKS.get(name, (workflow.on_start, workflow.on_finish))
-        result[name] = replace(workflow, on_start=on_start, on_finish=on_finish)
-    return result
+    return read_model.recorded(workflows, HOOKS)

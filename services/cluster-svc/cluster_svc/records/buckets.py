@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from cluster_svc.domain.storage import bucket_arn
-from cluster_svc.records.hooks import OK, finishing, starting
 from shared.contracts.commands import CreateStorageBucket, DeleteStorageBucket
 from shared.contracts.events import BucketCreated, BucketDeleted, Event
-from shared.stages import FinalHook, Hook, Outcome
+from shared.read_model import finishing, starting
+from shared.stages import FINISHED, FinalHook, Hook, Outcome
 
 BucketCommand = CreateStorageBucket | DeleteStorageBucket
 
@@ -41,9 +41,9 @@ async def _set_bucket_status(conn: asyncpg.Connection, name: str, status: str) -
 
 
 async def _bucket_created(
-    conn: asyncpg.Connection, command: CreateStorageBucket, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: CreateStorageBucket, outcome: Outcome
 ) -> list[Event]:
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         await _set_bucket_status(conn, command.name, outcome.status)
         return []
     arn = bucket_arn(command.name)
@@ -56,9 +56,9 @@ async def _bucket_created(
 
 
 async def _bucket_deleted(
-    conn: asyncpg.Connection, command: DeleteStorageBucket, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: DeleteStorageBucket, outcome: Outcome
 ) -> list[Event]:
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         await _set_bucket_status(conn, command.name, outcome.status)
         return []
     await conn.execute("DELETE FROM storage_buckets WHERE name = $1", command.name)

@@ -9,12 +9,12 @@ from typing import Any
 
 import asyncpg
 
-from cluster_svc.records.hooks import OK, finishing, starting
 from shared.contracts.commands import CreateCluster, DeleteCluster, ImportCluster
 from shared.contracts.dependencies import DependenciesReconciled, ReconcileDependencies
 from shared.contracts.events import ClusterCreated, ClusterDeleted, ClusterImported, Event
 from shared.contracts.nodes import NodeRecoveryChanged, SetNodeRecovery
-from shared.stages import FinalHook, Hook, Outcome
+from shared.read_model import finishing, starting
+from shared.stages import FINISHED, FinalHook, Hook, Outcome
 
 
 async def set_cluster_status(conn: asyncpg.Connection, name: str, status: str) -> None:
@@ -41,7 +41,7 @@ async def _creating(conn: asyncpg.Connection, _: uuid.UUID, command: CreateClust
 
 
 async def _created(
-    conn: asyncpg.Connection, command: CreateCluster, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: CreateCluster, outcome: Outcome
 ) -> list[Event]:
     """Record the result; even a failed create keeps its outputs, so delete can clean it up."""
     name = command.spec.name
@@ -52,7 +52,7 @@ async def _created(
         " endpoint = $5, ca_data = $6, oidc_issuer = $7, resources = $8, updated_at = now()"
         " WHERE name = $1",
         name,
-        "active" if outcome.status in OK else outcome.status,
+        "active" if outcome.status in FINISHED else outcome.status,
         eks.get("cluster_arn"),
         hyperpod.get("cluster_arn"),
         eks.get("endpoint"),
@@ -63,7 +63,7 @@ async def _created(
     await record_components(
         conn, name, outcome.outputs.get("dependencies", {}).get("components", {})
     )
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         return []
     await conn.executemany(
         "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
@@ -94,9 +94,9 @@ async def _deleting(conn: asyncpg.Connection, _: uuid.UUID, command: DeleteClust
 
 
 async def _deleted(
-    conn: asyncpg.Connection, command: DeleteCluster, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: DeleteCluster, outcome: Outcome
 ) -> list[Event]:
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         await set_cluster_status(conn, command.name, "delete_failed")
         return []
     await conn.execute("DELETE FROM clusters WHERE name = $1", command.name)
@@ -108,10 +108,10 @@ async def _importing(conn: asyncpg.Connection, _: uuid.UUID, command: ImportClus
 
 
 async def _imported(
-    conn: asyncpg.Connection, command: ImportCluster, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: ImportCluster, outcome: Outcome
 ) -> list[Event]:
     name = command.spec.eks_cluster_name
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         # Nothing was imported: forget the reservation so the name can be used again.
         await conn.execute("DELETE FROM clusters WHERE name = $1 AND status = 'importing'", name)
         return []
@@ -137,22 +137,22 @@ async def _imported(
 
 
 async def _reconciled(
-    conn: asyncpg.Connection, command: ReconcileDependencies, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: ReconcileDependencies, outcome: Outcome
 ) -> list[Event]:
     name = command.spec.name
     components: dict[str, dict[str, Any]] = outcome.outputs.get("dependencies", {}).get(
         "components", {}
     )
     await record_components(conn, name, components)
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         return []
     return [DependenciesReconciled(cluster=name, components=components)]
 
 
 async def _recovery_set(
-    conn: asyncpg.Connection, command: SetNodeRecovery, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, command: SetNodeRecovery, outcome: Outcome
 ) -> list[Event]:
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         return []
     await conn.execute(
         "UPDATE clusters SET spec = jsonb_set(spec, '{node_recovery}', to_jsonb($2::text)),"

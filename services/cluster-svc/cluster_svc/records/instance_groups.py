@@ -8,7 +8,6 @@ from typing import Any
 
 import asyncpg
 
-from cluster_svc.records.hooks import OK, finishing, starting
 from shared.contracts.events import Event
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
@@ -20,7 +19,8 @@ from shared.contracts.instance_groups import (
     UpdateClusterSoftware,
     UpdateInstanceGroup,
 )
-from shared.stages import FinalHook, Hook, Outcome
+from shared.read_model import finishing, starting
+from shared.stages import FINISHED, FinalHook, Hook, Outcome
 
 
 async def _set_group_status(
@@ -85,11 +85,11 @@ async def _group_adding(conn: asyncpg.Connection, _: uuid.UUID, add: AddInstance
 
 
 async def _group_added(
-    conn: asyncpg.Connection, add: AddInstanceGroup, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, add: AddInstanceGroup, outcome: Outcome
 ) -> list[Event]:
     subnet = outcome.outputs.get("compute_subnet") or {}
     await _record_subnet(conn, add.cluster, subnet)
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         await conn.execute(
             "DELETE FROM instance_groups WHERE cluster = $1 AND name = $2 AND status = 'adding'",
             add.cluster,
@@ -128,7 +128,7 @@ async def _group_updating(
 
 
 async def _group_updated(
-    conn: asyncpg.Connection, update: UpdateInstanceGroup, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, update: UpdateInstanceGroup, outcome: Outcome
 ) -> list[Event]:
     diff = (outcome.outputs.get("update_group") or {}).get("diff") or {}
     if outcome.status == "succeeded" and diff:
@@ -154,9 +154,9 @@ async def _group_deleting(
 
 
 async def _group_deleted(
-    conn: asyncpg.Connection, delete: DeleteInstanceGroup, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, delete: DeleteInstanceGroup, outcome: Outcome
 ) -> list[Event]:
-    if outcome.status not in OK:
+    if outcome.status not in FINISHED:
         await _set_group_status(conn, delete.cluster, [delete.group], "InService")
         return []
     await conn.execute(
@@ -174,7 +174,7 @@ async def _software_updating(
 
 
 async def _software_updated(
-    conn: asyncpg.Connection, update: UpdateClusterSoftware, outcome: Outcome
+    conn: asyncpg.Connection, _: uuid.UUID, update: UpdateClusterSoftware, outcome: Outcome
 ) -> list[Event]:
     await _set_group_status(conn, update.cluster, update.spec.instance_groups, "InService")
     if outcome.status != "succeeded":

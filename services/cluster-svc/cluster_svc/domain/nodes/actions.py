@@ -16,6 +16,7 @@ from shared.contracts.nodes import (
     NODE_ACTION_COMMANDS,
     DeleteNodes,
     NodeAction,
+    NodeCommand,
     NodeOperationFinished,
     RebootNodes,
     ReplaceNodes,
@@ -36,13 +37,11 @@ from shared.stages import (
 # Instance statuses a batch reboot or replace accepts; delete accepts all but ShuttingDown.
 ACTIONABLE = frozenset({"Running", "Failure"})
 
-
 BATCH_OPERATIONS: dict[str, str] = {
     "reboot": "BatchRebootClusterNodes",
     "replace": "BatchReplaceClusterNodes",
     "delete": "BatchDeleteClusterNodes",
 }
-
 
 NodeActionCommand = RebootNodes | ReplaceNodes | DeleteNodes
 
@@ -309,12 +308,11 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
         return Submitted(f"{action}:{len(submitted)} nodes", outputs)
 
     async def poll(ctx: StageContext[NodeActionCommand]) -> Done | Pending:
-        command = ctx.cmd
         own = ctx.own_outputs
         submitted = own.get("submitted") or {}
         elapsed = time.time() - float(own.get("submitted_at") or time.time())
         finished, progress = action_progress(
-            action, submitted, await port.list_nodes(command.hyperpod_cluster), elapsed
+            action, submitted, await port.list_nodes(ctx.cmd.hyperpod_cluster), elapsed
         )
         results = {**(own.get("results") or {}), **progress}
         if not finished:
@@ -325,9 +323,8 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
         return Done({"results": results})
 
     async def verify(ctx: StageContext[NodeActionCommand]) -> Done:
-        command = ctx.cmd
         results = ctx.outputs.get(stage_name, {}).get("results") or {}
-        error = failures_error(action, command.cluster, results)
+        error = failures_error(action, ctx.cmd.cluster, results)
         if error is not None:
             raise error
         return Done(noop=ctx.outputs.get(stage_name, {}).get("batches") == 0)
@@ -342,7 +339,7 @@ def action_workflow(port: NodesPort, action: NodeAction) -> Workflow[Any]:
             ),
             Stage("verify", "Check every node's result", verify, needs=(stage_name,)),
         ),
-        on_finish=finish_with_results(action, stage_name),
+        on_finish=finish_with_results(command_type, action, stage_name),
     )
 
 
@@ -356,12 +353,12 @@ def _batch_hint(action: str, code: str | None) -> str:
     return "wait for the node's current operation to end, then delete it again"
 
 
-def finish_with_results(action: str, stage_name: str) -> FinalHook:
+def finish_with_results(command: type[NodeCommand], action: str, stage_name: str) -> FinalHook:
     async def finish(conn: object, operation_id: object, outcome: Outcome) -> list[Event]:
         results = outcome.outputs.get(stage_name, {}).get("results") or {}
         if not results:
             return []
-        cluster = str(outcome.command.get("cluster", ""))
+        cluster = command.from_payload(outcome.command).cluster
         return [NodeOperationFinished(cluster=cluster, action=action, results=results)]
 
     return finish

@@ -13,15 +13,11 @@ from shared.contracts.nodes import NodeAction
 
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 
-
 DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
-
 
 INSTANCE_ID_LABEL = "sagemaker.amazonaws.com/instance-id"
 
-
 PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
-
 
 IN_PROGRESS = frozenset({"Pending", "SystemUpdating", "DeepHealthCheckInProgress", "ShuttingDown"})
 

@@ -147,10 +147,9 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
         )
 
     async def poll(ctx: StageContext[StartDeepHealthCheck]) -> Done | Pending:
-        command = ctx.cmd
         targets = ctx.own_outputs.get("targets") or {}
         finished, progress = health_check_progress(
-            targets, await port.list_nodes(command.hyperpod_cluster)
+            targets, await port.list_nodes(ctx.cmd.hyperpod_cluster)
         )
         if not finished:
             waiting = sum(1 for r in progress.values() if r["status"] == "in_progress")
@@ -158,9 +157,8 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
         return Done({"results": {**(ctx.own_outputs.get("results") or {}), **progress}})
 
     async def verify(ctx: StageContext[StartDeepHealthCheck]) -> Done:
-        command = ctx.cmd
         outputs = ctx.outputs.get("health_check", {})
-        error = failures_error("health_check", command.cluster, outputs.get("results") or {})
+        error = failures_error("health_check", ctx.cmd.cluster, outputs.get("results") or {})
         if error is not None:
             raise error
         return Done(noop=not outputs.get("targets"))
@@ -173,5 +171,5 @@ def health_check_workflow(port: NodesPort) -> Workflow[Any]:
             Stage("health_check", "Deep health check (StartClusterHealthCheck)", run, poll),
             Stage("verify", "Check every node's result", verify, needs=("health_check",)),
         ),
-        on_finish=finish_with_results("health_check", "health_check"),
+        on_finish=finish_with_results(StartDeepHealthCheck, "health_check", "health_check"),
     )
