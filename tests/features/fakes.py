@@ -10,7 +10,7 @@ from typing import Any
 
 from cluster_svc.domain.components.base import KubeObject, object_ref
 from cluster_svc.domain.features.actual import Actual, HyperPodActual, RoleActual
-from cluster_svc.domain.features.names import CRD_API, KARPENTER_CRDS, Names, Ref, names_for
+from cluster_svc.domain.features.objects import CRD_API, KARPENTER_CRDS, Names, Ref, names_for
 from cluster_svc.domain.features.steps import Apply, Call, Remove
 from shared.contracts.features import FeaturesChange, FeatureTarget, UpdateFeatures
 

@@ -12,8 +12,10 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.features import LiveFeatures
 from cluster_svc.adapters.ports import build_ports
 from cluster_svc.domain.components.base import object_ref
-from cluster_svc.domain.features.names import CERT_MANAGER, ROLE_ARN_ANNOTATION, TRAINING_ADDON
 from cluster_svc.domain.features.objects import (
+    CERT_MANAGER,
+    ROLE_ARN_ANNOTATION,
+    TRAINING_ADDON,
     checkpoint_policy,
     checkpoint_service_account,
     checkpoint_trust,

@@ -12,8 +12,10 @@ from pydantic import ValidationError
 
 from cluster_svc.domain.components.base import object_ref
 from cluster_svc.domain.features.actual import RoleActual, inference_enabled
-from cluster_svc.domain.features.names import FEATURES, KARPENTER_CRDS, TRAINING_ADDON
 from cluster_svc.domain.features.objects import (
+    FEATURES,
+    KARPENTER_CRDS,
+    TRAINING_ADDON,
     autoscaler_policy,
     autoscaler_trust,
     crd_ref,

@@ -18,8 +18,14 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import ClusterAccess, KubeObject
 from cluster_svc.domain.features.actual import Actual, HyperPodActual, RoleActual
-from cluster_svc.domain.features.names import CERT_MANAGER, TRAINING_ADDON, Names, Ref, names_for
-from cluster_svc.domain.features.objects import watched
+from cluster_svc.domain.features.objects import (
+    CERT_MANAGER,
+    TRAINING_ADDON,
+    Names,
+    Ref,
+    names_for,
+    watched,
+)
 from cluster_svc.domain.features.steps import Apply, Call, Remove
 from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY, POLICY_NAME
 from shared.contracts.features import UpdateFeatures

@@ -22,7 +22,7 @@ Steps are data: AWS calls, objects to apply or remove, and waits. A stage runs t
 order up to the first wait, then reads actual state again and decides again, so a redelivered
 command repeats nothing that already took effect; the dry-run plan is the same list.
 
-One module per role: names.py (what a cluster's features are called), objects.py (the
+One module per role: objects.py (what a cluster's features are called, and the
 policies and Kubernetes objects they make), actual.py (what is there now), steps.py (what makes
 it equal the request), plan.py (the diff, the dry run and the panel) and stages.py (the
 workflow).

@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster_svc.domain.components.base import KubeObject, object_ref
-from cluster_svc.domain.features.names import KARPENTER_CRDS, TRAINING_ADDON, Ref
-from cluster_svc.domain.features.objects import crd_ref, inference_objects
+from cluster_svc.domain.features.objects import (
+    KARPENTER_CRDS,
+    TRAINING_ADDON,
+    Ref,
+    crd_ref,
+    inference_objects,
+)
 
 
 @dataclass(frozen=True)

@@ -1,39 +1,134 @@
-"""The documents (trust and permission policies) and Kubernetes objects the features make."""
+"""What a cluster's managed features are called (the fixed names and versions, and `Names`,
+derived from the cluster) and what they make: the trust and permission policies and the
+Kubernetes objects."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from cluster_svc.domain.components.base import KubeObject, labelled, object_ref
+from cluster_svc.domain.components.addons import eks_addons
+from cluster_svc.domain.components.base import ClusterAccess, KubeObject, labelled, object_ref
 from cluster_svc.domain.components.objects import TOLERATE_ALL, container, deployment
 from cluster_svc.domain.components.objects import namespace as namespace_object
 from cluster_svc.domain.components.objects import service_account as service_account_object
 from cluster_svc.domain.components.schema import OPEN, crd
-from cluster_svc.domain.features.names import (
-    AUTOSCALING_COMPONENT,
-    CHECKPOINT_ACCOUNT,
-    CHECKPOINT_COMPONENT,
-    CHECKPOINT_NAMESPACE,
-    CRD_API,
-    INFERENCE_ACCOUNT,
-    INFERENCE_COMPONENT,
-    INFERENCE_CONTROLLER,
-    INFERENCE_IMAGE,
-    INFERENCE_NAMESPACE,
-    INFERENCE_VERSION,
-    KARPENTER_CRDS,
-    KARPENTER_OBJECTS,
-    KARPENTER_VERSION,
-    NODE_CLASS_API,
-    NODE_POOL_API,
-    ROLE_ARN_ANNOTATION,
-    STS_AUDIENCE,
-    VERSION,
-    Names,
-    Ref,
+from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY, role_name
+
+FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
+
+CERT_MANAGER = "cert-manager"
+
+TRAINING_ADDON = "amazon-sagemaker-hyperpod-training-operator"
+
+ADDON_VERSIONS = {c.name: c.version for c in eks_addons()}
+
+ADDON_READY = frozenset({"ACTIVE", "DEGRADED"})
+
+ADDON_FAILED = frozenset({"CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED"})
+
+INFERENCE_COMPONENT = "hyperpod-inference-operator"
+
+INFERENCE_VERSION = "3.2"
+
+INFERENCE_NAMESPACE = "hyperpod-inference-system"
+
+INFERENCE_ACCOUNT = "hyperpod-inference-operator"
+
+INFERENCE_CONTROLLER = "hyperpod-inference-operator-controller-manager"
+
+INFERENCE_IMAGE = "public.ecr.aws/sagemaker/hyperpod-inference-operator:v3.2"
+
+CHECKPOINT_COMPONENT = "tiered-checkpointing"
+
+CHECKPOINT_NAMESPACE = "default"
+
+CHECKPOINT_ACCOUNT = "hyperpod-tiered-checkpointing"
+
+ROLE_ARN_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+STS_AUDIENCE = "sts.amazonaws.com"
+
+AUTOSCALING_COMPONENT = "managed-autoscaling"
+
+KARPENTER_VERSION = "v1"
+
+NODE_CLASS_API = "karpenter.sagemaker.amazonaws.com/v1"
+
+NODE_POOL_API = "karpenter.sh/v1"
+
+KARPENTER_OBJECTS = "hyperpilot"
+
+KARPENTER_CRDS = (
+    "hyperpodnodeclasses.karpenter.sagemaker.amazonaws.com",
+    "nodepools.karpenter.sh",
 )
-from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY
+
+NODE_CLASS_LIMIT = 10  # instance groups one HyperpodNodeClass may name
+
+CRD_API = "apiextensions.k8s.io/v1"
+
+IN_SERVICE = "InService"
+
+VERSION = "2012-10-17"
+
+Ref = tuple[str, str, str, str | None]
+
+
+@dataclass(frozen=True)
+class Names:
+    """Everything a feature's resources are named after, derived from the cluster."""
+
+    cluster: str
+    eks_cluster: str
+    hyperpod_cluster: str | None
+    region: str
+    partition: str
+    account: str
+    oidc_url: str | None  # the issuer without its scheme, as IAM names the provider
+    bucket: str | None
+    access: ClusterAccess | None = None  # the EKS API endpoint and CA
+
+    @property
+    def checkpoint_role(self) -> str:
+        return role_name(self.cluster, "ckpt")
+
+    @property
+    def autoscaler_role(self) -> str:
+        return role_name(self.cluster, "autoscaler")
+
+    def role_arn(self, name: str) -> str:
+        return f"arn:{self.partition}:iam::{self.account}:role/{name}"
+
+    @property
+    def oidc_provider_arn(self) -> str:
+        return f"arn:{self.partition}:iam::{self.account}:oidc-provider/{self.oidc_url}"
+
+
+def names_for(
+    *,
+    cluster: str,
+    eks_cluster: str,
+    eks_arn: str,
+    hyperpod_cluster: str | None,
+    region: str,
+    oidc_issuer: str | None,
+    bucket: str | None,
+    access: ClusterAccess | None = None,
+) -> Names:
+    parts = eks_arn.split(":")
+    return Names(
+        cluster=cluster,
+        eks_cluster=eks_cluster,
+        hyperpod_cluster=hyperpod_cluster,
+        region=region,
+        partition=parts[1],
+        account=parts[4],
+        oidc_url=oidc_issuer.removeprefix("https://") if oidc_issuer else None,
+        bucket=bucket,
+        access=access,
+    )
 
 
 def tags(names: Names) -> dict[str, str]:

@@ -13,7 +13,7 @@ from cluster_svc.domain.features.actual import (
     tiered_enabled,
     training_enabled,
 )
-from cluster_svc.domain.features.names import (
+from cluster_svc.domain.features.objects import (
     CERT_MANAGER,
     CHECKPOINT_ACCOUNT,
     CHECKPOINT_NAMESPACE,
@@ -23,8 +23,6 @@ from cluster_svc.domain.features.names import (
     ROLE_ARN_ANNOTATION,
     TRAINING_ADDON,
     Names,
-)
-from cluster_svc.domain.features.objects import (
     checkpoint_service_account,
     inference_objects,
     node_class,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from cluster_svc.domain.features.actual import Actual
-from cluster_svc.domain.features.names import FEATURES, Names
+from cluster_svc.domain.features.objects import FEATURES, Names
 from cluster_svc.domain.features.plan import diff
 from cluster_svc.domain.features.steps import (
     Apply,
@@ -60,8 +60,7 @@ def feature_stage(port: FeaturePort, feature: str, needs: tuple[str, ...] = ()) 
         )
 
     async def poll(ctx: StageContext[UpdateFeatures]) -> Done | Pending:
-        command = ctx.cmd
-        _, steps, now, wait = await advance(port, command, feature)
+        _, steps, now, wait = await advance(port, ctx.cmd, feature)
         if not steps:
             return Done()
         done = ", ".join(_label(s) for s in now)

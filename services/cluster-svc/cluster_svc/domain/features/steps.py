@@ -10,7 +10,7 @@ from typing import Any
 
 from cluster_svc.domain.components.base import KubeObject, is_managed, object_ref, object_version
 from cluster_svc.domain.features.actual import Actual, HyperPodActual
-from cluster_svc.domain.features.names import (
+from cluster_svc.domain.features.objects import (
     ADDON_FAILED,
     ADDON_READY,
     ADDON_VERSIONS,
@@ -19,15 +19,13 @@ from cluster_svc.domain.features.names import (
     CHECKPOINT_COMPONENT,
     IN_SERVICE,
     INFERENCE_COMPONENT,
+    INFERENCE_REMOVED_KINDS,
     INFERENCE_VERSION,
     NODE_CLASS_LIMIT,
     ROLE_ARN_ANNOTATION,
     TRAINING_ADDON,
     Names,
     Ref,
-)
-from cluster_svc.domain.features.objects import (
-    INFERENCE_REMOVED_KINDS,
     autoscaler_policy,
     autoscaler_trust,
     checkpoint_policy,

@@ -25,24 +25,17 @@ from shared.contracts.plan import FieldChange
 
 RULE_GROUP_EXISTS = "instance_group_exists"
 
-
 RULE_NAME_AVAILABLE = "instance_group_name_available"
-
 
 RULE_GROUP_LIMIT = "instance_group_limit"
 
-
 RULE_FIXED = "fixed_for_group_life"
-
 
 RULE_EBS_GROWS = "ebs_volume_grows_only"
 
-
 RULE_MIN_COUNT = "min_count_at_most_count"
 
-
 RULE_LAST_GROUP = "last_instance_group"
-
 
 RULE_EFA_SUPPORTED = "efa_supported"
 
@@ -176,6 +169,15 @@ async def account_problems(
     offered = await reads.offered_zone_ids([spec.instance_type])
     zones = [z["zone_id"] for z in await reads.availability_zones()]
     problems = inspection.offering_problems(shape, offered, zones)
+    problems += await _capacity_problems(reads, shape, spec)
+    return [_strip_group_prefix(p) for p in problems]
+
+
+async def _capacity_problems(
+    reads: inspection.InspectionReads, shape: ClusterSpec, spec: InstanceGroupSpec
+) -> list[Problem]:
+    """The account's cluster-usage quota, and the group's training plan, for `shape`."""
+    problems: list[Problem] = []
     demand = inspection.quota_demand(shape)
     if demand:
         quotas = await reads.cluster_quotas(sorted(demand))
@@ -183,7 +185,7 @@ async def account_problems(
     if spec.capacity_type == CapacityType.TRAINING_PLAN and spec.training_plan_arn:
         plan = await reads.training_plan(spec.training_plan_arn)
         problems += inspection.plan_problems(shape, {spec.training_plan_arn: plan})
-    return [_strip_group_prefix(p) for p in problems]
+    return problems
 
 
 async def group_zone(
@@ -227,14 +229,7 @@ async def scale_problems(
     shape = ClusterSpec.model_construct(
         name=cluster.name, availability_zone_id=zone, instance_groups=[more]
     )
-    problems: list[Problem] = []
-    demand = inspection.quota_demand(shape)
-    if demand:
-        quotas = await reads.cluster_quotas(sorted(demand))
-        problems += inspection.quota_problems(shape, quotas, await reads.cluster_usage())
-    if more.capacity_type == CapacityType.TRAINING_PLAN and more.training_plan_arn:
-        plan = await reads.training_plan(more.training_plan_arn)
-        problems += inspection.plan_problems(shape, {more.training_plan_arn: plan})
+    problems = await _capacity_problems(reads, shape, more)
     prefix = f"scaling group {group} from {before} to {after} adds {after - before}: "
     return [Problem("count", p.rule, prefix + p.message, p.hint) for p in problems]
 
