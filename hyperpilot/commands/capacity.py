@@ -116,6 +116,9 @@ def render_fleet(answer: dict[str, Any]) -> Group:
 
 @app.callback(
     invoke_without_command=True,
+    # a command, not a group: options may follow the cluster, and there is no subcommand
+    context_settings={"allow_interspersed_args": True},
+    subcommand_metavar="",
     epilog=examples(
         "hyperpilot capacity",
         "hyperpilot capacity llm-training -o json",
