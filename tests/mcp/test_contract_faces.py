@@ -42,6 +42,8 @@ TOOL_PAGING = {
     ("list_instance_types", "page_token"),
     ("list_pods", "limit"),
     ("list_pods", "page_token"),
+    ("list_nodes", "limit"),
+    ("list_nodes", "page_token"),
     ("get_training_job_logs", "tail_lines"),
     ("get_operation", "include_stage_outputs"),
 }

@@ -472,3 +472,80 @@ async def test_with_writes_off_every_mutating_tool_refuses_and_reads_work_over_s
     after = api.get("/api/v1/operations", params={"limit": 500}).json()["items"]
     assert len(after) == len(before)
     print(json.dumps([t.name for t in mutating]))
+
+
+# ---- results under 16 KB or paged, on the playbook's cluster ----------------------------------
+
+RESULT_BYTES = 16_000
+# The cursor a list tool hands back when there is more: passed as page_token or after.
+NEXT_TOKENS = ("next_page_token", "next_after")
+
+
+def list_calls(cluster: str) -> dict[str, dict[str, Any]]:
+    """Every read tool that answers a list, with the arguments that ask for all of it."""
+    on = {"cluster": cluster}
+    return {
+        "list_clusters": {},
+        "list_availability_zones": {},
+        "list_instance_types": {},
+        "list_training_plans": {},
+        "list_account_clusters": {},
+        "list_storage_buckets": {},
+        "list_endpoints": {},
+        "list_operations": {},
+        "list_events": {},
+        "list_audit_log": {},
+        "list_dependencies": on,
+        "list_instance_groups": on,
+        "list_nodes": on,
+        "list_training_jobs": on,
+        "list_pods": {**on, "namespace": "*"},
+        "list_kubernetes_events": on,
+    }
+
+
+async def test_every_list_result_is_under_16_kb_or_carries_a_next_page_token(
+    playbook_cluster: dict[str, Any], mcp_server: McpProcess
+) -> None:
+    calls = list_calls(playbook_cluster["name"])
+    async with Client(mcp_server.url) as client:
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert {n for n in listed if n.startswith("list_")} == set(calls)
+        sizes: dict[str, int] = {}
+        for tool, arguments in calls.items():
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, (tool, result.content)
+            data = result.structured_content
+            assert isinstance(data, dict), tool
+            size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+            sizes[tool] = size
+            assert size <= RESULT_BYTES or any(data.get(t) for t in NEXT_TOKENS), (tool, size)
+    # The longest list of the account (every HyperPod type) comes in pages.
+    assert sizes["list_instance_types"] <= RESULT_BYTES, sizes
+
+
+async def test_instance_types_carry_vcpus_memory_gpus_and_efa(
+    mcp_server: McpProcess, module_stack: RunningStack
+) -> None:
+    """From EC2 DescribeInstanceTypes, through REST and the tool alike."""
+    rest = {
+        t["instance_type"]: t
+        for t in module_stack.client.get("/api/v1/inspect/instance-types").json()
+    }
+    p5, cpu = rest["ml.p5.48xlarge"], rest["ml.c5.12xlarge"]
+    assert p5["vcpus"] == 192 and p5["memory_gib"] == 2048.0
+    assert p5["gpu_count"] == 8 and p5["gpu_model"] == "NVIDIA H100"
+    assert p5["gpu_memory_gib"] == 80.0
+    assert p5["efa_supported"] is True and p5["max_efa_interfaces"] == 32
+    assert cpu["vcpus"] == 48 and cpu["gpu_count"] == 0 and cpu["gpu_model"] is None
+    assert cpu["gpu_memory_gib"] is None and cpu["efa_supported"] is False
+    async with Client(mcp_server.url) as client:
+        seen: dict[str, dict[str, Any]] = {}
+        page: str | None = None
+        while True:
+            data = await ok(client, "list_instance_types", {"page_token": page, "limit": 40})
+            seen |= {t["instance_type"]: t for t in data["instance_types"]}
+            page = data["next_page_token"]
+            if page is None:
+                break
+    assert seen == rest

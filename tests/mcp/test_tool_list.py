@@ -34,7 +34,8 @@ GOAL_BYTES = 60_000
 # + 1,184 bytes and 2 tools: get_capacity and get_fleet_capacity (99,551 -> 100,735 bytes).
 # + 1,374 bytes: disaggregated prefill/decode of managed endpoints, and the 8 bytes the
 # bound was short of the measured figure (100,735 -> 102,109 bytes).
-BOUND_BYTES = 102_696
+# + 497 bytes: list_nodes paged (limit, page_token, total, next_page_token).
+BOUND_BYTES = 103_193
 TOOLS = 62
 RESULT_BYTES = 16_000
 
@@ -165,12 +166,30 @@ def pods(n: int) -> list[dict[str, Any]]:
     ]
 
 
+def nodes(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "node_id": f"i-0{i:016x}",
+            "instance_group": "gpu-workers",
+            "instance_type": "ml.p5.48xlarge",
+            "instance_status": "Running" if i % 9 else "Failure",
+            "health": "healthy" if i % 9 else "unhealthy",
+            "reasons": [] if i % 9 else ["HyperPod: Failure", "NodeReady=False (KubeletNotReady)"],
+            "next_step": None if i % 9 else "reboot_nodes, then replace_nodes if it stays",
+            "private_dns_name": f"ip-10-1-{i // 250}-{i % 250}.ec2.internal",
+        }
+        for i in range(n)
+    ]
+
+
 class BigGateway:
-    """A gateway with long lists: 300 instance types, 200 pods."""
+    """A gateway with long lists: 300 instance types, 200 pods, 300 nodes."""
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/instance-types"):
             return httpx.Response(200, json=instance_types(300))
+        if request.url.path.endswith("/nodes"):
+            return httpx.Response(200, json={"nodes": nodes(300), "summary": {"healthy": 266}})
         if request.url.path.endswith("/pods"):
             return httpx.Response(200, json={"pods": pods(200)})
         return httpx.Response(200, json=[])
@@ -201,6 +220,7 @@ async def test_long_lists_come_in_pages_under_16_kb(big: Any) -> None:
         for tool, arguments, items, total in [
             ("list_instance_types", {}, "instance_types", 300),
             ("list_pods", {"cluster": "c1"}, "pods", 200),
+            ("list_nodes", {"cluster": "c1"}, "nodes", 300),
         ]:
             seen: list[dict[str, Any]] = []
             token = None
@@ -222,6 +242,8 @@ async def test_long_lists_come_in_pages_under_16_kb(big: Any) -> None:
         assert result_bytes(largest) <= RESULT_BYTES
         widest = await client.call_tool("list_pods", {"cluster": "c1", "limit": 30})
         assert result_bytes(widest) <= RESULT_BYTES
+        fleet = await client.call_tool("list_nodes", {"cluster": "c1", "limit": 40})
+        assert result_bytes(fleet) <= RESULT_BYTES
         # A page's summary still names the troubled pods of the whole list.
         first = await client.call_tool("list_pods", {"cluster": "c1", "limit": 5})
     assert first.structured_content is not None

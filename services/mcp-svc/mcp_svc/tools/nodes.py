@@ -11,7 +11,14 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.results import (
+    OperationStarted,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    page_of,
+)
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from shared.boundary import api_path
 from shared.contracts.cluster import DeepHealthCheck, NodeRecovery
@@ -53,13 +60,20 @@ class NodeList(ToolResult):
     )
     health_counts: dict[str, int] = Field(description="Nodes per health verdict")
     source: str | None = Field(None, description="live, or recorded (the watcher's last view)")
-    nodes: list[Node] = Field(description="Every node")
+    nodes: list[Node] = Field(description="This page, by node id")
+    total: int = Field(description="Nodes matched in all")
+    next_page_token: str | None = Field(description="Pass as page_token; null: the last page")
 
 
 class NodeDescription(ToolResult):
     node: Node = Field(description="The node")
     details: dict[str, Any] | None = Field(None, description="HyperPod's DescribeClusterNode")
     events: list[Any] | None = Field(None, description="The node's recent HyperPod events")
+
+
+# A node with its verdict, reasons and next step is up to ~400 bytes: 40 a page stays under 16 KB.
+DEFAULT_NODES_PAGE = 25
+MAX_NODES_PAGE = 40
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
@@ -70,17 +84,25 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             str | None,
             Field(description="Only nodes with this verdict, e.g. unhealthy"),
         ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_NODES_PAGE, description="At most this many nodes per page")
+        ] = DEFAULT_NODES_PAGE,
+        page_token: PageToken = None,
     ) -> NodeList:
         """List a cluster's nodes with one health verdict each (HyperPod instance status,
         Kubernetes conditions, HyperPod health labels and taints) and the next step for an
-        unhealthy one. The first step of any node diagnosis."""
+        unhealthy one. The first step of any node diagnosis; paged, the summary counts them
+        all."""
         raw = await gateway.get(api_path("clusters", cluster, "nodes"), {"health": health})
         nodes = [Node.model_validate(n) for n in raw.get("nodes", [])]
+        page, next_token = page_of(nodes, lambda n: n.node_id, limit, page_token)
         counts = {str(k): int(v) for k, v in (raw.get("summary") or {}).items()}
         detail = ", ".join(f"{n} {h}" for h, n in sorted(counts.items())) or "none"
         unhealthy = [n.node_id for n in nodes if n.health not in ("healthy",)][:10]
-        summary = f"{cluster}: {count(len(nodes), 'node')} ({detail})" + (
-            f"; not healthy: {', '.join(unhealthy)}." if unhealthy else "."
+        summary = (
+            f"{cluster}: {count(len(nodes), 'node')} ({detail})"
+            + (f"; not healthy: {', '.join(unhealthy)}" if unhealthy else "")
+            + f"{page_note(len(page), len(nodes), page_token, next_token)}."
         )
         return NodeList(
             summary=summary,
@@ -89,7 +111,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             kubernetes_readable=raw.get("kubernetes_readable"),
             health_counts=counts,
             source=raw.get("source"),
-            nodes=nodes,
+            nodes=page,
+            total=len(nodes),
+            next_page_token=next_token,
         )
 
     @server.read_tool(area="nodes", rest="GET /api/v1/clusters/{name}/nodes/{node_id}")
