@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
@@ -35,11 +37,13 @@ def _name(request: dict[str, Any], key: str) -> str:
 
 
 async def _all_pods(kube: KubeClient) -> list[KubeObject]:
-    """Every pod of every namespace, as the API serves it (camelCase keys)."""
+    """Every pod of every namespace, as the API serves it (camelCase keys): the JSON read as
+    is, not through the client's models (thousands of pods are a read, not a conversion)."""
 
     def call() -> list[KubeObject]:
-        found = kube.core.list_pod_for_all_namespaces()
-        return [kube.api.sanitize_for_serialization(p) for p in found.items]  # type: ignore[no-untyped-call]
+        response: Any = kube.core.list_pod_for_all_namespaces(_preload_content=False)
+        items: list[KubeObject] = orjson.loads(response.data).get("items") or []
+        return items
 
     try:
         return await asyncio.to_thread(call)

@@ -50,7 +50,8 @@ LIST_PRICES = PriceSource(
 )
 # On-demand USD per instance-hour (SageMaker training / HyperPod, us-east-1) of the ml.* types
 # the simulator's nodes run on, from the source above, table compiled on `LIST_PRICES.as_of`.
-# A type absent here (no figure taken for it yet) is reported as unpriced, never guessed.
+# A type absent here (no figure taken for it yet) is reported as unpriced, never guessed. The
+# figures are SageMaker's ml.* rates, not EC2's; check them against the page when updating.
 LIST_PRICE_PER_HOUR: Mapping[str, float] = {
     "ml.p5.48xlarge": 113.068,
     "ml.p4d.24xlarge": 37.688,
