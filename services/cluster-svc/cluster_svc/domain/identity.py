@@ -306,7 +306,8 @@ def is_ours(tags: Mapping[str, str], cluster: str) -> bool:
     return tags.get(CLUSTER_TAG) == cluster and tags.get("managed-by") == "hyperpilot"
 
 
-def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
+def same_document(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
+    """The same JSON document (a policy or a trust), key order aside."""
     return a is not None and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
@@ -339,11 +340,11 @@ async def ensure_role(
     if role is None:
         role = await iam.create_role(name, trust, description, cluster_tags(cluster, user_tags))
         changed = True
-    elif not _same(role.trust, trust):
+    elif not same_document(role.trust, trust):
         await iam.update_trust(name, trust)
         changed = True
     document = policy(role.arn)
-    if not _same(await iam.inline_policy(name, POLICY_NAME), document):
+    if not same_document(await iam.inline_policy(name, POLICY_NAME), document):
         await iam.put_inline_policy(name, POLICY_NAME, document)
         changed = True
     return Done({"role_arn": role.arn, "role_name": name, "created": True}, noop=not changed)

@@ -14,7 +14,7 @@ from cluster_svc.domain.components.objects import TOLERATE_ALL, container, deplo
 from cluster_svc.domain.components.objects import namespace as namespace_object
 from cluster_svc.domain.components.objects import service_account as service_account_object
 from cluster_svc.domain.components.schema import OPEN, crd
-from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY, role_name
+from cluster_svc.domain.identity import role_name
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
 
@@ -129,10 +129,6 @@ def names_for(
         bucket=bucket,
         access=access,
     )
-
-
-def tags(names: Names) -> dict[str, str]:
-    return {**MANAGED_BY, CLUSTER_TAG: names.cluster}
 
 
 def checkpoint_trust(names: Names) -> dict[str, Any]:

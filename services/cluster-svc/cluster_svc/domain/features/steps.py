@@ -4,7 +4,7 @@ state equal the request: one pure function per feature."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +34,8 @@ from cluster_svc.domain.features.objects import (
     inference_objects,
     node_class,
     node_pool,
-    tags,
 )
-from cluster_svc.domain.identity import MANAGED_BY, POLICY_NAME
+from cluster_svc.domain.identity import MANAGED_BY, POLICY_NAME, cluster_tags, same_document
 from shared.contracts.features import DEFAULT_MEMORY_PERCENTAGE, FeaturesChange
 from shared.errors import PermanentError
 
@@ -64,10 +63,6 @@ class Wait:
 
 
 Step = Call | Apply | Remove | Wait
-
-
-def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
-    return a is not None and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _contains(actual: Any, wanted: Any) -> bool:
@@ -140,11 +135,13 @@ def role_steps(
                     "RoleName": role,
                     "AssumeRolePolicyDocument": json.dumps(trust),
                     "Description": description,
-                    "Tags": [{"Key": k, "Value": v} for k, v in tags(names).items()],
+                    "Tags": [
+                        {"Key": k, "Value": v} for k, v in cluster_tags(names.cluster).items()
+                    ],
                 },
             )
         )
-    elif not _same(found.trust, trust):
+    elif not same_document(found.trust, trust):
         steps.append(
             Call(
                 "iam",
@@ -152,7 +149,7 @@ def role_steps(
                 {"RoleName": role, "PolicyDocument": json.dumps(trust)},
             )
         )
-    if found is None or not _same(found.policy, policy):
+    if found is None or not same_document(found.policy, policy):
         steps.append(
             Call(
                 "iam",
