@@ -184,6 +184,12 @@ async def find_cluster(conn: asyncpg.Connection, name: str) -> ClusterRecord | N
     return None if row is None else ClusterRecord.of(row)
 
 
+async def clusters(conn: asyncpg.Connection) -> list[ClusterRecord]:
+    """Every cluster, oldest first."""
+    rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
+    return [ClusterRecord.of(r) for r in rows]
+
+
 async def cluster(pool: asyncpg.Pool, name: str) -> ClusterRecord:
     """The cluster known by this name; 404 if none."""
     async with pool.acquire() as conn:

@@ -59,8 +59,7 @@ async def cluster_capacity(
 )
 async def fleet_capacity(request: Request, pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
-        rows = await conn.fetch("SELECT * FROM clusters ORDER BY name")
-    clusters = [records.ClusterRecord.of(r) for r in rows]
+        clusters = sorted(await records.clusters(conn), key=lambda c: c.name)
     readable = [c for c in clusters if c.kubernetes_recorded]
     answer: dict[str, Any] = await query(
         request.app.state.bus,

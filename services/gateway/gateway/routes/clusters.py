@@ -215,9 +215,9 @@ def _reserve(name: str, region: str, spec: Spec, *, managed: bool) -> Reserve:
 )
 async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
     async with pool.acquire() as conn:
-        rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
+        found = await records.clusters(conn)
         active = await records.active_cluster(conn)
-    return [records.ClusterRecord.of(r).read(active) for r in rows]
+    return [c.read(active) for c in found]
 
 
 @router.get(
