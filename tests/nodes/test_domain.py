@@ -98,6 +98,8 @@ def test_a_failed_instance_names_the_escalation_that_fits_the_recovery_mode() ->
     assert manual["next_step"].index("investigate") < manual["next_step"].index("reboot")
     assert manual["next_step"].index("reboot") < manual["next_step"].index("replace")
     assert "Node failed health checks" in manual["reasons"][0]
+    marked = health_view(failed, kube(1, "Unknown", "UnschedulablePendingReplacement"), "None")
+    assert marked["next_step"].startswith("replace it (POST .../nodes/replace)")
 
 
 def test_kubernetes_and_hyperpod_labels_decide_for_a_running_instance() -> None:

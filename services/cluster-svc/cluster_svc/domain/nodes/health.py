@@ -90,6 +90,12 @@ def next_step_for(health: str, status: str, label: str | None, recovery: str | N
                 f"HyperPod {action} it (NodeRecovery=Automatic): watch the node events; if it"
                 " does not recover, reboot it, then replace it"
             )
+        if label == "UnschedulablePendingReplacement":
+            # HyperPod's health agent found a fault a reboot does not clear (or a reboot did not)
+            return (
+                "replace it (POST .../nodes/replace): HyperPod marks it for replacement; a reboot"
+                " will not clear this fault"
+            )
         return (
             "investigate (GET .../nodes/{id}: conditions, taints, HyperPod events), then reboot it"
             " (POST .../nodes/reboot); if it still fails, replace it (POST .../nodes/replace)"
