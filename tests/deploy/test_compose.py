@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,11 @@ def test_compose_config_with_sim_profile_and_replicas(compose_command: list[str]
     assert services["cluster-svc"]["deploy"]["replicas"] == 3
     assert services["workload-svc"]["deploy"]["replicas"] == 1
     assert services["gateway"]["environment"]["AWS_ENDPOINT_URL"] == "http://sim:5000"
+    # Every built image resolves to a target of the root Dockerfile.
+    for name in (*APP_SERVICES, "migrate", "sim"):
+        build = services[name]["build"]
+        assert (Path(build["context"]) / build["dockerfile"]) == REPO_ROOT / "Dockerfile", name
+        assert build["target"] == ("gateway" if name == "migrate" else name), name
 
 
 def test_compose_config_without_sim_passes_no_endpoint(compose_command: list[str]) -> None:
@@ -147,15 +153,17 @@ def test_every_service_is_present(compose: dict[str, Any]) -> None:
 
 def test_entry_points_and_images(compose: dict[str, Any]) -> None:
     services = compose["services"]
+    # Every image is a target of the one root Dockerfile.
+    targets = re.findall(r"^FROM \S+ AS (\S+)$", (REPO_ROOT / "Dockerfile").read_text(), re.M)
     for name, command in APP_SERVICES.items():
         assert services[name]["command"] == command, name
-        dockerfile = services[name]["build"]["dockerfile"]
-        assert dockerfile == f"services/{name}/Dockerfile"
-        assert (REPO_ROOT / dockerfile).is_file()
-        assert services[name]["build"]["context"] == "."
+        assert services[name]["build"] == {"context": ".", "target": name}, name
+        assert name in targets, name
     assert services["migrate"]["command"] == ["python", "-m", "shared.migrate"]
+    assert services["migrate"]["build"] == {"context": ".", "target": "gateway"}
     assert services["sim"]["command"][:3] == ["python", "-m", "sim"]
-    assert services["sim"]["build"]["dockerfile"] == "sim/Dockerfile"
+    assert services["sim"]["build"] == {"context": ".", "target": "sim"}
+    assert "sim" in targets
 
 
 def test_long_running_services_have_health_checks(compose: dict[str, Any]) -> None:
