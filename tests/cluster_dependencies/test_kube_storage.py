@@ -155,7 +155,10 @@ async def test_delete_storage_removes_only_what_storage_made_claims_first() -> N
     command = {
         "name": "llm",
         "region": "us-east-1",
-        "resources": {"eks_cluster": eks_outputs(), "storage": {**done.outputs, "created": created}},
+        "resources": {
+            "eks_cluster": eks_outputs(),
+            "storage": {**done.outputs, "created": created},
+        },
     }
     result = await stage.run(Contexts("delete_storage", command, {})())
     assert isinstance(result, Done)
