@@ -157,7 +157,7 @@ def test_a_cluster_made_through_rest_appears_on_the_open_list_within_2s(
     api = module_stack.client
     name = unique("live")
     page.goto("/#/clusters")
-    expect(page.locator("table.list")).to_be_visible()
+    expect(page.get_by_role("table", name="Clusters and their status")).to_be_visible()
     created = api.post("/api/v1/clusters", cluster_spec(api, name, count=1))
     assert created.status_code == 202, created.text
     row = page.locator(f"tr[data-cluster='{name}']")

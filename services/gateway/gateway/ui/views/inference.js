@@ -79,8 +79,9 @@ export async function render(main, [cluster, name]) {
       picker.message("Instance types unavailable");
     }
   }
-  clusterSelect.addEventListener("change", loadTypes);
-  loadTypes();
+  // a Deploy clicked while the types load waits for them (the form starts with ml.g5.8xlarge)
+  let typesLoaded = loadTypes();
+  clusterSelect.addEventListener("change", () => { typesLoaded = loadTypes(); });
   const model = h("input", { name: "model", value: "Qwen/Qwen3-0.6B", autocomplete: "off", spellcheck: "false" });
   const replicas = h("input", { name: "replicas", type: "number", min: "1", value: "1" });
   const gpus = h("input", { name: "gpus", type: "number", min: "1", max: "8", value: "1" });
@@ -119,6 +120,7 @@ export async function render(main, [cluster, name]) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearErrors(form);
+    await typesLoaded;
     const spec = { name: ename.value.trim(), kind: kind.value, instance_type: itype.value, replicas: Number(replicas.value), gpus: Number(gpus.value) };
     if (kind.value === "managed") {
       const id = model.value.trim();
@@ -265,7 +267,7 @@ async function detail(main, cluster, name) {
   });
   main.append(
     section("Scaling and service", scaleForm),
-    section("Call it", h("pre", { class: "answer curl", "aria-label": "curl example" }, curlExample(url))),
+    section("Call it", h("pre", { class: "curl", role: "group", "aria-label": "curl example" }, curlExample(url))),
     section("Try it", tryForm),
   );
   await load();
