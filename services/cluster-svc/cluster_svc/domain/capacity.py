@@ -44,14 +44,17 @@ UNGROUPED = "ungrouped"
 # ---- list prices -------------------------------------------------------------------------------
 
 LIST_PRICES = PriceSource(
-    source="https://aws.amazon.com/sagemaker/pricing/ (on-demand, per instance-hour)",
+    source=(
+        "approximate on-demand rates per instance-hour, to be checked against"
+        " https://aws.amazon.com/sagemaker/pricing/ (not read from it)"
+    ),
     as_of=date(2026, 12, 1),
     region="us-east-1",
 )
 # On-demand USD per instance-hour (SageMaker training / HyperPod, us-east-1) of the ml.* types
-# the simulator's nodes run on, from the source above, table compiled on `LIST_PRICES.as_of`.
-# A type absent here (no figure taken for it yet) is reported as unpriced, never guessed. The
-# figures are SageMaker's ml.* rates, not EC2's; check them against the page when updating.
+# the simulator's nodes run on, compiled on `LIST_PRICES.as_of` without a live read of the page:
+# they are approximations until checked against it (or replaced by the Price List API). A type
+# absent here is reported as unpriced. The figures are SageMaker's ml.* rates, not EC2's.
 LIST_PRICE_PER_HOUR: Mapping[str, float] = {
     "ml.p5.48xlarge": 113.068,
     "ml.p4d.24xlarge": 37.688,

@@ -2,10 +2,11 @@
 // The API's instance-type list names the types and their zones only, so the rest comes from this
 // table (AWS's published specifications of the EC2 types behind the ml.* names).
 //
-// LIST_PRICES: EC2 On-Demand list prices per hour, Linux, us-east-1, in USD, as published at
-// https://aws.amazon.com/ec2/pricing/on-demand/ (recorded 2026-12-01). A HyperPod bill differs
+// LIST_PRICES: approximate EC2 On-Demand prices per hour, Linux, us-east-1, in USD, compiled
+// 2026-12-01 without a live read of https://aws.amazon.com/ec2/pricing/on-demand/ (to be checked
+// against it). GET /api/v1/capacity answers SageMaker's rates per cluster. A HyperPod bill differs
 // (SageMaker prices, plans, discounts): this is the order of magnitude a fleet costs, no more.
-export const LIST_PRICES_SOURCE = "EC2 On-Demand list prices, us-east-1 (aws.amazon.com/ec2/pricing/on-demand, 2026-12-01)";
+export const LIST_PRICES_SOURCE = "approximate EC2 On-Demand prices, us-east-1, 2026-12-01 (to be checked against aws.amazon.com/ec2/pricing/on-demand)";
 
 const SIZES = { medium: 1, large: 2, xlarge: 4 };
 
