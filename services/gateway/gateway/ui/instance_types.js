@@ -6,7 +6,7 @@
 // 2026-12-01 without a live read of https://aws.amazon.com/ec2/pricing/on-demand/ (to be checked
 // against it). GET /api/v1/capacity answers SageMaker's rates per cluster. A HyperPod bill differs
 // (SageMaker prices, plans, discounts): this is the order of magnitude a fleet costs, no more.
-export const LIST_PRICES_SOURCE = "approximate EC2 On-Demand prices, us-east-1, 2026-12-01 (to be checked against aws.amazon.com/ec2/pricing/on-demand)";
+export const LIST_PRICES_SOURCE = "approximate EC2 On-Demand list prices, us-east-1, 2026-12-01 (to be checked against aws.amazon.com/ec2/pricing/on-demand)";
 
 const SIZES = { medium: 1, large: 2, xlarge: 4 };
 
