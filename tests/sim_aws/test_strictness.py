@@ -104,8 +104,10 @@ def test_cluster_name_true_is_refused_and_not_stored(sim: SimulatedAws, network:
     )
     assert (code, status) == ("ValidationException", 400)
     assert "at 'clusterName' failed to satisfy constraint: Member must be of type string" in message
-    assert hyperpod_names(sim) == before
-    assert all(isinstance(n, str) for n in hyperpod_names(sim))
+    # Other tests' clusters may finish deleting meanwhile, so the check is that nothing was added.
+    after = hyperpod_names(sim)
+    assert set(after) <= set(before)
+    assert all(isinstance(n, str) for n in after)
 
 
 def test_unknown_target_is_unknown_operation_in_json(sim: SimulatedAws) -> None:
