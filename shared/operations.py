@@ -32,8 +32,8 @@ TERMINAL = frozenset({"succeeded", "failed", "cancelled", "noop"})
 
 
 class EventRecord(NamedTuple):
-    """An event as the database function `write_event` takes it (migration 0009_event_write):
-    its log row, its source (for the audit log), its envelope for `evt.>` and what follows its
+    """An event as the database function `write_event` takes it (migrations 0009, 0010): its
+    log row with its source (the event log is the audit log), its envelope for `evt.>` and what follows its
     sequence number in the live stream's notification (`event_note`)."""
 
     event_id: uuid.UUID
@@ -52,8 +52,8 @@ def write_event_call(first: int, *options: str) -> str:
     """`write_event(...)` on an `EventRecord` passed as the arguments from `$first` on, in its
     field order, then the named `options` (`wake_relay`, `notify_events`) as the next ones.
 
-    The function takes the event-order lock and writes the event, its outbox row and its audit
-    row and notifies the relay and the live stream (delivered at commit): one call per event,
+    The function takes the event-order lock and writes the event (its own audit row) and its
+    outbox row, and notifies the relay and the live stream (delivered at commit): one call per event,
     inside whichever statement announces it, so one round trip. The relay's notification names
     the writing process (its connections' application_name, see shared/db.py), so only that
     process's relay wakes; the others' polls are the fallback."""

@@ -202,8 +202,8 @@ _START = (
 
 # The same, for a workflow without an on_start hook whose attempt is known ($4): moving the
 # operation from pending to running writes its OperationStarted event for that attempt
-# ($5-$14, an `EventRecord`; `write_event` takes the event-order lock, queues and audits it and
-# notifies at commit). `started` says whether it did; pending and not started (another attempt
+# ($5-$14, an `EventRecord`; `write_event` takes the event-order lock, writes and queues it (the
+# event row is its audit row) and notifies at commit). `started` says whether it did; pending and not started (another attempt
 # found) leaves the operation pending for the general path.
 _START_AND_EVENT = (
     _LOCK_AND_STAGE + " running AS (UPDATE operations SET status = 'running', updated_at = now()"

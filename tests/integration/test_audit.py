@@ -1,5 +1,5 @@
-"""The audit log on real PostgreSQL: every event's audit row is written by the statement that
-writes the event, so it commits (or rolls back) with it, with its principal and source, whether
+"""The audit log on real PostgreSQL: it is the event log (a view of `events`), so every event's
+audit row is written by the statement that writes the event and commits (or rolls back) with it, with its principal and source, whether
 or not NATS is up and anything subscribes to `evt.>`."""
 
 from __future__ import annotations

@@ -21,17 +21,20 @@ async def test_migrating_again_applies_nothing(database_url: str) -> None:
     assert applied == [v for v, _ in migration_files()]
 
 
-async def test_the_audit_log_is_append_only(pool: asyncpg.Pool) -> None:
+async def test_the_event_log_and_so_the_audit_log_is_append_only(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as conn:
         await conn.execute(
-            "INSERT INTO audit_log (event_id, type, subject, principal, payload, occurred_at)"
-            " VALUES (gen_random_uuid(), 'T', 'evt.t.t', 'alice', '{}', now())"
+            "INSERT INTO events (event_id, type, subject, principal, source, payload, occurred_at)"
+            " VALUES (gen_random_uuid(), 'T', 'evt.t.t', 'alice', 'rest', '{}', now())"
         )
         for statement in (
+            "UPDATE events SET principal = 'mallory'",
             "UPDATE audit_log SET principal = 'mallory'",
+            "DELETE FROM events",
             "DELETE FROM audit_log",
-            "TRUNCATE audit_log",
+            "TRUNCATE events",
         ):
             with pytest.raises(asyncpg.RaiseError, match="append-only"):
                 await conn.execute(statement)
         assert await conn.fetchval("SELECT principal FROM audit_log") == "alice"
+        assert await conn.fetchval("SELECT source FROM audit_log") == "rest"

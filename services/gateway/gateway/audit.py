@@ -1,6 +1,5 @@
 """The audit log's writes that the gateway makes itself: every event is audited by the database
-function that writes it (`write_event`, migration 0009_event_write), its audit row committed
-with it, so what the gateway does without an operation is recorded as an event: token
+function that writes it (`write_event`; the event row is its audit row, migration 0010), so what the gateway does without an operation is recorded as an event: token
 administration (gateway.auth) and invokes of an endpoint (`record_invoke`: who, from which
 face, the endpoint, its cluster, the path and the answer's status; never the request or the
 answer).
