@@ -15,6 +15,14 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from shared.contracts.gpu import (
+    MIG_CONFIG_LABEL,
+    MIG_DISABLED,
+    MIG_PROFILE_PATTERN,
+    check_mig_profile,
+    mig_config,
+    profile_of_config,
+)
 from shared.contracts.spec import Spec
 from shared.naming import bucket_name_problem
 from shared.validation import RuleViolation
@@ -131,6 +139,14 @@ class InstanceGroupSpec(Spec):
         default_factory=dict, description="Kubernetes labels of the nodes"
     )
     taints: list[Taint] = Field(default_factory=list, max_length=50)
+    mig_profile: str | None = Field(
+        None,
+        pattern=MIG_PROFILE_PATTERN,
+        description="Partition every GPU of the group's nodes into this MIG profile, e.g. "
+        "mig-1g.10gb (the label nvidia.com/mig.config: all-1g.10gb); A100, H100 and H200 "
+        "types only",
+        examples=["mig-1g.10gb"],
+    )
 
     @field_validator("labels")
     @classmethod
@@ -164,7 +180,30 @@ class InstanceGroupSpec(Spec):
                 f"instance group {self.name}: min_count {self.min_count} exceeds count {self.count}",
                 "make min_count at most count",
             )
+        self._mig_rule()
         return self
+
+    def _mig_rule(self) -> None:
+        where = f"instance group {self.name}"
+        labelled = self.labels.get(MIG_CONFIG_LABEL)
+        if self.mig_profile is not None:
+            check_mig_profile(self.instance_type, self.mig_profile, where)
+            if labelled is not None and labelled != mig_config(self.mig_profile):
+                raise RuleViolation(
+                    f"{where}: label {MIG_CONFIG_LABEL}={labelled} contradicts mig_profile "
+                    f"{self.mig_profile}",
+                    f"drop the label (mig_profile sets it to {mig_config(self.mig_profile)})",
+                )
+        elif labelled is not None and labelled != MIG_DISABLED:
+            profile = profile_of_config(labelled)
+            check_mig_profile(self.instance_type, profile or "", where)
+
+    def kubernetes_labels(self) -> dict[str, str]:
+        """The nodes' labels: `labels`, and the MIG config label when mig_profile is set."""
+        labels = dict(self.labels)
+        if self.mig_profile is not None:
+            labels[MIG_CONFIG_LABEL] = mig_config(self.mig_profile)
+        return labels
 
 
 class NetworkSpec(Spec):

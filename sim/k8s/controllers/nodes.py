@@ -1,4 +1,4 @@
-"""Nodes: the cluster's system nodes and the HyperPod instances the simulated AWS attaches.
+"""Nodes: the nodes of the cluster's EKS managed node groups and the HyperPod instances the simulated AWS attaches.
 
 HyperPod nodes carry HyperPod's labels (instance type, instance group, node health status,
 deep health check status) and taints; their health follows the instance status the simulated
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import secrets
 from typing import TYPE_CHECKING
 
 from sim.interfaces import SimNode
+from sim.k8s import gpu_devices
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition
 from sim.k8s.errors import ApiError
-from sim.k8s.facts import NodeGroup
+from sim.k8s.facts import NodeGroup, patch_version
 from sim.k8s.instances import capacity
 from sim.k8s.store import Obj, clone
 from sim.k8s.timeutil import now_iso
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
 
 HP = "sagemaker.amazonaws.com"
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 HEALTH_LABEL = f"{HP}/node-health-status"
 DHC_LABEL = f"{HP}/deep-health-check-status"
 HEALTH_TAINT = {"key": HEALTH_LABEL, "value": "Unschedulable", "effect": "NoSchedule"}
@@ -48,6 +51,9 @@ class NodeController(Controller):
     def __init__(self, server: ApiServer) -> None:
         super().__init__(server)
         self._ips = itertools.islice(ipaddress.ip_network("10.1.0.0/16").hosts(), 10, None)
+        self._group_numbers = itertools.count()
+        # node -> the label keys and (taint key, effect)s its node group put on it
+        self._from_group: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}
 
     def build_rules(self) -> list[Rule]:
         return [
@@ -57,8 +63,61 @@ class NodeController(Controller):
                 lambda n: not is_ready(n),
                 self._evict,
                 delay=eviction_delay,
-            )
+            ),
+            Rule(
+                "hami-registers-devices",
+                "daemonsets.apps",
+                lambda d: (
+                    (d["metadata"].get("namespace"), d["metadata"]["name"])
+                    == gpu_devices.HAMI_PLUGIN
+                ),
+                lambda _d: self._refresh_gpus(),
+            ),
         ]
+
+    # -- GPU devices (whole GPUs, MIG partitions, HAMi virtual GPUs) --------------------
+
+    def _hami_running(self) -> bool:
+        return self.store.get("daemonsets.apps", *gpu_devices.HAMI_PLUGIN) is not None
+
+    def _apply_gpus(self, node: Obj) -> None:
+        """Set what the node's GPU device plugins advertise from its labels (sim.k8s.gpu_devices)."""
+        meta = node["metadata"]
+        labels = meta.setdefault("labels", {})
+        instance_type = labels.get("node.kubernetes.io/instance-type", "")
+        gpus = capacity(instance_type).gpus
+        resources, extra_labels, annotations = gpu_devices.gpu_state(
+            instance_type, gpus, labels, self._hami_running(), meta["name"]
+        )
+        if not gpus:
+            return
+        status = node.setdefault("status", {})
+        for key in ("capacity", "allocatable"):
+            held = status.setdefault(key, {})
+            for name in [
+                n for n in held if n == gpu_devices.GPU or n.startswith("nvidia.com/mig-")
+            ]:
+                del held[name]
+            held.update(resources)
+        labels.pop(gpu_devices.MIG_STATE, None)
+        labels.update(extra_labels)
+        notes = meta.get("annotations") or {}
+        notes.pop(gpu_devices.HAMI_REGISTER, None)
+        notes.update(annotations)
+        if notes:
+            meta["annotations"] = notes
+        else:
+            meta.pop("annotations", None)
+
+    def _refresh_gpus(self) -> None:
+        for existing in self.store.items("nodes"):
+            node = clone(existing)
+            self._apply_gpus(node)
+            if node["metadata"] == existing["metadata"] and node["status"] == existing["status"]:
+                continue
+            updated = self.update("nodes", node)
+            updated["status"] = node["status"]
+            self.update_status("nodes", updated)
 
     # -- node objects ------------------------------------------------------------------
 
@@ -70,6 +129,9 @@ class NodeController(Controller):
         labels: dict[str, str],
         taints: list[Obj],
         provider_id: str,
+        *,
+        ip: str | None = None,
+        kubelet_version: str | None = None,
     ) -> Obj:
         cap = capacity(instance_type)
         resources = {
@@ -88,7 +150,8 @@ class NodeController(Controller):
             resources["aws.amazon.com/neuron"] = str(cap.neuron)
             resources["aws.amazon.com/neuroncore"] = str(cap.neuron * 2)
         allocatable = dict(resources, cpu=f"{cap.cpu * 1000 - 90}m")
-        ip = str(next(self._ips))
+        ip = ip or str(next(self._ips))
+        kubelet = f"v{kubelet_version or self.server.kubernetes_version}-eks-sim"
         base_labels = {
             "kubernetes.io/hostname": name,
             "kubernetes.io/os": "linux",
@@ -139,8 +202,8 @@ class NodeController(Controller):
                     {"type": "Hostname", "address": f"ip-{ip.replace('.', '-')}.ec2.internal"},
                 ],
                 "nodeInfo": {
-                    "kubeletVersion": f"v{self.server.kubernetes_version}-eks-sim",
-                    "kubeProxyVersion": f"v{self.server.kubernetes_version}-eks-sim",
+                    "kubeletVersion": kubelet,
+                    "kubeProxyVersion": kubelet,
                     "containerRuntimeVersion": "containerd://1.7.27",
                     "operatingSystem": "linux",
                     "architecture": "amd64",
@@ -154,24 +217,110 @@ class NodeController(Controller):
             },
         }
 
-    def add_node_groups(self, groups: tuple[NodeGroup, ...]) -> None:
-        """The nodes of the cluster's EKS managed node groups, as EKS labels them."""
-        n = 0
-        for group in groups:
-            for _ in range(group.size):
-                node = self.node_object(
-                    f"ip-192-168-{n}-{10 + n}.ec2.internal",
-                    group.instance_type,
-                    f"{self.server.region}{'abc'[n % 3]}",
-                    {
-                        "eks.amazonaws.com/nodegroup": group.name,
-                        "eks.amazonaws.com/capacityType": group.capacity_type,
-                    },
-                    [],
-                    f"aws:///{self.server.region}a/i-0{n:016x}",
+    def sync_node_groups(self, groups: tuple[NodeGroup, ...]) -> None:
+        """Make the nodes of the cluster's EKS managed node groups match the groups: as many
+        as each group's desired size, labelled and tainted as the group says (EKS applies a
+        group's labels and taints to its nodes); a scaled-in or deleted group's nodes are
+        drained and removed, the newest first. A cluster without node groups has none of these
+        nodes, so what only they could run stays Pending (Amazon EKS User Guide, Managed node
+        groups: https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html)."""
+        wanted = {group.name: group for group in groups}
+        current: dict[str, list[Obj]] = {}
+        for node in self.store.items("nodes"):
+            group_name = (node["metadata"].get("labels") or {}).get(NODEGROUP_LABEL)
+            if group_name is not None:
+                current.setdefault(group_name, []).append(node)
+        for group_name, nodes in current.items():
+            nodes.sort(key=_internal_ip)
+            group = wanted.get(group_name)
+            keep = group.size if group is not None else 0
+            for node in nodes[keep:]:
+                name = node["metadata"]["name"]
+                self._evict(
+                    node,
+                    reason="NodeLost",
+                    message=f"node {name} was removed with node group {group_name}'s scale-in"
+                    if group is not None
+                    else f"node {name} was removed with node group {group_name}",
                 )
-                self.create("nodes", node)
-                n += 1
+                self.delete("nodes", node)
+                self._from_group.pop(name, None)
+            if group is not None:
+                for node in nodes[:keep]:
+                    self._follow_group(node, group)
+        for group in groups:
+            for _ in range(len(current.get(group.name, [])), group.size):
+                self.create("nodes", self._group_node(group))
+
+    def _group_labels(self, group: NodeGroup) -> dict[str, str]:
+        return {
+            **dict(group.labels),
+            NODEGROUP_LABEL: group.name,
+            "eks.amazonaws.com/capacityType": group.capacity_type,
+        }
+
+    @staticmethod
+    def _group_taints(group: NodeGroup) -> list[Obj]:
+        return [
+            {"key": key, "value": value, "effect": effect}
+            if value
+            else {"key": key, "effect": effect}
+            for key, value, effect in group.taints
+        ]
+
+    def _group_node(self, group: NodeGroup) -> Obj:
+        n = next(self._group_numbers)
+        ip = f"192.168.{n // 200}.{10 + n % 200}"
+        zone = f"{self.server.region}{'abc'[n % 3]}"
+        name = f"ip-{ip.replace('.', '-')}.ec2.internal"
+        taints = self._group_taints(group)
+        self._from_group[name] = (
+            set(self._group_labels(group)),
+            {(t["key"], t["effect"]) for t in taints},
+        )
+        return self.node_object(
+            name,
+            group.instance_type,
+            zone,
+            self._group_labels(group),
+            taints,
+            f"aws:///{zone}/i-0{secrets.token_hex(8)}",
+            ip=ip,
+            kubelet_version=patch_version(group.version) if group.version else None,
+        )
+
+    def _follow_group(self, node: Obj, group: NodeGroup) -> None:
+        """A label or taint change of the group (UpdateNodegroupConfig) reaches its nodes; what
+        else is on the node (kubectl label/taint, the not-ready taints) stays."""
+        name = node["metadata"]["name"]
+        labels_before, taints_before = self._from_group.get(name, (set(), set()))
+        wanted_labels = self._group_labels(group)
+        wanted_taints = self._group_taints(group)
+        labels = {
+            k: v
+            for k, v in (node["metadata"].get("labels") or {}).items()
+            if k not in labels_before
+        } | wanted_labels
+        taints = [
+            t
+            for t in node["spec"].get("taints") or []
+            if (t["key"], t["effect"]) not in taints_before
+        ] + wanted_taints
+        self._from_group[name] = (
+            set(wanted_labels),
+            {(t["key"], t["effect"]) for t in wanted_taints},
+        )
+        if labels == node["metadata"].get("labels") and taints == (
+            node["spec"].get("taints") or []
+        ):
+            return
+        updated = clone(node)
+        updated["metadata"]["labels"] = labels
+        if taints:
+            updated["spec"]["taints"] = taints
+        else:
+            updated["spec"].pop("taints", None)
+        self.update("nodes", updated)
 
     def sync_hyperpod(self, nodes: list[SimNode]) -> None:
         # a Pending instance has no node yet, unless it already joined (a reboot): then NotReady
@@ -238,6 +387,7 @@ class NodeController(Controller):
         if node["spec"]["unschedulable"] is None:
             node["spec"].pop("unschedulable")
         self._set_ready_fields(node, ready)
+        self._apply_gpus(node)
         if existing is None:
             self.create("nodes", node)
         else:
@@ -322,3 +472,11 @@ class NodeController(Controller):
             self.server.kubelet.fail_pod(
                 pod["metadata"]["namespace"], pod["metadata"]["name"], reason, text
             )
+
+
+def _internal_ip(node: Obj) -> ipaddress.IPv4Address:
+    """Node-group nodes in the order they joined (their addresses are handed out in order)."""
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return ipaddress.IPv4Address(address["address"])
+    return ipaddress.IPv4Address("0.0.0.0")

@@ -3,8 +3,10 @@ selectors and affinity, taints, bound volumes), or leaves them Pending with the 
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 
+from sim.k8s import gpu_devices
 from sim.k8s.controllers.base import Controller, Rule, set_condition
 from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.errors import ApiError
@@ -71,6 +73,7 @@ def node_usage(
         for name, qty in pod_requests(pod["spec"]).items():
             counter[name] += qty
         counter["pods"] += 1
+        gpu_devices.charge(counter, gpu_devices.allocation(pod))
     return used
 
 
@@ -92,6 +95,9 @@ def room_for(store: Store, pods: list[Obj], ignore: frozenset[str] = frozenset()
         if not fits:
             break
         counter = used.setdefault(fits[0], defaultdict(float))
+        target = next(n for n in nodes if n["metadata"]["name"] == fits[0])
+        if gpu_devices.devices(target) is not None:
+            gpu_devices.charge(counter, gpu_devices.hami_place(target, requests, counter)[1])
         for name, qty in requests.items():
             counter[name] += qty
         counter["pods"] += 1
@@ -160,7 +166,12 @@ class Scheduler(Controller):
                     fits.append((score, node["metadata"]["name"]))
         if fits:
             fits.sort()
-            self.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], fits[0][1])
+            target = next(n for n in nodes if n["metadata"]["name"] == fits[0][1])
+            shares: list[Obj] | None = None
+            if gpu_devices.devices(target) is not None:
+                load = self._used().get(fits[0][1], defaultdict(float))
+                shares = gpu_devices.hami_place(target, pod_requests(pod["spec"]), load)[1]
+            self.bind(pod["metadata"]["namespace"], pod["metadata"]["name"], fits[0][1], shares)
             return
         if volume_problem:
             message = f"0/{len(nodes)} nodes are available: {volume_problem}. preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not helpful for scheduling."
@@ -212,15 +223,20 @@ class Scheduler(Controller):
         load = used.get(node["metadata"]["name"], defaultdict(float))
         if load["pods"] + 1 > parse(alloc.get("pods", 110)):
             return "Too many pods"
+        hami = gpu_devices.devices(node) is not None
         for name, qty in sorted(requests.items()):
-            if qty <= 0:
+            if qty <= 0 or (hami and name in (gpu_devices.HAMI_MEMORY, gpu_devices.HAMI_CORES)):
                 continue
             have = parse(alloc.get(name, 0))
             if load[name] + qty > have + 1e-9:
                 return f"Insufficient {name}"
+        if hami:  # HAMi's scheduler: each virtual GPU on its own device with the share free
+            return gpu_devices.hami_place(node, requests, load)[0]
         return None
 
-    def bind(self, namespace: str, name: str, node_name: str) -> Obj:
+    def bind(
+        self, namespace: str, name: str, node_name: str, shares: list[Obj] | None = None
+    ) -> Obj:
         current = self.store.get("pods", namespace, name)
         if current is None:
             raise ApiError(404, f'pods "{name}" not found')
@@ -230,6 +246,9 @@ class Scheduler(Controller):
             )
         pod = clone(current)
         pod["spec"]["nodeName"] = node_name
+        if shares:  # where HAMi put the pod's virtual GPUs
+            notes = pod["metadata"].setdefault("annotations", {})
+            notes[gpu_devices.HAMI_ALLOCATED] = json.dumps(shares)
         updated = self.update("pods", pod)
         status = clone(updated.get("status") or {})
         set_condition(status, "PodScheduled", "True", "", "", probe=True)

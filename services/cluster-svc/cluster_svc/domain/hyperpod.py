@@ -116,8 +116,9 @@ def instance_group_request(
             "Subnets": [subnet],
         }
     kube: dict[str, Any] = {}
-    if group.labels:
-        kube["Labels"] = dict(group.labels)
+    labels = group.kubernetes_labels()  # the MIG config label from mig_profile too
+    if labels:
+        kube["Labels"] = labels
     if group.taints:
         kube["Taints"] = [
             {"Key": t.key, **({"Value": t.value} if t.value else {}), "Effect": t.effect}
