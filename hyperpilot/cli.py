@@ -172,10 +172,9 @@ def up(
             "Ctrl-C stops everything."
         )
         while not stopping:
-            for name, process in list(stack.processes.items()):
-                if process.poll() is not None:
-                    typer.echo(f"{name} exited ({process.returncode}); restarting it", err=True)
-                    stack.start_service(name)
+            # PostgreSQL, NATS and every service: what died is started again
+            for restarted in stack.supervise():
+                typer.echo(f"{restarted} had stopped; restarted it", err=True)
             time.sleep(0.5)
     finally:
         typer.echo("stopping...")
@@ -199,16 +198,19 @@ def down() -> None:
 
 @app.command(rich_help_panel="Local stack", epilog=examples("hyperpilot status"))
 def status() -> None:
-    """Show whether the embedded stack runs, each process, and the gateway's readiness."""
+    """Show whether the embedded stack runs, each process (PostgreSQL, NATS, the simulated
+    world, the services) with its live PID, and the gateway's readiness."""
     state = read_state(_state_dir())
     if not state or not process_alive(int(state["pid"])):  # type: ignore[call-overload]
         typer.echo("not running (start it with `make up` or `hyperpilot up`)")
         raise typer.Exit(1)
     typer.echo(f"running at {state['url']} (pid {state['pid']})")
-    services = state.get("services", {})
-    assert isinstance(services, dict)
-    for name, pid in services.items():
-        typer.echo(f"  {name:<14} pid {pid:<8} {'alive' if process_alive(pid) else 'DEAD'}")
+    # the supervisor rewrites stack.json after each restart, so these are the live PIDs
+    processes = state.get("processes") or state.get("services", {})
+    assert isinstance(processes, dict)
+    for name, pid in processes.items():
+        alive = pid is not None and process_alive(pid)
+        typer.echo(f"  {name:<14} pid {pid or '-':<8} {'alive' if alive else 'DEAD'}")
     try:
         with urllib.request.urlopen(f"{state['url']}/readyz", timeout=3) as response:
             body = json.loads(response.read())

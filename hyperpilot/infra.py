@@ -50,12 +50,22 @@ class NatsServer:
     port: int
     store_dir: Path
     process: subprocess.Popen[bytes] | None = None
+    # More nats-server options, e.g. a cluster node's --name, --cluster and --routes.
+    extra_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The server's PID while it runs, else None."""
+        if self.process is None or self.process.poll() is not None:
+            return None
+        return self.process.pid
+
     def start(self) -> NatsServer:
+        """Start (or start again after it died: same port, same JetStream store)."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.store_dir / "nats.log", "ab")  # noqa: SIM115 - owned by the process
         self.process = subprocess.Popen(
@@ -68,6 +78,7 @@ class NatsServer:
                 str(self.port),
                 "-a",
                 "127.0.0.1",
+                *self.extra_args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -116,6 +127,65 @@ class Postgres:
                 self.data_dir, cleanup_mode="stop"
             )
         return self
+
+    def _postmaster(self) -> Any:
+        """postmaster.pid's contents, or None while there is none (or it is being written)."""
+        from pgserver.utils import PostmasterInfo
+
+        try:
+            return PostmasterInfo.read_from_pgdata(self.data_dir.resolve())
+        except (AssertionError, ValueError, OSError):
+            return None
+
+    @staticmethod
+    def _running(info: Any) -> bool:
+        # A killed postmaster nobody has reaped yet is a zombie: it still "exists" but is dead.
+        import psutil
+
+        try:
+            return bool(
+                info is not None
+                and info.process is not None
+                and info.process.status() != psutil.STATUS_ZOMBIE
+            )
+        except psutil.NoSuchProcess:
+            return False
+
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's PID while it runs (read from postmaster.pid), else None."""
+        info = self._postmaster()
+        if not self._running(info):
+            return None
+        pid: int = info.pid
+        return pid
+
+    def restart(self, timeout: float = 60.0) -> Postgres:
+        """Start the postmaster again on the same data directory and socket after it died.
+
+        A postmaster.pid (and the socket's lock file) naming a dead or zombie process is stale
+        and removed: PostgreSQL itself would take a zombie's PID for a running server. Backends of a killed postmaster
+        exit on their own once they notice; until they have, the new postmaster refuses to start
+        (their shared memory is still attached), so the start is retried until `timeout`.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self._postmaster()
+            if info is not None and not self._running(info):
+                stale = [self.data_dir.resolve() / "postmaster.pid"]
+                if info.socket_dir is not None:  # the socket's lock names the same PID
+                    stale.append(info.socket_dir / f".s.PGSQL.{info.port or 5432}.lock")
+                for path in stale:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+            try:
+                with self.server._lock:
+                    self.server.ensure_postgres_running()
+                return self
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def dsn(self, database: str = "postgres") -> str:
         uri: str = self.server.get_uri(database)

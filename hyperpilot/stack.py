@@ -59,6 +59,7 @@ class Stack:
     nats: NatsServer | None = None
     sim: subprocess.Popen[bytes] | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _replica_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -139,6 +140,7 @@ class Stack:
             start_new_session=True,
         )
         self.processes[replica] = process
+        self._replica_env[replica] = env or {}
         return process
 
     def start_services(self) -> None:
@@ -168,6 +170,51 @@ class Stack:
         process = self.processes.pop(name)
         process.send_signal(sig)
         process.wait(10)
+
+    def supervise(self) -> list[str]:
+        """Restart whatever this stack started and has died: PostgreSQL, NATS, each service.
+
+        PostgreSQL comes back on its data directory and socket, NATS on its port and JetStream
+        store, so the DSN and URL the services hold stay valid; the services reconnect on their
+        own. Infrastructure given from outside (DATABASE_URL, NATS_URL) is not this stack's to
+        restart. The simulated world is not restarted: its state lives in its process, and a new
+        one would be an empty AWS account. Returns what was restarted, as `name (how it ended)`.
+        """
+        restarted: list[str] = []
+        if self.postgres is not None and self.postgres.pid is None:
+            self.postgres.restart()
+            restarted.append("postgres")
+        if self.nats is not None and self.nats.pid is None:
+            code = self.nats.process.returncode if self.nats.process else None
+            self.nats.start()
+            restarted.append(f"nats (exit {code})")
+        for name, process in list(self.processes.items()):
+            if process.poll() is not None:
+                restarted.append(f"{name} (exit {process.returncode})")
+                self._restart_process(name)
+        if restarted:
+            self._write_state()
+        return restarted
+
+    def _restart_process(self, tracked: str) -> None:
+        if tracked in self._replica_env:  # `<name>-<index>`, started by start_replica
+            name, _, index = tracked.rpartition("-")
+            self.start_replica(name, int(index), self._replica_env[tracked])
+        else:
+            self.start_service(tracked)
+
+    def pids(self) -> dict[str, int | None]:
+        """Every process of the stack by name: its PID, or None if it is not running."""
+        pids: dict[str, int | None] = {}
+        if self.postgres is not None:
+            pids["postgres"] = self.postgres.pid
+        if self.nats is not None:
+            pids["nats"] = self.nats.pid
+        if self.sim is not None:
+            pids["sim"] = self.sim.pid if self.sim.poll() is None else None
+        for name, process in self.processes.items():
+            pids[name] = process.pid if process.poll() is None else None
+        return pids
 
     def start(self) -> Stack:
         self.start_infra()
@@ -205,6 +252,8 @@ class Stack:
             "nats_url": self.nats_url,
             "aws_endpoint_url": self.aws_endpoint_url,
             "services": {name: p.pid for name, p in self.processes.items()},
+            # every process the stack supervises, infrastructure included (None: not running)
+            "processes": self.pids(),
         }
         (self.state_dir / "stack.json").write_text(json.dumps(state, indent=2))
 
