@@ -3,6 +3,7 @@ including continuous provisioning and the access entries of the nodes' roles."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ from sim.aws.hyperpod.model import (
     Placement,
     page_of,
 )
+
+log = logging.getLogger(__name__)
 
 
 class ClusterOps(Capacity):
@@ -136,6 +139,31 @@ class ClusterOps(Capacity):
         for role in sorted(self._node_roles(cluster) - still_used):
             self._eks.revoke_node_role(arn, role)
 
+    def _auto_scaling_in_service(self, cluster: Cluster) -> None:
+        """AutoScaling reaches InService. With Mode Enable and AutoScalerType Karpenter, HyperPod
+        installs and runs its managed Karpenter: the HyperpodNodeClass and NodePool kinds are
+        served in the cluster from then on ("HyperPod handles Karpenter installation", per
+        https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling.html).
+        Without this a caller waiting for those kinds waits for ever."""
+        if cluster.auto_scaling is None:
+            return
+        cluster.auto_scaling["Status"] = "InService"
+        karpenter = (
+            cluster.auto_scaling.get("Mode") == "Enable"
+            and cluster.auto_scaling.get("AutoScalerType") == "Karpenter"
+        )
+        eks = cluster.eks_name
+        if (
+            karpenter
+            and eks is not None
+            and self.ctx.kube is not None
+            and self.ctx.eks_kube_ready(eks)
+        ):
+            try:
+                self.ctx.kube.install(eks, "karpenter")
+            except Exception:
+                log.exception("installing managed Karpenter on %s failed", eks)
+
     def _auto_scaling(self, spec: dict[str, Any] | None) -> dict[str, Any] | None:
         if not spec:
             return None
@@ -167,8 +195,7 @@ class ClusterOps(Capacity):
         for node in list(cluster.nodes.values()):
             if node.status == "Pending":
                 self._bring_up(cluster, node)
-        if cluster.auto_scaling is not None:
-            cluster.auto_scaling["Status"] = "InService"
+        self._auto_scaling_in_service(cluster)
         cluster.status = "InService"
         self._event(cluster, "Cluster is InService.")
 
@@ -447,8 +474,7 @@ class ClusterOps(Capacity):
                 self._remove_node(cluster, node)
             for name in deleted:
                 cluster.groups.pop(name, None)
-            if cluster.auto_scaling is not None:
-                cluster.auto_scaling["Status"] = "InService"
+            self._auto_scaling_in_service(cluster)
 
         self._event(cluster, "Cluster update accepted (continuous provisioning).")
         self._cluster_later(cluster, self.ctx.profile.hyperpod_delete, settle, same_operation=False)
@@ -483,8 +509,7 @@ class ClusterOps(Capacity):
             cluster.groups.pop(name, None)
         for group in cluster.groups.values():
             group.status = "InService"
-        if cluster.auto_scaling is not None:
-            cluster.auto_scaling["Status"] = "InService"
+        self._auto_scaling_in_service(cluster)
         cluster.status = "InService"
         if failures:
             cluster.failure_message = " ".join(failures)
