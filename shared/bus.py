@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 
+from shared.config import get_settings
 from shared.contracts.subjects import (
     COMMANDS_STREAM,
     COMMANDS_SUBJECTS,
@@ -27,32 +28,49 @@ log = get_logger("shared.bus")
 DUPLICATE_WINDOW_SECONDS = 600.0
 EVENT_RETENTION_SECONDS = 7 * 24 * 3600.0
 
-STREAMS = (
-    StreamConfig(
-        name=COMMANDS_STREAM,
-        subjects=[COMMANDS_SUBJECTS],
-        retention=RetentionPolicy.WORK_QUEUE,
-        storage=StorageType.FILE,
-        duplicate_window=DUPLICATE_WINDOW_SECONDS,
-    ),
-    StreamConfig(
-        name=EVENTS_STREAM,
-        subjects=[EVENTS_SUBJECTS],
-        retention=RetentionPolicy.LIMITS,
-        storage=StorageType.FILE,
-        max_age=EVENT_RETENTION_SECONDS,
-        discard=DiscardPolicy.OLD,
-        duplicate_window=DUPLICATE_WINDOW_SECONDS,
-    ),
-)
+
+def streams(replicas: int = 1) -> tuple[StreamConfig, ...]:
+    """The two streams, each stored on `replicas` servers of the NATS cluster (1, 3 or 5)."""
+    return (
+        StreamConfig(
+            name=COMMANDS_STREAM,
+            subjects=[COMMANDS_SUBJECTS],
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE,
+            duplicate_window=DUPLICATE_WINDOW_SECONDS,
+            num_replicas=replicas,
+        ),
+        StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[EVENTS_SUBJECTS],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            max_age=EVENT_RETENTION_SECONDS,
+            discard=DiscardPolicy.OLD,
+            duplicate_window=DUPLICATE_WINDOW_SECONDS,
+            num_replicas=replicas,
+        ),
+    )
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
-    for config in STREAMS:
+async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> None:
+    """Declare the streams (or update them, a change of replicas included).
+
+    `replicas` defaults to NATS_STREAM_REPLICAS: 1 for the embedded single server, 3 on a
+    three-node cluster (a stream keeps working while one of its servers is down).
+    """
+    if replicas is None:
+        replicas = get_settings().nats_stream_replicas
+    for config in streams(replicas):
         try:
             await js.add_stream(config)
         except BadRequestError:
             await js.update_stream(config)
+
+
+def server_urls(url: str) -> list[str]:
+    """NATS_URL as the client's server list: one URL, or a cluster's separated by commas."""
+    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 CLOSE_SECONDS = 5.0
@@ -88,7 +106,7 @@ class Bus:
         while True:
             try:
                 self.nc = await nats.connect(
-                    self.url,
+                    server_urls(self.url),
                     name=self.name,
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,

@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     )
 
     # Bus and consumers
+    nats_stream_replicas: int = Field(
+        1,
+        ge=1,
+        le=5,
+        description=(
+            "Servers each JetStream stream is stored on: 1 for a single NATS server (the embedded"
+            " stack), 3 on a NATS cluster of three or more (survives one server down)"
+        ),
+    )
     ack_wait_seconds: float = Field(30.0, description="Redelivery delay of an unacked command")
     max_deliver: int = Field(10, description="Deliveries before a command fails its operation")
     consumer_concurrency: int = 16
@@ -70,11 +79,12 @@ class Settings(BaseSettings):
     @classmethod
     def _nats_over_tcp(cls, value: str) -> str:
         # Services connect over TCP; the WebSocket client library is kept out of them
-        # (shared/slim.py).
-        if not value.startswith(NATS_SCHEMES):
+        # (shared/slim.py). One URL, or a NATS cluster's client URLs separated by commas.
+        if not all(part.strip().startswith(NATS_SCHEMES) for part in value.split(",")):
             raise ValueError(
-                f"NATS_URL must start with {' or '.join(NATS_SCHEMES)} (got {value!r}):"
-                " give the NATS server's client port, not a WebSocket URL"
+                f"NATS_URL: each URL must start with {' or '.join(NATS_SCHEMES)} (got {value!r}):"
+                " give the NATS servers' client ports (a cluster's separated by commas),"
+                " not a WebSocket URL"
             )
         return value
 
