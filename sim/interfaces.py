@@ -8,7 +8,7 @@ exist and which HyperPod nodes it has; the emulator tells nothing back but endpo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,16 @@ class NodeFaultHooks(Protocol):
     def node_fault_cleared(self, cluster_name: str, instance_id: str) -> None:
         """The instance's fault healed (a reboot cleared it)."""
         ...
+
+
+@runtime_checkable
+class EksFactsHooks(Protocol):
+    """What an emulator may offer beside KubeHooks: an EKS cluster as EKS itself describes it
+    (DescribeCluster's `cluster`, and the `nodegroup` of DescribeNodegroup for each of its
+    managed node groups), given before its API server starts and again whenever it changes (a
+    node group becomes ACTIVE, scales or goes; the control plane is upgraded). The API server's
+    version, its service CIDR and its node-group nodes then agree with what EKS answers."""
+
+    def eks_cluster_described(
+        self, cluster_name: str, cluster: dict[str, Any], nodegroups: list[dict[str, Any]]
+    ) -> None: ...

@@ -9,12 +9,13 @@ import string
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from sim.aws.account import Account
 from sim.aws.calllog import CallLog
 from sim.aws.clock import Scheduler, utcnow
 from sim.aws.faults import Faults
-from sim.interfaces import KubeHooks, SimNode
+from sim.interfaces import EksFactsHooks, KubeHooks, SimNode
 from sim.profile import TimeProfile
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,10 @@ class SimContext:
         self._dirty_eks: set[str] = set()
         self.eks_nodes: Callable[[str], list[SimNode]] = lambda _name: []
         self.eks_kube_ready: Callable[[str], bool] = lambda _name: False
+        # an EKS cluster as DescribeCluster and DescribeNodegroup answer (None once it is gone)
+        self.eks_description: Callable[
+            [str], tuple[dict[str, Any], list[dict[str, Any]]] | None
+        ] = lambda _name: None
 
     def now(self) -> datetime:
         return utcnow()
@@ -60,7 +65,8 @@ class SimContext:
         return f"arn:aws:{service}:{self.region}:{self.account_id}:{resource}"
 
     def nodes_changed(self, eks_cluster: str) -> None:
-        """Note that the HyperPod nodes attached to `eks_cluster` changed."""
+        """Note that the nodes of `eks_cluster` (HyperPod's, its node groups') or its
+        description changed."""
         self._dirty_eks.add(eks_cluster)
 
     def flush(self) -> None:
@@ -72,7 +78,18 @@ class SimContext:
             for name in sorted(dirty):
                 if not self.eks_kube_ready(name):
                     continue
+                self.describe_to_kube(name)
                 try:
                     self.kube.sync_nodes(name, self.eks_nodes(name))
                 except Exception:
                     log.exception("sync_nodes(%s) failed", name)
+
+    def describe_to_kube(self, eks_cluster: str) -> None:
+        """Give an emulator that follows EKS's description (EksFactsHooks) the cluster's."""
+        described = self.eks_description(eks_cluster)
+        if described is None or not isinstance(self.kube, EksFactsHooks):
+            return
+        try:
+            self.kube.eks_cluster_described(eks_cluster, *described)
+        except Exception:
+            log.exception("eks_cluster_described(%s) failed", eks_cluster)

@@ -37,7 +37,7 @@ def bootstrap(server: ApiServer) -> None:
         },
         manager="kube-apiserver",
     )
-    server.nodes.add_node_groups(server.facts.node_groups)
+    server.nodes.sync_node_groups(server.facts.node_groups)
     for kind, name, image in SYSTEM_WORKLOADS:
         labels = {"k8s-app": name}
         spec: dict[str, Any] = {

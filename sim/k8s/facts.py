@@ -11,15 +11,50 @@ from typing import Any
 # what EKS picks when CreateCluster names no service CIDR and the VPC is in 10.0.0.0/8
 DEFAULT_SERVICE_CIDR = "172.20.0.0/16"
 
+# a node group's nodes exist from ACTIVE until the group is gone: while it updates, is
+# degraded or is being deleted (its nodes drain when it is removed)
+# (Amazon EKS API Reference, Nodegroup.status:
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html)
+_NODES_EXIST = frozenset({"ACTIVE", "UPDATING", "DEGRADED", "DELETING"})
+
+# EKS taint effects as Kubernetes writes them (Amazon EKS API Reference, Taint:
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html)
+_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+
 
 @dataclass(frozen=True)
 class NodeGroup:
-    """An EKS managed node group: its nodes carry `eks.amazonaws.com/nodegroup=<name>`."""
+    """An EKS managed node group: its nodes carry `eks.amazonaws.com/nodegroup=<name>`, the
+    group's own labels and taints, and the kubelet of the group's Kubernetes version."""
 
     name: str
     instance_type: str = "m5.2xlarge"
     size: int = 2
     capacity_type: str = "ON_DEMAND"
+    version: str = ""  # major.minor of its kubelet; "" for the control plane's
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, Kubernetes effect)
+
+    @classmethod
+    def from_nodegroup(cls, ng: Mapping[str, Any]) -> NodeGroup:
+        """From DescribeNodegroup's `nodegroup`."""
+        return cls(
+            name=str(ng["nodegroupName"]),
+            instance_type=str((ng.get("instanceTypes") or ["t3.medium"])[0]),
+            size=int((ng.get("scalingConfig") or {}).get("desiredSize", 0)),
+            capacity_type=str(ng.get("capacityType") or "ON_DEMAND"),
+            version=str(ng.get("version") or ""),
+            labels=tuple(sorted((str(k), str(v)) for k, v in (ng.get("labels") or {}).items())),
+            taints=tuple(
+                (str(t["key"]), str(t.get("value") or ""), _EFFECTS[str(t["effect"])])
+                for t in ng.get("taints") or []
+                if str(t.get("effect")) in _EFFECTS
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -36,20 +71,20 @@ class ClusterFacts:
         version = str(cluster.get("version") or "1.33")
         network = cluster.get("kubernetesNetworkConfig") or {}
         groups = tuple(
-            NodeGroup(
-                name=str(ng["nodegroupName"]),
-                instance_type=str((ng.get("instanceTypes") or ["m5.2xlarge"])[0]),
-                size=int((ng.get("scalingConfig") or {}).get("desiredSize", 0)),
-                capacity_type=str(ng.get("capacityType") or "ON_DEMAND"),
-            )
+            NodeGroup.from_nodegroup(ng)
             for ng in nodegroups
-            if ng.get("status", "ACTIVE") == "ACTIVE"
+            if ng.get("status", "ACTIVE") in _NODES_EXIST
         )
         return cls(
-            kubernetes_version=version if version.count(".") == 2 else f"{version}.0",
+            kubernetes_version=patch_version(version),
             service_cidr=str(network.get("serviceIpv4Cidr") or DEFAULT_SERVICE_CIDR),
             node_groups=groups,
         )
+
+
+def patch_version(version: str) -> str:
+    """`1.32` -> `1.32.0`: EKS names minor versions, /version and kubelets report a patch."""
+    return version if version.count(".") == 2 else f"{version}.0"
 
 
 # an API server started without an EKS cluster's description (tests, benchmarks): one managed

@@ -29,6 +29,7 @@ from sim.k8s.operators.install import install
 from sim.k8s.registry import Registry, ResourceType
 from sim.k8s.routes import Router
 from sim.k8s.store import Obj, Store
+from sim.k8s.validation import BuiltinValidator
 from sim.profile import TimeProfile
 
 log = logging.getLogger(__name__)
@@ -246,6 +247,16 @@ class ApiServer:
 
     def sync_nodes(self, nodes: list[SimNode]) -> None:
         self.run_on_loop(self.nodes.sync_hyperpod, nodes)
+
+    def follow_facts(self, facts: ClusterFacts) -> None:
+        """The EKS cluster's description changed: an upgraded control plane reports its new
+        version (and validates by its schemas); node-group nodes join, follow and go with
+        their groups. The service CIDR cannot change (EKS fixes it at creation)."""
+        self.facts = facts
+        if facts.kubernetes_version != self.kubernetes_version:
+            self.kubernetes_version = facts.kubernetes_version
+            self.api.validator = BuiltinValidator(facts.kubernetes_version)
+        self.run_on_loop(self.nodes.sync_node_groups, facts.node_groups)
 
     def install(self, component: str) -> None:
         """Install an operator or add-on as the product's installers would (CRDs, deployment)."""

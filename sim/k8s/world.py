@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from sim.interfaces import ClusterEndpoint, SimNode
 from sim.k8s.facts import STANDALONE, ClusterFacts
@@ -30,11 +31,10 @@ class KubeWorld:
         self.facts = facts
         self.region = region
         self.credentials = credentials
-        # the simulated EKS's description of a cluster (DescribeCluster and its node groups),
-        # when whoever joins the simulated AWS to this world provides it: the API server's
-        # version, service CIDR and node-group nodes then follow what EKS says. Without it,
-        # every cluster gets `facts`.
-        self.describe: Callable[[str], ClusterFacts] | None = None
+        # each cluster as the simulated EKS describes it (eks_cluster_described): its API
+        # server's version, service CIDR and node-group nodes follow that description. A
+        # cluster EKS has not described gets `facts`.
+        self.described: dict[str, ClusterFacts] = {}
         self.servers: dict[str, ApiServer] = {}
         self.files = SharedFiles()  # the buckets every cluster's pods mount, as S3 is shared
         # called with (cluster, instance id, health status) on an injected node health fault,
@@ -50,7 +50,7 @@ class KubeWorld:
                     name,
                     self.profile,
                     host=self.host,
-                    facts=self.describe(name) if self.describe is not None else self.facts,
+                    facts=self.described.get(name, self.facts),
                     region=self.region,
                     credentials=self.credentials,
                     files=self.files,
@@ -60,6 +60,18 @@ class KubeWorld:
                 self.servers[name] = server
         return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)
 
+    def eks_cluster_described(
+        self, cluster_name: str, cluster: dict[str, Any], nodegroups: list[dict[str, Any]]
+    ) -> None:
+        """EksFactsHooks: the simulated EKS's DescribeCluster and DescribeNodegroup answers."""
+        facts = ClusterFacts.from_description(cluster, nodegroups)
+        with self.lock:
+            unchanged = self.described.get(cluster_name) == facts
+            self.described[cluster_name] = facts
+            server = self.servers.get(cluster_name)
+        if server is not None and not unchanged:
+            server.follow_facts(facts)
+
     def _node_fault(self, cluster: str, instance_id: str, status: str) -> None:
         for listener in list(self.node_fault_listeners):
             listener(cluster, instance_id, status)
@@ -67,6 +79,7 @@ class KubeWorld:
     def stop_cluster(self, name: str) -> None:
         with self.lock:
             server = self.servers.pop(name, None)
+            self.described.pop(name, None)
         if server is not None:
             server.stop()
 

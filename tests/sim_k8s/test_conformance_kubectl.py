@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client, config
 
-from sim.k8s import ApiServer, ClusterFacts, KubeWorld
+from sim.k8s import ApiServer, KubeWorld
 from sim.profile import get_profile
 from tests.sim_k8s.conftest import eventually
 
@@ -547,7 +547,9 @@ spec:
 
 
 def test_version_service_cidr_and_nodes_follow_the_eks_description() -> None:
-    described = ClusterFacts.from_description(
+    world = KubeWorld(get_profile("fast"))
+    world.eks_cluster_described(
+        "described",
         {"version": "1.32", "kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.200.0.0/16"}},
         [
             {
@@ -559,8 +561,6 @@ def test_version_service_cidr_and_nodes_follow_the_eks_description() -> None:
             }
         ],
     )
-    world = KubeWorld(get_profile("fast"))
-    world.describe = lambda name: described
     try:
         world.start_cluster("described")
         api = config.new_client_from_config_dict(world.api_server("described").kubeconfig())
@@ -583,7 +583,7 @@ def test_version_service_cidr_and_nodes_follow_the_eks_description() -> None:
 
 def test_a_cluster_without_node_groups_has_no_node_group_nodes() -> None:
     world = KubeWorld(get_profile("fast"))
-    world.describe = lambda name: ClusterFacts.from_description({"version": "1.33"}, [])
+    world.eks_cluster_described("bare", {"version": "1.33"}, [])
     try:
         world.start_cluster("bare")
         server = world.api_server("bare")

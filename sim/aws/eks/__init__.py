@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.aws.context import SimContext
 from sim.aws.eks.access import AccessOps
 from sim.aws.eks.addons import AddonOps
 from sim.aws.eks.clusters import ClusterOps
@@ -26,6 +27,10 @@ from sim.aws.eks.tags import TagOps
 
 class Eks(ClusterOps, NodegroupOps, AddonOps, AccessOps, PodIdentityOps, TagOps):
     """The EKS API."""
+
+    def __init__(self, ctx: SimContext) -> None:
+        super().__init__(ctx)
+        ctx.eks_description = self.description
 
     def operations(self) -> dict[str, Handler]:
         return {name: self._idempotent(name, handler) for name, handler in self._handlers().items()}

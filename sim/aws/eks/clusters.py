@@ -61,11 +61,13 @@ class ClusterOps(EksBase):
                 raise AwsError(
                     "InvalidParameterException", f"The security group '{group}' does not exist"
                 )
-        _check_service_cidr(
-            p.get("kubernetesNetworkConfig") or {},
-            moto_state.vpc_cidrs(self.ctx.account_id, self.ctx.region, found[0].vpc_id),
-        )
+        vpc_cidrs = moto_state.vpc_cidrs(self.ctx.account_id, self.ctx.region, found[0].vpc_id)
+        network = dict(p.get("kubernetesNetworkConfig") or {})
+        _check_service_cidr(network, vpc_cidrs)
+        if network.get("ipFamily", "ipv4") == "ipv4":
+            network.setdefault("serviceIpv4Cidr", _default_service_cidr(vpc_cidrs))
         spec = dict(p)
+        spec["kubernetesNetworkConfig"] = network
         spec["version"] = version
         spec.setdefault("accessConfig", {})
         spec["vpcId"] = found[0].vpc_id
@@ -101,6 +103,8 @@ class ClusterOps(EksBase):
         if self.clusters.get(cluster.name) is not cluster or cluster.status != "CREATING":
             return
         if self.ctx.kube is not None:
+            # the API server starts knowing the cluster as DescribeCluster describes it
+            self.ctx.describe_to_kube(cluster.name)
             try:
                 cluster.endpoint = self.ctx.kube.start_cluster(cluster.name)
             except Exception as exc:
@@ -142,12 +146,7 @@ class ClusterOps(EksBase):
                 "endpointPrivateAccess": vpc.get("endpointPrivateAccess", False),
                 "publicAccessCidrs": vpc.get("publicAccessCidrs", ["0.0.0.0/0"]),
             },
-            "kubernetesNetworkConfig": {
-                "serviceIpv4Cidr": (spec.get("kubernetesNetworkConfig") or {}).get(
-                    "serviceIpv4Cidr", "172.20.0.0/16"
-                ),
-                "ipFamily": (spec.get("kubernetesNetworkConfig") or {}).get("ipFamily", "ipv4"),
-            },
+            "kubernetesNetworkConfig": _network_view(spec.get("kubernetesNetworkConfig") or {}),
             "logging": spec.get("logging")
             or {
                 "clusterLogging": [
@@ -185,6 +184,15 @@ class ClusterOps(EksBase):
         else:
             view["certificateAuthority"] = {}
         return view
+
+    def description(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """What DescribeCluster answers about `name`, and DescribeNodegroup about each of its
+        node groups: where the Kubernetes emulator takes its version, service CIDR and nodes."""
+        cluster = self.clusters.get(name)
+        if cluster is None:
+            return None
+        groups = [dict(group) for _, group in sorted(cluster.nodegroups.items())]
+        return self._cluster_view(cluster), groups
 
     def describe_cluster(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"cluster": self._cluster_view(self._get(p["name"]))}
@@ -296,6 +304,7 @@ class ClusterOps(EksBase):
 
         def apply() -> None:
             cluster.spec["version"] = version
+            self.ctx.nodes_changed(cluster.name)  # the API server now reports the new version
 
         return self._update(
             cluster,
@@ -388,3 +397,24 @@ def _check_service_cidr(network: dict[str, Any], vpc_cidrs: list[str]) -> None:
                 "InvalidParameterException",
                 f"serviceIpv4Cidr {cidr} overlaps the VPC CIDR block {vpc_cidr}",
             )
+
+
+def _default_service_cidr(vpc_cidrs: list[str]) -> str:
+    """The block EKS takes when CreateCluster names none: 10.100.0.0/16, or 172.20.0.0/16 when
+    the VPC is in 10.0.0.0/8 (Amazon EKS API Reference, KubernetesNetworkConfigRequest,
+    serviceIpv4Cidr: "If you don't specify a block, Kubernetes assigns addresses from either the
+    10.100.0.0/16 or 172.20.0.0/16 CIDR blocks")."""
+    ten = ipaddress.IPv4Network("10.0.0.0/8")
+    in_ten = any(ipaddress.ip_network(c, strict=False).overlaps(ten) for c in vpc_cidrs)
+    return "172.20.0.0/16" if in_ten else "10.100.0.0/16"
+
+
+def _network_view(network: dict[str, Any]) -> dict[str, Any]:
+    """DescribeCluster's kubernetesNetworkConfig: the IP family and, for an IPv4 cluster, the
+    service block chosen at creation."""
+    view: dict[str, Any] = {"ipFamily": network.get("ipFamily", "ipv4")}
+    if "serviceIpv4Cidr" in network:
+        view["serviceIpv4Cidr"] = network["serviceIpv4Cidr"]
+    if network.get("elasticLoadBalancing"):
+        view["elasticLoadBalancing"] = network["elasticLoadBalancing"]
+    return view

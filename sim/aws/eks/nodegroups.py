@@ -57,6 +57,7 @@ class NodegroupOps(EksBase):
         def ready() -> None:
             if cluster.nodegroups.get(name) is group and group["status"] == "CREATING":
                 group["status"] = "ACTIVE"
+                self.ctx.nodes_changed(cluster.name)  # its nodes join the cluster
 
         self._later(self.ctx.profile.node_boot, ready)
         return {"nodegroup": group}
@@ -84,6 +85,7 @@ class NodegroupOps(EksBase):
         def gone() -> None:
             if cluster.nodegroups.get(group["nodegroupName"]) is group:
                 del cluster.nodegroups[group["nodegroupName"]]
+                self.ctx.nodes_changed(cluster.name)  # its nodes leave the cluster
 
         self._later(self.ctx.profile.eks_delete, gone)
         return {"nodegroup": group}
@@ -108,6 +110,7 @@ class NodegroupOps(EksBase):
                 group["labels"] = labels
             group["status"] = "ACTIVE"
             group["modifiedAt"] = self.ctx.now()
+            self.ctx.nodes_changed(cluster.name)  # its nodes follow the new size and labels
 
         params = [
             {"type": k[0].upper() + k[1:], "value": str(v)} for k, v in (scaling or {}).items()
