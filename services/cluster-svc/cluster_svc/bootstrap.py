@@ -8,9 +8,11 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
 from cluster_svc.areas import (
+    adoption,
     capacity,
     dependencies,
     features,
+    governance,
     instance_groups,
     lifecycle_plans,
     nodes,
@@ -41,7 +43,9 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
                 CreateStorageBucket.__name__: create_bucket_workflow(ports.buckets),
                 DeleteStorageBucket.__name__: delete_bucket_workflow(ports.buckets),
                 CreateCluster.__name__: create_cluster_workflow(ports),
-                DeleteCluster.__name__: delete_cluster_workflow(ports),
+                DeleteCluster.__name__: delete_cluster_workflow(
+                    ports, adoption.delete_stages(aws, ports)
+                ),
                 ImportCluster.__name__: import_cluster_workflow(ports),
             }
         )
@@ -49,11 +53,13 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     return [
         lifecycle,
         lifecycle_plans.build(aws, ports),
+        adoption.build(aws, ports),
         dependencies.build(aws, ports),
         instance_groups.build(aws, ports),
         nodes.build(aws, ports),
         features.build(aws, ports),
         capacity.build(aws, ports),
+        governance.build(aws, ports),
         inspect_area(Inspector(aws)),
     ]
 

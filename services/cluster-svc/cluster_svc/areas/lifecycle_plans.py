@@ -53,6 +53,8 @@ DELETE_CALLS = {
     "hyperpod_cluster": ("sagemaker", "DeleteCluster"),
     "fsx": ("fsx", "DeleteFileSystem"),
     "dependencies": ("eks", "DeleteAddon"),
+    # Made by an adoption (a created cluster's entries go with its EKS cluster).
+    "access_entries": ("eks", "DeleteAccessEntry"),
     "eks_cluster": ("eks", "DeleteCluster"),
     "oidc_provider": ("iam", "DeleteOpenIDConnectProvider"),
     "compute_subnet": ("ec2", "DeleteSubnet"),
@@ -159,14 +161,22 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
             for stage, (service, operation) in DELETE_CALLS.items()
             if _made(outputs := cmd.resources.get(stage, {}))
         ]
+        notes = [
+            "only what Hyperpilot recorded as created is deleted; imported or shared resources are never touched"
+        ]
+        kept = (cmd.resources.get("adoption") or {}).get("kept")
+        if kept:
+            notes.append(
+                f"adopted: EKS cluster {kept.get('eks_cluster')}, VPC {kept.get('vpc_id')},"
+                f" node groups {', '.join(kept.get('nodegroups') or []) or 'none'} and add-ons"
+                f" {', '.join(kept.get('addons') or []) or 'none'} were there before and stay"
+            )
         return Plan(
             command="DeleteCluster",
             target=cmd.name,
             noop=not calls,
             calls=calls,
-            notes=[
-                "only what Hyperpilot recorded as created is deleted; imported or shared resources are never touched"
-            ],
+            notes=notes,
         )
 
     async def import_cluster(payload: dict[str, Any]) -> Plan:

@@ -110,7 +110,8 @@ def delete_feature_roles_stage(iam: identity.Iam) -> Stage:
     return Stage("delete_feature_roles", "Delete the roles managed features made", run)
 
 
-def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
+def delete_cluster_workflow(ports: ClusterPorts, extra: Iterable[Stage] = ()) -> Workflow[Any]:
+    """`extra`: other areas' delete stages (an adopted cluster's access entries)."""
     stages = [
         *dependencies.delete_stages(ports.kube, ports.addons),
         *hyperpod.delete_stages(ports.sagemaker),
@@ -119,6 +120,7 @@ def delete_cluster_workflow(ports: ClusterPorts) -> Workflow[Any]:
         *identity.delete_stages(ports.iam),
         *network.delete_stages(ports.ec2),
         delete_feature_roles_stage(ports.iam),
+        *extra,
     ]
     return Workflow(
         kind=DeleteCluster.kind(),

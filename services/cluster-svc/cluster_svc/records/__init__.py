@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster_svc.records import buckets, clusters, instance_groups
+from cluster_svc.records import adoption, buckets, clusters, instance_groups
 from cluster_svc.records.nodes import WatchedCluster, record_nodes, watched_clusters
 from shared import read_model
 from shared.stages import Workflow
@@ -20,7 +20,12 @@ from shared.stages import Workflow
 __all__ = ["HOOKS", "WatchedCluster", "record_nodes", "recorded", "watched_clusters"]
 
 # The start and finish hooks of each command type.
-HOOKS: dict[str, read_model.Writes] = {**clusters.HOOKS, **buckets.HOOKS, **instance_groups.HOOKS}
+HOOKS: dict[str, read_model.Writes] = {
+    **clusters.HOOKS,
+    **buckets.HOOKS,
+    **instance_groups.HOOKS,
+    **adoption.HOOKS,
+}
 
 
 def recorded(workflows: Mapping[str, Workflow[Any]]) -> dict[str, Workflow[Any]]:
