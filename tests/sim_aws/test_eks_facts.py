@@ -122,6 +122,17 @@ def _nodes(kubeconfig: Path) -> list[dict[str, Any]]:
     return items
 
 
+def _wait_nodes(kubeconfig: Path, count: int) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+
+    def counted() -> bool:
+        nodes[:] = _nodes(kubeconfig)
+        return len(nodes) == count
+
+    wait_for(counted, timeout=10)
+    return nodes
+
+
 def _server_version(kubeconfig: Path) -> str:
     version: str = json.loads(_kubectl(kubeconfig, "version", "-o", "json"))["serverVersion"][
         "gitVersion"
@@ -138,15 +149,16 @@ def test_version_and_service_ip_follow_describe_cluster(
     assert cluster["kubernetesNetworkConfig"]["serviceIpv4Cidr"] == "172.20.0.0/16"
     kubeconfig = _kubeconfig(cluster, tmp_path)
     assert _server_version(kubeconfig).startswith("v1.32.")
-    api = config.new_client_from_config(str(kubeconfig))
+    api = config.new_client_from_config_dict(yaml.safe_load(kubeconfig.read_text()))  # type: ignore[no-untyped-call]
     try:
         info = client.VersionApi(api).get_code()
         assert (info.major, info.minor) == ("1", "32")
-        ip = client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec.cluster_ip
+        spec = client.CoreV1Api(api).read_namespaced_service("kubernetes", "default").spec
+        assert spec is not None and spec.cluster_ip is not None
     finally:
         api.close()
     cidr = ipaddress.ip_network(cluster["kubernetesNetworkConfig"]["serviceIpv4Cidr"])
-    assert ipaddress.ip_address(ip) == next(cidr.hosts())  # the block's first address
+    assert ipaddress.ip_address(spec.cluster_ip) == next(cidr.hosts())  # its first address
 
     # the control plane upgraded by UpdateClusterVersion reports its new version
     update = eks.update_cluster_version(name=cluster["name"], version="1.33")["update"]
@@ -194,8 +206,8 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
         pods: list[dict[str, Any]] = json.loads(out)["items"]
         return pods
 
-    pending = wait_for(lambda: len(p := coredns_pods()) == 2 and p, timeout=10)
-    assert all(p["status"]["phase"] == "Pending" for p in pending)
+    wait_for(lambda: len(coredns_pods()) == 2, timeout=10)
+    assert all(p["status"]["phase"] == "Pending" for p in coredns_pods())
     wait_for(
         lambda: (
             "no nodes available to schedule pods"
@@ -232,7 +244,7 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
 
     wait_for(lambda: described()["status"] == "ACTIVE", timeout=10)
     assert eks.list_nodegroups(clusterName=name)["nodegroups"] == ["system"]
-    nodes = wait_for(lambda: len(n := _nodes(kubeconfig)) == 2 and n, timeout=10)
+    nodes = _wait_nodes(kubeconfig, 2)
     group = described()
     for node in nodes:
         labels = node["metadata"]["labels"]
@@ -258,7 +270,7 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
         labels={"addOrUpdateLabels": {"tier": "core"}, "removeLabels": ["role"]},
     )
     wait_for(lambda: described()["scalingConfig"]["desiredSize"] == 3, timeout=10)
-    three = wait_for(lambda: len(n := _nodes(kubeconfig)) == 3 and n, timeout=10)
+    three = _wait_nodes(kubeconfig, 3)
     for node in three:
         assert node["metadata"]["labels"]["tier"] == "core"
         assert "role" not in node["metadata"]["labels"]
@@ -268,7 +280,7 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
     eks.update_nodegroup_config(
         clusterName=name, nodegroupName="system", scalingConfig={"desiredSize": 1}
     )
-    one = wait_for(lambda: len(n := _nodes(kubeconfig)) == 1 and n, timeout=10)
+    one = _wait_nodes(kubeconfig, 1)
     assert one[0]["metadata"]["name"] in names
 
     # deleted: its nodes go with it
