@@ -142,6 +142,61 @@ def namespace(value: str, field: str = "namespace") -> str:
     return value
 
 
+# Task governance's names, as SageMaker and its add-on make them: a team is a compute quota's
+# ComputeQuotaTarget.TeamName and a priority class a SchedulerConfig.PriorityClasses[].Name, both
+# `[a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}?` (botocore's sagemaker model); the add-on makes the team's
+# namespace `hyperpod-ns-<team>` with the LocalQueue `hyperpod-ns-<team>-localqueue`, and one
+# WorkloadPriorityClass `<class>-priority` per priority class, which a workload names in the labels
+# `kueue.x-k8s.io/queue-name` and `kueue.x-k8s.io/priority-class`
+# (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-tasks.html).
+GOVERNED_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
+_GOVERNED_NAME = re.compile(GOVERNED_NAME_PATTERN)
+TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def team_name(value: str, field: str = "team") -> str:
+    """`value` if it is a task-governance team name (a compute quota's TeamName)."""
+    if not _GOVERNED_NAME.match(value):
+        raise _refuse(
+            field,
+            value,
+            "is not a team name",
+            "use at most 40 lowercase letters, digits and '-', starting and ending with a letter"
+            " or digit (the team's namespace is hyperpod-ns-<team>)",
+        )
+    return value
+
+
+def priority_class_name(value: str, field: str = "priority") -> str:
+    """`value` if it is a task-governance priority class name."""
+    if not _GOVERNED_NAME.match(value):
+        raise _refuse(
+            field,
+            value,
+            "is not a priority class name",
+            "use at most 40 lowercase letters, digits and '-', starting and ending with a letter"
+            " or digit, as the cluster's scheduler config names it",
+        )
+    return value
+
+
+def team_namespace(team: str) -> str:
+    """The namespace task governance makes for a team, and its workloads go into."""
+    return TEAM_NAMESPACE_PREFIX + team_name(team)
+
+
+def team_queue(team: str) -> str:
+    """The team's Kueue LocalQueue (in the team's namespace)."""
+    return team_namespace(team) + "-localqueue"
+
+
+def priority_class_object(priority: str) -> str:
+    """The WorkloadPriorityClass task governance makes for a priority class."""
+    return priority_class_name(priority) + "-priority"
+
+
 def path_segment(value: str, field: str) -> str:
     """One URL path segment, percent-encoded: never '.', '..' or empty, so it cannot climb."""
     if value in ("", ".", "..") or "\\" in value or "\x00" in value:

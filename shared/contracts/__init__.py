@@ -8,6 +8,7 @@ from shared.contracts import (  # noqa: F401
     cluster,
     dependencies,
     features,
+    governance,
     inference,
     instance_groups,
     nodes,

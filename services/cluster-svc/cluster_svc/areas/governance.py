@@ -1,0 +1,168 @@
+"""The task-governance area: the UpdateTaskGovernance, CreateTeam, UpdateTeam and DeleteTeam
+workflows and their dry runs (also the gateway's verdict: a rule broken on a field is a 422
+naming it), and the live reads `qry.cluster.teams` (the scheduler config and every team's
+compute quota) and `qry.cluster.pending` (why a job waits)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.governance import LiveGovernance, kueue_objects, namespace_events
+from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, HyperPodNodes
+from cluster_svc.adapters.k8s import EksKubeFactory
+from cluster_svc.areas import Area
+from cluster_svc.areas.capacity import _all_pods
+from cluster_svc.domain.capacity import cluster_capacity
+from cluster_svc.domain.cluster_workflow import ClusterPorts
+from cluster_svc.domain.features.steps import Step
+from cluster_svc.domain.governance.actual import GovernanceActual
+from cluster_svc.domain.governance.pending import JobRef, PendingFacts, explain
+from cluster_svc.domain.governance.stages import workflows
+from cluster_svc.domain.governance.steps import (
+    GovernanceRefusal,
+    create_team_steps,
+    delete_team_steps,
+    governance_plan,
+    team_plan,
+    teams_read,
+    update_team_steps,
+)
+from shared.contracts.governance import (
+    CreateTeam,
+    DeleteTeam,
+    GovernanceTarget,
+    UpdateTaskGovernance,
+    UpdateTeam,
+)
+from shared.contracts.plan import Plan
+from shared.contracts.subjects import query_subject
+from shared.queries import BadRequest
+
+TEAMS = query_subject("cluster", "teams")
+PENDING = query_subject("cluster", "pending")
+
+
+def _invalid(exc: ValidationError, what: str) -> BadRequest:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or what
+    return BadRequest(f"{what}.{where}: {first['msg']}", f"send a valid {what}")
+
+
+def _refused(exc: GovernanceRefusal) -> BadRequest:
+    return BadRequest(exc.message, exc.hint or "", [exc.to_field()])
+
+
+def build(aws: AwsClients, ports: ClusterPorts) -> Area:
+    live = LiveGovernance(aws)
+    kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
+    nodes_port = HyperPodNodes(aws, kube)
+
+    def planner(
+        kind: type[Any], plan_of: Callable[[Any, GovernanceActual], Plan]
+    ) -> Callable[[dict[str, Any]], Any]:
+        async def plan(payload: dict[str, Any]) -> Plan:
+            try:
+                command = kind.from_payload(payload)
+            except ValidationError as exc:
+                raise _invalid(exc, "command") from exc
+            actual = await live.observe(command.target)
+            try:
+                return plan_of(command, actual)
+            except GovernanceRefusal as exc:
+                raise _refused(exc) from exc
+
+        return plan
+
+    def team_plan_of(
+        name: str, decide: Callable[[Any, GovernanceActual], list[Step]], settings: Any
+    ) -> Callable[[Any, GovernanceActual], Plan]:
+        def plan_of(command: Any, actual: GovernanceActual) -> Plan:
+            team = command.team.name if name == "CreateTeam" else command.team
+            return team_plan(name, actual, team, decide(command, actual), settings(command))
+
+        return plan_of
+
+    def _target(request: dict[str, Any]) -> GovernanceTarget:
+        try:
+            return GovernanceTarget.from_payload(request.get("target") or {})
+        except ValidationError as exc:
+            raise _invalid(exc, "target") from exc
+
+    async def teams(request: dict[str, Any]) -> Any:
+        return teams_read(await live.observe(_target(request)))
+
+    async def pending(request: dict[str, Any]) -> Any:
+        target = _target(request)
+        job = request.get("job") or {}
+        try:
+            ref = JobRef(
+                cluster=target.cluster,
+                name=str(job["name"]),
+                namespace=str(job["namespace"]),
+                kind=str(job["kind"]),
+                api_version=str(job["api_version"]),
+            )
+        except KeyError as exc:
+            raise BadRequest(
+                f"job.{exc.args[0]} is required",
+                "ask through GET /api/v1/clusters/{name}/jobs/{job}/pending",
+            ) from exc
+        client = kube(await nodes_port.eks_access(target.eks_cluster))
+        obj, actual = await asyncio.gather(
+            client.get(ref.api_version, ref.kind, ref.name, ref.namespace), live.observe(target)
+        )
+        workloads, queues, classes, events, nodes, pods = await asyncio.gather(
+            kueue_objects(client, "workloads"),
+            kueue_objects(client, "clusterqueues"),
+            kueue_objects(client, "workloadpriorityclasses"),
+            namespace_events(client, ref.namespace),
+            client.nodes(HYPERPOD_NODE_SELECTOR),
+            _all_pods(client),
+        )
+        facts = PendingFacts(
+            job=obj,
+            workloads=workloads,
+            cluster_queues=queues,
+            priority_classes={
+                str(c["metadata"]["name"]): int(c.get("value") or 0) for c in classes
+            },
+            quotas=actual.quotas,
+            capacity=cluster_capacity(target.cluster, nodes, pods),
+            events=events,
+        )
+        return explain(ref, facts).model_dump(mode="json")
+
+    return Area(
+        workflows=workflows(live),
+        planners={
+            UpdateTaskGovernance.__name__: planner(
+                UpdateTaskGovernance, lambda c, a: governance_plan(a, c.change)
+            ),
+            CreateTeam.__name__: planner(
+                CreateTeam,
+                team_plan_of(
+                    "CreateTeam", lambda c, a: create_team_steps(a, c.team), lambda c: c.team
+                ),
+            ),
+            UpdateTeam.__name__: planner(
+                UpdateTeam,
+                team_plan_of(
+                    "UpdateTeam",
+                    lambda c, a: update_team_steps(a, c.team, c.change),
+                    lambda c: c.change,
+                ),
+            ),
+            DeleteTeam.__name__: planner(
+                DeleteTeam,
+                team_plan_of(
+                    "DeleteTeam", lambda c, a: delete_team_steps(a, c.team), lambda c: None
+                ),
+            ),
+        },
+        read_routes={TEAMS: teams, PENDING: pending},
+    )
