@@ -27,6 +27,7 @@ from sim.aws.hyperpod import HyperPod
 from sim.aws.inventory import moto_inventory
 from sim.aws.sagemaker_extras import SageMakerExtras
 from sim.aws.service_quotas import ServiceQuotas
+from sim.aws.task_governance import TaskGovernance
 from sim.interfaces import KubeHooks
 from sim.profile import TimeProfile
 
@@ -61,11 +62,13 @@ class SimulatedAws:
         self.hyperpod = HyperPod(self.ctx, self.eks)
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
         self.service_quotas = ServiceQuotas(self.ctx)
+        self.task_governance = TaskGovernance(self.ctx, self.hyperpod, self.eks)
         handlers: dict[tuple[str, str], Handler] = {}
         for service, ops in (
             ("eks", self.eks.operations()),
             ("sagemaker", self.hyperpod.operations()),
             ("sagemaker", self.sagemaker_extras.operations()),
+            ("sagemaker", self.task_governance.operations()),
             ("service-quotas", self.service_quotas.operations()),
         ):
             handlers.update({(service, name): handler for name, handler in ops.items()})

@@ -6,10 +6,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from sim.governance import SchedulerPolicy, TeamQuota
 from sim.interfaces import ClusterEndpoint, SimNode
 from sim.k8s.facts import STANDALONE, ClusterFacts
 from sim.k8s.files import SharedFiles
 from sim.k8s.node_faults import clear_node_fault, record_node_fault
+from sim.k8s.operators import task_governance
 from sim.k8s.server import ApiServer
 from sim.profile import TimeProfile
 
@@ -102,6 +104,13 @@ class KubeWorld:
     def install(self, cluster_name: str, component: str) -> None:
         """Install an operator or EKS add-on (by component or add-on name) on a cluster."""
         self.api_server(cluster_name).install(component)
+
+    def sync_task_governance(
+        self, cluster_name: str, policy: SchedulerPolicy | None, teams: list[TeamQuota]
+    ) -> None:
+        """HyperPod task governance changed: render it (sim.governance.TaskGovernanceHooks)."""
+        server = self.api_server(cluster_name)
+        server.run_on_loop(task_governance.sync, server, policy, teams)
 
     def close(self) -> None:
         with self.lock:

@@ -11,7 +11,7 @@ from sim.k8s.controllers.base import (
     template_pod,
 )
 from sim.k8s.controllers.workloads import active, pod_ready
-from sim.k8s.store import Obj, WatchEvent
+from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
 
 COUNTED = "batch.kubernetes.io/job-tracking"
@@ -45,9 +45,22 @@ class JobController(Controller):
 
     def reconcile(self, job: Obj) -> None:
         spec = job["spec"]
-        status = dict(job.get("status") or {})
+        status = clone(job.get("status") or {})
         if not spec.get("suspend"):  # a suspended job has not started (job controller syncJob)
             status.setdefault("startTime", now_iso())
+            if (c := condition(job, "Suspended")) is not None and c.get("status") == "True":
+                set_condition(status, "Suspended", "False", "JobResumed", "Job resumed")
+                self.event(job, "Resumed", "Job resumed")
+        elif not finished(job):
+            # https://kubernetes.io/docs/concepts/workloads/controllers/job/#suspending-a-job:
+            # suspending a Job deletes its active Pods and resets its start time
+            for pod in self.children("pods", job):
+                if active(pod):
+                    self.delete("pods", pod)
+            status.pop("startTime", None)
+            if (c := condition(job, "Suspended")) is None or c.get("status") != "True":
+                set_condition(status, "Suspended", "True", "JobSuspended", "Job suspended")
+                self.event(job, "Suspended", "Job suspended")
         pods = self.children("pods", job)
         succeeded = int(status.get("succeeded", 0))
         failed = int(status.get("failed", 0))

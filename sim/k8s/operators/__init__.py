@@ -9,6 +9,7 @@ from sim.k8s.operators.inference import InferenceOperator
 from sim.k8s.operators.irsa import irsa_admission
 from sim.k8s.operators.karpenter import KarpenterOperator
 from sim.k8s.operators.keda import KedaOperator
+from sim.k8s.operators.kueue import KueueController, admission_webhook
 from sim.k8s.operators.ray import KubeRayOperator
 
 if TYPE_CHECKING:
@@ -20,10 +21,13 @@ def all_operators(server: ApiServer) -> list[Controller]:
 
     admit: Any = irsa_admission(server)
     server.api.admission.append(admit)
+    kueue_webhook: Any = admission_webhook(server)
+    server.api.admission.append(kueue_webhook)
     return [
         HyperPodTrainingOperator(server),
         KubeRayOperator(server),
         KedaOperator(server),
         InferenceOperator(server),
         KarpenterOperator(server),
+        KueueController(server),
     ]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.k8s.errors import ApiError
 from sim.k8s.operators.crds import ALL_CRDS
+from sim.k8s.operators.kueue_crds import KUEUE_CRDS
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -137,15 +138,17 @@ COMPONENTS: dict[str, Component] = {
         ),
         csi_driver="ebs.csi.aws.com",
     ),
+    # the task-governance add-on runs Kueue (its CRDs and controller manager)
     "hyperpod-task-governance": Component(
-        workloads=(
+        tuple(KUEUE_CRDS),
+        (
             (
                 "kueue-system",
                 "Deployment",
                 "kueue-controller-manager",
                 "registry.k8s.io/kueue/kueue:v0.12.3",
             ),
-        )
+        ),
     ),
     "hyperpod-observability": Component(
         workloads=(
@@ -231,7 +234,7 @@ def install(server: ApiServer, component: str) -> None:
         known = sorted(set(COMPONENTS) | set(ADDON_COMPONENTS) | BUILTIN_ADDONS)
         raise ValueError(f"unknown component {component!r}: one of {known}") from None
     for crd in spec.crds:
-        _ensure(server, ALL_CRDS[crd])
+        _ensure(server, ALL_CRDS.get(crd) or KUEUE_CRDS[crd])
     for namespace, kind, name, image in spec.workloads:
         if server.store.get("namespaces", "", namespace) is None:
             _ensure(
