@@ -19,6 +19,9 @@ on a distinct physical GPU of one node with that much memory and that many cores
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from shared.validation import RuleViolation
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -92,3 +95,83 @@ def check_mig_profile(instance_type: str, profile: str, where: str) -> None:
             f"{where}: {profile} is not a MIG profile of {instance_type}'s GPUs",
             f"use one of {', '.join(profiles)}",
         )
+
+
+MAX_GPU_MEMORY_MIB = 200_000  # more than any one GPU HyperPod offers (B200: 180 GB)
+
+
+def check_share(
+    gpus: int,
+    mig_profile: str | None,
+    gpu_memory_mib: int | None,
+    gpu_cores: int | None,
+    prefix: str,
+) -> None:
+    """The rules of one pod's GPU request: whole GPUs, MIG partitions (`gpus` counts partitions
+    of `mig_profile`) or HAMi shares (`gpus` virtual GPUs, each with the memory and cores given)."""
+    shares = [f for f, v in (("gpu_memory_mib", gpu_memory_mib), ("gpu_cores", gpu_cores)) if v]
+    if mig_profile is not None and shares:
+        raise RuleViolation(
+            f"{prefix}mig_profile and {prefix}{shares[0]} ask for two kinds of fractional GPU",
+            "use a MIG partition (mig_profile) or a HAMi share (gpu_memory_mib, gpu_cores), not both",
+        )
+    if (mig_profile is not None or shares) and gpus < 1:
+        what = "MIG partitions" if mig_profile else "HAMi virtual GPUs"
+        raise RuleViolation(
+            f"{prefix}gpus is {gpus}, but it counts the {what} of each pod",
+            f"set {prefix}gpus to at least 1",
+        )
+
+
+def accelerator_amounts(
+    gpus: int, mig_profile: str | None, gpu_memory_mib: int | None, gpu_cores: int | None
+) -> dict[str, str]:
+    """The extended resources a pod's container requests (and limits: they cannot overcommit)."""
+    if gpus < 1:
+        return {}
+    if mig_profile is not None:
+        return {mig_resource(mig_profile): str(gpus)}
+    amounts = {HAMI_GPU: str(gpus)}
+    if gpu_memory_mib:
+        amounts[HAMI_MEMORY] = str(gpu_memory_mib)
+    if gpu_cores:
+        amounts[HAMI_CORES] = str(gpu_cores)
+    return amounts
+
+
+HAMI_REGISTER = "hami.io/node-nvidia-register"
+
+
+def _count(value: object) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def node_fractions(nodes: list[dict[str, Any]]) -> tuple[dict[str, int], int, int]:
+    """What a set of nodes (one group's, or one instance type's) offers each pod at most: the
+    MIG partitions by resource (the fewest over the nodes), HAMi's devices per node and the
+    smallest device's memory in MiB (0, 0 when a node has no HAMi device)."""
+    partitions: dict[str, int] | None = None
+    devices: list[int] = []
+    memory: list[int] = []
+    for node in nodes:
+        alloc = (node.get("status") or {}).get("allocatable") or {}
+        found = {
+            k: _count(v) for k, v in alloc.items() if k.startswith("nvidia.com/mig-") and _count(v)
+        }
+        partitions = (
+            found
+            if partitions is None
+            else {k: min(v, found[k]) for k, v in partitions.items() if k in found}
+        )
+        raw = ((node.get("metadata") or {}).get("annotations") or {}).get(HAMI_REGISTER)
+        try:
+            registered = json.loads(raw) if raw else []
+        except ValueError:
+            registered = []
+        devices.append(len(registered))
+        memory.extend(int(d.get("devmem", 0)) for d in registered if isinstance(d, dict))
+    hami = min(devices) if devices else 0
+    return partitions or {}, hami, (min(memory) if hami and memory else 0)

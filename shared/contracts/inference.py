@@ -32,6 +32,12 @@ from shared.boundary import namespace as user_namespace
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, NAME_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
+from shared.contracts.gpu import (
+    MAX_GPU_MEMORY_MIB,
+    MIG_PROFILE_PATTERN,
+    accelerator_amounts,
+    check_share,
+)
 from shared.contracts.spec import Spec
 from shared.secrets import check_env
 from shared.validation import RuleViolation
@@ -442,6 +448,27 @@ class EndpointSpec(Spec):
     service: ServiceShape = "internal"
     router: RouterSpec | None = None
     autoscaling: AutoscalingSpec | None = None
+    mig_profile: str | None = Field(
+        None,
+        pattern=MIG_PROFILE_PATTERN,
+        description="serve on MIG partitions of this profile (gpus counts them), e.g. "
+        "mig-1g.10gb, on nodes of an instance group partitioned into it",
+    )
+    gpu_memory_mib: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPU_MEMORY_MIB,
+        description="HAMi: device memory of each virtual GPU, MiB (nvidia.com/gpumem)",
+    )
+    gpu_cores: int | None = Field(
+        None, ge=1, le=100, description="HAMi: percent of one GPU's cores (nvidia.com/gpucores)"
+    )
+
+    def accelerators(self, gpus: int | None = None) -> dict[str, str]:
+        """The GPU resources of one worker (whole GPUs, MIG partitions or HAMi shares)."""
+        return accelerator_amounts(
+            gpus or self.gpus or 0, self.mig_profile, self.gpu_memory_mib, self.gpu_cores
+        )
 
     @field_validator("namespace")
     @classmethod
@@ -484,6 +511,12 @@ class EndpointSpec(Spec):
 
     @model_validator(mode="after")
     def _shape(self) -> Self:
+        check_share(self.gpus or 0, self.mig_profile, self.gpu_memory_mib, self.gpu_cores, "")
+        if self.kind == "jumpstart" and (self.mig_profile or self.gpu_memory_mib or self.gpu_cores):
+            raise RuleViolation(
+                "a JumpStartModel's server takes whole GPUs of its instance type",
+                "drop mig_profile, gpu_memory_mib and gpu_cores, or use kind managed",
+            )
         if self.kind == "jumpstart" and self.fallback_instance_types:
             raise RuleViolation(
                 "a JumpStartModel runs on one instance type (server.instanceType)",

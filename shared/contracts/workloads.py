@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -26,6 +26,12 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from shared.boundary import DNS_SUBDOMAIN_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
+from shared.contracts.gpu import (
+    MAX_GPU_MEMORY_MIB,
+    MIG_PROFILE_PATTERN,
+    accelerator_amounts,
+    check_share,
+)
 from shared.contracts.spec import Spec
 from shared.secrets import HINT, check_env, secret_name, secret_shape
 from shared.validation import RuleViolation
@@ -97,7 +103,13 @@ def shared_path(value: str, field: str) -> str:
 
 
 class Resources(Spec):
-    gpus: int = Field(1, ge=0, le=64, description="nvidia.com/gpu per pod")
+    gpus: int = Field(
+        1,
+        ge=0,
+        le=64,
+        description="nvidia.com/gpu per pod; with mig_profile the MIG partitions per pod; "
+        "with gpu_memory_mib/gpu_cores the HAMi virtual GPUs per pod",
+    )
     efa: int = Field(0, ge=0, le=32, description="vpc.amazonaws.com/efa interfaces per pod")
     cpu: str | None = Field(
         None, pattern=r"^[0-9]+(\.[0-9]+|m)?$", description="CPU request, e.g. 8 or 500m"
@@ -105,6 +117,30 @@ class Resources(Spec):
     memory: str | None = Field(
         None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$", description="memory request, e.g. 64Gi"
     )
+    mig_profile: str | None = Field(
+        None,
+        pattern=MIG_PROFILE_PATTERN,
+        description="request MIG partitions (nvidia.com/mig-<profile>) of a group partitioned "
+        "into this profile, e.g. mig-1g.10gb",
+    )
+    gpu_memory_mib: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPU_MEMORY_MIB,
+        description="HAMi: device memory of each virtual GPU, MiB (nvidia.com/gpumem)",
+    )
+    gpu_cores: int | None = Field(
+        None, ge=1, le=100, description="HAMi: percent of one GPU's cores (nvidia.com/gpucores)"
+    )
+
+    @model_validator(mode="after")
+    def _share(self) -> Self:
+        check_share(self.gpus, self.mig_profile, self.gpu_memory_mib, self.gpu_cores, "resources.")
+        return self
+
+    def accelerators(self) -> dict[str, str]:
+        """The GPU resources of each pod's container (whole GPUs, partitions or shares)."""
+        return accelerator_amounts(self.gpus, self.mig_profile, self.gpu_memory_mib, self.gpu_cores)
 
 
 class RestartPolicy(Spec):

@@ -18,6 +18,7 @@ from inference_svc.domain.render import (
     service_name,
 )
 from inference_svc.domain.status import Observed, observe_deployment, observe_operator
+from shared.contracts.gpu import node_fractions
 from shared.contracts.inference import EndpointSpec
 from shared.errors import PermanentError
 
@@ -104,11 +105,20 @@ class Clusters:
     async def facts(self, cluster: str, spec: EndpointSpec) -> ClusterFacts:
         kube = await self.kube(cluster)
         gpus: dict[str, int] = {}
+        partitions: dict[str, dict[str, int]] = {}
+        hami: dict[str, tuple[int, int]] = {}
         for node in await kube.nodes(HYPERPOD_NODES):
             labels = (node.get("metadata") or {}).get("labels") or {}
             instance_type = labels.get(INSTANCE_TYPE_LABEL)
             if instance_type:
-                gpus[instance_type] = min(gpus.get(instance_type, 1 << 30), _gpus(node))
+                # the most one node of the type offers: its groups may be partitioned apart
+                gpus[instance_type] = max(gpus.get(instance_type, 0), _gpus(node))
+                offered, devices, memory = node_fractions([node])
+                held = partitions.setdefault(instance_type, {})
+                for resource, count in offered.items():
+                    held[resource] = max(held.get(resource, 0), count)
+                if devices and (devices, memory) > hami.get(instance_type, (0, 0)):
+                    hami[instance_type] = (devices, memory)
         served: set[str] = set()
         for api, kind in served_kinds():
             if await kube.serves(api, kind):
@@ -130,6 +140,8 @@ class Clusters:
         return ClusterFacts(
             cluster=cluster,
             gpus_by_instance_type=gpus,
+            partitions_by_instance_type=partitions,
+            hami_by_instance_type=hami,
             served=frozenset(served),
             actual=actual,
             recorded=recorded,

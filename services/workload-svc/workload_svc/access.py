@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from shared.contracts.gpu import node_fractions
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM
 from shared.errors import PermanentError
 from workload_svc import records
@@ -180,12 +181,16 @@ class Clusters:
                 else None
             )
             published = accelerators(instance_type)
+            partitions, hami_devices, hami_memory = node_fractions(members)
             groups[group_name] = GroupFacts(
                 name=group_name,
                 instance_type=instance_type,
                 nodes=len(members),
                 gpus_per_node=min(gpus) if gpus else (published[0] if published else None),
                 efa_per_node=min(efa) if efa else (published[1] if published else None),
+                partitions=partitions,
+                hami_devices=hami_devices,
+                hami_memory_mib=hami_memory,
             )
         kinds: set[str] = set()
         for api, served in ((HPJ_API, HPJ_KIND), (RAY_API, RAY_KIND)):

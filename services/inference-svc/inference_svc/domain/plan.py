@@ -25,6 +25,7 @@ from inference_svc.domain.render import (
     render,
     scale_target,
 )
+from shared.contracts.gpu import mig_resource
 from shared.contracts.inference import EndpointSpec
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
 from shared.errors import PermanentError
@@ -45,6 +46,10 @@ class ClusterFacts:
     actual: dict[tuple[str, str], KubeObject] = field(default_factory=dict)  # (kind, name) -> obj
     # Objects an earlier deploy of the endpoint made that exist still: {api_version, kind, name}.
     recorded: list[dict[str, str]] = field(default_factory=list)
+    # instance type -> the most nvidia.com/mig-<profile> one of its nodes advertises
+    partitions_by_instance_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    # instance type -> (HAMi devices of one node, MiB of its smallest device); absent: no HAMi
+    hami_by_instance_type: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def rule(field_name: str, message: str, hint: str) -> PermanentError:
@@ -60,6 +65,59 @@ def checked_pool_model(spec: EndpointSpec, model: str) -> PoolModel:
         raise rule("model", str(exc), exc.hint) from exc
 
 
+def _fraction_checked(
+    spec: EndpointSpec, facts: ClusterFacts, instance_type: str, where: str
+) -> bool:
+    """MIG partitions and HAMi shares against the nodes of `instance_type`; True when the
+    endpoint asks for them (and so they, not whole GPUs, were checked)."""
+    gpus = spec.gpus or 0
+    if spec.mig_profile is not None:
+        resource = mig_resource(spec.mig_profile)
+        offered = facts.partitions_by_instance_type.get(instance_type, {})
+        have = offered.get(resource, 0)
+        if have == 0:
+            listed = ", ".join(sorted(offered)) or "none (whole GPUs)"
+            raise rule(
+                "mig_profile" if where == "instance_type" else where,
+                f"no {instance_type} node of cluster {facts.cluster} advertises {resource}"
+                f" (their MIG partitions: {listed})",
+                f"partition an instance group of {instance_type} into {spec.mig_profile}"
+                " (its mig_profile), or request a partition its nodes have",
+            )
+        if gpus > have:
+            raise rule(
+                "gpus",
+                f"{gpus} {resource} per replica exceed the {have} of one {instance_type} node",
+                f"set gpus to at most {have}",
+            )
+        return True
+    if spec.gpu_memory_mib is None and spec.gpu_cores is None:
+        return False
+    devices, memory = facts.hami_by_instance_type.get(instance_type, (0, 0))
+    if devices == 0:
+        raise rule(
+            "gpu_memory_mib" if spec.gpu_memory_mib is not None else "gpu_cores",
+            f"HAMi does not share the GPUs of the {instance_type} nodes of {facts.cluster}",
+            "install HAMi (its device plugin runs on nodes labelled gpu=on), or request whole"
+            " GPUs (drop gpu_memory_mib and gpu_cores)",
+        )
+    if gpus > devices:
+        raise rule(
+            "gpus",
+            f"{gpus} virtual GPUs need {gpus} distinct GPUs, but a {instance_type} node has"
+            f" {devices}",
+            f"set gpus to at most {devices}",
+        )
+    if (spec.gpu_memory_mib or 0) > memory:
+        raise rule(
+            "gpu_memory_mib",
+            f"{spec.gpu_memory_mib} MiB per virtual GPU, but a GPU of {instance_type} has"
+            f" {memory} MiB",
+            f"set gpu_memory_mib to at most {memory}",
+        )
+    return True
+
+
 def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
     types = facts.gpus_by_instance_type
     offered = ", ".join(sorted(types)) or "no HyperPod node yet"
@@ -72,6 +130,8 @@ def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
                 f"use one of: {offered}; or add an instance group of {instance_type} first",
             )
         per_node = types[instance_type]
+        if _fraction_checked(spec, facts, instance_type, where):
+            continue
         if spec.gpus is not None and spec.gpus > per_node:
             raise rule(
                 "gpus" if index == 0 else where,

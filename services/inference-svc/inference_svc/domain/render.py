@@ -175,7 +175,7 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
     pod_labels = selector | {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "worker"}
     if spec.service == "model_pool":
         pod_labels[MODEL_LABEL] = UNASSIGNED
-    gpus = str(spec.gpus)
+    amounts = spec.accelerators()
     container: KubeObject = {
         "name": "server",
         "image": spec.container.image_or_default(),
@@ -183,7 +183,7 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
         "args": args,
         "ports": [{"name": "http", "containerPort": port}],
         "env": _env(spec),
-        "resources": {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}},
+        "resources": {"requests": dict(amounts), "limits": dict(amounts)},
         "readinessProbe": {
             "httpGet": {"path": "/health", "port": port},
             "periodSeconds": 10,
@@ -446,11 +446,11 @@ def _cloudwatch(trigger: CloudWatchTrigger) -> KubeObject:
     }
 
 
-def _pd_role(role: PdRole, gpus: int | None, instance_types: list[str]) -> KubeObject:
-    count = str(role.gpus or gpus)
+def _pd_role(role: PdRole, spec: EndpointSpec, instance_types: list[str]) -> KubeObject:
+    amounts = spec.accelerators(role.gpus)
     body: KubeObject = {
         "replicas": role.replicas,
-        "resources": {"requests": {"nvidia.com/gpu": count}, "limits": {"nvidia.com/gpu": count}},
+        "resources": {"requests": dict(amounts), "limits": dict(amounts)},
     }
     if role.args:
         body["args"] = list(role.args)
@@ -464,8 +464,8 @@ def _pd_spec(spec: EndpointSpec, pd: PdSpec) -> KubeObject:
     GPUs and extra vLLM args, the token threshold of remote prefill and same-AZ placement."""
     types = spec.instance_types()
     return {
-        "prefillSpec": _pd_role(pd.prefill, spec.gpus, types),
-        "decodingSpec": _pd_role(pd.decode, spec.gpus, types),
+        "prefillSpec": _pd_role(pd.prefill, spec, types),
+        "decodingSpec": _pd_role(pd.decode, spec, types),
         "routingThreshold": pd.routing_threshold,
         "topologySpec": {"sameAZ": pd.same_az},
     }
@@ -541,7 +541,7 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
         source_config["huggingFaceModel"] = {"modelId": source.hf_model_id}
     if source.model_location:
         source_config["modelLocation"] = source.model_location
-    gpus = str(spec.gpus)
+    amounts = spec.accelerators()
     body: KubeObject = {
         "modelName": managed.model_name,
         "endpointName": spec.name,
@@ -557,7 +557,7 @@ def endpoint_config(spec: EndpointSpec) -> KubeObject:
             or "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.32.0-lmi14.0.0-cu124",
             "modelInvocationPort": {"containerPort": 8080, "name": "http"},
             "modelVolumeMount": {"name": "model-weights", "mountPath": "/opt/ml/model"},
-            "resources": {"requests": {"nvidia.com/gpu": gpus}, "limits": {"nvidia.com/gpu": gpus}},
+            "resources": {"requests": dict(amounts), "limits": dict(amounts)},
             "environmentVariables": [
                 {"name": "OPTION_ROLLING_BATCH", "value": "vllm"},
                 {"name": "SM_MODEL_ID", "value": managed.model_name},

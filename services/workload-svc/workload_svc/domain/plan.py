@@ -9,8 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.contracts.gpu import mig_resource
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
-from shared.contracts.workloads import NAMESPACE, S3_CLAIM, JobBase, ModelDownloadSpec
+from shared.contracts.workloads import (
+    NAMESPACE,
+    S3_CLAIM,
+    JobBase,
+    ModelDownloadSpec,
+    Resources,
+)
 from shared.errors import PermanentError
 from workload_svc.domain.elastic_rules import HyperPodFacts, check_elastic
 from workload_svc.domain.render import (
@@ -36,6 +43,11 @@ class GroupFacts:
     nodes: int  # HyperPod nodes of the group registered in Kubernetes
     gpus_per_node: int | None  # allocatable nvidia.com/gpu on the group's nodes (None: no node)
     efa_per_node: int | None
+    # allocatable nvidia.com/mig-<profile> on each of the group's nodes (the fewest)
+    partitions: dict[str, int] = field(default_factory=dict)
+    # HAMi's registered devices per node and the memory (MiB) of the smallest (0: no HAMi)
+    hami_devices: int = 0
+    hami_memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,8 +68,65 @@ def violation(field_name: str, message: str, hint: str) -> PermanentError:
     return PermanentError("InvalidJob", f"{field_name}: {message}", hint)
 
 
+def check_fractions(group: str, facts_of: GroupFacts, resources: Resources) -> bool:
+    """The rules of MIG partitions and HAMi shares against the group's nodes; True when the
+    request is fractional (and so checked here, not as whole GPUs)."""
+    gpus = resources.gpus
+    label = facts_of.instance_type or "its instance type"
+    if resources.mig_profile is not None:
+        resource = mig_resource(resources.mig_profile)
+        have = facts_of.partitions.get(resource, 0)
+        if have == 0:
+            offered = ", ".join(sorted(facts_of.partitions)) or "none (whole GPUs)"
+            raise violation(
+                "resources.mig_profile",
+                f"the nodes of group {group} ({label}) advertise no {resource}"
+                f" (their MIG partitions: {offered})",
+                f"use a group partitioned into {resources.mig_profile} (instance group"
+                " mig_profile), or request one of the partitions it has",
+            )
+        if gpus > have:
+            raise violation(
+                "resources.gpus",
+                f"{gpus} {resource} per pod, but a node of group {group} has {have}",
+                f"request at most {have} partitions per pod, or use more replicas",
+            )
+        return True
+    if resources.gpu_memory_mib is None and resources.gpu_cores is None:
+        return False
+    if facts_of.hami_devices == 0:
+        raise violation(
+            "resources.gpu_memory_mib"
+            if resources.gpu_memory_mib is not None
+            else "resources.gpu_cores",
+            f"HAMi does not share the GPUs of group {group}: its nodes register no HAMi device",
+            "install HAMi (its device plugin runs on nodes labelled gpu=on: set that label on"
+            " the group), or request whole GPUs (drop gpu_memory_mib and gpu_cores)",
+        )
+    if gpus > facts_of.hami_devices:
+        raise violation(
+            "resources.gpus",
+            f"{gpus} virtual GPUs per pod need {gpus} distinct GPUs, but a node of group {group}"
+            f" has {facts_of.hami_devices}",
+            f"request at most {facts_of.hami_devices} virtual GPUs per pod",
+        )
+    if (resources.gpu_memory_mib or 0) > facts_of.hami_memory_mib:
+        raise violation(
+            "resources.gpu_memory_mib",
+            f"{resources.gpu_memory_mib} MiB per virtual GPU, but a GPU of group {group} has"
+            f" {facts_of.hami_memory_mib} MiB",
+            f"request at most {facts_of.hami_memory_mib} MiB",
+        )
+    return True
+
+
 def check_placement(
-    group: str | None, gpus: int, efa: int, replicas: int, facts: ClusterFacts
+    group: str | None,
+    gpus: int,
+    efa: int,
+    replicas: int,
+    facts: ClusterFacts,
+    resources: Resources | None = None,
 ) -> list[str]:
     notes: list[str] = []
     if not facts.storage:
@@ -79,18 +148,37 @@ def check_placement(
             " (POST /api/v1/clusters/{name}/instance-groups)",
         )
     label = f"{facts_of.instance_type or 'its instance type'}"
-    if facts_of.gpus_per_node is None:
+    fractional = resources is not None and (
+        resources.mig_profile is not None
+        or resources.gpu_memory_mib is not None
+        or resources.gpu_cores is not None
+    )
+    if fractional and facts_of.nodes == 0:
         notes.append(
-            f"group {group} has no registered node and {label} is not a known type:"
-            " GPU counts not checked"
+            f"group {group} has no registered node: its MIG partitions or HAMi devices are"
+            " not known yet, the request is not checked against them"
         )
-        return notes
-    if gpus > facts_of.gpus_per_node:
-        raise violation(
-            "resources.gpus",
-            f"{gpus} GPUs per pod, but {label} in group {group} has {facts_of.gpus_per_node}",
-            f"request at most {facts_of.gpus_per_node} GPUs per pod, or use more replicas",
-        )
+    elif not (resources is not None and check_fractions(group, facts_of, resources)):
+        if facts_of.gpus_per_node is None:
+            notes.append(
+                f"group {group} has no registered node and {label} is not a known type:"
+                " GPU counts not checked"
+            )
+            return notes
+        if gpus and facts_of.gpus_per_node == 0 and facts_of.partitions:
+            offered = ", ".join(sorted(facts_of.partitions))
+            raise violation(
+                "resources.gpus",
+                f"the GPUs of group {group} are partitioned ({offered}): no whole GPU is left",
+                "request partitions (resources.mig_profile, with gpus counting them), or use a"
+                " group of whole GPUs",
+            )
+        if gpus > facts_of.gpus_per_node:
+            raise violation(
+                "resources.gpus",
+                f"{gpus} GPUs per pod, but {label} in group {group} has {facts_of.gpus_per_node}",
+                f"request at most {facts_of.gpus_per_node} GPUs per pod, or use more replicas",
+            )
     if efa and efa > (facts_of.efa_per_node or 0):
         raise violation(
             "resources.efa",
@@ -181,7 +269,12 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
     rendered = render(spec)
     notes = [*facts.notes]
     notes += check_placement(
-        spec.instance_group, spec.resources.gpus, spec.resources.efa, spec.replicas, facts
+        spec.instance_group,
+        spec.resources.gpus,
+        spec.resources.efa,
+        spec.replicas,
+        facts,
+        spec.resources,
     )
     for secret, env in kube_secrets(spec).items():
         if secret in facts.missing_secrets:

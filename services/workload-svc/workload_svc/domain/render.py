@@ -75,9 +75,7 @@ def _volume() -> tuple[list[KubeObject], list[KubeObject]]:
 
 
 def _resources(spec: JobBase) -> KubeObject:
-    amounts: dict[str, str] = {}
-    if spec.resources.gpus:
-        amounts["nvidia.com/gpu"] = str(spec.resources.gpus)
+    amounts: dict[str, str] = spec.resources.accelerators()
     if spec.resources.efa:
         amounts["vpc.amazonaws.com/efa"] = str(spec.resources.efa)
     requests = dict(amounts)
