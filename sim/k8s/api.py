@@ -19,7 +19,7 @@ import yaml
 from sim.k8s import admission, ownership
 from sim.k8s import patch as patches
 from sim.k8s.defaults import IpAllocator, apply_defaults
-from sim.k8s.errors import ApiError, already_exists, conflict, not_found
+from sim.k8s.errors import ApiError, already_exists, conflict, not_found, qualified
 from sim.k8s.registry import REVIEWS, Registry, ResourceType
 from sim.k8s.selectors import (
     check_field_selector,
@@ -128,7 +128,12 @@ class Api:
             )
         return rt
 
-    def _check_namespace(self, rt: ResourceType, namespace: str, creating: bool) -> None:
+    def _check_namespace(
+        self, rt: ResourceType, namespace: str, creating: bool, name: str = ""
+    ) -> None:
+        """The NamespaceLifecycle admission plugin: nothing in a namespace that does not exist,
+        nothing new in one being terminated (403 with a NamespaceTerminating cause)
+        (kubernetes/staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle)."""
         if not rt.namespaced:
             return
         if not namespace:
@@ -137,10 +142,24 @@ class Api:
         if ns is None:
             raise not_found("namespaces", "", namespace)
         if creating and ns["metadata"].get("deletionTimestamp"):
+            resource = qualified(rt.plural, rt.group)
+            subject = f'{resource} "{name}"' if name else resource
             raise ApiError(
                 403,
-                f"{rt.kind.lower()} is forbidden: unable to create new content in namespace "
+                f"{subject} is forbidden: unable to create new content in namespace "
                 f"{namespace} because it is being terminated",
+                details={
+                    "name": name,
+                    "group": rt.group,
+                    "kind": rt.plural,
+                    "causes": [
+                        {
+                            "reason": "NamespaceTerminating",
+                            "message": f"namespace {namespace} is being terminated",
+                            "field": "metadata.namespace",
+                        }
+                    ],
+                },
             )
 
     def _finish(self, rt: ResourceType, obj: Obj) -> Obj:
@@ -325,7 +344,7 @@ class Api:
         meta["generation"] = 1
         if rt.status_subresource and not internal:
             obj.pop("status", None)
-        self._check_namespace(rt, namespace, creating=True)
+        self._check_namespace(rt, namespace, creating=True, name=str(meta.get("name") or ""))
         if operation == "Update" and not internal and manager:
             fields = patches.field_set(body)  # the creator owns what it sent, not the defaults
         obj = self._admit_and_validate(rt, obj, None, strict, internal)
@@ -362,7 +381,12 @@ class Api:
             current = self.get_raw(rt, namespace, name)
             body_meta = body.get("metadata") or {}
             if body_meta.get("name") not in (None, name):
-                raise ApiError(400, "the name of the object does not match the name on the URL")
+                # a name never changes (apiserver handlers' checkName)
+                raise ApiError(
+                    400,
+                    f"the name of the object ({body_meta.get('name')}) does not match the name "
+                    f"on the URL ({name})",
+                )
             want_rv = body_meta.get("resourceVersion")
             if want_rv and str(want_rv) != current["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name)

@@ -76,7 +76,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("v1", "Endpoints", "endpoints", True, ("ep",), ()),
     _rt("v1", "ConfigMap", "configmaps", True, ("cm",), ()),
     _rt("v1", "Secret", "secrets", True, (), ()),
-    _rt("v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ()),
+    _rt("v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
     _rt("v1", "Node", "nodes", False, ("no",)),
     _rt("v1", "Event", "events", True, ("ev",), ()),
     _rt("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",)),

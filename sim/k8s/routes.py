@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from sim.k8s import admin, discovery, events_v1, openapi, protobuf
-from sim.k8s.api import load_yaml_or_json
+from sim.k8s.api import load_yaml_or_json, review
 from sim.k8s.errors import ApiError
 from sim.k8s.http import Request, Response, StreamResponse
 from sim.k8s.logs import log_options
@@ -264,6 +264,8 @@ class Router:
                     table["metadata"] = listed["metadata"]
                     return _json(200, table)
                 return _json(200, listed)
+            if method == "POST" and rt.kind == "SelfSubjectReview":
+                return _json(201, self._self_review(req, rt))
             if method == "POST":
                 created = api.create(
                     rt, namespace, self._body(req), dry_run=dry_run, strict=strict, manager=manager
@@ -290,6 +292,8 @@ class Router:
                 return _json(
                     200, api.update_scale(rt, namespace, name, self._body(req), dry_run=dry_run)
                 )
+        if sub == "token" and method == "POST":
+            return _json(201, self.server.tokens.issue(namespace, name, self._body(req)))
         if sub == "binding" and method == "POST":
             return _json(201, self.server.bind_pod(namespace, name, self._body(req)))
         if sub == "eviction" and method == "POST":
@@ -346,6 +350,13 @@ class Router:
             cascading = opts.get("orphanDependents") is False
             return _json(202 if pending and cascading and not dry_run else 200, result)
         raise ApiError(405, f"method {method} not allowed")
+
+    def _self_review(self, req: Request, rt: ResourceType) -> Obj:
+        """`kubectl auth whoami`: the caller the bearer token stands for."""
+        out = review(rt, self._body(req))
+        token = req.headers.get("authorization", "")[7:].strip()
+        out["status"] = {"userInfo": self.server.user_of(token)}
+        return out
 
     @staticmethod
     def _body(req: Request) -> Obj:

@@ -15,8 +15,8 @@ from typing import Any
 import trustme
 
 from sim.interfaces import SimNode
-from sim.k8s.api import Api
-from sim.k8s.auth import check_token, make_token
+from sim.k8s.api import ADMIN_USER, Api
+from sim.k8s.auth import PREFIX, check_token, make_token
 from sim.k8s.bootstrap import bootstrap
 from sim.k8s.controllers import roster
 from sim.k8s.events import EventRecorder
@@ -29,6 +29,7 @@ from sim.k8s.operators.install import install
 from sim.k8s.registry import Registry, ResourceType
 from sim.k8s.routes import Router
 from sim.k8s.store import Obj, Store
+from sim.k8s.tokens import ServiceAccountTokens
 from sim.k8s.validation import BuiltinValidator
 from sim.profile import TimeProfile
 
@@ -86,6 +87,7 @@ class ApiServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.http: HttpServer | None = None
+        self.tokens = ServiceAccountTokens(self.store, self.oidc_issuer)
         self.controllers = roster.build(self)
         self.kubelet = roster.find(self.controllers, "kubelet")
         self.nodes = roster.find(self.controllers, "node-controller")
@@ -176,6 +178,10 @@ class ApiServer:
         return f"https://oidc.eks.{self.region}.amazonaws.com/id/{digest}"
 
     def check_token(self, token: str) -> str | None:
+        if not token.startswith(PREFIX):
+            # a service account token this cluster issued, checked on every request: it stops
+            # working when it expires or its account goes
+            return None if self.tokens.user(token) is not None else "not a valid token"
         cached = self._token_checks.get(token)
         if cached is not None:
             return cached or None
@@ -184,6 +190,11 @@ class ApiServer:
             self._token_checks.clear()
         self._token_checks[token] = problem or ""
         return problem
+
+    def user_of(self, token: str) -> dict[str, Any]:
+        """Who an accepted bearer token stands for: a service account for its tokens, the
+        cluster creator's IAM identity (mapped to a cluster admin) for EKS tokens."""
+        return self.tokens.user(token) or dict(ADMIN_USER)
 
     def token(self) -> str:
         return make_token(self.cluster, self.region)

@@ -8,6 +8,7 @@ and get their `default`s applied, as the real server does.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -24,7 +25,6 @@ Cause = dict[str, str]
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAMES = {"namespaces", "services", "pods"}  # name must be a DNS-1123 label (pods: subdomain)
 
 
 class BuiltinValidator:
@@ -108,7 +108,38 @@ def _causes_from(err: jsonschema.ValidationError) -> list[Cause]:
     ]
 
 
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# apimachinery's pkg/util/validation messages (IsDNS1123Label, IsDNS1123Subdomain, IsDNS1035Label)
+_NAME_RULES = {
+    "label": (
+        _DNS_LABEL,
+        63,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-',"
+        " and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc',"
+        " regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    ),
+    "subdomain": (
+        _DNS_SUBDOMAIN,
+        253,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-'"
+        " or '.', and must start and end with an alphanumeric character (e.g. 'example.com',"
+        " regex used for validation is"
+        " '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    ),
+    "dns1035": (
+        _DNS_1035,
+        63,
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with"
+        " an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or"
+        " 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    ),
+}
+
+
 def check_name(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+    """metadata.name as upstream validates it: a namespace's is an RFC 1123 label
+    (ValidateNamespaceName), a service's a DNS-1035 label (ValidateServiceName), most others'
+    an RFC 1123 subdomain; each broken rule is one cause, as `field.ErrorList` has it."""
     name = obj.get("metadata", {}).get("name")
     if not name:
         return [
@@ -118,20 +149,23 @@ def check_name(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
                 "field": "metadata.name",
             }
         ]
-    pattern = _DNS_LABEL if rt.plural in _LABEL_NAMES - {"pods"} else _DNS_SUBDOMAIN
     if rt.plural in ("events",) or rt.key in ("nodes",):
         return []
-    if len(name) > 253 or not pattern.match(name):
-        return [
-            {
-                "reason": "FieldValueInvalid",
-                "message": f"Invalid value: {name!r}: a lowercase RFC 1123 "
-                + ("label" if pattern is _DNS_LABEL else "subdomain")
-                + " must consist of lower case alphanumeric characters, '-' or '.'",
-                "field": "metadata.name",
-            }
-        ]
-    return []
+    rule = {"namespaces": "label", "services": "dns1035"}.get(rt.plural, "subdomain")
+    pattern, longest, detail = _NAME_RULES[rule]
+    problems = []
+    if len(name) > longest:
+        problems.append(f"must be no more than {longest} characters")
+    if not pattern.match(name):
+        problems.append(detail)
+    return [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {json.dumps(name)}: {problem}",
+            "field": "metadata.name",
+        }
+        for problem in problems
+    ]
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
