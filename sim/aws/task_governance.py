@@ -36,11 +36,6 @@ log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
-# API_SchedulerConfig.html: PriorityClasses "Array Members: Minimum number of 0 items. Maximum
-# number of 10 items." (the model carries no bound).
-MAX_PRIORITY_CLASSES = 10
-# API_ComputeQuotaConfig.html / API_ResourceSharingConfig.html: at most 15 resource configs.
-MAX_RESOURCES = 15
 # API_ResourceSharingConfig.html: "The values can be 1 - 500 percent of idle compute that the
 # team is allowed to borrow. Default is 50." (the model allows 0-10000).
 BORROW_LIMIT_RANGE = (1, 500)
@@ -179,12 +174,7 @@ class TaskGovernance:
 
     def _check_scheduler(self, config: dict[str, Any]) -> None:
         classes = config.get("PriorityClasses") or []
-        # API_SchedulerConfig.html: at most 10 priority classes
-        if len(classes) > MAX_PRIORITY_CLASSES:
-            raise _invalid(
-                f"SchedulerConfig.PriorityClasses has {len(classes)} entries: at most "
-                f"{MAX_PRIORITY_CLASSES} priority classes are allowed."
-            )
+        # (at most 10 classes: botocore's model bounds the list, the generic validation refuses)
         names = [c["Name"] for c in classes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -282,10 +272,6 @@ class TaskGovernance:
         self, cluster: Cluster, resources: list[dict[str, Any]], where: str
     ) -> None:
         types = self._instance_types(cluster)
-        if len(resources) > MAX_RESOURCES:
-            raise _invalid(
-                f"{where} has {len(resources)} entries: at most {MAX_RESOURCES} are allowed."
-            )
         seen: set[str] = set()
         for n, res in enumerate(resources, start=1):
             itype = res["InstanceType"]
