@@ -11,6 +11,8 @@ _SUB_VERBS = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "log": ["get"],
+    "exec": ["create", "get"],
+    "portforward": ["create", "get"],
     "binding": ["create"],
     "eviction": ["create"],
     "finalize": ["update"],

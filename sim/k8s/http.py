@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 STATUS_TEXT = {
+    101: "Switching Protocols",
     200: "OK",
     201: "Created",
     202: "Accepted",
@@ -41,6 +42,9 @@ class Request:
     headers: dict[str, str]
     body: bytes
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    query_items: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # repeated keys kept (exec's command)
 
 
 @dataclass
@@ -61,7 +65,15 @@ class StreamResponse:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Handler = Callable[[Request], Awaitable[Response | StreamResponse]]
+@dataclass
+class UpgradeResponse:
+    """101 Switching Protocols (a WebSocket): `run` owns the connection from then on."""
+
+    headers: dict[str, str]
+    run: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+Handler = Callable[[Request], Awaitable[Response | StreamResponse | UpgradeResponse]]
 
 
 def _head(status: int, headers: dict[str, str]) -> bytes:
@@ -152,9 +164,15 @@ class HttpServer:
                 await reader.readexactly(2)
             body = b"".join(parts)
         url = urlsplit(target)
-        query = dict(parse_qsl(url.query, keep_blank_values=True))
-        request = Request(method.upper(), unquote(url.path), query, headers, body)
+        items = parse_qsl(url.query, keep_blank_values=True)
+        request = Request(method.upper(), unquote(url.path), dict(items), headers, body)
+        request.query_items = items
         response = await self.handler(request)
+        if isinstance(response, UpgradeResponse):
+            writer.write(_head(101, response.headers))
+            await writer.drain()
+            await response.run(reader, writer)
+            return False
         keep_alive = headers.get("connection", "").lower() != "close"
         if isinstance(response, Response):
             out = {

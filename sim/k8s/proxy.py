@@ -72,16 +72,27 @@ def proxy(
             raise ApiError(503, f'pod "{name}" is not ready', reason="ServiceUnavailable")
         pod = found
     container = pod["spec"]["containers"][0]
-    status, body = _answer(container, req.method, "/" + path.lstrip("/"), req.body)
-    if req.method == "POST":
+    peer = req.headers.get("x-forwarded-for", "10.0.0.1")
+    status, body, ctype = serve(server, pod, container, req.method, path, req.body, peer)
+    return Response(status, body, content_type=ctype)
+
+
+def serve(
+    server: ApiServer, pod: Obj, container: Obj, method: str, path: str, raw: bytes, peer: str
+) -> tuple[int, bytes, str]:
+    """One HTTP request answered by `container` of `pod` (through the proxy or a forwarded
+    port): (status, body, content type); logged by the container and counted as its traffic."""
+    path = "/" + path.lstrip("/")
+    status, body = _answer(container, method, path, raw)
+    if method == "POST":
         traffic_of(server).record(pod)
-    line = f'INFO:     {req.headers.get("x-forwarded-for", "10.0.0.1")}:0 - "{req.method} /{path.lstrip("/")} HTTP/1.1" {status}'
+    line = f'INFO:     {peer}:0 - "{method} {path} HTTP/1.1" {status}'
     server.logs.write(
         pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line
     )
     if isinstance(body, (dict, list)):
-        return Response(status, orjson.dumps(body))
-    return Response(status, str(body).encode(), content_type="text/plain")
+        return status, orjson.dumps(body), "application/json"
+    return status, str(body).encode(), "text/plain"
 
 
 def _answer(container: Obj, method: str, path: str, raw: bytes) -> tuple[int, Any]:

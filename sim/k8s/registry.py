@@ -69,7 +69,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         "pods",
         True,
         ("po",),
-        ("status", "log", "binding", "eviction", "proxy"),
+        ("status", "log", "binding", "eviction", "proxy", "exec", "portforward"),
         cats=_ALL,
     ),
     _rt("v1", "Service", "services", True, ("svc",), ("status", "proxy"), cats=_ALL),

@@ -12,10 +12,12 @@ import orjson
 from sim.k8s import admin, discovery, events_v1, openapi, protobuf
 from sim.k8s.api import load_yaml_or_json, review
 from sim.k8s.errors import ApiError
-from sim.k8s.http import Request, Response, StreamResponse
+from sim.k8s.http import Request, Response, StreamResponse, UpgradeResponse
 from sim.k8s.logs import log_options
+from sim.k8s.portforward import portforward_upgrade
 from sim.k8s.proxy import proxy
 from sim.k8s.registry import ResourceType
+from sim.k8s.remotecommand import exec_upgrade
 from sim.k8s.selectors import check_field_selector, parse_field_selector, parse_label_selector
 from sim.k8s.store import Watcher, WatchEvent
 from sim.k8s.tables import to_table
@@ -44,7 +46,7 @@ class Router:
         self.server = server
         self.api = server.api
 
-    async def handle(self, req: Request) -> Response | StreamResponse:
+    async def handle(self, req: Request) -> Response | StreamResponse | UpgradeResponse:
         try:
             return await self._handle(req)
         except ApiError as exc:
@@ -63,7 +65,7 @@ class Router:
         if problem is not None:
             raise ApiError(401, "Unauthorized")
 
-    async def _handle(self, req: Request) -> Response | StreamResponse:
+    async def _handle(self, req: Request) -> Response | StreamResponse | UpgradeResponse:
         self._authenticate(req)
         if req.path.startswith("/_sim/"):
             body = self._body(req) if req.body else {}
@@ -130,7 +132,7 @@ class Router:
 
     async def _group_version(
         self, req: Request, group: str, version: str, rest: list[str]
-    ) -> Response | StreamResponse:
+    ) -> Response | StreamResponse | UpgradeResponse:
         registry = self.api.registry
         if not rest:
             doc = discovery.resource_list(registry, group, version)
@@ -240,7 +242,7 @@ class Router:
 
     async def _resource(
         self, req: Request, rt: ResourceType, namespace: str, name: str | None, sub: str | None
-    ) -> Response | StreamResponse:
+    ) -> Response | StreamResponse | UpgradeResponse:
         q = req.query
         method = req.method
         dry_run = q.get("dryRun") == "All"
@@ -285,6 +287,10 @@ class Router:
             raise ApiError(405, f"method {method} not allowed")
         if sub == "log":
             return await self._log(req, namespace, name)
+        if sub == "exec" and rt.key == "pods" and method in ("GET", "POST"):
+            return exec_upgrade(self.server, req, namespace, name)
+        if sub == "portforward" and rt.key == "pods" and method in ("GET", "POST"):
+            return portforward_upgrade(self.server, req, namespace, name)
         if sub == "scale":
             if method == "GET":
                 return _json(200, api.get_scale(rt, namespace, name))
