@@ -5,7 +5,8 @@ A new area is one module here that defines `app = Area(...)` and one entry in AR
 
 from __future__ import annotations
 
-from hyperpilot.commands import (
+from hyperpilot.commands import (  # adoption adds its commands to clusters
+    adoption,  # noqa: F401
     capacity,
     clusters,
     dependencies,

@@ -10,9 +10,12 @@ import json
 import time
 from typing import Any
 
+from typer.testing import CliRunner
+
+from hyperpilot.cli import app as cli_app
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
-from tests.e2e.conftest import RunningStack, cluster_spec, unique
+from tests.e2e.conftest import TOKEN, RunningStack, cluster_spec, unique
 
 TRUST = {
     "Version": "2012-10-17",
@@ -125,7 +128,34 @@ def test_adopt_an_outside_cluster_add_hyperpod_and_delete_only_what_was_added(
     assert plan["diff"]["authentication_mode"]["requested"] == "API_AND_CONFIG_MAP"
     assert any("kept on delete" in n for n in plan["notes"])
     assert any("system (1 x m5.large" in n for n in plan["notes"])
-    assert sim_aws.inventory() == before  # the dry run changed nothing
+    # The CLI shows the same inspection, and its dry run the same plan.
+    env = {"HYPERPILOT_URL": running_stack.stack.url, "HYPERPILOT_TOKEN": TOKEN, "COLUMNS": "200"}
+    runner = CliRunner()
+    shown = runner.invoke(cli_app, ["clusters", "inspect-adoption", name], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "authentication mode CONFIG_MAP" in shown.stdout and "system (1 x m5.large)" in shown.stdout
+    )
+    group = spec["instance_groups"][0]
+    cli_plan = runner.invoke(
+        cli_app,
+        [
+            "clusters",
+            "adopt",
+            name,
+            "--zone",
+            spec["availability_zone_id"],
+            "-g",
+            f"name={group['name']},type={group['instance_type']},count=1",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+        env=env,
+    )
+    assert cli_plan.exit_code == 0, cli_plan.output
+    assert json.loads(cli_plan.stdout)["plan"]["command"] == "AdoptCluster"
+    assert sim_aws.inventory() == before  # the dry runs changed nothing
     assert api.get(f"/api/v1/clusters/{name}").status_code == 404
 
     # A name that is not an EKS cluster is refused on its field.

@@ -30,7 +30,9 @@ router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", responses=LIVE_R
 
 class ClusterAdopt(AdoptSpec):
     region: str | None = Field(
-        None, description="AWS region; the control plane's region if omitted"
+        None,
+        pattern=REGION_PATTERN,
+        description="AWS region; the control plane's region if omitted",
     )
 
     _region = field_validator("region")(_check_region)

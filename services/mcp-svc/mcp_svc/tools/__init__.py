@@ -7,6 +7,7 @@ from collections.abc import Callable
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.tools import (
+    adoption,
     capacity,
     clusters,
     dependencies,
@@ -26,6 +27,7 @@ Register = Callable[[HyperpilotServer, Gateway], None]
 
 AREAS: tuple[tuple[str, Register], ...] = (
     ("clusters", clusters.register),
+    ("adoption", adoption.register),
     ("inspect", inspect.register),
     ("dependencies", dependencies.register),
     ("instance groups", instance_groups.register),
