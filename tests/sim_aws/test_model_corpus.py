@@ -13,9 +13,41 @@ from botocore.config import Config
 
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
-from tests.sim_aws.model_corpus import CODES, ROOT, corpus, model, product_operations, send
+from tests.sim_aws.model_corpus import (
+    CODES,
+    ROOT,
+    Case,
+    cases,
+    corpus,
+    model,
+    product_operations,
+    send,
+)
 
 RAW = Config(parameter_validation=False, retries={"mode": "standard", "total_max_attempts": 1})
+# HyperPod task governance (sim.aws.task_governance): in the corpus whether or not an adapter
+# calls them yet
+TASK_GOVERNANCE = (
+    "CreateClusterSchedulerConfig",
+    "UpdateClusterSchedulerConfig",
+    "DescribeClusterSchedulerConfig",
+    "ListClusterSchedulerConfigs",
+    "DeleteClusterSchedulerConfig",
+    "CreateComputeQuota",
+    "UpdateComputeQuota",
+    "DescribeComputeQuota",
+    "ListComputeQuotas",
+    "DeleteComputeQuota",
+)
+
+
+def _full_corpus() -> list[Case]:
+    found = corpus()
+    named = {(c.service, c.operation) for c in found}
+    for operation in TASK_GOVERNANCE:
+        if ("sagemaker", operation) not in named:
+            found += cases("sagemaker", operation)
+    return found
 
 
 def test_every_call_an_adapter_makes_is_in_the_corpus() -> None:
@@ -38,7 +70,7 @@ def test_no_malformed_request_is_accepted_or_answered_5xx(sim: SimulatedAws) -> 
     clients: dict[str, Any] = {}
     outcomes: Counter[str] = Counter()
     wrong: list[str] = []
-    for case in corpus():
+    for case in _full_corpus():
         client = clients.get(case.service) or clients.setdefault(
             case.service, aws_client(sim, case.service, config=RAW)
         )
@@ -61,4 +93,6 @@ def test_no_malformed_request_is_accepted_or_answered_5xx(sim: SimulatedAws) -> 
         ):
             wrong.append(where)
     assert outcomes["400"] > 500, outcomes
+    governance = [c for c in _full_corpus() if c.operation in TASK_GOVERNANCE]
+    assert {c.operation for c in governance} == set(TASK_GOVERNANCE)
     assert not wrong, "\n".join(wrong[:60]) + f"\n... {len(wrong)} in all; {dict(outcomes)}"
