@@ -5,7 +5,8 @@ Served by the simulation (sim.aws.hyperpod, .eks, .service_quotas, .sagemaker_ex
 - SageMaker HyperPod: Create/Describe/List/Update/DeleteCluster, List/DescribeClusterNode(s),
   BatchAdd/Delete/Reboot/ReplaceClusterNodes, UpdateClusterSoftware, StartClusterHealthCheck,
   ListClusterEvents, DescribeClusterEvent; List/DescribeTrainingPlan(s); MLflow tracking
-  servers; Add/List/DeleteTags on those resources.
+  servers; Add/List/DeleteTags on those resources; task governance (cluster scheduler configs,
+  compute quotas: sim.aws.task_governance).
 - EKS, the whole API the product uses: clusters, updates, versions, node groups, add-ons and
   their versions, access entries and policies, pod identity associations, tags.
 - Service Quotas: quotas, AWS defaults, services, increase requests.
