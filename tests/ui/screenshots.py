@@ -3,23 +3,71 @@
     python -m tests.ui.screenshots [OUTPUT_DIR]
 
 Starts the real stack against the simulated AWS (a slowed-down profile, so a creation is caught
-in flight), drives Debian's Chromium through the pages and writes PNG files.
+in flight), drives Debian's Chromium through the pages and writes PNG files. Every step has a
+deadline: past it the run stops with an error naming the step and what it waited for (the
+stack is torn down), instead of waiting for ever.
 """
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 
+from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
-from tests.e2e.conftest import TOKEN, cluster_spec
+from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec
 from tests.ui.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.ui.stack import simulated_stack
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+class StepTimeout(SystemExit):
+    """A step of the run went past its deadline."""
+
+
+@contextlib.contextmanager
+def step(name: str, seconds: float) -> Iterator[None]:
+    """Run the block within `seconds`, or stop the run saying which step hung: the watchdog
+    interrupts the main thread (a Playwright call or a poll loop), whose cleanup still runs."""
+    fired = threading.Event()
+
+    def expire() -> None:
+        fired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    started = time.monotonic()
+    print(f"step {name} (at most {seconds:.0f} s)", flush=True)
+    timer.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if fired.is_set():
+            raise StepTimeout(
+                f"screenshots: step {name!r} did not finish within {seconds:.0f} s"
+            ) from None
+        raise
+    finally:
+        timer.cancel()
+    print(f"step {name}: {time.monotonic() - started:.1f} s", flush=True)
+
+
+def until(what: str, predicate: Callable[[], bool], seconds: float) -> None:
+    """Poll `predicate` every half second; past `seconds` stop, saying what never happened."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise StepTimeout(f"screenshots: {what} did not happen within {seconds:.0f} s")
+        time.sleep(0.5)
 
 
 def shoot(page: Page, out: Path, name: str) -> None:
@@ -33,24 +81,36 @@ def main(out: Path) -> None:
     if executable is None:
         raise SystemExit("Debian's chromium is not installed (/usr/bin/chromium): make install")
     out.mkdir(parents=True, exist_ok=True)
-    with simulated_stack("fast*6") as (running, sim):
-        api = running.client
+    with contextlib.ExitStack() as stack:
+        with step("start the stack", 180):
+            running, sim = stack.enter_context(simulated_stack("fast*6"))
+        shots(out, executable, running, sim)
+
+
+def shots(out: Path, executable: str, running: RunningStack, sim: SimulatedAws) -> None:
+    api = running.client
+    with step("create the cluster research through REST", 360):
         spec = cluster_spec(api, "research")
         first = api.post("/api/v1/clusters", spec).json()["operation_id"]
-        assert api.wait(first, timeout=300)["status"] == "succeeded"
+        assert api.wait(first, timeout=330)["status"] == "succeeded"
         api.http.put("/api/v1/clusters/active", json={"name": "research"})
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-            page = browser.new_page(
-                viewport={"width": 1280, "height": 800}, base_url=running.stack.url
-            )
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800}, base_url=running.stack.url)
+        page.set_default_timeout(30_000)
+        with step("sign-in and clusters", 60):
             page.goto("/")
             shoot(page, out, "sign-in")
             page.get_by_label("API token").fill(TOKEN)
             page.get_by_role("button", name="Sign in").click()
             expect(page.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
+            fleet = page.get_by_role("region", name="Fleet")
+            expect(fleet.locator("tr[data-fleet='research'] td[data-key='cost']")).to_contain_text(
+                "$"
+            )
             shoot(page, out, "clusters")
 
+        with step("create form", 60):
             page.goto("/#/clusters/new")
             page.get_by_label("Cluster name").fill("llm-training")
             zone = page.get_by_label("Availability Zone")
@@ -63,6 +123,7 @@ def main(out: Path) -> None:
             expect(page.locator(".quota")).to_contain_text("available")
             shoot(page, out, "create-form")
 
+        with step("progress of llm-training", 420):
             page.get_by_role("button", name="Create cluster").click()
             expect(page.locator(".stage[data-status='succeeded']").nth(3)).to_be_attached(
                 timeout=120_000
@@ -70,14 +131,19 @@ def main(out: Path) -> None:
             shoot(page, out, "progress")
             expect(page.locator(".op-summary .status-succeeded")).to_be_visible(timeout=300_000)
 
+        with step("cluster detail with the autoscaling plan", 90):
             page.goto("/#/clusters/research")
             expect(page.get_by_role("switch", name="Tiered checkpointing")).to_be_visible()
             expect(page.locator("tr[data-node]").first).to_be_visible()
             page.get_by_role("switch", name="Managed autoscaling").check()
-            page.get_by_role("button", name="Apply changes").click()
-            expect(page.get_by_role("list", name="Diff")).to_be_visible()
+            expect(page.get_by_role("list", name="Plan of the change")).to_contain_text(
+                "UpdateCluster"
+            )
+            page.get_by_role("group", name="Karpenter settings").scroll_into_view_if_needed()
             shoot(page, out, "cluster-detail")
+            page.get_by_role("switch", name="Managed autoscaling").uncheck()
 
+        with step("training job with its log", 180):
             page.goto("/#/clusters/research/jobs")
             page.get_by_label("Job name").fill("llama-sft")
             page.get_by_role("button", name="Submit job").click()
@@ -85,50 +151,13 @@ def main(out: Path) -> None:
             expect(page.get_by_label("Log lines")).to_contain_text("step 3/", timeout=120_000)
             shoot(page, out, "training-job")
 
-            # a container killed for memory and restarted in place, on the Diagnostics page
-            kube = sim.ctx.kube
-            assert isinstance(kube, KubeWorld)
-            server = kube.api_server("research")
-            server.apply(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": "data-prep",
-                        "namespace": "default",
-                        "annotations": {"sim.hyperpilot.dev/steps": "100000"},
-                    },
-                    "spec": {
-                        "containers": [
-                            {"name": "main", "image": "pytorch:2", "command": ["python", "prep.py"]}
-                        ]
-                    },
-                }
-            )
-            prep = "/api/v1/clusters/research/pods/default/data-prep/logs"
-            while "step 3/" not in api.get(prep).text:
-                time.sleep(0.5)
-            server.run_on_loop(server.kubelet.crash, "default", "data-prep", None, 137, "OOMKilled")
-            pods_url = "/api/v1/clusters/research/pods"
-            while not any(
-                p["name"] == "data-prep" and p["restarts"] == 1 and p["status"] == "Running"
-                for p in api.get(pods_url).json()["pods"]
-            ):
-                time.sleep(0.5)
-            page.goto("/#/clusters/research/diagnostics")
-            events = page.get_by_role("region", name="Kubernetes events")
-            events.get_by_label("Warning only").check()
-            expect(events.locator("tr[data-object='data-prep']").first).to_be_visible()
-            pods = page.get_by_role("region", name="Pods")
-            expect(pods.locator("tr[data-pod='data-prep'] .restarts")).to_have_text("1")
-            pods.get_by_role("button", name="Log of data-prep").click()
-            page.get_by_label("Previous container").check()
-            expect(page.get_by_label("Pod log lines")).to_have_attribute("data-previous", "true")
-            shoot(page, out, "diagnostics")
+        with step("diagnostics of a container killed for memory", 180):
+            diagnostics(page, out, api, sim)
+
+        with step("endpoint deployed and tried", 240):
             # the cluster's two GPUs: the job gives its own back for the endpoint
             gone = api.delete("/api/v1/clusters/research/jobs/llama-sft").json()["operation_id"]
-            api.wait(gone)
-
+            api.wait(gone, timeout=120)
             page.goto("/#/endpoints")
             page.get_by_label("Cluster", exact=True).select_option("research")
             picker = page.get_by_label("Instance type", exact=True)
@@ -141,16 +170,65 @@ def main(out: Path) -> None:
             expect(page.locator("pre.answer")).not_to_be_empty()
             shoot(page, out, "endpoint")
 
+        with step("operations", 60):
             page.goto("/#/operations")
             expect(page.locator("table.list tbody tr").first).to_be_visible()
             shoot(page, out, "operations")
 
+        with step("clusters at 360 px", 60):
             page.set_viewport_size({"width": 360, "height": 740})
             page.goto("/#/clusters")
             expect(page.locator("tr[data-cluster]").first).to_be_visible()
             time.sleep(0.2)
             shoot(page, out, "clusters-narrow")
-            browser.close()
+        browser.close()
+
+
+def diagnostics(page: Page, out: Path, api: Client, sim: SimulatedAws) -> None:
+    """A training container killed for memory (137, OOMKilled) and restarted in place."""
+    kube = sim.ctx.kube
+    assert isinstance(kube, KubeWorld)
+    server = kube.api_server("research")
+    # a training launcher in the command: the emulated container logs step lines (a bare
+    # `python prep.py` does not train, and would never log "step 3/")
+    server.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "finetune",
+                "namespace": "default",
+                "annotations": {"sim.hyperpilot.dev/steps": "100000"},
+            },
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": "pytorch:2", "command": ["python", "train.py"]}
+                ]
+            },
+        }
+    )
+    log = "/api/v1/clusters/research/pods/default/finetune/logs"
+    until("finetune logging step 3/", lambda: "step 3/" in api.get(log).text, 90)
+    server.run_on_loop(server.kubelet.crash, "default", "finetune", None, 137, "OOMKilled")
+    pods = "/api/v1/clusters/research/pods"
+    until(
+        "finetune restarted once and Running",
+        lambda: any(
+            p["name"] == "finetune" and p["restarts"] == 1 and p["status"] == "Running"
+            for p in api.get(pods).json()["pods"]
+        ),
+        60,
+    )
+    page.goto("/#/clusters/research/diagnostics")
+    events = page.get_by_role("region", name="Kubernetes events")
+    events.get_by_label("Warning only").check()
+    expect(events.locator("tr[data-object='finetune']").first).to_be_visible()
+    region = page.get_by_role("region", name="Pods")
+    expect(region.locator("tr[data-pod='finetune'] .restarts")).to_have_text("1")
+    region.get_by_role("button", name="Log of finetune").click()
+    page.get_by_label("Previous container").check()
+    expect(page.get_by_label("Pod log lines")).to_have_attribute("data-previous", "true")
+    shoot(page, out, "diagnostics")
 
 
 if __name__ == "__main__":

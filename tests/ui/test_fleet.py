@@ -19,14 +19,22 @@ def test_fleet_overview_totals_search_sort_and_live(
     page.goto("/#/clusters")
     fleet = page.get_by_role("region", name="Fleet")
     row = fleet.locator(f"tr[data-fleet='{cluster}']")
-    # ml.g5.8xlarge: one A10G, $2.448/h at list prices
+    # GPUs and cost are the capacity API's (its price table is the one the UI shows): the nodes'
+    # allocatable GPUs (one A10G per ml.g5.8xlarge) and nodes x the type's price
+    fleet_capacity = api.get("/api/v1/capacity").json()
+    [line] = [c for c in fleet_capacity["clusters"] if c["cluster"] == cluster]
+    [group] = api.get(f"/api/v1/clusters/{cluster}/capacity").json()["groups"]
+    assert line["cost_per_hour"] == round(2 * group["price_per_node_hour"], 2) > 0
     expect(row.locator("td[data-key='gpus']")).to_have_text("2")
     expect(row.locator("td[data-key='free']")).to_have_text("2")
     expect(row.locator("td[data-key='healthy']")).to_have_text("2")
     expect(row.locator("td[data-key='unhealthy']")).to_have_text("0")
-    expect(row.locator("td[data-key='cost']")).to_have_text("$4.90")
+    expect(row.locator("td[data-key='cost']")).to_have_text(f"${line['cost_per_hour']:.2f}")
     expect(fleet.locator(".fleet-totals")).to_contain_text("2 GPUs, 0 allocated, 2 free")
-    expect(fleet).to_contain_text("list prices")
+    # the price source as the capacity API names it
+    prices = fleet.locator(".fleet-prices")
+    expect(prices).to_contain_text("approximate list prices")
+    expect(prices).to_contain_text(fleet_capacity["prices"]["source"])
 
     # an endpoint deployed through REST takes a GPU: the open overview follows within 2 s
     name = unique("fl")
@@ -70,7 +78,8 @@ def test_instance_type_picker_grouped_with_gpus_and_memory(
     page: Page, created_cluster: tuple[RunningStack, str]
 ) -> None:
     _, cluster = created_cluster
-    a10g = "ml.g5.8xlarge — 1 \u00d7 NVIDIA A10G (24 GiB) · 32 vCPU · 128 GiB · $2.45/h"
+    # the figures are the API's (EC2's DescribeInstanceTypes through cluster-svc), no price
+    a10g = "ml.g5.8xlarge — 1 \u00d7 NVIDIA A10G (22.4 GiB each) · 32 vCPU · 128 GiB · EFA"
     for path, form in (
         ("/#/clusters/new", "New cluster"),
         (f"/#/clusters/{cluster}", "Add an instance group"),
@@ -86,7 +95,9 @@ def test_instance_type_picker_grouped_with_gpus_and_memory(
             zone.select_option("use1-az1")
         picker = scope.get_by_label("Instance type", exact=True)
         option = picker.locator("option[value='ml.g5.8xlarge']")
-        expect(option).to_have_text(a10g)
+        # the instance types are read live from EC2 (every type, every zone): seconds on a
+        # loaded machine
+        expect(option).to_have_text(a10g, timeout=30_000)
         # grouped by accelerator, CPU-only types hidden until asked for
         group = picker.locator("optgroup[label='GPU: NVIDIA A10G']")
         expect(group.locator("option")).to_have_count(8)
@@ -100,5 +111,5 @@ def test_instance_type_picker_grouped_with_gpus_and_memory(
         scope.get_by_label("Accelerator filter").select_option("GPU and Trainium")
         picker.select_option("ml.g5.48xlarge")
         expect(scope.locator(".type-summary")).to_contain_text(
-            "8 \u00d7 NVIDIA A10G (192 GiB) · 192 vCPU"
+            "8 \u00d7 NVIDIA A10G (22.4 GiB each) · 192 vCPU"
         )

@@ -135,18 +135,22 @@ def test_feature_toggle_submits_only_the_changed_field(
 
     page.on("request", on_request)
     toggle.check()
+    # the plan of the change, from the API's dry run, before Apply is offered
+    plan = page.get_by_role("list", name="Plan of the change")
+    expect(plan).to_contain_text("Tiered checkpointing: off -> on")
     expect(apply).to_be_enabled()
+    assert [r.url.endswith("features?dry_run=true") for r in sent] == [True]
     apply.click()
 
     expect(page.locator(".result h3")).to_have_text("Submitted")
-    assert len(sent) == 1
-    request = sent[0]
+    assert len(sent) == 2
+    request = sent[1]
     assert request.url.endswith(f"/api/v1/clusters/{name}/features")
     body: Any = json.loads(request.post_data or "null")
     assert body == {"tiered_checkpointing": {"enabled": True}}
     assert request.headers["x-hyperpilot-source"] == "ui"
     diff = page.get_by_role("list", name="Diff")
-    expect(diff).to_contain_text("tiered_checkpointing")
+    expect(diff).to_contain_text("Tiered checkpointing: off -> on")
     link = page.get_by_role("link", name="Follow the operation")
     operation_id = (link.get_attribute("href") or "").rsplit("/", 1)[-1]
     assert stack.client.get(f"/api/v1/operations/{operation_id}").json()["request"] == body

@@ -217,7 +217,7 @@ export async function render(main, [name]) {
     const zone = cluster.spec && cluster.spec.availability_zone_id;
     get(`/inspect/instance-types${zone ? `?availability_zone_id=${zone}` : ""}`)
       .then((types) => picker.set(
-        types.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)).map((t) => t.instance_type),
+        types.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)),
         (cluster.spec && cluster.spec.instance_groups && cluster.spec.instance_groups[0] || {}).instance_type,
       ))
       .catch(() => picker.message("Instance types unavailable"));

@@ -94,14 +94,13 @@ export async function render(main) {
     if (!zone.value) return;
     try {
       const offered = await get(`/inspect/instance-types${query({ availability_zone_id: zone.value })}`);
-      const types = offered
-        .filter((t) => (t.availability_zone_ids || []).includes(zone.value))
-        .map((t) => t.instance_type);
+      const types = offered.filter((t) => (t.availability_zone_ids || []).includes(zone.value));
       if (!types.length) {
         picker.message("No HyperPod instance type offered in this zone");
         return;
       }
-      picker.set(types, types.includes("ml.g5.8xlarge") ? "ml.g5.8xlarge" : types[0]);
+      const names = types.map((t) => t.instance_type);
+      picker.set(types, names.includes("ml.g5.8xlarge") ? "ml.g5.8xlarge" : names[0]);
       loadQuota();
     } catch (error) {
       picker.message("Instance types unavailable");

@@ -1,8 +1,16 @@
-// The Advanced Features panel: actual state read live; toggles; "Apply" sends a PATCH with only
-// the fields that changed, then shows the diff from the answer and links the operation.
+// The Advanced Features panel: actual state read live; toggles; the plan of the change (the
+// API's dry run: what changes, which AWS calls and Kubernetes objects, in words) shown before
+// "Apply"; "Apply" sends a PATCH with only the fields that changed, asking first when the change
+// turns a feature off, then shows the diff from the answer and links the operation.
+//
+// Managed autoscaling has its Karpenter settings: the API takes `autoscaling.enabled` only, and
+// the rest is what HyperPod's managed Karpenter is given (AutoScalerType Karpenter, continuous
+// node provisioning, a cluster role, a HyperpodNodeClass over the instance groups, a NodePool),
+// read back from the cluster and shown with the plan.
 
 import { get, patch } from "../api.js";
-import { announce, badge, clearErrors, errorText, field, formError, h, operationLink, section, showErrors, fill } from "../dom.js";
+import { announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h, operationLink, section, showErrors } from "../dom.js";
+import { dryRun } from "../plan.js";
 
 const FEATURES = [
   ["training_operator", "HyperPod training operator", "Runs PyTorch jobs with restarts managed by HyperPod."],
@@ -10,6 +18,8 @@ const FEATURES = [
   ["tiered_checkpointing", "Tiered checkpointing", "Checkpoints to node memory first, then to S3."],
   ["autoscaling", "Managed autoscaling", "Scales instance groups with HyperPod's managed Karpenter."],
 ];
+const LABELS = Object.fromEntries(FEATURES.map(([key, label]) => [key, label]));
+const onOff = (v) => (v === true ? "on" : v === false ? "off" : v === null || v === undefined ? "not set" : String(v));
 
 function stateLine(key, state) {
   if (!state) return "";
@@ -20,15 +30,67 @@ function stateLine(key, state) {
   return "";
 }
 
+// "sagemaker UpdateCluster: AutoScaling Mode Enable, AutoScalerType Karpenter; ClusterRole …"
+function callText(call) {
+  const params = Object.entries(call.params || {})
+    .filter(([k]) => !/^(ClusterName|InstanceGroups)$/.test(k))
+    .map(([k, v]) => (v && typeof v === "object" && !Array.isArray(v)
+      ? `${k} ${Object.entries(v).map(([a, b]) => `${a} ${typeof b === "object" ? JSON.stringify(b) : b}`).join(", ")}`
+      : `${k} ${typeof v === "object" ? JSON.stringify(v) : v}`));
+  return `${call.service} ${call.operation}${params.length ? `: ${params.join("; ")}` : ""}`;
+}
+
+// The features plan in words: the diff per feature, then each AWS call and Kubernetes object.
+export function featurePlanLines(plan) {
+  const lines = [];
+  for (const [key, change] of Object.entries(plan.diff || {})) {
+    const [feature, setting] = key.split(".");
+    const name = LABELS[feature] || feature;
+    const what = setting && setting !== "enabled" ? `${name}, ${setting.replace(/_/g, " ")}` : name;
+    lines.push(`${what}: ${onOff(change.actual)} -> ${onOff(change.requested)}`);
+  }
+  for (const call of plan.calls || []) lines.push(callText(call));
+  for (const obj of plan.objects || []) {
+    lines.push(`${obj.action === "delete" ? "delete" : "apply"} ${obj.kind} ${obj.namespace ? `${obj.namespace}/` : ""}${obj.name}`);
+  }
+  lines.push(...(plan.notes || []));
+  if (plan.noop && !Object.keys(plan.diff || {}).length) lines.push("Nothing to change: the actual state already matches.");
+  return lines;
+}
+
+// The Karpenter settings of managed autoscaling, as the cluster has them.
+function karpenterSettings(state) {
+  const nodeClass = state.node_class;
+  const pool = state.node_pool;
+  const groups = state.instance_groups || [];
+  const rows = [
+    ["Autoscaler", `${state.autoscaler_type || "Karpenter"} (HyperPod managed; AutoScalerType Karpenter)`],
+    ["Node provisioning", "Continuous (set with autoscaling)"],
+    ["Instance groups scaled", groups.length ? groups.join(", ") : "none: add an instance group first (count 0 is fine)"],
+    ["HyperpodNodeClass", nodeClass ? `${nodeClass.name}${nodeClass.ready ? `, Ready ${nodeClass.ready}` : ""}` : "not created yet"],
+    ["NodePool", pool ? `${pool.name}${pool.ready ? `, Ready ${pool.ready}` : ""}` : "not created yet"],
+    ["Cluster role", state.cluster_role
+      ? `${state.cluster_role}${state.cluster_role_made_by_hyperpilot ? " (made by Hyperpilot)" : ""}`
+      : "made by Hyperpilot when enabled (trusted by hyperpod.sagemaker.amazonaws.com)"],
+  ];
+  return h("div", { class: "karpenter", role: "group", "aria-label": "Karpenter settings" },
+    h("h3", {}, "Karpenter settings"),
+    h("dl", { class: "summary facts" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    state.scope ? h("p", { class: "hint" }, `Scope: ${state.scope}.`) : null);
+}
+
 export function featuresPanel(cluster) {
+  const path = `/clusters/${encodeURIComponent(cluster)}/features`;
   const form = h("form", { class: "features", novalidate: true, "aria-label": "Advanced features" });
   const result = h("div", { class: "result", role: "status" });
   const apply = h("button", { type: "submit" }, "Apply changes");
-  const pending = h("p", { class: "hint", "aria-live": "polite" });
+  const planBox = h("div", { class: "feature-plan", "aria-live": "polite" });
   const element = section("Advanced features", h("p", { class: "hint" }, "The actual state, read live from the cluster."), form, result);
   let actual = null;
   const toggles = {};
   let memory = null;
+  let planned = null; // { text: the body as JSON, plan } once the plan of that body is shown
+  let asked = 0;
 
   function changes() {
     const body = {};
@@ -51,11 +113,32 @@ export function featuresPanel(cluster) {
     return body;
   }
 
-  function refreshPending() {
+  // The plan of what the form would send, from the API's dry run; Apply waits for it.
+  async function refreshPlan() {
     const body = changes();
-    const n = Object.keys(body).length;
-    apply.disabled = n === 0;
-    pending.textContent = n ? `Will send: ${JSON.stringify(body)}` : "No changes.";
+    const text = JSON.stringify(body);
+    planned = null;
+    apply.disabled = true;
+    clearErrors(form);
+    if (!Object.keys(body).length) {
+      fill(planBox, h("p", { class: "hint" }, "No changes."));
+      return;
+    }
+    const mine = ++asked;
+    fill(planBox, h("p", { class: "hint" }, "Reading the plan…"));
+    try {
+      const plan = await dryRun("PATCH", path, body);
+      if (mine !== asked) return;
+      planned = { text, plan };
+      fill(planBox,
+        h("h3", {}, "Plan"),
+        h("ul", { class: "diff", "aria-label": "Plan of the change" }, ...featurePlanLines(plan).map((l) => h("li", {}, l))));
+      apply.disabled = false;
+    } catch (error) {
+      if (mine !== asked) return;
+      fill(planBox);
+      showErrors(form, error);
+    }
   }
 
   function paint() {
@@ -63,7 +146,7 @@ export function featuresPanel(cluster) {
       const state = actual[key] || {};
       const box = h("input", { type: "checkbox", name: key, role: "switch" });
       box.checked = Boolean(state.enabled);
-      box.addEventListener("change", refreshPending);
+      box.addEventListener("change", refreshPlan);
       toggles[key] = box;
       const wrap = field(label, box, { field: key, hint: help });
       wrap.classList.add("toggle");
@@ -73,13 +156,14 @@ export function featuresPanel(cluster) {
       if (key === "tiered_checkpointing") {
         memory = h("input", { type: "number", min: "1", max: "100", name: "memory_percentage", inputmode: "numeric" });
         if (state.memory_percentage) memory.value = state.memory_percentage;
-        memory.addEventListener("input", refreshPending);
+        memory.addEventListener("input", refreshPlan);
         return [wrap, field("Checkpoint memory (% of node memory)", memory, { field: "tiered_checkpointing.memory_percentage" })];
       }
+      if (key === "autoscaling") return [wrap, karpenterSettings(state)];
       return wrap;
     });
-    fill(form, ...rows.flat(), pending, formError(), h("div", { class: "actions" }, apply));
-    refreshPending();
+    fill(form, ...rows.flat(), planBox, formError(), h("div", { class: "actions" }, apply));
+    refreshPlan();
   }
 
   // Read again after each event about the cluster (the live store), unless the user has
@@ -88,7 +172,7 @@ export function featuresPanel(cluster) {
   async function load() {
     if (!actual) fill(form, h("p", {}, "Reading the cluster…"));
     try {
-      const read = await get(`/clusters/${encodeURIComponent(cluster)}/features`);
+      const read = await get(path);
       if (actual && Object.keys(changes()).length) return;
       const text = JSON.stringify(read);
       if (text === shown) return;
@@ -105,18 +189,20 @@ export function featuresPanel(cluster) {
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    clearErrors(form);
     const body = changes();
-    if (!Object.keys(body).length) return;
+    if (!Object.keys(body).length || !planned || planned.text !== JSON.stringify(body)) return;
+    // turning a feature off removes what it made (roles, add-ons, Karpenter's objects): ask
+    const off = Object.entries(body).filter(([, v]) => v === false || (v && v.enabled === false)).map(([k]) => LABELS[k]);
+    if (off.length && !(await confirmAction(`Turn off ${off.join(" and ")} on ${cluster}?`, "Turn off", featurePlanLines(planned.plan)))) return;
+    clearErrors(form);
     apply.disabled = true;
     try {
-      const answer = await patch(`/clusters/${encodeURIComponent(cluster)}/features`, body);
+      const answer = await patch(path, body);
       const diff = answer.diff || {};
-      const lines = Object.entries(diff).map(([k, v]) => h("li", {}, h("code", {}, k), ": ", JSON.stringify(v)));
-      fill(result, 
+      const lines = featurePlanLines({ diff });
+      fill(result,
         h("h3", {}, answer.noop ? "Nothing to change" : "Submitted"),
-        h("p", {}, "Sent: ", h("code", { class: "sent" }, JSON.stringify(body))),
-        lines.length ? h("ul", { class: "diff", "aria-label": "Diff" }, ...lines) : h("p", {}, "The cluster already has this state."),
+        lines.length ? h("ul", { class: "diff", "aria-label": "Diff" }, ...lines.map((l) => h("li", {}, l))) : h("p", {}, "The cluster already has this state."),
         h("p", {}, operationLink(answer.operation_id, "Follow the operation")),
       );
       announce(answer.noop ? "No change needed" : "Feature change submitted");
@@ -125,7 +211,8 @@ export function featuresPanel(cluster) {
         actual[key] = { ...(actual[key] || {}), ...(enabled === undefined ? {} : { enabled }) };
         if (value && value.memory_percentage) actual[key].memory_percentage = value.memory_percentage;
       }
-      refreshPending();
+      fill(planBox, h("p", { class: "hint" }, "No changes."));
+      planned = null;
     } catch (error) {
       showErrors(form, error);
       apply.disabled = false;

@@ -1,25 +1,21 @@
 // The fleet overview of the clusters page: per cluster its GPUs (total, allocated to running
 // jobs and endpoints, free), node health, running jobs, endpoints and cost per hour at list
 // prices; totals above; sortable by any column, filtered by the page's search box.
+//
+// The GPUs and the cost per hour are the capacity API's (GET /capacity: the nodes' allocatable
+// GPUs, nodes x its price table), with the price source it names; allocated counts the GPUs the
+// running jobs and endpoints ask for (so a deploy shows at once, before its pods exist).
 
 import { get } from "../api.js";
 import { fill, h } from "../dom.js";
-import { describe, LIST_PRICES_SOURCE } from "../instance_types.js";
 
 const RUNNING_JOB = /^(running|pending|starting|restarting|created)$/i;
 
-// One cluster's figures from what the API answers (groups in its spec, nodes, jobs, endpoints).
-export function figures(cluster, nodes, jobs, endpoints) {
-  const groups = (cluster.spec && cluster.spec.instance_groups) || [];
-  let gpus = 0;
-  let cost = 0;
-  let priced = true;
-  for (const g of groups) {
-    const t = describe(g.instance_type);
-    gpus += (t.gpus || 0) * g.count;
-    if (g.count && t.price === null) priced = false;
-    else cost += (t.price || 0) * g.count;
-  }
+// One cluster's figures from what the API answers (nodes, jobs, endpoints, and the cluster's
+// line of the capacity API, if it has one: a cluster it cannot read has no figures there).
+export function figures(cluster, nodes, jobs, endpoints, capacity) {
+  const readable = Boolean(capacity && capacity.readable);
+  const gpus = readable ? capacity.resources.gpus.total : 0;
   // a model download is a job too, on no GPU
   const running = jobs.filter((j) => RUNNING_JOB.test(j.status) && j.recipe !== "model-download");
   const perPod = (spec) => (spec.resources && spec.resources.gpus !== undefined ? spec.resources.gpus : 1);
@@ -37,7 +33,8 @@ export function figures(cluster, nodes, jobs, endpoints) {
     unhealthy: list.length - healthy,
     jobs: running.length,
     endpoints: endpoints.length,
-    cost: priced ? cost : null,
+    // the capacity API's cost of the nodes it read; none for a cluster it could not read
+    cost: readable ? capacity.cost_per_hour : null,
   };
 }
 
@@ -47,7 +44,7 @@ const COLUMNS = [
   ["endpoints", "Endpoints"], ["cost", "Cost per hour"],
 ];
 
-const money = (v) => (v === null ? "no list price" : `$${v.toFixed(2)}`);
+const money = (v) => (v === null ? "not readable" : `$${v.toFixed(2)}`);
 
 export function fleetOverview() {
   let rows = [];
@@ -93,30 +90,43 @@ export function fleetOverview() {
       ...COLUMNS.slice(1).map(([key, label]) => h("td", { "data-label": label, "data-key": key }, key === "cost" ? money(r.cost) : String(r[key]))),
     )));
     const sum = (key) => shown.reduce((n, r) => n + r[key], 0);
-    const cost = shown.some((r) => r.cost === null) ? null : sum("cost");
+    const unread = shown.filter((r) => r.cost === null).length;
+    const cost = `$${shown.reduce((n, r) => n + (r.cost || 0), 0).toFixed(2)} per hour` +
+      (unread ? ` (${unread} cluster${unread === 1 ? "" : "s"} not readable)` : "");
     totals.textContent =
       `${shown.length} cluster${shown.length === 1 ? "" : "s"}: ${sum("gpus")} GPUs, ${sum("allocated")} allocated, ` +
       `${sum("free")} free; ${sum("healthy")} healthy nodes, ${sum("unhealthy")} other; ` +
-      `${sum("jobs")} running jobs; ${sum("endpoints")} endpoints; ${money(cost)} per hour.`;
+      `${sum("jobs")} running jobs; ${sum("endpoints")} endpoints; ${cost}.`;
   }
 
-  // Read every cluster's nodes and jobs and all endpoints again (the store calls this).
+  const prices = h("p", { class: "hint fleet-prices" });
+
+  // Read every cluster's nodes and jobs, all endpoints and the fleet's capacity again (the
+  // store calls this).
   async function read(clusters) {
-    const endpoints = await get("/endpoints?cluster=*").catch(() => []);
+    const [endpoints, capacity] = await Promise.all([
+      get("/endpoints?cluster=*").catch(() => []),
+      get("/capacity").catch(() => null),
+    ]);
+    const lines = new Map(((capacity && capacity.clusters) || []).map((c) => [c.cluster, c]));
     rows = await Promise.all(clusters.map(async (c) => {
       const path = `/clusters/${encodeURIComponent(c.name)}`;
       const [nodes, jobs] = await Promise.all([
         get(`${path}/nodes`).catch(() => ({ nodes: [] })),
         get(`${path}/jobs`).catch(() => []),
       ]);
-      return { ...figures(c, nodes, jobs, endpoints.filter((e) => e.cluster === c.name)), cluster: c };
+      const mine = endpoints.filter((e) => e.cluster === c.name);
+      return { ...figures(c, nodes, jobs, mine, lines.get(c.name)), cluster: c };
     }));
+    const source = capacity && capacity.prices;
+    prices.textContent = source
+      ? `Cost per hour of the nodes at approximate list prices (${source.currency}, ${source.region}, ${source.as_of}): ${source.source}.`
+      : "Cost per hour: the capacity API could not be read.";
     paint();
   }
 
   return {
-    element: h("div", { class: "fleet-overview" }, totals, h("div", { class: "table-wrap" }, table),
-      h("p", { class: "hint" }, `Cost at ${LIST_PRICES_SOURCE}.`)),
+    element: h("div", { class: "fleet-overview" }, totals, h("div", { class: "table-wrap" }, table), prices),
     read,
     // show only the clusters `predicate` keeps (the page's search)
     search(predicate) {

@@ -7,6 +7,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { fallbackTypes, kedaTriggers, managedOptions } from "../endpoint_options.js";
 import { instanceTypePicker } from "../instance_picker.js";
 import { dryRun, planLines } from "../plan.js";
 import { onChange } from "../store.js";
@@ -74,7 +75,7 @@ export async function render(main, [cluster, name]) {
     const zone = target && target.spec && target.spec.availability_zone_id;
     try {
       const offered = await get(`/inspect/instance-types${query({ availability_zone_id: zone })}`);
-      picker.set(offered.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)).map((t) => t.instance_type), itype.value || "ml.g5.8xlarge");
+      picker.set(offered.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)), itype.value || "ml.g5.8xlarge");
     } catch {
       picker.message("Instance types unavailable");
     }
@@ -92,14 +93,20 @@ export async function render(main, [cluster, name]) {
   const minReplicas = h("input", { name: "min_replicas", type: "number", min: "0", max: "64", value: "1" });
   const maxReplicas = h("input", { name: "max_replicas", type: "number", min: "1", max: "64", value: "4" });
   const perReplica = h("input", { name: "requests_per_replica", type: "number", min: "1", value: "10" });
-  const scaling = h("div", { class: "row", hidden: true },
-    field("Minimum replicas", minReplicas, { field: "autoscaling.min_replicas" }),
-    field("Maximum replicas", maxReplicas, { field: "autoscaling.max_replicas" }),
-    field("Running requests per replica", perReplica, { field: "autoscaling.requests_per_replica" }));
+  const triggers = kedaTriggers();
+  const fallbacks = fallbackTypes();
+  const managedBox = managedOptions();
+  const scaling = h("div", { hidden: true },
+    h("div", { class: "row" },
+      field("Minimum replicas", minReplicas, { field: "autoscaling.min_replicas" }),
+      field("Maximum replicas", maxReplicas, { field: "autoscaling.max_replicas" }),
+      field("Running requests per replica", perReplica, { field: "autoscaling.requests_per_replica" })),
+    triggers.element);
   autoscale.addEventListener("change", () => { scaling.hidden = !autoscale.checked; });
   routerField.hidden = true;
   kind.addEventListener("change", () => {
     routerField.hidden = kind.value !== "sglang";
+    managedBox.element.hidden = kind.value !== "managed";
     model.dataset.field = kind.value === "managed" ? "managed" : "container.model";
   });
   const form = h("form", { novalidate: true, "aria-label": "Deploy an endpoint" },
@@ -107,14 +114,16 @@ export async function render(main, [cluster, name]) {
       field("Endpoint name", ename, { field: "name" }),
       field("Kind", kind, { field: "kind" })),
     picker.element,
+    fallbacks.element,
     h("div", { class: "row" },
       field("Model", model, { field: "container.model" }),
       field("Replicas", replicas, { field: "replicas" }),
       field("GPUs per replica", gpus, { field: "gpus" })),
     routerField,
     field("Service", service, { field: "service", hint: "Who reaches the endpoint: pods of the cluster, a load balancer, or a model pool's router." }),
-    h("label", { class: "check" }, autoscale, " Scale with load (KEDA on the router's metrics)"),
+    h("label", { class: "check" }, autoscale, " Scale with load (KEDA on the serving metrics)"),
     scaling,
+    managedBox.element,
     formError(),
     h("button", { type: "submit" }, "Deploy"));
   form.addEventListener("submit", async (event) => {
@@ -130,9 +139,15 @@ export async function render(main, [cluster, name]) {
     else spec.container = { engine: kind.value === "sglang" ? "sglang" : "vllm", model: model.value.trim() };
     if (kind.value === "sglang") spec.router = { policy: routerPolicy.value };
     if (service.value !== "internal") spec.service = service.value;
+    fallbacks.apply(spec);
     if (autoscale.checked) {
-      spec.autoscaling = { min_replicas: Number(minReplicas.value), max_replicas: Number(maxReplicas.value), requests_per_replica: Number(perReplica.value) };
+      const scalingSpec = { min_replicas: Number(minReplicas.value), max_replicas: Number(maxReplicas.value), requests_per_replica: Number(perReplica.value) };
+      triggers.apply(scalingSpec);
+      // a managed endpoint scales through the operator's spec (managed.autoscaling)
+      if (kind.value === "managed") spec.managed.autoscaling = scalingSpec;
+      else spec.autoscaling = scalingSpec;
     }
+    if (kind.value === "managed") managedBox.apply(spec.managed);
     try {
       const accepted = await post(`/endpoints${query({ cluster: clusterSelect.value })}`, spec);
       fill(status, `Deploying ${spec.name}: `, operationLink(accepted.operation_id, "operation"), " · ", h("a", { href: link(clusterSelect.value, spec.name) }, "endpoint"));

@@ -3,6 +3,7 @@
 // while running.
 
 import { get, post, streamEvents } from "../api.js";
+import { zoneRetry } from "../capacity_retry.js";
 import { announce, badge, elapsed, errorText, h, nextId, fill } from "../dom.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "noop"]);
@@ -71,6 +72,7 @@ export function progressPanel(operationId, { onFinished } = {}) {
       ),
       h("span", { class: "stage-message" }, message),
       retry,
+      stage.status === "failed" ? zoneRetry(op, stage) : null,
     );
   }
 

@@ -6,6 +6,7 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { recipeFields } from "../recipe_fields.js";
 import { onChange } from "../store.js";
 
 export async function render(main, [cluster, job]) {
@@ -41,7 +42,8 @@ export async function render(main, [cluster, job]) {
 
   const groups = ((await get(`/clusters/${encodeURIComponent(cluster)}/instance-groups`).catch(() => [])) || []);
   const name = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
-  const recipe = h("select", { name: "recipe" }, ...["pytorch", "llama-factory", "ms-swift", "verl"].map((r) => h("option", { value: r }, r)));
+  const recipe = h("select", { name: "recipe" }, ...[["pytorch", "pytorch (torchrun)"], ["shell", "shell script"], ["llama-factory", "llama-factory"], ["ms-swift", "ms-swift (SFT or GRPO)"], ["verl", "verl"]].map(([r, label]) => h("option", { value: r }, label)));
+  const typed = recipeFields();
   const group = h("select", { name: "instance_group" }, ...groups.map((g) => h("option", { value: g.name }, `${g.name} (${g.count} × ${g.instance_type})`)));
   const script = h("input", { name: "script", value: "train.py", autocomplete: "off" });
   const replicas = h("input", { name: "replicas", type: "number", min: "1", value: "1" });
@@ -49,16 +51,23 @@ export async function render(main, [cluster, job]) {
   const retries = h("input", { name: "job_max_retry_count", type: "number", min: "0", value: "3" });
   const mlflow = h("input", { name: "mlflow_tracking_uri", autocomplete: "off", spellcheck: "false" });
   const extra = h("textarea", { name: "extra", rows: "3", spellcheck: "false" });
+  const scriptField = field("Script (pytorch)", script, { field: "script" });
+  recipe.addEventListener("change", () => {
+    scriptField.hidden = recipe.value !== "pytorch";
+    typed.show(recipe.value);
+  });
   const form = h("form", { novalidate: true, "aria-label": "Submit a job" },
     h("div", { class: "row" },
       field("Job name", name, { field: "name" }),
       field("Recipe", recipe, { field: "recipe" }),
       field("Instance group", group, { field: "instance_group" })),
+    typed.element,
     h("div", { class: "row" },
-      field("Script (pytorch)", script, { field: "script" }),
+      scriptField,
       field("Replicas", replicas, { field: "replicas" }),
       field("GPUs per replica", gpus, { field: "resources.gpus" }),
       field("Restart budget (job retries)", retries, { field: "run_policy.job_max_retry_count" })),
+    typed.placement,
     h("details", {}, h("summary", {}, "More"),
       field("MLflow tracking URI", mlflow, { field: "mlflow_tracking_uri" }),
       field("Other recipe fields (JSON object, merged in)", extra, { field: "body", hint: "e.g. {\"model\": \"Qwen/Qwen3-0.6B\", \"dataset\": \"alpaca_en_demo\"} for llama-factory" })),
@@ -76,6 +85,7 @@ export async function render(main, [cluster, job]) {
       run_policy: { job_max_retry_count: Number(retries.value) },
     };
     if (recipe.value === "pytorch") spec.script = script.value.trim();
+    typed.apply(spec);
     if (mlflow.value.trim()) spec.mlflow_tracking_uri = mlflow.value.trim();
     if (extra.value.trim()) {
       try {
