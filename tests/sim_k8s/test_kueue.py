@@ -6,6 +6,8 @@ Everything is read through the official Kubernetes client, as the product reads 
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -166,6 +168,7 @@ def test_a_job_beyond_its_quota_waits_then_runs_on_lent_quota(
     governed: ApiServer,
     core: Any,
     custom: Any,
+    kubectl: Callable[..., subprocess.CompletedProcess[str]],
 ) -> None:
     batch: Any = client.BatchV1Api(core.api_client)
     ns = "hyperpod-ns-team-a"
@@ -311,3 +314,89 @@ def test_unknown_priority_class_and_queue_are_explained(
         custom.get_namespaced_custom_object(
             *KUEUE, ns, "localqueues", "hyperpod-ns-team-c-localqueue"
         )
+
+
+def hyperpod_job(name: str, team_name: str, run_seconds: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "sagemaker.amazonaws.com/v1",
+        "kind": "HyperPodPyTorchJob",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kueue.x-k8s.io/queue-name": f"hyperpod-ns-{team_name}-localqueue",
+                "kueue.x-k8s.io/priority-class": "training-priority",
+            },
+        },
+        "spec": {
+            "nprocPerNode": "4",
+            "replicaSpecs": [
+                {
+                    "name": "pod",
+                    "replicas": 1,
+                    "template": {
+                        "metadata": {
+                            "annotations": {"sim.hyperpilot.dev/run-seconds": run_seconds}
+                        },
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "pytorch",
+                                    "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+                                    "command": ["hyperpodrun", "--nproc-per-node=4", "train.py"],
+                                    "resources": {"limits": {"nvidia.com/gpu": "4"}},
+                                }
+                            ]
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_freed_quota_is_admitted_again_and_hyperpod_jobs_queue_too(
+    governed: ApiServer, core: Any, custom: Any
+) -> None:
+    batch: Any = client.BatchV1Api(core.api_client)
+    a, b = "hyperpod-ns-team-a", "hyperpod-ns-team-b"
+    # a3 goes: a1 (older, within team-a's own quota) is admitted again before a2 would borrow
+    batch.delete_namespaced_job("a3", a, propagation_policy="Background")
+    eventually(lambda: admitted(custom, a, "a1"))
+    a1 = workload(custom, a, "a1")
+    evicted = cond(a1, "Evicted") or {}
+    assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
+    assert evicted["message"].startswith("Previously: Preempted to accommodate a workload (UID: ")
+    assert evicted["message"].endswith("due to prioritization in the ClusterQueue")
+    eventually(lambda: running_pods(core, a, "a1"))
+    assert (cond(workload(custom, a, "a2"), "Admitted") or {}).get("status") == "False"
+    # b1 goes: a2 borrows team-b's idle quota
+    batch.delete_namespaced_job("b1", b, propagation_policy="Background")
+    eventually(lambda: admitted(custom, a, "a2"))
+    # a HyperPodPyTorchJob of team-b reclaims it, runs on the flavor's nodes, then finishes
+    governed.install("hyperpod-training-operator")
+    job_api = ("sagemaker.amazonaws.com", "v1", b, "hyperpodpytorchjobs")
+    custom.create_namespaced_custom_object(*job_api, hyperpod_job("hp1", "team-b", "2"))
+    hp1 = eventually(lambda: admitted(custom, b, "hp1"))
+    assert hp1["metadata"]["name"].startswith("hyperpodpytorchjob-hp1-")
+    assert [p["name"] for p in hp1["spec"]["podSets"]] == ["pod"]
+    assert cond(workload(custom, a, "a2"), "Preempted")["reason"] == "InCohortReclamation"  # type: ignore[index]
+    started = custom.get_namespaced_custom_object(*job_api, "hp1")
+    assert started["spec"]["runPolicy"]["suspend"] is False
+    template = started["spec"]["replicaSpecs"][0]["template"]["spec"]
+    assert template["nodeSelector"] == {"node.kubernetes.io/instance-type": TYPE}
+
+    def finished() -> Any:
+        done = cond(workload(custom, b, "hp1"), "Finished")
+        return done if done and done["status"] == "True" else None
+
+    assert eventually(finished, timeout=30) == {
+        "status": "True",
+        "reason": "Succeeded",
+        "message": "Job finished successfully",
+    }
+    # its quota is free again: a2 borrows it once more
+    eventually(lambda: admitted(custom, a, "a2"))
+    cq = custom.get_cluster_custom_object(
+        *KUEUE, "clusterqueues", "hyperpod-ns-team-b-clusterqueue"
+    )
+    assert cq["status"]["reservingWorkloads"] == 0
