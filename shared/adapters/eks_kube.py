@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
+from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
@@ -53,7 +54,7 @@ def eks_token(session: boto3.session.Session, cluster: str, region: str, service
             "no AWS credentials to sign an EKS token with",
             f"configure credentials (environment, profile or instance role) for {service}",
         )
-    sts = session.client("sts", region_name=region)
+    sts = aws_session.client("sts", region, of=session)
     signer = RequestSigner(
         sts.meta.service_model.service_id, region, "sts", "v4", credentials, sts.meta.events
     )
@@ -317,7 +318,7 @@ class KubeClients(Generic[K]):
     ) -> None:
         self.region = region
         self.kube = kube
-        self.session = session or boto3.session.Session(region_name=region)
+        self.session = session or aws_session.session()
         self._dir = Path(tempfile.mkdtemp(prefix=f"{kube.FIELD_MANAGER}-"))
         self._clients: dict[ClusterEndpoint, K] = {}
         self._lock = threading.Lock()

@@ -11,7 +11,6 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -21,6 +20,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
@@ -75,7 +75,6 @@ class AwsClients:
     def __init__(self, region: str, endpoint_url: str | None = None) -> None:
         self.region = region
         self.endpoint_url = endpoint_url
-        self._session = boto3.session.Session(region_name=region)
         self._config = Config(
             user_agent_extra="hyperpilot/0.1",
             retries={"total_max_attempts": 1, "mode": "standard"},
@@ -86,10 +85,8 @@ class AwsClients:
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self._session.client(
-                service,
-                endpoint_url=self.endpoint_url,
-                config=self._config,
+            self._clients[service] = aws_session.client(
+                service, self.region, self.endpoint_url, self._config
             )
         return self._clients[service]
 

@@ -8,10 +8,10 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
@@ -42,10 +42,11 @@ class TrackingServers:
         return self._client(self.region)
 
     def _client(self, region: str) -> Any:
-        return boto3.session.Session(region_name=region).client(
+        return aws_session.client(
             "sagemaker",
-            endpoint_url=self.endpoint_url,
-            config=Config(retries={"max_attempts": 3, "mode": "standard"}),
+            region,
+            self.endpoint_url,
+            Config(retries={"max_attempts": 3, "mode": "standard"}),
         )
 
     async def describe(self, name: str) -> dict[str, Any] | None:

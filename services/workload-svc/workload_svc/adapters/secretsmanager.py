@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
+from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
 
 RETRYABLE = frozenset(
@@ -37,10 +37,11 @@ class SecretsManager:
     def _client(self, region: str) -> Any:
         client = self._clients.get(region)
         if client is None:
-            client = boto3.session.Session(region_name=region).client(
+            client = aws_session.client(
                 "secretsmanager",
-                endpoint_url=self.endpoint_url,
-                config=Config(retries={"max_attempts": 3, "mode": "standard"}),
+                region,
+                self.endpoint_url,
+                Config(retries={"max_attempts": 3, "mode": "standard"}),
             )
             self._clients[region] = client
         return client
