@@ -11,6 +11,7 @@ from hyperpilot.commands.clusters import read_spec
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    ContractOption,
     DryRun,
     Output,
     Wait,
@@ -22,6 +23,7 @@ from hyperpilot.commands.common import (
     mutate,
 )
 from hyperpilot.output import Column, Format, details, emit, table
+from shared.contracts.inference import AutoscalingSpec, EndpointSpec
 
 app = Area("endpoints", "Inference endpoints: deploy, list, describe, invoke, scale, delete.")
 
@@ -43,22 +45,89 @@ Name = Annotated[str, typer.Argument(help="Endpoint name", show_default=False)]
     epilog=examples(
         "hyperpilot endpoints deploy -f qwen-vllm.yaml --wait",
         "hyperpilot endpoints deploy -f qwen-vllm.yaml -c llm-training --dry-run",
+        "hyperpilot endpoints deploy --name chat --type ml.p5.48xlarge --gpus 1 "
+        "--mig-profile mig-1g.10gb --model Qwen/Qwen3-0.6B --min-replicas 1 --max-replicas 4 "
+        "--rps 20 --dry-run",
+        "hyperpilot endpoints deploy --name chat --type ml.g5.8xlarge --fallback-type "
+        "ml.g6e.xlarge --gpus 1 --model Qwen/Qwen3-0.6B",
     )
 )
 def deploy(
     file: Annotated[
-        str, typer.Option("--file", "-f", help="Endpoint spec as YAML or JSON (- for stdin)")
-    ],
+        str | None,
+        typer.Option("--file", "-f", help="Endpoint spec as YAML or JSON (- for stdin)"),
+    ] = None,
     name: Annotated[str | None, typer.Option(help="Endpoint name (overrides the file)")] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="container, sglang, managed or jumpstart")
+    ] = None,
+    instance_type: Annotated[
+        str | None, ContractOption(EndpointSpec, "instance_type", "--type")
+    ] = None,
+    fallback_type: Annotated[
+        list[str] | None,
+        ContractOption(
+            EndpointSpec, "fallback_instance_types", "--fallback-type", notes="repeatable"
+        ),
+    ] = None,
+    gpus: Annotated[int | None, ContractOption(EndpointSpec, "gpus")] = None,
+    replicas: Annotated[int | None, typer.Option(min=0, max=64, help="Replicas to run")] = None,
+    engine: Annotated[str | None, typer.Option(help="container: vllm, sglang or custom")] = None,
+    model: Annotated[str | None, typer.Option(help="container: the model to serve")] = None,
+    mig_profile: Annotated[str | None, ContractOption(EndpointSpec, "mig_profile")] = None,
+    gpu_memory_mib: Annotated[int | None, ContractOption(EndpointSpec, "gpu_memory_mib")] = None,
+    gpu_cores: Annotated[int | None, ContractOption(EndpointSpec, "gpu_cores")] = None,
+    min_replicas: Annotated[
+        int | None, typer.Option(min=0, max=64, help="autoscaling: fewest replicas")
+    ] = None,
+    max_replicas: Annotated[
+        int | None, typer.Option(min=1, max=64, help="autoscaling: most replicas")
+    ] = None,
+    rps: Annotated[
+        float | None,
+        ContractOption(
+            AutoscalingSpec, "requests_per_second", "--rps", notes="autoscaling trigger"
+        ),
+    ] = None,
     cluster: Cluster = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
 ) -> None:
-    """Deploy (or update) an endpoint; the file holds the body of POST /api/v1/endpoints."""
-    body = read_spec(file)
-    if name is not None:
-        body["name"] = name
+    """Deploy (or update) an endpoint; the file holds the body of POST /api/v1/endpoints, and
+    the options set (or override) its fields. --min-replicas, --max-replicas and --rps set
+    autoscaling (KEDA) of a self-managed endpoint."""
+    body = read_spec(file) if file else {}
+    for key, value in (
+        ("name", name),
+        ("kind", kind),
+        ("instance_type", instance_type),
+        ("gpus", gpus),
+        ("replicas", replicas),
+        ("mig_profile", mig_profile),
+        ("gpu_memory_mib", gpu_memory_mib),
+        ("gpu_cores", gpu_cores),
+    ):
+        if value is not None:
+            body[key] = value
+    if fallback_type:
+        body["fallback_instance_types"] = list(fallback_type)
+    if engine is not None or model is not None:
+        container = dict(body.get("container") or {})
+        container.update({k: v for k, v in (("engine", engine), ("model", model)) if v})
+        body["container"] = container
+    if min_replicas is not None or max_replicas is not None or rps is not None:
+        scaling = dict(body.get("autoscaling") or {})
+        for key, number in (
+            ("min_replicas", min_replicas),
+            ("max_replicas", max_replicas),
+            ("requests_per_second", rps),
+        ):
+            if number is not None:
+                scaling[key] = number
+        body["autoscaling"] = scaling
+    if not body:
+        raise UsageError("no endpoint spec", "pass -f endpoint.yaml, or --name, --type, --gpus")
     with client() as api:
         mutate(
             api,

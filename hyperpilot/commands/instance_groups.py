@@ -124,6 +124,8 @@ def list_(cluster: Cluster = None, output: Output = None) -> None:
         "hyperpilot instance-groups add --name spot --type ml.g5.8xlarge --count 2 "
         "--capacity spot --dry-run",
         "hyperpilot instance-groups add -f group.yaml -c llm-training --wait",
+        "hyperpilot instance-groups add --name mig --type ml.p5.48xlarge --count 1 "
+        "--mig-profile mig-1g.10gb --dry-run",
     )
 )
 def add(
@@ -152,6 +154,7 @@ def add(
     label: Labels = None,
     taint: Taints = None,
     lifecycle_script_uri: Annotated[str | None, ContractOption(NEW, "lifecycle_script_uri")] = None,
+    mig_profile: Annotated[str | None, ContractOption(NEW, "mig_profile")] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
@@ -168,6 +171,7 @@ def add(
         ("interface_type", interface.value if interface else None),
         ("threads_per_core", threads_per_core),
         ("lifecycle_script_uri", lifecycle_script_uri),
+        ("mig_profile", mig_profile),
     ):
         if value is not None:
             body[key] = value

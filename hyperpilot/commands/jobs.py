@@ -13,6 +13,7 @@ from hyperpilot.commands.clusters import parse_pairs, read_spec
 from hyperpilot.commands.common import (
     Area,
     Cluster,
+    ContractOption,
     DryRun,
     Output,
     Wait,
@@ -26,6 +27,8 @@ from hyperpilot.commands.common import (
 )
 from hyperpilot.output import Column, details, emit, table
 from shared.boundary import api_path
+from shared.contracts.gpu import MAX_GPU_MEMORY_MIB
+from shared.contracts.workloads import Hyperparameters, Resources
 
 app = Area("jobs", "Training jobs from recipes: submit, list, describe, logs, cancel, delete.")
 
@@ -41,6 +44,11 @@ COLUMNS = [
 ]
 
 Job = Annotated[str, typer.Argument(help="Job name", show_default=False)]
+
+
+def _resource_help(field: str) -> str:
+    """The contract's description of a resources.<field> (the body's resources object)."""
+    return f"resources.{field}: {Resources.model_fields[field].description}"
 
 
 def _base(cluster: str) -> str:
@@ -92,6 +100,10 @@ def describe(job: Job, cluster: Cluster = None, output: Output = None) -> None:
         "--script code/train.py --replicas 2 --gpus 1 --dry-run",
         "hyperpilot jobs submit --recipe llama-factory --name sft --instance-group gpu "
         "--model Qwen/Qwen2.5-0.5B --dataset alpaca_en_demo",
+        "hyperpilot jobs submit --recipe pytorch --name small --instance-group mig "
+        "--script code/train.py --gpus 2 --mig-profile mig-1g.10gb",
+        "hyperpilot jobs submit --recipe pytorch --name shared --instance-group gpu "
+        "--script code/train.py --gpus 1 --gpu-memory-mib 20000 --gpu-cores 30",
     )
 )
 def submit(
@@ -117,6 +129,30 @@ def submit(
     env: Annotated[
         list[str] | None, typer.Option("--env", help="KEY=VALUE environment (repeatable)")
     ] = None,
+    mig_profile: Annotated[
+        str | None, typer.Option(help=_resource_help("mig_profile"), show_default=False)
+    ] = None,
+    gpu_memory_mib: Annotated[
+        int | None,
+        typer.Option(min=1, max=MAX_GPU_MEMORY_MIB, help=_resource_help("gpu_memory_mib")),
+    ] = None,
+    gpu_cores: Annotated[
+        int | None, typer.Option(min=1, max=100, help=_resource_help("gpu_cores"))
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        ContractOption(Hyperparameters, "batch_size", notes="fine-tuning: the batch size"),
+    ] = None,
+    max_length: Annotated[
+        int | None,
+        ContractOption(Hyperparameters, "max_length", notes="fine-tuning: the cut-off length"),
+    ] = None,
+    lora_rank: Annotated[
+        int | None, ContractOption(Hyperparameters, "lora_rank", notes="fine-tuning: LoRA rank")
+    ] = None,
+    max_steps: Annotated[
+        int | None, ContractOption(Hyperparameters, "max_steps", notes="fine-tuning")
+    ] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
@@ -139,8 +175,30 @@ def submit(
     ):
         if value is not None:
             body[key] = value
-    if gpus is not None:
-        body["resources"] = {**(body.get("resources") or {}), "gpus": gpus}
+    resources = {
+        k: v
+        for k, v in (
+            ("gpus", gpus),
+            ("mig_profile", mig_profile),
+            ("gpu_memory_mib", gpu_memory_mib),
+            ("gpu_cores", gpu_cores),
+        )
+        if v is not None
+    }
+    if resources:
+        body["resources"] = {**(body.get("resources") or {}), **resources}
+    tuning = {
+        k: v
+        for k, v in (
+            ("batch_size", batch_size),
+            ("max_length", max_length),
+            ("lora_rank", lora_rank),
+            ("max_steps", max_steps),
+        )
+        if v is not None
+    }
+    if tuning:
+        body["hyperparameters"] = {**(body.get("hyperparameters") or {}), **tuning}
     if arg:
         body["args"] = arg
     if env:
