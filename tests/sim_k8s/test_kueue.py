@@ -400,3 +400,73 @@ def test_freed_quota_is_admitted_again_and_hyperpod_jobs_queue_too(
         *KUEUE, "clusterqueues", "hyperpod-ns-team-b-clusterqueue"
     )
     assert cq["status"]["reservingWorkloads"] == 0
+
+
+def test_ray_jobs_are_queued_suspended_and_get_their_cluster_when_admitted(
+    governed: ApiServer, core: Any, custom: Any
+) -> None:
+    governed.install("kuberay-operator")
+    b = "hyperpod-ns-team-b"
+    ray_api = ("ray.io", "v1", b, "rayjobs")
+    container = {"name": "ray", "image": "rayproject/ray:2.41.0"}
+    worker = dict(container, resources={"limits": {"nvidia.com/gpu": "4"}})
+    rayjob: dict[str, Any] = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {
+            "name": "ray1",
+            "labels": {"kueue.x-k8s.io/queue-name": "hyperpod-ns-team-b-localqueue"},
+        },
+        "spec": {
+            "entrypoint": "python train.py",
+            "rayClusterSpec": {
+                "headGroupSpec": {"template": {"spec": {"containers": [container]}}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": 1,
+                        "template": {"spec": {"containers": [worker]}},
+                    }
+                ],
+            },
+        },
+    }
+    # team-a holds its own quota with a1 and borrows team-b's with a2: team-b reclaims it
+    custom.create_namespaced_custom_object(*ray_api, rayjob)
+    wl = eventually(lambda: admitted(custom, b, "ray1"))
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("head", 1), ("gpu", 1)]
+    assert cond(workload(custom, "hyperpod-ns-team-a", "a2"), "Preempted")["reason"] == (  # type: ignore[index]
+        "InCohortReclamation"
+    )
+    running = eventually(
+        lambda: (
+            j
+            if (j := custom.get_namespaced_custom_object(*ray_api, "ray1"))
+            .get("status", {})
+            .get("rayClusterName")
+            else None
+        )
+    )
+    assert running["spec"]["suspend"] is False
+    workers = running["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert workers["nodeSelector"] == {"node.kubernetes.io/instance-type": TYPE}
+    # a second one would have to borrow, which team-b (Lend) may not: suspended, no
+    # RayCluster, and Kueue says why
+    second = dict(rayjob, metadata=dict(rayjob["metadata"], name="ray2"))
+    custom.create_namespaced_custom_object(*ray_api, second)
+    wl2 = eventually(lambda: pending_with(custom, b, "ray2", "borrowing limit"))
+    assert cond(wl2, "QuotaReserved")["message"] == (  # type: ignore[index]
+        f"couldn't assign flavors to pod set gpu: borrowing limit for nvidia.com/gpu in flavor "
+        f"{TYPE} exceeded"
+    )
+    waiting = eventually(
+        lambda: (
+            j
+            if (j := custom.get_namespaced_custom_object(*ray_api, "ray2")).get("status")
+            else None
+        )
+    )
+    assert waiting["spec"]["suspend"] is True
+    assert waiting["status"] == {"jobDeploymentStatus": "Suspended"}
+    clusters = custom.list_namespaced_custom_object("ray.io", "v1", b, "rayclusters")["items"]
+    assert [c["metadata"]["labels"]["ray.io/originated-from-cr-name"] for c in clusters] == ["ray1"]

@@ -1,7 +1,7 @@
 """Kueue (v0.12, as the HyperPod task-governance add-on runs it): job admission by quota.
 
-A batch Job or HyperPodPyTorchJob labelled `kueue.x-k8s.io/queue-name` is suspended when it is
-created (Kueue's job webhook) and gets a Workload (`<kind>-<name>-<hash>`, owned by the job)
+A batch Job, HyperPodPyTorchJob or RayJob labelled `kueue.x-k8s.io/queue-name` is suspended
+when it is created (Kueue's job webhook) and gets a Workload (`<kind>-<name>-<hash>`, owned by the job)
 with one pod set per pod template. Kueue's scheduler then admits pending workloads, highest
 priority first and oldest first within a priority (BestEffortFIFO), by the rules of
 https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/ and .../concepts/preemption/:
@@ -125,6 +125,35 @@ def _set_hp_suspend(job: Obj, value: bool) -> None:
     job["spec"].setdefault("runPolicy", {})["suspend"] = value
 
 
+def _ray_templates(job: Obj) -> list[tuple[str, int, Obj]]:
+    """Kueue's RayJob pod sets: `head` (1) and one per worker group (its replicas)."""
+    spec = job["spec"].get("rayClusterSpec") or {}
+    sets = [("head", 1, (spec.get("headGroupSpec") or {}).get("template") or {})]
+    for group in spec.get("workerGroupSpecs") or []:
+        count = int(group.get("replicas", group.get("minReplicas", 0)) or 0)
+        count *= int(group.get("numOfHosts") or 1)
+        sets.append((str(group["groupName"]).lower(), count, group.get("template") or {}))
+    return sets
+
+
+def _ray_finished(job: Obj) -> tuple[bool, bool, str]:
+    status = job.get("status") or {}
+    deployment = status.get("jobDeploymentStatus")
+    if deployment == "Complete":
+        return (
+            True,
+            status.get("jobStatus") == "SUCCEEDED",
+            str(status.get("message") or "Job finished successfully"),
+        )
+    if deployment == "Failed":
+        return True, False, str(status.get("message") or "Job failed")
+    return False, False, ""
+
+
+def _set_ray_suspend(job: Obj, value: bool) -> None:
+    job["spec"]["suspend"] = value
+
+
 JOB_KINDS = (
     JobKind(
         "jobs.batch",
@@ -144,6 +173,15 @@ JOB_KINDS = (
         _hp_templates,
         _hp_finished,
     ),
+    JobKind(
+        "rayjobs.ray.io",
+        "ray.io/v1",
+        "RayJob",
+        lambda j: bool(j["spec"].get("suspend")),
+        _set_ray_suspend,
+        _ray_templates,
+        _ray_finished,
+    ),
 )
 BY_KEY = {k.key: k for k in JOB_KINDS}
 
@@ -151,6 +189,10 @@ BY_KEY = {k.key: k for k in JOB_KINDS}
 def _pod_templates(job: Obj, kind: JobKind) -> list[Obj]:
     if kind.kind == "Job":
         return [job["spec"]["template"]]
+    if kind.kind == "RayJob":
+        spec = job["spec"].setdefault("rayClusterSpec", {})
+        head = spec.setdefault("headGroupSpec", {}).setdefault("template", {})
+        return [head] + [g.setdefault("template", {}) for g in spec.get("workerGroupSpecs") or []]
     return [s.setdefault("template", {}) for s in job["spec"].get("replicaSpecs") or []]
 
 

@@ -1,5 +1,6 @@
 """KubeRay: a RayCluster runs a head pod, worker pods and a head Service; a RayJob brings up
-its cluster, runs its entrypoint, reports RUNNING then SUCCEEDED, and may shut the cluster down."""
+its cluster, runs its entrypoint, reports RUNNING then SUCCEEDED, and may shut the cluster down;
+a suspended RayJob (`spec.suspend`, as Kueue sets it) has no cluster until it is resumed."""
 
 from __future__ import annotations
 
@@ -171,6 +172,9 @@ class KubeRayOperator(Controller):
         ns = job["metadata"]["namespace"]
         status = clone(job.get("status") or {})
         cluster_name = status.get("rayClusterName")
+        if job["spec"].get("suspend"):
+            self._suspend(job, status)
+            return
         if not cluster_name:
             cluster_name = f"{job['metadata']['name']}-{random_suffix()}"
             self.create(
@@ -223,6 +227,22 @@ class KubeRayOperator(Controller):
             status["rayClusterStatus"] = clone(cluster.get("status") or {})
         if status != job.get("status"):
             job["status"] = status
+            self.update_status(JOBS, job)
+
+    def _suspend(self, job: Obj, status: Obj) -> None:
+        """KubeRay's suspend (https://docs.ray.io/en/latest/cluster/kubernetes/getting-started/
+        rayjob-quick-start.html, `suspend`): a suspended RayJob has no RayCluster; suspending a
+        running one deletes its cluster and resets its status until it is resumed."""
+        cluster_name = status.get("rayClusterName")
+        if cluster_name:
+            cluster = self.store.get(CLUSTERS, job["metadata"]["namespace"], cluster_name)
+            if cluster is not None:
+                self.delete(CLUSTERS, cluster)
+        suspended = {"jobDeploymentStatus": "Suspended"}
+        if status != suspended:
+            if status.get("jobDeploymentStatus") not in (None, "Suspended"):
+                self.event(job, "Suspended", "Suspended RayJob")
+            job["status"] = suspended
             self.update_status(JOBS, job)
 
     @staticmethod
