@@ -22,7 +22,7 @@ from shared.boundary import api_path
 from shared.bus import Bus
 from shared.contracts.commands import Command
 from shared.contracts.subjects import owning_service
-from shared.db import connect
+from shared.db import CONNECTION_ERRORS, connect
 from shared.logging import get_logger
 from shared.operations import (
     NOTIFY_EVENTS,
@@ -61,6 +61,12 @@ def check_idempotency_key(key: str | None) -> str | None:
             ],
         )
     return key
+
+
+def _session_ended(exc: asyncpg.PostgresError) -> bool:
+    """The error ended the server's session rather than refusing one statement."""
+    sqlstate = str(getattr(exc, "sqlstate", "") or "")
+    return isinstance(exc, CONNECTION_ERRORS) or sqlstate.startswith(("08", "57P"))
 
 
 class AcceptQueue:
@@ -161,8 +167,12 @@ class AcceptQueue:
             outcomes = await persist_operations(
                 self._conn, operations, wake_relay=self.relay is None, notify_events=False
             )
-        except asyncpg.PostgresError:
-            raise  # refused by the server: the connection is fine
+        except asyncpg.PostgresError as exc:
+            if _session_ended(exc):
+                # The server ended the session (a shutdown or a crash: PostgreSQL's FATAL
+                # 57P01-57P03, class 08): a connection kept after it fails the next batch.
+                await self._drop_connection()
+            raise  # otherwise refused by the server: the connection is fine
         except BaseException:
             # Lost, or left mid-statement: the next batch opens a new one.
             await self._drop_connection()
