@@ -21,6 +21,7 @@ from hyperpilot.commands import (  # adoption adds its commands to clusters
     operations,
     profile,
     storage,
+    teams,
 )
 from hyperpilot.commands.common import Area
 
@@ -30,6 +31,7 @@ AREAS: tuple[Area, ...] = (
     nodes.app,
     capacity.app,
     features.app,
+    teams.app,
     dependencies.app,
     jobs.app,
     endpoints.app,

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from shared.boundary import DNS_SUBDOMAIN_PATTERN
+from shared.boundary import DNS_SUBDOMAIN_PATTERN, GOVERNED_NAME_PATTERN, team_namespace
 from shared.contracts.commands import Command
 from shared.contracts.events import Event
 from shared.contracts.gpu import (
@@ -439,6 +439,33 @@ class JobBase(Spec):
     mlflow_tracking_uri: str | None = Field(
         None, description="an MLflow URI or a SageMaker MLflow tracking server ARN"
     )
+    team: str | None = Field(
+        None,
+        max_length=40,
+        pattern=GOVERNED_NAME_PATTERN,
+        description="task governance: the team whose quota runs the job (namespace"
+        " hyperpod-ns-<team>, its Kueue LocalQueue); default: no team, namespace default",
+    )
+    priority: str | None = Field(
+        None,
+        max_length=40,
+        pattern=GOVERNED_NAME_PATTERN,
+        description="task governance: a priority class of the cluster's scheduler config"
+        " (with team)",
+    )
+
+    @model_validator(mode="after")
+    def _priority_needs_team(self) -> Self:
+        if self.priority is not None and self.team is None:
+            raise RuleViolation(
+                "priority: a priority class applies to a job queued for a team",
+                "send team too (GET /api/v1/clusters/{name}/teams lists them), or drop priority",
+            )
+        return self
+
+    def namespace(self) -> str:
+        """Where the job runs: its team's namespace, or the jobs' default namespace."""
+        return team_namespace(self.team) if self.team else NAMESPACE
 
     @field_validator("env")
     @classmethod

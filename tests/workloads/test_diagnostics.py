@@ -300,7 +300,9 @@ class FakeClusters:
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None:
         return {"name": name} if name == "train" else None
 
-    async def pods_of(self, kube: FakeKube, job: str) -> list[dict[str, Any]]:
+    async def pods_of(
+        self, kube: FakeKube, job: str, namespace: str = "default"
+    ) -> list[dict[str, Any]]:
         return [p for (ns, _), p in kube.pods_by_name.items() if ns == "default"]
 
 

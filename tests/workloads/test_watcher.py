@@ -28,7 +28,9 @@ class FakeClusters:
     async def kube(self, cluster: str) -> FakeKube:
         return self.the_kube
 
-    async def pods_of(self, kube: Any, job: str) -> list[dict[str, Any]]:
+    async def pods_of(
+        self, kube: Any, job: str, namespace: str = "default"
+    ) -> list[dict[str, Any]]:
         return [{"metadata": {"name": f"{job}-pods-0"}, "status": {"phase": "Running"}}]
 
 

@@ -33,6 +33,9 @@ class FakeCluster:
         group: str | None,
         secrets: Sequence[str] = (),
         elastic: bool = False,
+        namespace: str = "default",
+        team: str | None = None,
+        priority: str | None = None,
     ) -> ClusterFacts:
         return ClusterFacts(
             groups={"gpu": GroupFacts("gpu", "ml.g5.8xlarge", 2, 1, 1)},
@@ -43,7 +46,12 @@ class FakeCluster:
         )
 
     async def put_secret(
-        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+        self,
+        cluster: str,
+        name: str,
+        data: dict[str, str],
+        annotations: dict[str, str],
+        namespace: str = "default",
     ) -> None:
         self.calls.append(f"put secret {name}")
         self.secrets[name] = dict(data)
@@ -53,7 +61,9 @@ class FakeCluster:
         self.calls.append(f"apply {obj['metadata']['name']}")
         self.objects[obj["metadata"]["name"]] = obj
 
-    async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool:
+    async def delete(
+        self, cluster: str, api_version: str, kind: str, name: str, namespace: str = "default"
+    ) -> bool:
         self.calls.append(f"delete {name}")
         return self.objects.pop(name, None) is not None
 

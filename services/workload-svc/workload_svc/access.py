@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from shared.boundary import priority_class_object, team_queue
 from shared.contracts.gpu import node_fractions
 from shared.contracts.workloads import NAMESPACE, S3_CLAIM
 from shared.errors import PermanentError
@@ -19,6 +20,7 @@ from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL
 
 KubeObject = dict[str, Any]
 USABLE = ("active", "imported")
+KUEUE_API = "kueue.x-k8s.io/v1beta1"  # the LocalQueue and WorkloadPriorityClass of a team
 
 
 class Kube(Protocol):
@@ -148,6 +150,9 @@ class Clusters:
         group: str | None,
         secrets: Iterable[str] = (),
         elastic: bool = False,
+        namespace: str = NAMESPACE,
+        team: str | None = None,
+        priority: str | None = None,
     ) -> ClusterFacts:
         """What a job is checked against; `secrets`: the Kubernetes Secrets its secret_env
         names (those missing from the jobs' namespace are `missing_secrets`); `elastic`: read
@@ -198,13 +203,23 @@ class Clusters:
                 kinds.add(served)
         return ClusterFacts(
             groups=groups,
-            storage=await kube.claim_exists(NAMESPACE, S3_CLAIM),
+            storage=await kube.claim_exists(namespace, S3_CLAIM),
             kinds=frozenset(kinds),
-            existing=await kube.get(api_version, kind, name, NAMESPACE),
+            existing=await kube.get(api_version, kind, name, namespace),
             missing_secrets=frozenset(
-                [s for s in sorted(set(secrets)) if not await kube.secret_exists(NAMESPACE, s)]
+                [s for s in sorted(set(secrets)) if not await kube.secret_exists(namespace, s)]
             ),
             hyperpod=await self.hyperpod_facts(cluster) if elastic else None,
+            namespace=namespace,
+            team_queue=None
+            if team is None
+            else await kube.get(KUEUE_API, "LocalQueue", team_queue(team), namespace) is not None,
+            priority_class=None
+            if priority is None
+            else await kube.get(
+                KUEUE_API, "WorkloadPriorityClass", priority_class_object(priority), namespace
+            )
+            is not None,
         )
 
     async def hyperpod_facts(self, cluster: str) -> HyperPodFacts | None:
@@ -216,20 +231,27 @@ class Clusters:
         found = await self.hyperpod.describe_cluster(row["region"], arn)
         return None if found is None else hyperpod_facts(found)
 
-    async def pods_of(self, kube: Kube, job: str) -> list[KubeObject]:
-        return await kube.pods(NAMESPACE, f"{JOB_LABEL}={job}")
+    async def pods_of(self, kube: Kube, job: str, namespace: str = NAMESPACE) -> list[KubeObject]:
+        return await kube.pods(namespace, f"{JOB_LABEL}={job}")
 
     async def apply(self, cluster: str, obj: KubeObject) -> None:
         await (await self.kube(cluster)).apply(obj)
 
-    async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool:
-        return await (await self.kube(cluster)).delete(api_version, kind, name, NAMESPACE)
+    async def delete(
+        self, cluster: str, api_version: str, kind: str, name: str, namespace: str = NAMESPACE
+    ) -> bool:
+        return await (await self.kube(cluster)).delete(api_version, kind, name, namespace)
 
     async def put_secret(
-        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+        self,
+        cluster: str,
+        name: str,
+        data: dict[str, str],
+        annotations: dict[str, str],
+        namespace: str = NAMESPACE,
     ) -> None:
         """Create or replace a Secret in the jobs' namespace."""
-        await (await self.kube(cluster)).put_secret(NAMESPACE, name, data, annotations)
+        await (await self.kube(cluster)).put_secret(namespace, name, data, annotations)
 
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None:
         return await records.job(self.pool, cluster, name)

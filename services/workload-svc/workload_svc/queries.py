@@ -166,7 +166,7 @@ class Reads:
                     "api_version": job["api_version"],
                     "kind": job["kind"],
                     "name": command.name,
-                    "namespace": NAMESPACE,
+                    "namespace": job.get("namespace") or NAMESPACE,
                 }
             ],
         )
@@ -187,8 +187,9 @@ class Reads:
         cluster, name = _name(request, "cluster"), _name(request, "name")
         job = await self._job(cluster, name)
         kube = await self.clusters.kube(cluster)
-        obj = await kube.get(job["api_version"], job["kind"], name, NAMESPACE)
-        pods = await self.clusters.pods_of(kube, name)
+        namespace = job.get("namespace") or NAMESPACE
+        obj = await kube.get(job["api_version"], job["kind"], name, namespace)
+        pods = await self.clusters.pods_of(kube, name, namespace)
         seen = observe(job["kind"], obj, pods)
         answer: dict[str, Any] = {
             "exists": obj is not None,
@@ -202,15 +203,15 @@ class Reads:
                 "in_cluster": f"http://{seen.dashboard}",
                 # a line to paste into a shell; the service and port are the cluster's words
                 "port_forward": shell_line(
-                    ["kubectl", "port-forward", "-n", NAMESPACE, f"svc/{service}", f"{port}:{port}"]
+                    ["kubectl", "port-forward", "-n", namespace, f"svc/{service}", f"{port}:{port}"]
                 ),
                 "proxy": url_path(
-                    "api", "v1", "namespaces", NAMESPACE, "services", f"{service}:{port}", "proxy"
+                    "api", "v1", "namespaces", namespace, "services", f"{service}:{port}", "proxy"
                 )
                 + "/",
             }
         if job["recipe"] == "model-download" and (current := newest_pod(pods)) is not None:
-            text = await kube.pod_log(NAMESPACE, current["metadata"]["name"])
+            text = await kube.pod_log(namespace, current["metadata"]["name"])
             answer["progress"] = progress(text.splitlines()[-50:])
         return answer
 
@@ -234,15 +235,15 @@ class Reads:
                 "previous must be true or false",
                 "previous: true reads the log of the container's instance before its last restart",
             )
-        await self._job(cluster, name)
+        namespace = (await self._job(cluster, name)).get("namespace") or NAMESPACE
         kube = await self.clusters.kube(cluster)
-        found = await self._pod(kube, name, pod)
+        found = await self._pod(kube, name, pod, namespace)
         if previous:
             container = diagnostics.default_container(found)
             _require_previous(found, container, f"pod {pod} of job {name}")
-            text = await kube.pod_log(NAMESPACE, pod, container, previous=True)
+            text = await kube.pod_log(namespace, pod, container, previous=True)
         else:
-            text = await kube.pod_log(NAMESPACE, pod)
+            text = await kube.pod_log(namespace, pod)
         result: LogPage = page(
             text,
             start=start,
@@ -260,8 +261,10 @@ class Reads:
         answer["previous"] = bool(previous)
         return answer
 
-    async def _pod(self, kube: Kube, job: str, pod: str) -> dict[str, Any]:
-        for found in await self.clusters.pods_of(kube, job):
+    async def _pod(
+        self, kube: Kube, job: str, pod: str, namespace: str = NAMESPACE
+    ) -> dict[str, Any]:
+        for found in await self.clusters.pods_of(kube, job, namespace):
             if found["metadata"]["name"] == pod:
                 return found
         raise StageError(

@@ -165,7 +165,7 @@ async def submit_started(conn: asyncpg.Connection, operation_id: uuid.UUID, comm
         recipe,
         rendered.api_version,
         rendered.kind,
-        NAMESPACE,
+        rendered.body["metadata"].get("namespace") or NAMESPACE,
         spec.model_dump(mode="json"),
         budget,
         operation_id,

@@ -52,8 +52,9 @@ class StatusWatcher:
 
     async def _observe(self, row: dict[str, Any]) -> int:
         kube = await self.clusters.kube(row["cluster"])
-        obj = await kube.get(row["api_version"], row["kind"], row["name"], NAMESPACE)
-        pods = await self.clusters.pods_of(kube, row["name"]) if obj is not None else []
+        namespace = row.get("namespace") or NAMESPACE
+        obj = await kube.get(row["api_version"], row["kind"], row["name"], namespace)
+        pods = await self.clusters.pods_of(kube, row["name"], namespace) if obj is not None else []
         seen = observe(row["kind"], obj, pods)
         if seen is None:
             seen = Observed(

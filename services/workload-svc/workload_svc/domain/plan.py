@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.boundary import priority_class_object, team_namespace, team_queue
 from shared.contracts.gpu import mig_resource
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
 from shared.contracts.workloads import (
@@ -61,6 +62,11 @@ class ClusterFacts:
     missing_secrets: frozenset[str] = frozenset()
     # the HyperPod cluster's description, read for elastic jobs (None: not read)
     hyperpod: HyperPodFacts | None = None
+    # where the job runs, and (with a team) whether task governance made the team's LocalQueue
+    # and the priority class's WorkloadPriorityClass (None: not asked)
+    namespace: str = NAMESPACE
+    team_queue: bool | None = None
+    priority_class: bool | None = None
 
 
 def violation(field_name: str, message: str, hint: str) -> PermanentError:
@@ -132,7 +138,7 @@ def check_placement(
     if not facts.storage:
         raise violation(
             "storage",
-            f"the shared bucket's claim {S3_CLAIM} is missing in namespace default",
+            f"the shared bucket's claim {S3_CLAIM} is missing in namespace {facts.namespace}",
             "create the cluster with Hyperpilot (it binds the bucket), or create the"
             " PersistentVolume and the claim s3-claim for the Mountpoint S3 CSI driver",
         )
@@ -265,9 +271,37 @@ def _object_plan(
     )
 
 
+def check_governance(team: str | None, priority: str | None, facts: ClusterFacts) -> list[str]:
+    """A team's job goes to the team's LocalQueue, at a priority class the cluster's scheduler
+    config has: both made by task governance (refused when absent, with the way out)."""
+    if team is None:
+        return []
+    if not facts.team_queue:
+        raise violation(
+            "team",
+            f"team {team!r} does not exist on the cluster (no LocalQueue {team_queue(team)} in"
+            f" namespace {team_namespace(team)})",
+            "use one of the cluster's teams (GET /api/v1/clusters/{name}/teams), or create the"
+            " team first (POST /api/v1/clusters/{name}/teams)",
+        )
+    if priority is not None and not facts.priority_class:
+        raise violation(
+            "priority",
+            f"priority class {priority!r} does not exist on the cluster (no"
+            f" WorkloadPriorityClass {priority_class_object(priority)})",
+            "use one of the priority classes GET /api/v1/clusters/{name}/teams lists, or add it"
+            " (PATCH /api/v1/clusters/{name}/task-governance with priority_classes)",
+        )
+    return [
+        f"queued by Kueue in {team_queue(team)} (team {team}'s quota)"
+        + (f" at priority {priority}" if priority else " at the default priority")
+    ]
+
+
 def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
     rendered = render(spec)
     notes = [*facts.notes]
+    notes += check_governance(spec.team, spec.priority, facts)
     notes += check_placement(
         spec.instance_group,
         spec.resources.gpus,
@@ -280,7 +314,7 @@ def plan_submit(cluster: str, spec: JobBase, facts: ClusterFacts) -> Plan:
         if secret in facts.missing_secrets:
             raise violation(
                 f"secret_env.{env}",
-                f"the Secret {secret} does not exist in namespace {NAMESPACE}",
+                f"the Secret {secret} does not exist in namespace {facts.namespace}",
                 "write it first (POST /api/v1/clusters/{name}/secrets"
                 ' {"name": "' + secret + '", "data": {"<key>": "<value>"}}), or reference a'
                 " Secrets Manager secret by its ARN (secrets_manager_arn)",

@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.boundary import ShellVar, shell_line, shell_script, shell_var
+from shared.boundary import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    ShellVar,
+    priority_class_object,
+    shell_line,
+    shell_script,
+    shell_var,
+    team_queue,
+)
 from shared.contracts.workloads import (
     DEEP_HEALTH_CHECK_LABEL,
     MOUNT_PATH,
@@ -66,6 +75,17 @@ class Rendered:
 
 def _labels(name: str, recipe: str) -> dict[str, str]:
     return {MANAGED_BY: "hyperpilot", JOB_LABEL: name, RECIPE_LABEL: recipe}
+
+
+def job_metadata(spec: Launched | VerlRecipe) -> KubeObject:
+    """The job object's name, namespace and labels: with a team, its namespace and the labels
+    task governance's Kueue reads (the team's LocalQueue, the priority class)."""
+    labels = _labels(spec.name, spec.recipe)
+    if spec.team is not None:
+        labels[QUEUE_LABEL] = team_queue(spec.team)
+        if spec.priority is not None:
+            labels[PRIORITY_LABEL] = priority_class_object(spec.priority)
+    return {"name": spec.name, "namespace": spec.namespace(), "labels": labels}
 
 
 def _volume() -> tuple[list[KubeObject], list[KubeObject]]:
@@ -258,11 +278,7 @@ def pytorch_job(spec: Launched) -> Rendered:
     body: KubeObject = {
         "apiVersion": HPJ_API,
         "kind": HPJ_KIND,
-        "metadata": {
-            "name": spec.name,
-            "namespace": NAMESPACE,
-            "labels": _labels(spec.name, spec.recipe),
-        },
+        "metadata": job_metadata(spec),
         "spec": {
             "nprocPerNode": str(nproc(spec)),
             "replicaSpecs": [
@@ -338,11 +354,7 @@ def ray_job(spec: VerlRecipe) -> Rendered:
     body: KubeObject = {
         "apiVersion": RAY_API,
         "kind": RAY_KIND,
-        "metadata": {
-            "name": spec.name,
-            "namespace": NAMESPACE,
-            "labels": _labels(spec.name, spec.recipe),
-        },
+        "metadata": job_metadata(spec),
         "spec": {
             "entrypoint": entrypoint,
             "shutdownAfterJobFinishes": False,

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from shared.contracts.plan import Plan
 from shared.contracts.workloads import (
+    NAMESPACE,
     TERMINAL_STATUSES,
     CancelJob,
     DeleteJob,
@@ -53,15 +54,25 @@ class Workloads(Protocol):
         group: str | None,
         secrets: Sequence[str] = (),
         elastic: bool = False,
+        namespace: str = NAMESPACE,
+        team: str | None = None,
+        priority: str | None = None,
     ) -> ClusterFacts: ...
 
     async def apply(self, cluster: str, obj: KubeObject) -> None: ...
 
     async def put_secret(
-        self, cluster: str, name: str, data: dict[str, str], annotations: dict[str, str]
+        self,
+        cluster: str,
+        name: str,
+        data: dict[str, str],
+        annotations: dict[str, str],
+        namespace: str = NAMESPACE,
     ) -> None: ...
 
-    async def delete(self, cluster: str, api_version: str, kind: str, name: str) -> bool: ...
+    async def delete(
+        self, cluster: str, api_version: str, kind: str, name: str, namespace: str = NAMESPACE
+    ) -> bool: ...
 
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None: ...
 
@@ -103,6 +114,9 @@ async def plan_of(workloads: Workloads, command: Job) -> Plan:
         command.spec.instance_group,
         secrets=sorted(kube_secrets(command.spec)),
         elastic=command.spec.elastic is not None,
+        namespace=command.spec.namespace(),
+        team=command.spec.team,
+        priority=command.spec.priority,
     )
     return plan_submit(cluster, command.spec, facts)
 
@@ -140,7 +154,11 @@ def submit_workflow(
             if item.json_key is not None:
                 annotations[JSON_KEY_ANNOTATION] = item.json_key
             await workloads.put_secret(
-                ctx.cmd.cluster, item.secret, {SYNCED_KEY: value}, annotations
+                ctx.cmd.cluster,
+                item.secret,
+                {SYNCED_KEY: value},
+                annotations,
+                ctx.cmd.spec.namespace() if isinstance(ctx.cmd, SubmitJob) else NAMESPACE,
             )
             written.append({"env": item.env, "secret": item.secret, "arn": item.arn})
         return Done({"secrets": written})
@@ -194,7 +212,11 @@ def cancel_workflow(workloads: Workloads) -> Workflow[CancelJob]:
         if job["status"] in TERMINAL_STATUSES:
             return Done({"status": job["status"]}, noop=True)
         deleted = await workloads.delete(
-            command.cluster, job["api_version"], job["kind"], command.name
+            command.cluster,
+            job["api_version"],
+            job["kind"],
+            command.name,
+            job.get("namespace") or NAMESPACE,
         )
         return Done({"deleted": deleted})
 
@@ -215,7 +237,11 @@ def delete_workflow(workloads: Workloads) -> Workflow[DeleteJob]:
         if job is None:
             return Done({"deleted": False}, noop=True)
         deleted = await workloads.delete(
-            command.cluster, job["api_version"], job["kind"], command.name
+            command.cluster,
+            job["api_version"],
+            job["kind"],
+            command.name,
+            job.get("namespace") or NAMESPACE,
         )
         return Done({"deleted": deleted})
 
