@@ -111,6 +111,8 @@ class ClusterDescription(ClusterRead):
     resources: dict[str, Any]
     instance_groups: list[ClusterGroupRead]
     components: list[ClusterComponentRead]
+    drifted: bool
+    drift: list[dict[str, Any]]  # field, recorded, actual (GET .../drift has the details)
 
 
 def default_bucket(cluster: str) -> str:
@@ -283,6 +285,10 @@ async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str,
         components = await conn.fetch(
             "SELECT * FROM cluster_components WHERE cluster = $1 ORDER BY component", name
         )
+        drift = await conn.fetch(
+            "SELECT field, recorded, actual FROM cluster_drift WHERE cluster = $1 ORDER BY field",
+            name,
+        )
         active = await records.active_cluster(conn)
     described = found.read(active)
     described["resources"] = found.resources
@@ -296,6 +302,8 @@ async def get_cluster(name: ClusterNamePath, pool: Pool, _: Viewer) -> dict[str,
         }
         for c in components
     ]
+    described["drifted"] = bool(drift)
+    described["drift"] = [dict(d) for d in drift]
     return described
 
 

@@ -1,0 +1,162 @@
+"""Drift: what Hyperpilot recorded of a cluster against what AWS and Kubernetes say now.
+
+Level-triggered: each observation compares the whole record with the whole actual state, so a
+difference is found however it came about and whenever the watcher looks (a missed pass loses
+nothing). The comparison is pure; the watcher (areas/drift.py) reads, and records/drift.py
+stores the differences with their events. Nothing here changes AWS or Kubernetes: a difference
+is reported, and the user accepts the actual value or restores the recorded one.
+
+Compared: the HyperPod cluster (present, status), each instance group (present, instance type,
+count: the target count HyperPod is working towards), and each dependency component recorded
+as present (EKS add-ons through DescribeAddon, manifest components through their objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.contracts.drift import DriftDetected, DriftResolved
+from shared.contracts.events import Event
+
+# Recorded component statuses that mean "it is there" (cluster_components.status).
+PRESENT = frozenset({"installed", "upgraded", "unchanged", "degraded"})
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class RecordedGroup:
+    name: str
+    instance_type: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A cluster as the read model holds it."""
+
+    cluster: str
+    hyperpod_cluster: str
+    groups: Mapping[str, RecordedGroup]
+    components: Mapping[str, Mapping[str, str]]  # name -> {version, status}
+
+
+@dataclass(frozen=True)
+class ActualGroup:
+    instance_type: str
+    count: int  # TargetCount (CurrentCount when HyperPod reports no target)
+
+
+@dataclass(frozen=True)
+class ActualComponent:
+    version: str | None
+    state: str  # absent | ready | busy | degraded | failed | external
+
+
+@dataclass(frozen=True)
+class Actual:
+    """What one observation read. `groups` is None when the HyperPod cluster is gone;
+    `components` is None when Kubernetes could not be read (nothing is concluded then)."""
+
+    hyperpod_status: str | None
+    groups: Mapping[str, ActualGroup] | None
+    components: Mapping[str, ActualComponent] | None = None
+    aws_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Difference:
+    recorded: Any
+    actual: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recorded": self.recorded, "actual": self.actual}
+
+
+def differences(recorded: Recorded, actual: Actual) -> dict[str, Difference]:
+    """Every field whose recorded and actual values differ, by field name."""
+    found: dict[str, Difference] = {}
+    if actual.hyperpod_status is None:
+        found["hyperpod_cluster.status"] = Difference("InService", ABSENT)
+    if actual.groups is not None:
+        for name, group in recorded.groups.items():
+            now = actual.groups.get(name)
+            if now is None:
+                found[f"instance_groups.{name}.present"] = Difference(True, False)
+                continue
+            if now.instance_type != group.instance_type:
+                found[f"instance_groups.{name}.instance_type"] = Difference(
+                    group.instance_type, now.instance_type
+                )
+            if now.count != group.count:
+                found[f"instance_groups.{name}.count"] = Difference(group.count, now.count)
+        for name, now in actual.groups.items():
+            if name not in recorded.groups:
+                found[f"instance_groups.{name}.present"] = Difference(
+                    False, {"instance_type": now.instance_type, "count": now.count}
+                )
+    if actual.components is not None:
+        for name, entry in recorded.components.items():
+            if entry.get("status") not in PRESENT:
+                continue  # still being installed, or failed: no claim to compare with
+            seen = actual.components.get(name)
+            if seen is None:
+                continue  # not in this release's dependency set
+            if seen.state == ABSENT:
+                found[f"components.{name}"] = Difference(
+                    {"version": entry.get("version"), "status": entry.get("status")},
+                    {"status": ABSENT},
+                )
+            elif (
+                seen.state != "external"
+                and seen.version is not None
+                and entry.get("version")
+                and seen.version != entry.get("version")
+            ):
+                found[f"components.{name}"] = Difference(
+                    {"version": entry.get("version"), "status": entry.get("status")},
+                    {"version": seen.version, "status": seen.state},
+                )
+    return found
+
+
+@dataclass(frozen=True)
+class DriftChanges:
+    events: list[Event]
+    upsert: dict[str, Difference] = field(default_factory=dict)  # new or changed rows
+    resolved: list[str] = field(default_factory=list)  # rows to delete
+
+
+def drift_changes(
+    cluster: str, previous: Mapping[str, Difference], current: Mapping[str, Difference]
+) -> DriftChanges:
+    """The events and row changes between the stored differences and this observation's: a
+    new or changed difference is a DriftDetected, one no longer there a DriftResolved."""
+    events: list[Event] = []
+    upsert: dict[str, Difference] = {}
+    for name, diff in sorted(current.items()):
+        if previous.get(name) != diff:
+            events.append(
+                DriftDetected(
+                    cluster=cluster, field=name, recorded=diff.recorded, actual=diff.actual
+                )
+            )
+            upsert[name] = diff
+    resolved = sorted(name for name in previous if name not in current)
+    events += [
+        DriftResolved(cluster=cluster, field=name, value=previous[name].recorded)
+        for name in resolved
+    ]
+    return DriftChanges(events, upsert, resolved)
+
+
+def due(
+    last_observed: float | None, last_calls: int, now: float, interval: float, budget: float
+) -> bool:
+    """Whether a cluster is observed on this pass: every `interval` seconds, but never faster
+    than its AWS call budget (calls per cluster per hour) allows for what a pass costs."""
+    if last_observed is None:
+        return True
+    spacing = max(interval, 3600.0 * last_calls / budget if budget > 0 else interval)
+    return now - last_observed >= spacing - 1e-6
