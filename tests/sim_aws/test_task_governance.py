@@ -418,8 +418,22 @@ def test_compute_quota_lifecycle_renders_the_team(
     )["ComputeQuotaVersion"]
     assert version == 2
     wait_for(lambda: gpus() == {"name": "nvidia.com/gpu", "nominalQuota": 6, "borrowingLimit": 0})
+    # a disabled quota holds its queue: nothing new is admitted from it
+    wait_for(lambda: sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Updated")
+    sm.update_compute_quota(ComputeQuotaId=quota_id, TargetVersion=2, ActivationState="Disabled")
+    wait_for(
+        lambda: (
+            kube_object(kube, eks, "ClusterQueue", "hyperpod-ns-team-a-clusterqueue")["spec"][
+                "stopPolicy"
+            ]
+            == "Hold"
+        )
+    )
+    wait_for(lambda: sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Updated")
     listed = sm.list_compute_quotas(ClusterArn=arn)["ComputeQuotaSummaries"]
-    assert [(q["Name"], q["ComputeQuotaVersion"]) for q in listed] == [("team-a-quota", 2)]
+    assert [(q["Name"], q["ComputeQuotaVersion"], q["ActivationState"]) for q in listed] == [
+        ("team-a-quota", 3, "Disabled")
+    ]
     sm.delete_compute_quota(ComputeQuotaId=quota_id)
     assert sm.describe_compute_quota(ComputeQuotaId=quota_id)["Status"] == "Deleting"
     wait_for(
