@@ -470,3 +470,39 @@ def test_ray_jobs_are_queued_suspended_and_get_their_cluster_when_admitted(
     assert waiting["status"] == {"jobDeploymentStatus": "Suspended"}
     clusters = custom.list_namespaced_custom_object("ray.io", "v1", b, "rayclusters")["items"]
     assert [c["metadata"]["labels"]["ray.io/originated-from-cr-name"] for c in clusters] == ["ray1"]
+
+
+def test_a_disabled_team_admits_nothing_new(
+    world: KubeWorld, governed: ApiServer, core: Any, custom: Any
+) -> None:
+    batch: Any = client.BatchV1Api(core.api_client)
+    b = "hyperpod-ns-team-b"
+    disabled = TeamQuota(
+        quota_id="qb0000000001",
+        name="team-b-quota",
+        team="team-b",
+        resources=(QuotaResource(TYPE, count=1),),
+        strategy="Lend",
+        borrow_limit_percent=100,
+        active=False,
+    )
+    world.sync_task_governance(
+        governed.cluster, POLICY, [team("team-a", "LendAndBorrow", "qa0000000001"), disabled]
+    )
+    batch.create_namespaced_job(b, job("late", "team-b", gpus=0))
+    wl = eventually(lambda: pending_with(custom, b, "late", "inactive"))
+    assert cond(wl, "QuotaReserved") == {
+        "status": "False",
+        "reason": "Inadmissible",
+        "message": "ClusterQueue hyperpod-ns-team-b-clusterqueue is inactive",
+    }
+    cq = custom.get_cluster_custom_object(
+        *KUEUE, "clusterqueues", "hyperpod-ns-team-b-clusterqueue"
+    )
+    assert cond(cq, "Active") == {
+        "status": "False",
+        "reason": "Stopped",
+        "message": "The ClusterQueue is stopped",
+    }
+    # what it already runs keeps running (stopPolicy Hold, not HoldAndDrain)
+    assert admitted(custom, b, "ray1") is not None
