@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
@@ -70,6 +70,21 @@ def until(what: str, predicate: Callable[[], bool], seconds: float) -> None:
         time.sleep(0.5)
 
 
+def offered(page: Page, picker: Locator, instance_type: str, again: Callable[[], None]) -> None:
+    """Wait for `instance_type` in `picker`. The types are read live from EC2 (every type, every
+    zone): on a loaded machine cluster-svc may not answer within the gateway's 15 s, and the
+    picker says "Instance types unavailable"; then `again` asks once more (at most 4 times)."""
+    option = picker.locator(f"option[value='{instance_type}']")
+    for _ in range(4):
+        with contextlib.suppress(AssertionError):
+            expect(option).to_be_attached(timeout=40_000)
+            return
+        if "unavailable" not in (picker.text_content() or ""):
+            break
+        again()
+    expect(option).to_be_attached(timeout=1_000)
+
+
 def shoot(page: Page, out: Path, name: str) -> None:
     page.wait_for_timeout(300)
     page.screenshot(path=str(out / f"{name}.png"), full_page=True)
@@ -98,6 +113,9 @@ def shots(out: Path, executable: str, running: RunningStack, sim: SimulatedAws) 
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800}, base_url=running.stack.url)
         page.set_default_timeout(30_000)
+        # the pages read live AWS state (instance types of every zone, quotas): seconds when the
+        # machine is busy; each step's deadline still bounds the run
+        expect.set_options(timeout=30_000)
         with step("sign-in and clusters", 60):
             page.goto("/")
             shoot(page, out, "sign-in")
@@ -117,7 +135,12 @@ def shots(out: Path, executable: str, running: RunningStack, sim: SimulatedAws) 
             expect(zone.locator("option[value='use1-az2']")).to_be_attached()
             zone.select_option("use1-az2")
             itype = page.get_by_label("Instance type")
-            expect(itype.locator("option[value='ml.g5.8xlarge']")).to_be_attached()
+
+            def rezone() -> None:
+                zone.select_option("use1-az1")
+                zone.select_option("use1-az2")
+
+            offered(page, itype, "ml.g5.8xlarge", rezone)
             itype.select_option("ml.g5.8xlarge")
             page.get_by_label("Instance count").fill("4")
             expect(page.locator(".quota")).to_contain_text("available")
@@ -159,8 +182,15 @@ def shots(out: Path, executable: str, running: RunningStack, sim: SimulatedAws) 
             gone = api.delete("/api/v1/clusters/research/jobs/llama-sft").json()["operation_id"]
             api.wait(gone, timeout=120)
             page.goto("/#/endpoints")
-            page.get_by_label("Cluster", exact=True).select_option("research")
+            target = page.get_by_label("Cluster", exact=True)
+            target.select_option("research")
             picker = page.get_by_label("Instance type", exact=True)
+
+            def reread() -> None:
+                target.select_option("llm-training")
+                target.select_option("research")
+
+            offered(page, picker, "ml.g5.8xlarge", reread)
             expect(picker).to_have_value("ml.g5.8xlarge")
             page.get_by_label("Endpoint name").fill("qwen-chat")
             page.get_by_role("button", name="Deploy").click()
