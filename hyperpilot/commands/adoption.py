@@ -1,5 +1,6 @@
 """`hyperpilot clusters inspect-adoption` and `hyperpilot clusters adopt`: bring an EKS cluster
-Hyperpilot did not create under its management (read first, then add only what is missing)."""
+Hyperpilot did not create under its management (read first, then add only what is missing);
+`drift`, `refresh`, `accept-drift` and `restore-drift`: keep a cluster's record true."""
 
 from __future__ import annotations
 
@@ -102,3 +103,87 @@ def adopt(
         body["region"] = region
     with client() as api:
         mutate(api, "POST", f"{BASE}/adopt", body, output=fmt(output), wait=wait, dry_run=dry_run)
+
+
+# ---- drift ------------------------------------------------------------------------------------
+
+ClusterName = Annotated[str, typer.Argument(help="Cluster name")]
+
+
+def render_drift(found: dict[str, Any]) -> str:
+    if not found["drifted"]:
+        return f"{found['cluster']}: no drift (last observed {found.get('observed_at') or 'never'})"
+    lines = [f"{found['cluster']}: drifted"]
+    lines += [
+        f"  {d['field']}: recorded {d['recorded']!r}, actual {d['actual']!r}"
+        for d in found["differences"]
+    ]
+    lines.append(
+        "accept the actual values: hyperpilot clusters accept-drift "
+        f"{found['cluster']}; restore one: hyperpilot clusters restore-drift {found['cluster']}"
+        " --field FIELD --dry-run"
+    )
+    return "\n".join(lines)
+
+
+@app.command(epilog=examples("hyperpilot clusters drift llm-training"))
+def drift(name: ClusterName, output: Output = None) -> None:
+    """Where a cluster's record and its actual state differ, as the drift watcher last saw it."""
+    with client() as api:
+        found = api.get(f"{BASE}/{name}/drift")
+    emit(found, fmt(output), render_drift)
+
+
+@app.command(epilog=examples("hyperpilot clusters refresh llm-training"))
+def refresh(name: ClusterName, output: Output = None) -> None:
+    """Re-read a cluster's actual state now (AWS and Kubernetes are only read)."""
+    with client() as api:
+        found = api.post(f"{BASE}/{name}/refresh")
+    emit(found, fmt(output), render_drift)
+
+
+@app.command(
+    "accept-drift",
+    epilog=examples(
+        "hyperpilot clusters accept-drift llm-training --field instance_groups.gpu.count"
+    ),
+)
+def accept_drift(
+    name: ClusterName,
+    field: Annotated[
+        list[str] | None, typer.Option("--field", help="A drifted field (repeat); all if omitted")
+    ] = None,
+    output: Output = None,
+) -> None:
+    """Write the actual values of drifted fields into the record (AWS is not changed)."""
+    with client() as api:
+        found = api.post(f"{BASE}/{name}/drift/accept", {"fields": field})
+    emit(found, fmt(output), render_drift)
+
+
+@app.command(
+    "restore-drift",
+    epilog=examples(
+        "hyperpilot clusters restore-drift llm-training --field instance_groups.gpu.count"
+        " --dry-run",
+        "hyperpilot clusters restore-drift llm-training --field components.keda --wait",
+    ),
+)
+def restore_drift(
+    name: ClusterName,
+    field: Annotated[str, typer.Option("--field", help="The drifted field to restore")],
+    dry_run: DryRun = False,
+    wait: Wait = False,
+    output: Output = None,
+) -> None:
+    """Put a drifted field's recorded value back with the operation that sets it."""
+    with client() as api:
+        mutate(
+            api,
+            "POST",
+            f"{BASE}/{name}/drift/restore",
+            {"field": field},
+            output=fmt(output),
+            wait=wait,
+            dry_run=dry_run,
+        )

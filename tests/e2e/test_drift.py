@@ -5,6 +5,7 @@ the recorded value (a normal operation, dry run first) and accept the actual val
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -14,15 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client as McpClient
+from typer.testing import CliRunner
 
 from cluster_svc.domain.components.keda import NAMESPACE as KEDA_NAMESPACE
 from cluster_svc.domain.dependencies import dependency_set
 from cluster_svc.domain.instance_groups.described import group_request
+from hyperpilot.cli import app as cli_app
 from hyperpilot.infra import Postgres
+from mcp_svc.client import Gateway
+from mcp_svc.config import McpSettings
+from mcp_svc.server import build_server
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
 from tests.conftest import TEMPLATE
-from tests.e2e.conftest import Client, RunningStack, _stack, cluster_spec, unique
+from tests.e2e.conftest import TOKEN, Client, RunningStack, _stack, cluster_spec, unique
 
 WATCH_SECONDS = 1.0
 
@@ -183,6 +190,30 @@ def test_drift_is_detected_shown_restored_and_accepted(
     assert drifted["components.keda"]["actual"] == {"status": "absent"}
     event = _wait_event(api, seq, "DriftDetected", "components.keda", 5)
     assert event["payload"]["recorded"]["status"] in ("installed", "upgraded", "unchanged")
+    # The same drift through the CLI and MCP (read, and a restore's dry run).
+    env = {"HYPERPILOT_URL": drift_stack.stack.url, "HYPERPILOT_TOKEN": TOKEN, "COLUMNS": "200"}
+    shown = CliRunner().invoke(cli_app, ["clusters", "drift", name, "-o", "json"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["differences"] == refreshed.json()["differences"]
+
+    async def through_mcp() -> tuple[dict[str, Any], dict[str, Any]]:
+        server = build_server(
+            McpSettings(allow_write=False, gateway_token=None),
+            Gateway(drift_stack.stack.url, TOKEN),
+        )
+        async with McpClient(server) as client:
+            read = await client.call_tool("get_cluster_drift", {"name": name})
+            plan = await client.call_tool(
+                "restore_cluster_drift", {"name": name, "field": "components.keda", "dry_run": True}
+            )
+        assert not read.is_error and not plan.is_error, (read, plan)
+        assert read.structured_content is not None and plan.structured_content is not None
+        return read.structured_content, plan.structured_content
+
+    read, plan = asyncio.run(through_mcp())
+    assert read["drifted"] and "components.keda" in read["summary"]
+    assert plan["dry_run"] and plan["plan"]["command"] == "ReconcileDependencies"
+
     restored = api.post(f"/api/v1/clusters/{name}/drift/restore", {"field": "components.keda"})
     assert restored.status_code == 202, restored.text
     assert api.wait(restored.json()["operation_id"], timeout=120)["status"] in ("succeeded",)

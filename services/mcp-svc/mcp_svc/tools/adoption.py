@@ -1,4 +1,5 @@
-"""Adopting an existing EKS cluster: inspect it (read-only), then adopt it (dry run first)."""
+"""Bringing an outside cluster under management and keeping its record true: inspect and adopt
+an existing EKS cluster (dry run first); read, refresh, accept or restore a cluster's drift."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pydantic import Field
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import DryRun, Region, RequestId, count, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, submit
+from shared.boundary import api_path
 from shared.contracts.adoption import AdoptSpec
 from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.drift import FIELD_PATTERN
 
 
 class AdoptionMissing(Passthrough):
@@ -99,5 +102,119 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path="/api/v1/clusters/adopt",
             body=body,
             what=f"adoption of {cluster.eks_cluster_name}",
+            dry_run=dry_run,
+        )
+
+    register_drift(server, gateway)
+
+
+class DriftDifference(Passthrough):
+    field: str = Field(description="e.g. instance_groups.gpu.count, components.keda")
+    recorded: Any = Field(None, description="What Hyperpilot recorded")
+    actual: Any = Field(None, description="What AWS or Kubernetes says now")
+
+
+class ClusterDrift(ToolResult):
+    cluster: str = Field(description="The cluster")
+    drifted: bool = Field(description="Some recorded value differs from the actual one")
+    differences: list[DriftDifference] = Field(description="Each drifted field")
+    observed_at: str | None = Field(None, description="When the drift watcher last looked")
+    accepted: dict[str, Any] | None = Field(None, description="What accept_cluster_drift took")
+
+
+def _drift_result(answer: dict[str, Any], verb: str = "") -> ClusterDrift:
+    result = ClusterDrift.model_validate(answer | {"summary": ""})
+    shown = "; ".join(
+        f"{d.field}: recorded {d.recorded!r}, actual {d.actual!r}" for d in result.differences[:8]
+    )
+    result.summary = (
+        f"{verb}{result.cluster}: "
+        + (
+            f"{count(len(result.differences), 'drifted field')}: {shown}."
+            if result.drifted
+            else "no drift."
+        )
+        + (
+            " Accept the actual values (accept_cluster_drift) or restore the recorded ones"
+            " (restore_cluster_drift, dry_run first)."
+            if result.drifted
+            else ""
+        )
+    )
+    return result
+
+
+DriftField = Annotated[
+    str,
+    Field(
+        min_length=3,
+        max_length=200,
+        pattern=FIELD_PATTERN,
+        description="A drifted field, as get_cluster_drift names it",
+    ),
+]
+
+
+def register_drift(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="clusters", rest="GET /api/v1/clusters/{name}/drift")
+    async def get_cluster_drift(name: ClusterRef) -> ClusterDrift:
+        """Where a cluster's record and its actual state differ (someone changed AWS or
+        Kubernetes behind Hyperpilot's back), as the drift watcher last saw it."""
+        return _drift_result(await gateway.get(api_path("clusters", name, "drift")))
+
+    @server.write_tool(
+        area="clusters",
+        rest="POST /api/v1/clusters/{name}/refresh",
+        status_tool="get_cluster_drift",
+    )
+    async def refresh_cluster(name: ClusterRef) -> ClusterDrift:
+        """Re-read a cluster's actual state now (AWS and Kubernetes are only read) and answer
+        its differences from the record."""
+        answer = await gateway.mutate(
+            "POST",
+            api_path("clusters", name, "refresh"),
+            tool="refresh_cluster",
+            arguments={"name": name},
+            body=None,
+        )
+        return _drift_result(answer, "refreshed ")
+
+    @server.write_tool(
+        area="clusters",
+        rest="POST /api/v1/clusters/{name}/drift/accept",
+        status_tool="get_cluster_drift",
+    )
+    async def accept_cluster_drift(
+        name: ClusterRef,
+        fields: Annotated[
+            list[DriftField] | None,
+            Field(max_length=100, description="Drifted fields to accept; all if omitted"),
+        ] = None,
+    ) -> ClusterDrift:
+        """Write the actual values of drifted fields into the record (nothing in AWS changes).
+        Confirm with the user first: the recorded intent is replaced."""
+        answer = await gateway.mutate(
+            "POST",
+            api_path("clusters", name, "drift", "accept"),
+            tool="accept_cluster_drift",
+            arguments={"name": name, "fields": fields},
+            body={"fields": fields},
+        )
+        return _drift_result(answer, "accepted on ")
+
+    @server.write_tool(area="clusters", rest="POST /api/v1/clusters/{name}/drift/restore")
+    async def restore_cluster_drift(
+        name: ClusterRef, field: DriftField, dry_run: DryRun = False, request_id: RequestId = None
+    ) -> OperationStarted:
+        """Put a drifted field's recorded value back with the operation that sets it (an
+        instance group's count or presence, a dependency). Run with dry_run first."""
+        return await submit(
+            gateway,
+            tool="restore_cluster_drift",
+            arguments={"name": name, "field": field, "request_id": request_id},
+            method="POST",
+            path=api_path("clusters", name, "drift", "restore"),
+            body={"field": field},
+            what=f"restore of {field} on {name}",
             dry_run=dry_run,
         )
