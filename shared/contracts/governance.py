@@ -225,6 +225,7 @@ class GovernanceTarget(Spec):
     region: str
     eks_cluster: str
     hyperpod_cluster: str
+    bucket: str | None = None  # the cluster's shared bucket: each team's namespace mounts it
 
 
 class UpdateTaskGovernance(Command):

@@ -460,3 +460,50 @@ def test_an_admitted_job_is_not_waiting_and_a_missing_priority_class_is_named() 
     answer = explain(ref, composed)
     assert answer.reason == "priority_class_missing" and "urgent-priority" in answer.summary
     assert answer.fixes == ["resubmit with one of the cluster's priority classes (high)"]
+
+
+def test_a_teams_namespace_gets_the_shared_buckets_claim_and_loses_it_with_the_team() -> None:
+    from cluster_svc.domain.features.steps import Apply, Remove
+    from cluster_svc.domain.governance.actual import TeamStorage
+
+    settled = quota(
+        "team-a",
+        config={
+            "ComputeQuotaResources": [{"InstanceType": P5, "Count": 1}],
+            "ResourceSharingConfig": {"Strategy": "LendAndBorrow"},
+            "PreemptTeamTasks": "LowerPriority",
+        },
+    )
+    waiting = actual(
+        quotas={"team-a": settled},
+        bucket="llm-data",
+        region="us-east-1",
+        storage={"team-a": TeamStorage(namespace=False)},
+    )
+    (wait,) = create_team_steps(waiting, _team())
+    assert isinstance(wait, Wait) and "hyperpod-ns-team-a" in wait.reason
+    ready = actual(
+        quotas={"team-a": settled},
+        bucket="llm-data",
+        region="us-east-1",
+        storage={"team-a": TeamStorage(namespace=True)},
+    )
+    volume, claim = create_team_steps(ready, _team())
+    assert isinstance(volume, Apply) and isinstance(claim, Apply)
+    assert volume.obj["spec"]["claimRef"] == {"namespace": "hyperpod-ns-team-a", "name": "s3-claim"}
+    assert volume.obj["spec"]["csi"]["volumeAttributes"] == {"bucketName": "llm-data"}
+    assert claim.obj["metadata"] == {
+        **claim.obj["metadata"],
+        "name": "s3-claim",
+        "namespace": "hyperpod-ns-team-a",
+    }
+    made = actual(
+        quotas={"team-a": settled},
+        bucket="llm-data",
+        region="us-east-1",
+        storage={"team-a": TeamStorage(namespace=True, volume=volume.obj, claim=claim.obj)},
+    )
+    assert create_team_steps(made, _team()) == []
+    steps = delete_team_steps(made, "team-a")
+    assert [type(s) for s in steps] == [Remove, Remove, Call, Wait]
+    assert steps[0].ref[1] == "PersistentVolumeClaim"  # type: ignore[union-attr]

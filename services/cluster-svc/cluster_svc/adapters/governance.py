@@ -19,15 +19,19 @@ from botocore import xform_name
 from kubernetes import client as k8s
 
 from cluster_svc.adapters.aws import AwsClients
-from cluster_svc.adapters.k8s import KubeClient
+from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
+from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
 from cluster_svc.domain.components.base import KubeObject
-from cluster_svc.domain.features.steps import Call
+from cluster_svc.domain.features.steps import Apply, Call, Remove
 from cluster_svc.domain.governance.actual import (
     GONE,
     GovernanceActual,
     QuotaActual,
     SchedulerActual,
+    TeamStorage,
 )
+from cluster_svc.domain.governance.objects import team_volume
+from shared.boundary import team_namespace
 from shared.contracts.governance import TASK_GOVERNANCE_ADDON, GovernanceTarget
 from shared.errors import PermanentError, StageError, TemporaryError
 
@@ -43,8 +47,13 @@ ALREADY = {
 
 
 class LiveGovernance:
-    def __init__(self, aws: AwsClients) -> None:
+    def __init__(self, aws: AwsClients, kube: EksKubeFactory) -> None:
         self.aws = aws
+        self.kube = kube
+        self.nodes = HyperPodNodes(aws, kube)
+
+    async def client(self, eks_cluster: str) -> KubeClient:
+        return self.kube(await self.nodes.eks_access(eks_cluster))
 
     async def observe(self, target: GovernanceTarget) -> GovernanceActual:
         hyperpod, addon = await asyncio.gather(
@@ -60,7 +69,11 @@ class LiveGovernance:
             return base
         arn = str(hyperpod["ClusterArn"])
         scheduler, quotas = await asyncio.gather(self._scheduler(arn), self._quotas(arn))
+        storage = await self._storage(target, sorted(quotas)) if target.bucket else {}
         return GovernanceActual(
+            bucket=target.bucket,
+            region=target.region,
+            storage=storage,
             cluster=target.cluster,
             eks_cluster=target.eks_cluster,
             hyperpod_cluster=target.hyperpod_cluster,
@@ -165,7 +178,29 @@ class LiveGovernance:
             failure=answer.get("FailureReason"),
         )
 
-    async def execute(self, step: Call) -> Any:
+    async def _storage(self, target: GovernanceTarget, teams: list[str]) -> dict[str, TeamStorage]:
+        if not teams or target.bucket is None:
+            return {}
+        kube = await self.client(target.eks_cluster)
+
+        async def one(team: str) -> TeamStorage:
+            volume, claim = team_volume(str(target.bucket), target.region, team)
+            found = await asyncio.gather(
+                kube.get("v1", "Namespace", team_namespace(team)),
+                kube.get("v1", "PersistentVolume", volume["metadata"]["name"]),
+                kube.get(
+                    "v1", "PersistentVolumeClaim", claim["metadata"]["name"], team_namespace(team)
+                ),
+            )
+            return TeamStorage(namespace=found[0] is not None, volume=found[1], claim=found[2])
+
+        return dict(zip(teams, await asyncio.gather(*(one(t) for t in teams)), strict=True))
+
+    async def execute(self, target: GovernanceTarget, step: Call | Apply | Remove) -> Any:
+        if isinstance(step, Apply):
+            return await (await self.client(target.eks_cluster)).apply(step.obj)
+        if isinstance(step, Remove):
+            return await (await self.client(target.eks_cluster)).delete(*step.ref)
         try:
             return await self.aws.call(step.service, xform_name(step.operation), **step.params)
         except PermanentError as exc:

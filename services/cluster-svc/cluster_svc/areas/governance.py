@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.governance import LiveGovernance, kueue_objects, namespace_events
-from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, HyperPodNodes
+from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.areas import Area
 from cluster_svc.areas.capacity import _all_pods
@@ -58,9 +58,8 @@ def _refused(exc: GovernanceRefusal) -> BadRequest:
 
 
 def build(aws: AwsClients, ports: ClusterPorts) -> Area:
-    live = LiveGovernance(aws)
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
-    nodes_port = HyperPodNodes(aws, kube)
+    live = LiveGovernance(aws, kube)
 
     def planner(
         kind: type[Any], plan_of: Callable[[Any, GovernanceActual], Plan]
@@ -112,7 +111,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
                 f"job.{exc.args[0]} is required",
                 "ask through GET /api/v1/clusters/{name}/jobs/{job}/pending",
             ) from exc
-        client = kube(await nodes_port.eks_access(target.eks_cluster))
+        client = await live.client(target.eks_cluster)
         obj, actual = await asyncio.gather(
             client.get(ref.api_version, ref.kind, ref.name, ref.namespace), live.observe(target)
         )

@@ -80,6 +80,7 @@ def target(cluster: records.ClusterRecord) -> GovernanceTarget:
         region=cluster.region,
         eks_cluster=names.eks_cluster,
         hyperpod_cluster=names.hyperpod_cluster,
+        bucket=names.bucket,
     )
 
 

@@ -72,6 +72,9 @@ class GovernanceActual:
     addon: str | None = None  # the task-governance add-on's status (None: absent)
     scheduler: SchedulerActual | None = None
     quotas: Mapping[str, QuotaActual] = field(default_factory=dict)  # by team
+    bucket: str | None = None  # the cluster's shared bucket (team namespaces mount it)
+    region: str = ""
+    storage: Mapping[str, TeamStorage] = field(default_factory=dict)  # by team (read if asked)
 
     @property
     def addon_ready(self) -> bool:
@@ -89,3 +92,12 @@ class GovernanceActual:
             str(p["Name"]): int(p["Weight"])
             for p in self.scheduler.config.get("PriorityClasses") or []
         }
+
+
+@dataclass(frozen=True)
+class TeamStorage:
+    """What a team's namespace holds of the shared bucket (Kubernetes, read live)."""
+
+    namespace: bool  # task governance made the team's namespace
+    volume: Mapping[str, Any] | None = None  # the team's PersistentVolume of the bucket
+    claim: Mapping[str, Any] | None = None  # its claim s3-claim in the team's namespace

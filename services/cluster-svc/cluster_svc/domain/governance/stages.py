@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cluster_svc.domain.features.steps import Call, Step, Wait, until_wait
+from cluster_svc.domain.features.steps import Apply, Call, Remove, Step, Wait, until_wait
 from cluster_svc.domain.governance.actual import GovernanceActual
 from cluster_svc.domain.governance.steps import (
     create_team_steps,
@@ -34,7 +34,7 @@ from shared.stages import Done, Outcome, Pending, Stage, StageContext, Submitted
 class GovernancePort(Protocol):
     async def observe(self, target: GovernanceTarget) -> GovernanceActual: ...
 
-    async def execute(self, step: Call) -> Any: ...
+    async def execute(self, target: GovernanceTarget, step: Call | Apply | Remove) -> Any: ...
 
 
 Decide = Callable[[Any, GovernanceActual], list[Step]]
@@ -45,7 +45,9 @@ def _label(step: Step) -> str:
         return f"{step.service}:{step.operation}"
     if isinstance(step, Wait):
         return f"wait: {step.reason}"
-    return type(step).__name__
+    if isinstance(step, Apply):
+        return f"apply {step.obj['kind']} {step.obj['metadata']['name']}"
+    return f"delete {step.ref[1]} {step.ref[2]}"
 
 
 async def advance(
@@ -56,8 +58,8 @@ async def advance(
     now, wait = until_wait(steps)
     answers: dict[str, Any] = {}
     for step in now:
-        assert isinstance(step, Call)
-        answer = await port.execute(step)
+        assert not isinstance(step, Wait)
+        answer = await port.execute(command.target, step)
         if isinstance(answer, dict):
             answers.update({k: v for k, v in answer.items() if k.endswith("Id")})
     return actual, steps, now, wait, answers

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cluster_svc.domain.components.base import is_managed, object_ref
 from cluster_svc.domain.features.objects import ADDON_FAILED
 from cluster_svc.domain.features.plan import planned
-from cluster_svc.domain.features.steps import Call, Step, Wait
+from cluster_svc.domain.features.steps import Apply, Call, Remove, Step, Wait
 from cluster_svc.domain.governance.actual import (
     BUSY,
     FAILED,
@@ -26,6 +27,8 @@ from cluster_svc.domain.governance.actual import (
     GovernanceActual,
     QuotaActual,
 )
+from cluster_svc.domain.governance.objects import COMPONENT as STORAGE
+from cluster_svc.domain.governance.objects import team_volume
 from cluster_svc.domain.identity import MANAGED_BY
 from shared.boundary import team_namespace, team_queue
 from shared.contracts.governance import (
@@ -378,12 +381,36 @@ def _settle(quota: QuotaActual) -> list[Step]:
     return []
 
 
+def storage_steps(actual: GovernanceActual, team: str) -> list[Step]:
+    """The shared bucket's claim in the team's namespace, once task governance made it."""
+    found = actual.storage.get(team)
+    if actual.bucket is None or found is None:
+        return []
+    if not found.namespace:
+        return [Wait(f"task governance makes namespace {team_namespace(team)}")]
+    steps: list[Step] = []
+    for wanted, current in zip(
+        team_volume(actual.bucket, actual.region, team), (found.volume, found.claim), strict=True
+    ):
+        if current is None:
+            steps.append(Apply(wanted))
+        elif not is_managed(dict(current), STORAGE):
+            kind, name = wanted["kind"], wanted["metadata"]["name"]
+            raise PermanentError(
+                "ClaimTaken",
+                f"{kind} {name} exists in the team's storage and was not made by Hyperpilot",
+                f"delete or rename {kind} {name}, then retry",
+            )
+    return steps
+
+
 def create_team_steps(actual: GovernanceActual, team: NewTeam) -> list[Step]:
     wanted = _apply(team, {"ComputeQuotaTarget": {"TeamName": team.name}})
     found = actual.quotas.get(team.name)
     if found is not None:
         if _covers(wanted, found.params()):
-            return _settle(found)  # a retry of the create: already there
+            # a retry of the create, or its next pass: settle, then the team's storage
+            return _settle(found) or storage_steps(actual, team.name)
         raise PermanentError(
             "TeamExists",
             f"team {team.name} already exists on cluster {actual.cluster} with other settings",
@@ -442,6 +469,14 @@ def delete_team_steps(actual: GovernanceActual, team: str) -> list[Step]:
     if found is None:
         return []  # already gone: a retried delete is done
     steps: list[Step] = []
+    storage = actual.storage.get(team)
+    if storage is not None and actual.bucket is not None:
+        objects = team_volume(actual.bucket, actual.region, team)
+        for wanted, current in reversed(
+            list(zip(objects, (storage.volume, storage.claim), strict=True))
+        ):
+            if current is not None and is_managed(dict(current), STORAGE):
+                steps.append(Remove(object_ref(wanted)))
     if found.status != "Deleting":
         steps.append(Call("sagemaker", "DeleteComputeQuota", {"ComputeQuotaId": found.id}))
     steps.append(Wait(f"the compute quota of team {team} is deleted"))
@@ -478,6 +513,12 @@ def team_plan(
             f"task governance makes namespace {team_namespace(team)} and LocalQueue"
             f" {team_queue(team)}: jobs and endpoints with team {team} go there"
         )
+        if actual.bucket is not None:
+            notes.append(
+                f"then the shared bucket {actual.bucket} as claim s3-claim in"
+                f" {team_namespace(team)} (a PersistentVolume of its own), mounted by the"
+                " team's jobs at /s3"
+            )
     return Plan(
         command=command,
         target=f"{actual.cluster}/teams/{team}",
