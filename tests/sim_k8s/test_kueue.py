@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from sim.governance import QuotaResource, SchedulerPolicy, TeamQuota
@@ -506,3 +507,59 @@ def test_a_disabled_team_admits_nothing_new(
     }
     # what it already runs keeps running (stopPolicy Hold, not HoldAndDrain)
     assert admitted(custom, b, "ray1") is not None
+
+
+def test_fair_share_weights_decide_who_borrows_first(world: KubeWorld) -> None:
+    """Teams x (weight 1) and y (weight 10) both wait to borrow what team l lends; x asked
+    first, but with FairShare Enabled the freed quota goes to y, whose weighted share stays
+    lower (API_SchedulerConfig.html FairShare; Kueue fair sharing)."""
+    name = "t-kueue-fair"
+    world.start_cluster(name)
+    server = world.api_server(name)
+    try:
+        server.sync_nodes(
+            [
+                SimNode(f"i-0c{n:015x}", "gpu", TYPE, "Running", "us-east-1a", "hp")
+                for n in (1, 2, 3, 4)
+            ]
+        )
+        world.install(name, "amazon-sagemaker-hyperpod-taskgovernance")
+
+        def quota(team_name: str, count: int, strategy: str, weight: int) -> TeamQuota:
+            return TeamQuota(
+                quota_id=f"q{team_name}00000000000"[:12],
+                name=f"{team_name}-quota",
+                team=team_name,
+                resources=(QuotaResource(TYPE, count=count),),
+                strategy=strategy,
+                borrow_limit_percent=200,
+                fair_share_weight=weight,
+            )
+
+        world.sync_task_governance(
+            name,
+            POLICY,
+            [
+                quota("l", 2, "Lend", 1),
+                quota("x", 1, "LendAndBorrow", 1),
+                quota("y", 1, "LendAndBorrow", 10),
+            ],
+        )
+        api = config.new_client_from_config_dict(server.kubeconfig())  # type: ignore[no-untyped-call]
+        batch: Any = client.BatchV1Api(api)
+        custom: Any = client.CustomObjectsApi(api)
+        for team_name, jobs in (("l", ("l1", "l2")), ("x", ("x1",)), ("y", ("y1",))):
+            for job_name in jobs:
+                batch.create_namespaced_job(f"hyperpod-ns-{team_name}", job(job_name, team_name))
+                eventually(partial(admitted, custom, f"hyperpod-ns-{team_name}", job_name))
+        batch.create_namespaced_job("hyperpod-ns-x", job("x2", "x"))
+        eventually(lambda: pending_with(custom, "hyperpod-ns-x", "x2", "insufficient unused"))
+        batch.create_namespaced_job("hyperpod-ns-y", job("y2", "y"))
+        eventually(lambda: pending_with(custom, "hyperpod-ns-y", "y2", "insufficient unused"))
+        batch.delete_namespaced_job("l2", "hyperpod-ns-l", propagation_policy="Background")
+        eventually(lambda: admitted(custom, "hyperpod-ns-y", "y2"))
+        x2 = workload(custom, "hyperpod-ns-x", "x2")
+        assert (cond(x2, "QuotaReserved") or {})["status"] == "False"
+        api.close()
+    finally:
+        world.stop_cluster(name)

@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from sim.k8s.controllers.base import Controller, Rule, condition, owner_ref, set_condition
 from sim.k8s.quantity import parse, pod_requests
 from sim.k8s.registry import ResourceType
@@ -339,6 +341,25 @@ class Snapshot:
         )
         return quota.nominal + others
 
+    def share(self, queue: Queue, extra: dict[tuple[str, str], float]) -> float:
+        """Kueue's dominant resource share of `queue` with `extra` usage added: per resource,
+        what it borrows over what its cohort lends, the largest, x1000 / its fair-sharing
+        weight (https://kueue.sigs.k8s.io/docs/concepts/preemption/#fair-sharing)."""
+        weight = parse(((queue.obj.get("spec") or {}).get("fairSharing") or {}).get("weight", 1))
+        borrowed: dict[str, float] = {}
+        lendable: dict[str, float] = {}
+        for (flavor, res), quota in queue.quotas.items():
+            used = queue.usage.get((flavor, res), 0.0) + extra.get((flavor, res), 0.0)
+            borrowed[res] = borrowed.get(res, 0.0) + max(0.0, used - quota.nominal)
+            for member in self.members(queue):
+                q = member.quotas.get((flavor, res))
+                if q is not None and member is not queue:
+                    lendable[res] = lendable.get(res, 0.0) + q.lendable
+        ratios = [borrowed[r] / lendable[r] for r in borrowed if borrowed[r] and lendable.get(r)]
+        if not ratios:
+            return 0.0
+        return math.inf if weight == 0 else max(ratios) * 1000 / weight
+
     def borrowing(self, queue: Queue, flavor: str, resource: str) -> float:
         quota = queue.quotas.get((flavor, resource))
         used = queue.usage.get((flavor, resource), 0.0)
@@ -579,11 +600,13 @@ class KueueController(Controller):
             elif wl["spec"].get("active", True):
                 pending.append(wl)
         # pkg/scheduler entryOrdering: workloads that fit in their queue's own quota go before
-        # those that would borrow, then higher priority, then older
-        borrows = {w["metadata"]["uid"]: self._would_borrow(w, snap, local) for w in pending}
+        # those that would borrow; with fair sharing, borrowers by the dominant resource share
+        # their queue would have (lower first, weighted); then higher priority, then older
+        fair = self._fair_sharing()
+        borrows = {w["metadata"]["uid"]: self._would_borrow(w, snap, local, fair) for w in pending}
         pending.sort(
             key=lambda w: (
-                borrows[w["metadata"]["uid"]],
+                *borrows[w["metadata"]["uid"]],
                 -int(w["spec"].get("priority") or 0),
                 w["metadata"]["creationTimestamp"],
                 w["metadata"]["name"],
@@ -593,23 +616,38 @@ class KueueController(Controller):
             self._try_admit(wl, snap, local, workloads)
         self._queue_status(snap, local)
 
-    def _would_borrow(self, wl: Obj, snap: Snapshot, local: dict[tuple[str, str], Obj]) -> bool:
+    def _fair_sharing(self) -> bool:
+        cm = self.store.get("configmaps", "kueue-system", "kueue-manager-config")
+        text = ((cm or {}).get("data") or {}).get("controller_manager_config.yaml") or ""
+        try:
+            config = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            return False
+        return bool(isinstance(config, dict) and (config.get("fairSharing") or {}).get("enable"))
+
+    def _would_borrow(
+        self, wl: Obj, snap: Snapshot, local: dict[tuple[str, str], Obj], fair: bool
+    ) -> tuple[bool, float]:
+        """(would it borrow, its queue's dominant resource share after it when fair sharing)."""
         lq = local.get((wl["metadata"]["namespace"], wl["spec"].get("queueName") or ""))
         queue = snap.queues.get(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
         if queue is None:
-            return False
+            return False, 0.0
         assignment, _, target = self._assign(wl, queue, snap)
         if assignment is not None:
             usage = assignment.usage
         elif target is not None:
             usage = {(target[1], res): amount for res, amount in target[2].items()}
         else:
-            return False
-        return any(
+            return False, 0.0
+        borrows = any(
             queue.usage.get(key, 0.0) + amount
             > (queue.quotas.get(key) or Quota(0, None, None)).nominal
             for key, amount in usage.items()
         )
+        if not borrows or not fair:
+            return borrows, 0.0
+        return True, snap.share(queue, usage)
 
     def _set_pending(self, wl: Obj, reason: str, message: str) -> None:
         status = clone(wl.get("status") or {})

@@ -32,6 +32,8 @@ import contextlib
 import math
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from sim.governance import QuotaResource, SchedulerPolicy, TeamQuota
 from sim.k8s.errors import ApiError
 from sim.k8s.instances import capacity
@@ -112,7 +114,7 @@ def _labels(extra: dict[str, str]) -> dict[str, str]:
 
 def render(policy: SchedulerPolicy | None, teams: list[TeamQuota]) -> list[dict[str, Any]]:
     """Every object the add-on keeps for `policy` and `teams`, in the order to apply them."""
-    objects: list[dict[str, Any]] = []
+    objects: list[dict[str, Any]] = [manager_config(policy)]
     flavors = sorted({r.instance_type for t in teams for r in t.resources})
     for flavor in flavors:
         objects.append(
@@ -160,6 +162,37 @@ def render(policy: SchedulerPolicy | None, teams: list[TeamQuota]) -> list[dict[
             }
         )
     return objects
+
+
+def manager_config(policy: SchedulerPolicy | None) -> dict[str, Any]:
+    """Kueue's configuration (config.kueue.x-k8s.io/v1beta1 Configuration in the
+    `kueue-manager-config` ConfigMap): fair sharing as the scheduler config's FairShare says
+    (API_SchedulerConfig.html: teams borrow idle compute by their FairShareWeight when Enabled,
+    first come first served when Disabled)."""
+    fair = policy is not None and policy.fair_share
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+        "kind": "Configuration",
+        "fairSharing": {"enable": fair},
+        "integrations": {
+            "frameworks": [
+                "batch/job",
+                "ray.io/rayjob",
+                "sagemaker.amazonaws.com/hyperpodpytorchjob",
+            ]
+        },
+        "resources": {"excludeResourcePrefixes": ["vpc.amazonaws.com/", "hugepages-"]},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "kueue-manager-config",
+            "namespace": "kueue-system",
+            "labels": _labels({}),
+        },
+        "data": {"controller_manager_config.yaml": yaml.safe_dump(config, sort_keys=False)},
+    }
 
 
 def _cluster_queue(team: TeamQuota, flavors: list[str], labels: dict[str, str]) -> dict[str, Any]:
