@@ -22,6 +22,9 @@ the AbsoluteBorrowLimits of a type. `PreemptTeamTasks: LowerPriority` lets a tea
 its own lower-priority tasks (withinClusterQueue LowerPriority); a team always reclaims its lent
 quota (reclaimWithinCohort Any). A Disabled quota's ClusterQueue is held (stopPolicy Hold).
 
+Kueue's own configuration (`kueue-system/kueue-manager-config`) enables fair sharing when the
+scheduler config's FairShare is Enabled (its default).
+
 Objects the add-on manages carry `sagemaker.amazonaws.com/task-governance: "true"`; those of a
 quota or policy that is gone are deleted (the team's namespace stays, with what runs in it).
 """
