@@ -24,9 +24,11 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from shared.boundary import (
     DNS_LABEL_PATTERN,
     DNS_SUBDOMAIN_PATTERN,
+    GOVERNED_NAME_PATTERN,
     RESERVED_NAMESPACE_PREFIXES,
     RESERVED_NAMESPACES,
     dns_subdomain,
+    team_namespace,
 )
 from shared.boundary import namespace as user_namespace
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, NAME_PATTERN
@@ -463,6 +465,53 @@ class EndpointSpec(Spec):
     gpu_cores: int | None = Field(
         None, ge=1, le=100, description="HAMi: percent of one GPU's cores (nvidia.com/gpucores)"
     )
+    team: str | None = Field(
+        None,
+        max_length=40,
+        pattern=GOVERNED_NAME_PATTERN,
+        description="task governance (self-managed kinds): the team whose quota serves it; its"
+        " namespace is then hyperpod-ns-<team>",
+    )
+    priority: str | None = Field(
+        None,
+        max_length=40,
+        pattern=GOVERNED_NAME_PATTERN,
+        description="task governance: a priority class of the cluster's scheduler config (with"
+        " team)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _team_namespace(cls, data: Any) -> Any:
+        """With a team and no namespace, the endpoint goes into the team's namespace."""
+        if isinstance(data, dict) and data.get("team") and "namespace" not in data:
+            team = data["team"]
+            if isinstance(team, str) and re.match(GOVERNED_NAME_PATTERN, team):
+                return {**data, "namespace": team_namespace(team)}
+        return data
+
+    @model_validator(mode="after")
+    def _governed(self) -> Self:
+        if self.priority is not None and self.team is None:
+            raise RuleViolation(
+                "priority: a priority class applies to an endpoint of a team",
+                "send team too (GET /api/v1/clusters/{name}/teams lists them), or drop priority",
+            )
+        if self.team is None:
+            return self
+        if self.kind not in ("container", "sglang"):
+            raise RuleViolation(
+                f"team: task governance queues self-managed endpoints; a {self.kind} endpoint's"
+                " pods are made by its operator",
+                "drop team and priority, or use kind container or sglang",
+            )
+        if self.namespace != team_namespace(self.team):
+            raise RuleViolation(
+                f"namespace: a team's endpoint runs in {team_namespace(self.team)}, not"
+                f" {self.namespace}",
+                "drop namespace (it follows the team), or send the team's namespace",
+            )
+        return self
 
     def accelerators(self, gpus: int | None = None) -> dict[str, str]:
         """The GPU resources of one worker (whole GPUs, MIG partitions or HAMi shares)."""

@@ -18,6 +18,7 @@ from inference_svc.domain.render import (
     service_name,
 )
 from inference_svc.domain.status import Observed, observe_deployment, observe_operator
+from shared.boundary import priority_class_object, team_queue
 from shared.contracts.gpu import node_fractions
 from shared.contracts.inference import EndpointSpec
 from shared.errors import PermanentError
@@ -31,6 +32,9 @@ class ProxyReply(Protocol):
     status: int
     body: bytes
     content_type: str
+
+
+KUEUE_API = "kueue.x-k8s.io/v1beta1"  # a team's LocalQueue and WorkloadPriorityClass
 
 
 class Kube(Protocol):
@@ -137,7 +141,20 @@ class Clusters:
             and await kube.get(old["api_version"], old["kind"], old["name"], spec.namespace)
             is not None
         ]
+        governed: dict[str, bool | None] = {"team_queue": None, "priority_class": None}
+        if spec.team is not None:
+            queue = await kube.get(KUEUE_API, "LocalQueue", team_queue(spec.team), spec.namespace)
+            governed["team_queue"] = queue is not None
+            if spec.priority is not None:
+                found = await kube.get(
+                    KUEUE_API,
+                    "WorkloadPriorityClass",
+                    priority_class_object(spec.priority),
+                    spec.namespace,
+                )
+                governed["priority_class"] = found is not None
         return ClusterFacts(
+            **governed,
             cluster=cluster,
             gpus_by_instance_type=gpus,
             partitions_by_instance_type=partitions,

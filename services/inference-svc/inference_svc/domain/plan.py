@@ -25,6 +25,7 @@ from inference_svc.domain.render import (
     render,
     scale_target,
 )
+from shared.boundary import priority_class_object, team_queue
 from shared.contracts.gpu import mig_resource
 from shared.contracts.inference import EndpointSpec
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
@@ -50,6 +51,10 @@ class ClusterFacts:
     partitions_by_instance_type: dict[str, dict[str, int]] = field(default_factory=dict)
     # instance type -> (HAMi devices of one node, MiB of its smallest device); absent: no HAMi
     hami_by_instance_type: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # with a team: whether task governance made its LocalQueue and the priority class's
+    # WorkloadPriorityClass (None: not asked)
+    team_queue: bool | None = None
+    priority_class: bool | None = None
 
 
 def rule(field_name: str, message: str, hint: str) -> PermanentError:
@@ -118,7 +123,29 @@ def _fraction_checked(
     return True
 
 
+def check_governance(spec: EndpointSpec, facts: ClusterFacts) -> None:
+    """A team's endpoint needs the team's LocalQueue and its priority class to exist."""
+    if spec.team is None:
+        return
+    if facts.team_queue is False:
+        raise rule(
+            "team",
+            f"team {spec.team!r} does not exist on cluster {facts.cluster} (no LocalQueue"
+            f" {team_queue(spec.team)})",
+            "use one of the cluster's teams (GET /api/v1/clusters/{name}/teams), or create the"
+            " team first (POST /api/v1/clusters/{name}/teams)",
+        )
+    if spec.priority is not None and facts.priority_class is False:
+        raise rule(
+            "priority",
+            f"priority class {spec.priority!r} does not exist on cluster {facts.cluster} (no"
+            f" WorkloadPriorityClass {priority_class_object(spec.priority)})",
+            "use one of the priority classes GET /api/v1/clusters/{name}/teams lists",
+        )
+
+
 def check_deploy(spec: EndpointSpec, facts: ClusterFacts) -> None:
+    check_governance(spec, facts)
     types = facts.gpus_by_instance_type
     offered = ", ".join(sorted(types)) or "no HyperPod node yet"
     for index, instance_type in enumerate(spec.instance_types()):

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from shared.boundary import label_value, model_id, object_name
+from shared.boundary import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    label_value,
+    model_id,
+    object_name,
+    priority_class_object,
+    team_queue,
+)
 from shared.contracts.inference import (
     CloudWatchTrigger,
     DataCaptureSpec,
@@ -175,6 +183,8 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
     pod_labels = selector | {ENDPOINT_LABEL: spec.name, ROLE_LABEL: "worker"}
     if spec.service == "model_pool":
         pod_labels[MODEL_LABEL] = UNASSIGNED
+    governed = governance_labels(spec)
+    pod_labels |= governed
     amounts = spec.accelerators()
     container: KubeObject = {
         "name": "server",
@@ -208,9 +218,20 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(spec, workers_name(spec), {ROLE_LABEL: "worker"}),
+        "metadata": _meta(spec, workers_name(spec), {ROLE_LABEL: "worker", **governed}),
         "spec": deployment_spec,
     }
+
+
+def governance_labels(spec: EndpointSpec) -> dict[str, str]:
+    """With a team: the labels task governance's Kueue reads on the workers' Deployment and
+    pods (the team's LocalQueue, the priority class); none without."""
+    if spec.team is None:
+        return {}
+    labels = {QUEUE_LABEL: team_queue(spec.team)}
+    if spec.priority is not None:
+        labels[PRIORITY_LABEL] = priority_class_object(spec.priority)
+    return labels
 
 
 def _service(
