@@ -22,7 +22,7 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
-from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec
+from tests.e2e.conftest import TOKEN, Client, RunningStack
 from tests.ui.conftest import CHROMIUM_FLAGS, chromium_path
 from tests.ui.stack import simulated_stack
 
@@ -105,7 +105,17 @@ def main(out: Path) -> None:
 def shots(out: Path, executable: str, running: RunningStack, sim: SimulatedAws) -> None:
     api = running.client
     with step("create the cluster research through REST", 360):
-        spec = cluster_spec(api, "research")
+        until(
+            "cluster-svc answering the zones",
+            lambda: api.get("/api/v1/inspect/availability-zones").status_code == 200,
+            60,
+        )
+        # two ml.g5.8xlarge (one A10G each) in a zone that offers them
+        spec = {
+            "name": "research",
+            "availability_zone_id": "use1-az1",
+            "instance_groups": [{"name": "gpu", "instance_type": "ml.g5.8xlarge", "count": 2}],
+        }
         first = api.post("/api/v1/clusters", spec).json()["operation_id"]
         assert api.wait(first, timeout=330)["status"] == "succeeded"
         api.http.put("/api/v1/clusters/active", json={"name": "research"})

@@ -30,9 +30,10 @@ def choose_zone_and_type(page: Page, zone: str = "use1-az1") -> None:
     zone_select = page.get_by_label("Availability Zone")
     expect(zone_select.locator(f"option[value='{zone}']")).to_be_attached()
     zone_select.select_option(zone)
+    # the types are read live from EC2 (every type of the zone): seconds on a busy machine
     expect(
         page.get_by_label("Instance type").locator("option[value='ml.g5.8xlarge']")
-    ).to_be_attached()
+    ).to_be_attached(timeout=30_000)
     page.get_by_label("Instance type").select_option("ml.g5.8xlarge")
     expect(page.locator(".quota")).to_contain_text("available")
 
@@ -142,7 +143,7 @@ def test_feature_toggle_submits_only_the_changed_field(
     assert [r.url.endswith("features?dry_run=true") for r in sent] == [True]
     apply.click()
 
-    expect(page.locator(".result h3")).to_have_text("Submitted")
+    expect(page.locator(".result h3")).to_have_text("Submitted", timeout=30_000)
     assert len(sent) == 2
     request = sent[1]
     assert request.url.endswith(f"/api/v1/clusters/{name}/features")

@@ -30,13 +30,21 @@ function stateLine(key, state) {
   return "";
 }
 
-// "sagemaker UpdateCluster: AutoScaling Mode Enable, AutoScalerType Karpenter; ClusterRole …"
+// "sagemaker UpdateCluster: AutoScaling Mode Enable, AutoScalerType Karpenter; ClusterRole …":
+// scalars as they are, a policy document or a list by what it is (the plan keeps them whole).
+function paramText(value) {
+  if (typeof value === "string") return value.trim().startsWith("{") ? "(a JSON policy document)" : value;
+  if (Array.isArray(value)) return `(${value.length} item${value.length === 1 ? "" : "s"})`;
+  if (value && typeof value === "object") {
+    return Object.entries(value).map(([k, v]) => `${k} ${paramText(v)}`).join(", ");
+  }
+  return String(value);
+}
+
 function callText(call) {
   const params = Object.entries(call.params || {})
     .filter(([k]) => !/^(ClusterName|InstanceGroups)$/.test(k))
-    .map(([k, v]) => (v && typeof v === "object" && !Array.isArray(v)
-      ? `${k} ${Object.entries(v).map(([a, b]) => `${a} ${typeof b === "object" ? JSON.stringify(b) : b}`).join(", ")}`
-      : `${k} ${typeof v === "object" ? JSON.stringify(v) : v}`));
+    .map(([k, v]) => `${k} ${paramText(v)}`);
   return `${call.service} ${call.operation}${params.length ? `: ${params.join("; ")}` : ""}`;
 }
 
