@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import typer
+
 from hyperpilot.client import UsageError
 from hyperpilot.commands.common import (
     Area,
@@ -68,12 +70,50 @@ def show(cluster: Cluster = None, output: Output = None) -> None:
     emit(answer, fmt(output), _render)
 
 
+_POOL_KEYS = {
+    "weight": "weight",
+    "gpu-limit": "gpu_limit",
+    "consolidation": "consolidation",
+    "after": "consolidate_after",
+}
+
+
+def parse_pool(text: str) -> dict[str, Any]:
+    """NAME=GROUP[+GROUP...][,key=value...] as a node_pools entry (the contract checks it)."""
+    head, *options = text.split(",")
+    name, sep, groups = head.partition("=")
+    if not sep or not name or not groups:
+        raise UsageError(
+            f"--node-pool {text!r} names no pool and groups",
+            "write NAME=GROUP[+GROUP...], e.g. gpus=gpu+spot,weight=50",
+        )
+    pool: dict[str, Any] = {"name": name, "instance_groups": groups.split("+")}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or key not in _POOL_KEYS:
+            raise UsageError(
+                f"--node-pool {text!r}: {option!r} is not an option of a pool",
+                "use weight=N, gpu-limit=N, consolidation=WhenEmpty|WhenEmptyOrUnderutilized,"
+                " after=5m",
+            )
+        field = _POOL_KEYS[key]
+        if field in ("weight", "gpu_limit"):
+            if not value.isdigit():
+                raise UsageError(f"--node-pool {text!r}: {key} is not a number", f"{key}=10")
+            pool[field] = int(value)
+        else:
+            pool[field] = value
+    return pool
+
+
 @app.command(
     "set",
     epilog=examples(
         "hyperpilot features set --training-operator --wait",
         "hyperpilot features set --tiered-checkpointing --checkpoint-memory-percentage 20 --dry-run",
         "hyperpilot features set --no-autoscaling -c llm-training --wait",
+        "hyperpilot features set --autoscaling --node-pool gpus=gpu+spot,weight=50,gpu-limit=64 "
+        "--node-pool cpus=cpu,consolidation=WhenEmptyOrUnderutilized,after=30s --dry-run",
     ),
 )
 def set_(
@@ -117,6 +157,15 @@ def set_(
             AutoscalingChange, "enabled", "--autoscaling/--no-autoscaling", show_default=False
         ),
     ] = None,
+    node_pool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--node-pool",
+            help="autoscaling: a Karpenter NodePool, NAME=GROUP[+GROUP...] with optional"
+            " ,weight=N ,gpu-limit=N ,consolidation=WhenEmpty|WhenEmptyOrUnderutilized"
+            " ,after=5m (repeatable; the whole list; needs --autoscaling)",
+        ),
+    ] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
@@ -134,8 +183,12 @@ def set_(
         tiered["memory_percentage"] = checkpoint_memory_percentage
     if tiered:
         body["tiered_checkpointing"] = tiered
+    if node_pool and autoscaling is None:
+        raise UsageError("--node-pool needs --autoscaling", "add --autoscaling")
     if autoscaling is not None:
         body["autoscaling"] = {"enabled": autoscaling}
+        if node_pool:
+            body["autoscaling"]["node_pools"] = [parse_pool(p) for p in node_pool]
     if not body:
         raise UsageError(
             "nothing to change", "give at least one feature flag, e.g. --training-operator"

@@ -281,6 +281,19 @@ class ClusterKube:
 
         return await self._run(f"delete {kind} {_ref(name, namespace)}", call)
 
+    async def list_objects(self, api_version: str, kind: str, selector: str) -> list[KubeObject]:
+        """The cluster-scoped objects of a kind its label selector matches (none when the kind
+        is not served)."""
+
+        def call() -> list[KubeObject]:
+            resource = self._resource(api_version, kind)
+            if resource is None:
+                return []
+            found = resource.get(label_selector=selector).to_dict()
+            return list(found.get("items") or [])
+
+        return await self._run(f"list {kind} {selector}", call)
+
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
             found = self.core.list_namespaced_pod(namespace, label_selector=selector)

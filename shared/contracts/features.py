@@ -7,7 +7,7 @@ the cluster, and acts only where requested differs from actual.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -51,11 +51,79 @@ class TieredCheckpointingChange(Spec):
         return self
 
 
+NODE_POOL_LIMIT = 10  # pools one cluster's autoscaling declares here
+POOL_GROUPS_LIMIT = 10  # instance groups one HyperpodNodeClass may name (the AWS guide's limit)
+
+
+class NodePoolSpec(Spec):
+    """One Karpenter NodePool of HyperPod managed autoscaling and its HyperpodNodeClass (both
+    named `name`): the instance groups it may scale, its weight among pools, its GPU limit and
+    its consolidation ("Create a NodeClass" and "Create a NodePool" of the HyperPod autoscaling
+    guide; NodePool's spec.weight, spec.limits, spec.disruption as Karpenter defines them)."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="the NodePool's and its HyperpodNodeClass's name",
+    )
+    instance_groups: list[str] = Field(
+        min_length=1,
+        max_length=POOL_GROUPS_LIMIT,
+        description="the instance groups this pool may scale",
+    )
+    weight: int | None = Field(
+        None, ge=1, le=100, description="Karpenter tries pools of higher weight first"
+    )
+    gpu_limit: int | None = Field(
+        None, ge=0, le=100_000, description="most nvidia.com/gpu the pool's nodes may add up to"
+    )
+    consolidation: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        "WhenEmpty", description="when Karpenter removes the pool's nodes"
+    )
+    consolidate_after: str = Field(
+        "5m", pattern=r"^[0-9]{1,5}(s|m|h)$", description="how long a node waits, e.g. 5m"
+    )
+
+    @model_validator(mode="after")
+    def _groups(self) -> Self:
+        if len(set(self.instance_groups)) != len(self.instance_groups):
+            raise RuleViolation(
+                f"node pool {self.name} names an instance group twice", "name each group once"
+            )
+        return self
+
+
 class AutoscalingChange(Spec):
     enabled: bool = Field(
         description="HyperPod managed autoscaling (AutoScaling Mode Enable, AutoScalerType "
         "Karpenter). Scope: " + AUTOSCALING_SCOPE
     )
+    node_pools: list[NodePoolSpec] | None = Field(
+        None,
+        max_length=NODE_POOL_LIMIT,
+        description="the NodePools, each over some instance groups; omitted: one pool "
+        "(hyperpilot) over every group",
+    )
+
+    @model_validator(mode="after")
+    def _pools(self) -> Self:
+        if self.node_pools is None:
+            return self
+        if not self.enabled:
+            raise RuleViolation(
+                "autoscaling.node_pools only apply while autoscaling is enabled",
+                "drop node_pools, or send enabled: true",
+            )
+        if not self.node_pools:
+            raise RuleViolation(
+                "autoscaling.node_pools is empty",
+                "declare at least one pool, or omit node_pools for one pool over every group",
+            )
+        names = [p.name for p in self.node_pools]
+        if len(set(names)) != len(names):
+            raise RuleViolation("two node pools have the same name", "name each pool once")
+        return self
 
 
 class FeaturesChange(Spec):

@@ -134,3 +134,41 @@ def test_instance_groups_add_sends_the_mig_profile_checked_by_the_contract(
     )
     assert result.exit_code != 0 and "does not support MIG" in result.output
     assert len(sent) == before
+
+
+def test_features_set_sends_the_node_pools_as_a_list(sent: list[httpx.Request]) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            *("features", "set", "--autoscaling"),
+            *("--node-pool", "gpus=gpu+spot,weight=50,gpu-limit=64"),
+            *("--node-pool", "cpus=cpu,consolidation=WhenEmptyOrUnderutilized,after=30s"),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    patched = [r for r in sent if r.method == "PATCH"][-1]
+    assert json.loads(patched.content) == {
+        "autoscaling": {
+            "enabled": True,
+            "node_pools": [
+                {"name": "gpus", "instance_groups": ["gpu", "spot"], "weight": 50, "gpu_limit": 64},
+                {
+                    "name": "cpus",
+                    "instance_groups": ["cpu"],
+                    "consolidation": "WhenEmptyOrUnderutilized",
+                    "consolidate_after": "30s",
+                },
+            ],
+        }
+    }
+    for bad, words in (
+        (["--autoscaling", "--node-pool", "gpus"], "names no pool"),
+        (["--autoscaling", "--node-pool", "gpus=gpu,size=3"], "not an option of a pool"),
+        (["--node-pool", "gpus=gpu"], "needs --autoscaling"),
+        (["--autoscaling", "--node-pool", "a=gpu", "--node-pool", "a=cpu"], "same name"),
+    ):
+        before = len(sent)
+        refused = CliRunner().invoke(app, ["features", "set", *bad])
+        assert refused.exit_code != 0 and words in refused.output, refused.output
+        assert len([r for r in sent[before:] if r.method == "PATCH"]) == 0

@@ -16,10 +16,13 @@ from botocore import xform_name
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.domain.cluster_workflow import ClusterPorts
-from cluster_svc.domain.components.base import ClusterAccess, KubeObject
+from cluster_svc.domain.components.base import COMPONENT_LABEL, ClusterAccess, KubeObject
 from cluster_svc.domain.features.actual import Actual, HyperPodActual, RoleActual
 from cluster_svc.domain.features.objects import (
+    AUTOSCALING_COMPONENT,
     CERT_MANAGER,
+    NODE_CLASS_API,
+    NODE_POOL_API,
     TRAINING_ADDON,
     Names,
     Ref,
@@ -99,13 +102,29 @@ class LiveFeatures:
             self._roles(names),
             self._provider(names),
         )
+        pools, classes = await asyncio.gather(
+            self._managed(names, NODE_POOL_API, "NodePool"),
+            self._managed(names, NODE_CLASS_API, "HyperpodNodeClass"),
+        )
         return Actual(
             addons=addons,
             hyperpod=hyperpod,
             objects=objects,
             roles=roles,
             oidc_provider_arn=provider,
+            pools=pools,
+            classes=classes,
         )
+
+    async def _managed(self, names: Names, api_version: str, kind: str) -> dict[str, KubeObject]:
+        """The objects of a kind managed autoscaling's component label names, by name."""
+        if names.access is None:
+            return {}
+        kube = self.ports.kube(names.access)
+        found = await kube.list_objects(
+            api_version, kind, f"{COMPONENT_LABEL}={AUTOSCALING_COMPONENT}"
+        )
+        return {str(o["metadata"]["name"]): o for o in found}
 
     async def _addons(self, names: Names) -> dict[str, str | None]:
         wanted = (CERT_MANAGER, TRAINING_ADDON)

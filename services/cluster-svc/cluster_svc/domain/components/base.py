@@ -39,6 +39,10 @@ class KubeApi(Protocol):
         self, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> bool: ...
 
+    async def list_objects(
+        self, api_version: str, kind: str, selector: str
+    ) -> list[KubeObject]: ...
+
 
 class KubeFactory(Protocol):
     def __call__(self, access: ClusterAccess) -> KubeApi: ...

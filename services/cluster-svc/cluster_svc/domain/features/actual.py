@@ -47,6 +47,9 @@ class Actual:
     objects: Mapping[Ref, KubeObject | None] = field(default_factory=dict)
     roles: Mapping[str, RoleActual | None] = field(default_factory=dict)
     oidc_provider_arn: str | None = None  # IAM's provider of the cluster's issuer
+    # managed autoscaling's NodePools and HyperpodNodeClasses Hyperpilot made, by name
+    pools: Mapping[str, KubeObject] = field(default_factory=dict)
+    classes: Mapping[str, KubeObject] = field(default_factory=dict)
 
     def object(self, ref: Ref) -> KubeObject | None:
         return self.objects.get(ref)

@@ -15,6 +15,7 @@ from cluster_svc.domain.components.objects import namespace as namespace_object
 from cluster_svc.domain.components.objects import service_account as service_account_object
 from cluster_svc.domain.components.schema import OPEN, crd
 from cluster_svc.domain.identity import role_name
+from shared.contracts.features import NodePoolSpec
 
 FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
 
@@ -254,39 +255,50 @@ def inference_objects() -> list[KubeObject]:
 INFERENCE_REMOVED_KINDS = ("Deployment", "ServiceAccount")  # removed on disable, in this order
 
 
-def node_class(instance_groups: Sequence[str]) -> KubeObject:
+def node_class(instance_groups: Sequence[str], name: str = KARPENTER_OBJECTS) -> KubeObject:
     body = {
         "apiVersion": NODE_CLASS_API,
         "kind": "HyperpodNodeClass",
-        "metadata": {"name": KARPENTER_OBJECTS},
+        "metadata": {"name": name},
         "spec": {"instanceGroups": list(instance_groups)},
     }
     return labelled(body, AUTOSCALING_COMPONENT, KARPENTER_VERSION)
 
 
-def node_pool() -> KubeObject:
+def node_pool(pool: NodePoolSpec | None = None) -> KubeObject:
+    """A NodePool over its HyperpodNodeClass of the same name: the default one (`hyperpilot`,
+    over every group), or a declared pool with its weight, GPU limit and consolidation."""
+    name = pool.name if pool else KARPENTER_OBJECTS
+    spec: KubeObject = {
+        "template": {
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.sagemaker.amazonaws.com",
+                    "kind": "HyperpodNodeClass",
+                    "name": name,
+                },
+                "requirements": [
+                    {
+                        "key": "node.kubernetes.io/instance-type",
+                        "operator": "Exists",
+                    }
+                ],
+            }
+        },
+        "disruption": {
+            "consolidationPolicy": pool.consolidation if pool else "WhenEmpty",
+            "consolidateAfter": pool.consolidate_after if pool else "5m",
+        },
+    }
+    if pool is not None and pool.weight is not None:
+        spec["weight"] = pool.weight
+    if pool is not None and pool.gpu_limit is not None:
+        spec["limits"] = {"nvidia.com/gpu": str(pool.gpu_limit)}
     body = {
         "apiVersion": NODE_POOL_API,
         "kind": "NodePool",
-        "metadata": {"name": KARPENTER_OBJECTS},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.sagemaker.amazonaws.com",
-                        "kind": "HyperpodNodeClass",
-                        "name": KARPENTER_OBJECTS,
-                    },
-                    "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "Exists",
-                        }
-                    ],
-                }
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m"},
-        },
+        "metadata": {"name": name},
+        "spec": spec,
     }
     return labelled(body, AUTOSCALING_COMPONENT, KARPENTER_VERSION)
 

@@ -29,7 +29,12 @@ from cluster_svc.domain.features.objects import (
     node_pool,
 )
 from cluster_svc.domain.features.steps import Apply, Call, Remove, Step, feature_steps
-from shared.contracts.features import AUTOSCALING_SCOPE, DEFAULT_MEMORY_PERCENTAGE, FeaturesChange
+from shared.contracts.features import (
+    AUTOSCALING_SCOPE,
+    DEFAULT_MEMORY_PERCENTAGE,
+    FeaturesChange,
+    NodePoolSpec,
+)
 from shared.contracts.plan import FieldChange, Plan, PlannedCall, PlannedObject
 
 
@@ -61,7 +66,44 @@ def diff(actual: Actual, change: FeaturesChange) -> dict[str, FieldChange]:
         )
     if change.autoscaling is not None:
         compare("autoscaling.enabled", autoscaling_enabled(actual), change.autoscaling.enabled)
+        if change.autoscaling.node_pools is not None:
+            compare(
+                "autoscaling.node_pools",
+                actual_pools(actual),
+                sorted(
+                    (pool_view(p) for p in change.autoscaling.node_pools),
+                    key=lambda p: str(p["name"]),
+                ),
+            )
     return result
+
+
+def pool_view(pool: NodePoolSpec) -> dict[str, Any]:
+    return pool.model_dump(mode="json")
+
+
+def actual_pools(actual: Actual) -> list[dict[str, Any]]:
+    """The NodePools Hyperpilot made, in the contract's terms (their node classes' groups)."""
+    views = []
+    for name in sorted(actual.pools):
+        spec = actual.pools[name].get("spec") or {}
+        ref = ((spec.get("template") or {}).get("spec") or {}).get("nodeClassRef") or {}
+        node_class_found = actual.classes.get(str(ref.get("name", name))) or {}
+        disruption = spec.get("disruption") or {}
+        limit = (spec.get("limits") or {}).get("nvidia.com/gpu")
+        views.append(
+            {
+                "name": name,
+                "instance_groups": list(
+                    (node_class_found.get("spec") or {}).get("instanceGroups") or []
+                ),
+                "weight": spec.get("weight"),
+                "gpu_limit": int(limit) if limit is not None else None,
+                "consolidation": disruption.get("consolidationPolicy", "WhenEmpty"),
+                "consolidate_after": disruption.get("consolidateAfter", "5m"),
+            }
+        )
+    return views
 
 
 def planned(steps: Sequence[Step]) -> tuple[list[PlannedCall], list[PlannedObject], list[str]]:
@@ -177,6 +219,7 @@ def describe(names: Names, actual: Actual) -> dict[str, Any]:
             and hyperpod.cluster_role == autoscaler_role.arn,
             "node_class": _summary(actual.object(object_ref(node_class(())))),
             "node_pool": _summary(actual.object(object_ref(node_pool()))),
+            "node_pools": actual_pools(actual),
             "instance_groups": list(hyperpod.instance_groups) if hyperpod else [],
             "scope": AUTOSCALING_SCOPE,
         },

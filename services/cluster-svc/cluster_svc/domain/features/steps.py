@@ -21,6 +21,7 @@ from cluster_svc.domain.features.objects import (
     INFERENCE_COMPONENT,
     INFERENCE_REMOVED_KINDS,
     INFERENCE_VERSION,
+    KARPENTER_OBJECTS,
     NODE_CLASS_LIMIT,
     ROLE_ARN_ANNOTATION,
     TRAINING_ADDON,
@@ -36,7 +37,7 @@ from cluster_svc.domain.features.objects import (
     node_pool,
 )
 from cluster_svc.domain.identity import MANAGED_BY, POLICY_NAME, cluster_tags, same_document
-from shared.contracts.features import DEFAULT_MEMORY_PERCENTAGE, FeaturesChange
+from shared.contracts.features import DEFAULT_MEMORY_PERCENTAGE, FeaturesChange, NodePoolSpec
 from shared.errors import PermanentError
 
 
@@ -334,7 +335,41 @@ def tiered_steps(
     return steps
 
 
-def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
+def _pool_removals(actual: Actual, keep: set[str]) -> list[Step]:
+    """Remove the NodePools, then the HyperpodNodeClasses, Hyperpilot made that are not kept."""
+    steps: list[Step] = []
+    for found in (actual.pools, actual.classes):
+        for name in sorted(set(found) - keep):
+            if is_managed(found[name], AUTOSCALING_COMPONENT):
+                steps.append(Remove(object_ref(found[name])))
+    return steps
+
+
+def pool_objects(
+    hyperpod: HyperPodActual, pools: Sequence[NodePoolSpec] | None
+) -> list[tuple[KubeObject, KubeObject]]:
+    """The (HyperpodNodeClass, NodePool) of each pool: the declared ones, or the default pool
+    over every group. A pool naming a group the cluster lacks is refused."""
+    if pools is None:
+        return [(node_class(sorted(hyperpod.instance_groups)), node_pool())]
+    result = []
+    for index, pool in enumerate(pools):
+        missing = [g for g in pool.instance_groups if g not in hyperpod.instance_groups]
+        if missing:
+            known = ", ".join(sorted(hyperpod.instance_groups)) or "none"
+            raise _invalid(
+                f"autoscaling.node_pools.{index}.instance_groups",
+                f"node pool {pool.name} names {', '.join(missing)}, not an instance group of"
+                f" HyperPod cluster {hyperpod.name} (groups: {known})",
+                "name the cluster's groups, or add the group first",
+            )
+        result.append((node_class(list(pool.instance_groups), pool.name), node_pool(pool)))
+    return result
+
+
+def autoscaling_steps(
+    names: Names, actual: Actual, enabled: bool, pools: Sequence[NodePoolSpec] | None = None
+) -> list[Step]:
     hyperpod = _hyperpod(names, actual, "autoscaling")
     on = hyperpod.autoscaling_mode == "Enable"
     class_ref = object_ref(node_class(()))
@@ -345,6 +380,8 @@ def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]
             current = actual.object(ref)
             if current is not None and is_managed(current, AUTOSCALING_COMPONENT):
                 steps.append(Remove(ref))
+        listed = [s for s in _pool_removals(actual, {KARPENTER_OBJECTS}) if s not in steps]
+        steps = listed + steps
         if on:
             steps += update_cluster_steps(hyperpod, {"AutoScaling": {"Mode": "Disable"}})
         elif hyperpod.status != IN_SERVICE and actual.roles.get(names.autoscaler_role):
@@ -363,12 +400,12 @@ def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]
             f"HyperPod cluster {hyperpod.name} has no instance groups to scale",
             "add an instance group (count 0 is fine: autoscaling scales it up from zero)",
         )
-    if len(hyperpod.instance_groups) > NODE_CLASS_LIMIT:
+    if pools is None and len(hyperpod.instance_groups) > NODE_CLASS_LIMIT:
         raise _invalid(
             "autoscaling.enabled",
             f"a HyperpodNodeClass names at most {NODE_CLASS_LIMIT} instance groups; the cluster"
             f" has {len(hyperpod.instance_groups)}",
-            "remove instance groups autoscaling should not manage",
+            "declare autoscaling.node_pools, each over at most 10 of the groups",
         )
     others_role = on and hyperpod.cluster_role not in (None, names.role_arn(names.autoscaler_role))
     steps = (
@@ -397,13 +434,23 @@ def autoscaling_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]
         steps += settle_steps(hyperpod)
     if not actual.karpenter_served():
         steps.append(Wait("HyperPod serves managed Karpenter's HyperpodNodeClass and NodePool"))
-    wanted_class = node_class(sorted(hyperpod.instance_groups))
-    if not _contains(actual.object(class_ref), {"spec": wanted_class["spec"]}):
-        steps.append(Apply(wanted_class))
-    wanted_pool = node_pool()
-    if not _contains(actual.object(pool_ref), {"spec": wanted_pool["spec"]}):
-        steps.append(Apply(wanted_pool))
-    return steps
+    wanted = pool_objects(hyperpod, pools)
+    for wanted_class, wanted_pool in wanted:
+        for obj, found in (
+            (wanted_class, actual.classes.get(wanted_class["metadata"]["name"])),
+            (wanted_pool, actual.pools.get(wanted_pool["metadata"]["name"])),
+        ):
+            if obj["metadata"]["name"] == KARPENTER_OBJECTS and found is None:
+                found = actual.object(object_ref(obj))
+            if not _contains(found, {"spec": obj["spec"]}) or _extra_keys(found, obj):
+                steps.append(Apply(obj))
+    return steps + _pool_removals(actual, {c["metadata"]["name"] for c, _ in wanted})
+
+
+def _extra_keys(found: KubeObject | None, wanted: KubeObject) -> bool:
+    """Does the actual NodePool carry a weight or limits the wanted one dropped?"""
+    have = (found or {}).get("spec") or {}
+    return any(k in have and k not in wanted["spec"] for k in ("weight", "limits"))
 
 
 def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature: str) -> list[Step]:
@@ -416,7 +463,8 @@ def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature:
         tiered = change.tiered_checkpointing
         return tiered_steps(names, actual, tiered.enabled, tiered.memory_percentage)
     if feature == "autoscaling" and change.autoscaling is not None:
-        return autoscaling_steps(names, actual, change.autoscaling.enabled)
+        scaling = change.autoscaling
+        return autoscaling_steps(names, actual, scaling.enabled, scaling.node_pools)
     return []
 
 
