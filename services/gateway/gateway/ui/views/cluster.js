@@ -11,6 +11,7 @@ import { dryRun, planLines } from "../plan.js";
 import { onChange, watch } from "../store.js";
 import { instanceTypePicker } from "../instance_picker.js";
 import { featuresPanel } from "./features.js";
+import { driftPanel } from "./drift.js";
 
 function table(caption, columns, rows) {
   return h(
@@ -103,6 +104,7 @@ export async function render(main, [name]) {
     fill(activeBadge, c.active ? badge("active") : null);
   }
   paintSummary(cluster);
+  const drift = driftPanel(name);
   main.append(
     h("div", { class: "title-row" }, h("h1", {}, name), activeBadge),
     h("p", { class: "actions" },
@@ -113,6 +115,7 @@ export async function render(main, [name]) {
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
     status,
     nextSteps,
+    drift.element,
     section("Summary", summary),
   );
 
@@ -396,6 +399,7 @@ export async function render(main, [name]) {
     watch(`${base}/nodes`, paintNodes, shown(nodesBox)),
     watch(`${base}/dependencies`, paintDeps, shown(depsBox)),
     onChange(features.reload, { cluster: name }),
+    drift.stop,
   ];
   await loadStorage();
   return () => stops.forEach((stop) => stop());
