@@ -5,7 +5,8 @@ A new area is one module here that defines `app = Area(...)` and one entry in AR
 
 from __future__ import annotations
 
-from hyperpilot.commands import (  # adoption adds its commands to clusters
+from hyperpilot.commands import (  # access and adoption add commands to other areas
+    access,  # noqa: F401
     adoption,  # noqa: F401
     capacity,
     clusters,

@@ -199,6 +199,17 @@ async def cluster(pool: asyncpg.Pool, name: str) -> ClusterRecord:
     return found
 
 
+async def kubernetes_api(pool: asyncpg.Pool, cluster: ClusterRecord) -> tuple[str, str]:
+    """A reachable cluster's Kubernetes API endpoint and certificate authority (base64 PEM)."""
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            "SELECT endpoint, ca_data FROM clusters WHERE name = $1", cluster.reachable().name
+        )
+    if row is None or row["endpoint"] is None or row["ca_data"] is None:
+        raise unknown(cluster.name)
+    return str(row["endpoint"]), str(row["ca_data"])
+
+
 async def active_cluster(conn: asyncpg.Connection) -> str | None:
     name: str | None = await conn.fetchval("SELECT name FROM active_cluster")
     return name
