@@ -1,22 +1,31 @@
-"""The MCP server's `tools/list` as an agent loads it: its size against the 60 KB goal.
+"""The MCP server's `tools/list` as an agent loads it, and its largest result: the sizes
+against the goals (`tools/list` <= 60 KB; no result over 16 KB without a page token).
 
     .venv/bin/python -m bench.mcp_tools
 
-No stack: the server is built as `python -m mcp_svc` builds it (read-only, no gateway call is
-made) and its `tools/list` result serialized as the SDK sends it (`mcp_svc.reference.listed_size`).
-The biggest parts are recorded too, to show where the bytes are.
+No stack: the server is built as `python -m mcp_svc` builds it (read-only) and its `tools/list`
+result serialized as the SDK sends it (`mcp_svc.reference.listed_size`); the biggest parts are
+recorded too, to show where the bytes are. The largest result: every list, event-log and log
+tool called with the most it may ask for (the largest `limit`, `tail_lines` and `max_bytes`)
+against a gateway answering long lists (LIST_ITEMS items of each REST list, each with a
+NOTE-long text field, and LOG_LINES lines of log), every result measured as sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from bench.common import record
 
 GOAL_BYTES = 60_000
 BEFORE_BYTES = 215_776  # 60 tools, before the schemas were made lean
+RESULT_GOAL_BYTES = 16_000
+LIST_ITEMS = 500
+NOTE = "x" * 200
+LOG_LINES = 10_000
 
 
 def _bytes(value: Any) -> int:
@@ -51,12 +60,164 @@ async def measure() -> dict[str, Any]:
     }
 
 
+def _rows(path: str, n: int) -> list[dict[str, Any]]:
+    """`n` items of the REST list at `path`, with the fields its tool reads and a long note."""
+    if path.endswith("/availability-zones"):
+        return [
+            {"zone_name": f"z-{i:05d}", "zone_id": f"use1-az{i:05d}", "note": NOTE}
+            for i in range(n)
+        ]
+    if path.endswith("/inspect/clusters"):
+        return [
+            {
+                "kind": "eks",
+                "name": f"c-{i:05d}",
+                "managed": False,
+                "importable": True,
+                "note": NOTE,
+            }
+            for i in range(n)
+        ]
+    if path.endswith("/training-plans"):
+        return [{"training_plan_arn": f"arn:plan/{i:05d}", "note": NOTE} for i in range(n)]
+    if path.endswith("/instance-types"):
+        return [
+            {
+                "instance_type": f"ml.t{i:05d}.large",
+                "availability_zone_ids": ["use1-az1"],
+                "note": NOTE,
+            }
+            for i in range(n)
+        ]
+    return [
+        {
+            "name": f"item-{i:05d}",
+            "region": "us-east-1",
+            "status": "active",
+            "managed": True,
+            "active": False,
+            "instance_type": "ml.p5.48xlarge",
+            "count": 4,
+            "note": NOTE,
+        }
+        for i in range(n)
+    ]
+
+
+def _events(after: int, limit: int) -> list[dict[str, Any]]:
+    last = LIST_ITEMS * 10
+    return [
+        {"seq": seq, "type": "StageSucceeded", "payload": {"note": NOTE}}
+        for seq in range(after + 1, min(after + limit, last) + 1)
+    ]
+
+
+def _gateway() -> Any:
+    """A gateway answering every list route with long lists."""
+    import httpx
+
+    from mcp_svc.client import Gateway
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        query = dict(request.url.params)
+        if path.endswith("/logs"):
+            text = "\n".join(f"line {i} {NOTE}" for i in range(LOG_LINES))
+            return httpx.Response(200, text=text, headers={"x-next-line": str(LOG_LINES)})
+        if path in ("/api/v1/events", "/api/v1/audit") or path.endswith("/events"):
+            after = int(query.get("after", 0))
+            return httpx.Response(200, json=_events(after, int(query.get("limit", 1_000_000))))
+        if path == "/api/v1/operations":
+            offset, limit = int(query.get("offset", 0)), int(query["limit"])
+            ops = [
+                {
+                    "id": f"00000000-0000-4000-8000-{i:012d}",
+                    "kind": "cluster.create",
+                    "target_type": "cluster",
+                    "target_id": f"c-{i}",
+                    "status": "failed",
+                    "error": {"message": NOTE},
+                }
+                for i in range(offset, min(offset + limit, LIST_ITEMS))
+            ]
+            return httpx.Response(200, json={"items": ops})
+        if path.endswith("/kubernetes-events"):
+            events = [{"type": "Warning", "message": NOTE} for _ in range(int(query["limit"]))]
+            return httpx.Response(200, json={"events": events})
+        if path.endswith("/nodes"):
+            nodes = [
+                {"node_id": f"i-{i:017x}", "health": "healthy", "note": NOTE}
+                for i in range(LIST_ITEMS)
+            ]
+            return httpx.Response(200, json={"nodes": nodes, "summary": {}})
+        if path.endswith("/pods"):
+            pods = [
+                {"name": f"p-{i:05d}", "namespace": "default", "note": NOTE}
+                for i in range(LIST_ITEMS)
+            ]
+            return httpx.Response(200, json={"pods": pods})
+        return httpx.Response(200, json=_rows(path, LIST_ITEMS))
+
+    return Gateway("http://gateway.bench", "t", transport=httpx.MockTransport(answer))
+
+
+# Each list, event-log and log tool with the most it may ask for.
+CALLS: dict[str, dict[str, Any]] = {
+    "list_clusters": {"limit": 100},
+    "list_dependencies": {"cluster": "c1", "limit": 100},
+    "list_endpoints": {"limit": 100},
+    "list_availability_zones": {"limit": 100},
+    "list_training_plans": {"limit": 100},
+    "list_account_clusters": {"limit": 100},
+    "list_instance_groups": {"cluster": "c1", "limit": 100},
+    "list_storage_buckets": {"limit": 100},
+    "list_training_jobs": {"cluster": "c1", "limit": 100},
+    "list_instance_types": {"limit": 40},
+    "list_nodes": {"cluster": "c1", "limit": 40},
+    "list_pods": {"cluster": "c1", "limit": 30},
+    "list_operations": {"limit": 500},
+    "list_events": {"limit": 1000},
+    "list_audit_log": {"limit": 1000},
+    "get_training_job_events": {"cluster": "c1", "job": "j1"},
+    "list_kubernetes_events": {"cluster": "c1", "limit": 50},
+    "get_pod_logs": {"cluster": "c1", "namespace": "default", "pod": "p-0", "tail_lines": 5000},
+    "get_training_job_logs": {"cluster": "c1", "job": "j1", "pod": "j1-0", "tail_lines": 2000},
+}
+
+
+async def largest_result() -> dict[str, Any]:
+    from mcp import Client
+
+    from mcp_svc.config import McpSettings
+    from mcp_svc.server import build_server
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
+    server = build_server(McpSettings(allow_write=False, gateway_token=None), _gateway())
+    sizes: dict[str, int] = {}
+    async with Client(server) as client:
+        for tool, arguments in CALLS.items():
+            result = await client.call_tool(tool, arguments)
+            if result.is_error:
+                raise RuntimeError(f"{tool}: {result.content}")
+            sizes[tool] = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+    tool, size = max(sizes.items(), key=lambda kv: kv[1])
+    return {
+        "largest_result_bytes": size,
+        "largest_result_tool": tool,
+        "result_goal_bytes": RESULT_GOAL_BYTES,
+        "result_bytes_by_tool": sizes,
+    }
+
+
 def main() -> None:
     result = asyncio.run(measure())
+    result |= asyncio.run(largest_result())
     path = record("mcp_tools", result)
     print(
         f"tools/list: {result['tools']} tools, {result['tools_list_bytes']:,} bytes"
-        f" ({result['ratio_to_goal']}x the {GOAL_BYTES:,} byte goal) -> {path}"
+        f" ({result['ratio_to_goal']}x the {GOAL_BYTES:,} byte goal); largest result"
+        f" {result['largest_result_bytes']:,} bytes ({result['largest_result_tool']}, goal"
+        f" <= {RESULT_GOAL_BYTES:,}) -> {path}"
     )
 
 

@@ -418,6 +418,19 @@ def rows() -> list[Row]:
                 _met(tools["tools_list_bytes"] <= tools["goal_bytes"]),
             )
         )
+        if "largest_result_bytes" in tools:
+            out.append(
+                Row(
+                    "9",
+                    "MCP largest result, every list, event-log and log tool at its largest page"
+                    f" on long lists (`{tools['largest_result_tool']}`)",
+                    f"{tools['largest_result_bytes']:,} bytes",
+                    "-",
+                    f"{tools['largest_result_bytes'] / tools['result_goal_bytes']:.2f} of goal",
+                    f"<= {tools['result_goal_bytes']:,} bytes",
+                    _met(tools["largest_result_bytes"] <= tools["result_goal_bytes"]),
+                )
+            )
     return out
 
 

@@ -7,6 +7,15 @@ Measured as the server sends it: the compact JSON of the `tools/list` result
 `structuredContent`). With mutation results unlisted (one shape, sent as structured content
 all the same), terser hints and shorter descriptions it is 93,263 bytes: the 60 KB goal is not
 reached while every input keeps its patterns, bounds and descriptions.
+
+Then, with 70 tools (122,435 bytes): an argument whose default is null is listed as its type
+(leaving it out is the null), a boolean's `false` default is unsaid, a parameter that names an
+existing object (a cluster, group, endpoint, job, pod, node or operation from an earlier result)
+lists no pattern or lengths (still checked, and refused naming the rule), update_endpoint's
+change and add_instance_group's group name the fields of the schema they share
+(deploy_endpoint's endpoint, create_cluster's instance group) instead of listing it again, and
+a result's `summary` (its text content) is not in each output schema. Every list tool is paged
+(limit, page_token, total, next_page_token), which costs some 300 bytes a tool.
 """
 
 from __future__ import annotations
@@ -38,9 +47,12 @@ GOAL_BYTES = 60_000
 # + 8,949 bytes and 6 tools: task governance (list_teams, explain_pending,
 # update_task_governance, create_team, update_team, delete_team; 103,193 -> 112,142 bytes);
 # the count also takes in adoption's 2 tools (inspect_adoption, adopt_cluster).
-# + 4,131 bytes and 4 tools: drift (get_cluster_drift, refresh_cluster, accept_cluster_drift,
-# restore_cluster_drift; 112,142 -> 116,273 bytes).
-BOUND_BYTES = 116_273
+# - 15,519 bytes: the listing rules of the docstring's last paragraph, with 9 more list tools
+# paged (122,435 -> 106,916 bytes).
+# + 5,243 bytes and 4 tools: drift (get_cluster_drift, refresh_cluster, accept_cluster_drift,
+# restore_cluster_drift, 4,131 bytes of it; 106,916 -> 112,159 bytes as measured).
+# + 636 bytes: the committed drift and adoption tools as they are (112,159 -> 112,795 bytes).
+BOUND_BYTES = 112_795
 TOOLS = 74
 RESULT_BYTES = 16_000
 

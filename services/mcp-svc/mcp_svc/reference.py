@@ -10,7 +10,7 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_types import ListToolsResult, Tool
+from mcp_types import ListToolsResult
 
 from mcp_svc.config import McpSettings
 from mcp_svc.registry import HyperpilotServer
@@ -48,8 +48,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _parameters(tool: Tool) -> list[str]:
-    return _fields(tool.input_schema, tool.input_schema.get("$defs", {}), "parameter")
+def _parameters(schema: dict[str, Any]) -> list[str]:
+    return _fields(schema, schema.get("$defs", {}), "parameter")
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, Any], noun: str) -> list[str]:
@@ -129,16 +129,29 @@ async def render(server: HyperpilotServer) -> str:
         "  hint lists the tool's arguments) and nothing is sent: it is never silently dropped.",
         "- **Results** are typed (each tool's output schema) with a `summary`: the text content",
         "  of a result is that one paragraph, and the data is in `structuredContent` only (not",
-        "  repeated as JSON text). A list that can be long is paged: `limit`, and the cursor the",
-        "  result names (`next_after`, or `next_page_token` passed back as `page_token`).",
+        "  repeated as JSON text; `summary` is in every result, so no output schema lists it).",
+        "  No result is over 16 KB without a way to the rest: every list tool takes `limit` and",
+        "  `page_token` and answers `total` and `next_page_token` (null on the last page), a page",
+        "  holding at most 12 KB of items; the event logs (`list_events`, `list_audit_log`,",
+        "  `get_training_job_events`) page by `after`, answering `next_after` and `more`;",
+        "  `list_kubernetes_events` keeps the newest events that fit and counts the older ones it",
+        "  left out (`older_left_out`); the log tools keep the newest lines within `max_bytes` and",
+        "  say `truncated`.",
         "  A tool whose completion get_operation decides lists no output schema: its result is",
         "  the same for all of them, `summary`, `operation_id` (null for a dry run), `status_tool`,",
         "  `next_step`, `created`, `idempotency_key`, `status_url` and, for a dry run, `dry_run`,",
         "  `noop`, `diff`, `notes` and `plan`. A REST object nested in a result is listed as an",
         "  object: its fields are the REST API's.",
-        "- **Schemas** are lean: no `title`s; an optional argument is its type or null; input",
-        "  schemas have `additionalProperties: false`. `tools/list` is bounded by a test",
-        "  (`tests/mcp/test_tool_list.py`) and measured by `make bench`.",
+        "- **Schemas** are lean: no `title`s; an argument whose default is null is listed as its",
+        "  type (leaving it out is the null), a boolean's `false` default is unsaid; input",
+        "  schemas have `additionalProperties: false`. A parameter that names an existing object",
+        "  (a cluster, group, endpoint, job, pod, node or operation an earlier result gave) lists",
+        "  no pattern or lengths: they are still checked, and a bad value is refused naming the",
+        "  rule. `update_endpoint`'s `change` and `add_instance_group`'s `group` are listed by the",
+        "  fields they share with `deploy_endpoint`'s `endpoint` and `create_cluster`'s instance",
+        "  group, whose schemas are listed once. The tables below are the complete schemas.",
+        "  `tools/list` is bounded by a test (`tests/mcp/test_tool_list.py`) and measured by",
+        "  `make bench`.",
         "- **Settings.** A setting holding an unexpanded `${...}` (an agent config's placeholder",
         "  its client did not substitute) stops the start with a message naming the setting.",
         "- **Transports.** stdio (what agent configs launch) or streamable HTTP at `/mcp`",
@@ -180,7 +193,7 @@ async def render(server: HyperpilotServer) -> str:
             + (f" · status tool `{info.status_tool}`" if info.status_tool else "")
             + f" · REST `{info.rest}`"
         )
-        out += ["", tool.description or "", "", *_parameters(tool)]
+        out += ["", tool.description or "", "", *_parameters(server.full_inputs[info.name])]
     if server.skills:
         out += [
             "",
@@ -197,8 +210,8 @@ async def render(server: HyperpilotServer) -> str:
             for skill in server.skills
         ]
     defs: dict[str, Any] = {}
-    for tool in tools.values():
-        defs.update(tool.input_schema.get("$defs", {}))
+    for schema in server.full_inputs.values():
+        defs.update(schema.get("$defs", {}))
     objects = {name: d for name, d in sorted(defs.items()) if d.get("properties")}
     if objects:
         out += [

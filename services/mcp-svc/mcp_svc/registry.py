@@ -27,7 +27,7 @@ from mcp_svc.config import require_http_token
 from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.http_guard import HostOriginGuard, transport_security
-from mcp_svc.results import COMPLETION, STATUS_TOOL
+from mcp_svc.results import COMPLETION, REFERENCE, STATUS_TOOL
 from mcp_svc.terms import Route, Vocabulary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,6 +60,7 @@ class HyperpilotServer(MCPServer):
         super().__init__(**kwargs)
         self.allow_write = allow_write
         self.catalog: dict[str, ToolInfo] = {}
+        self.full_inputs: dict[str, dict[str, Any]] = {}
         self.gateway: Gateway | None = None
         self.http_token: str | None = None
         self.http_allowed_hosts: list[str] = []
@@ -131,8 +132,11 @@ class HyperpilotServer(MCPServer):
             if tool is not None:
                 # What tools/list sends: the SDK's schemas without its noise (the arguments and
                 # the result are still validated by the pydantic models themselves).
+                # The complete schema (the reference in docs/mcp-tools.md shows it) and the
+                # listed one (markers applied).
+                self.full_inputs[name] = input_schema(tool.parameters, listing=False)
+                body = self.full_inputs[name]["properties"].get(body_param or "", {})
                 tool.parameters = input_schema(tool.parameters)
-                body = tool.parameters["properties"].get(body_param or "", {})
                 self.catalog[name] = ToolInfo(
                     name,
                     area,
@@ -272,14 +276,66 @@ _OUTPUT_NOISE = frozenset({"title", "default", "examples"})
 _NULL = {"type": "null"}
 
 
-def input_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A tool's arguments as listed: no titles, `X | None = None` as an optional X or null, and
-    `additionalProperties: false` (an unknown argument is refused, see `call_tool`). Every part
-    is written once: nested models in place, and a part that would repeat (a field every recipe
-    of a job has, a model two fields take) as one `$defs` entry."""
-    lean: dict[str, Any] = _hoisted(_lean(_inlined(schema), _NOISE))
+# Markers a parameter's `Field(json_schema_extra=...)` may carry, read here and not listed:
+# `REFERENCE`: the value is a name an earlier result gave (list_clusters, list_endpoints ...), so
+# its format rules (pattern, lengths) tell an agent nothing: they are checked when the call is
+# made, and refused with the rule named. `LISTED_AS`: the parameter is listed as an object with
+# its description only, which names the tool parameter whose schema it shares (update_endpoint's
+# change has the fields of deploy_endpoint's endpoint), so that schema is listed once.
+LISTED_AS = "x-hyperpilot-listed-as"
+_FORMAT = frozenset({"pattern", "minLength", "maxLength"})
+
+
+def reference() -> dict[str, Any]:
+    """`json_schema_extra` of a parameter that names an existing object (see REFERENCE)."""
+    return {REFERENCE: True}
+
+
+def listed_as(description: str) -> dict[str, Any]:
+    """`json_schema_extra` of a parameter listed by description only (see LISTED_AS)."""
+    return {LISTED_AS: description}
+
+
+def input_schema(schema: dict[str, Any], listing: bool = True) -> dict[str, Any]:
+    """A tool's arguments as listed: no titles, `X | None = None` as an optional X (leaving it
+    out is the null), a boolean's `false` default unsaid, and `additionalProperties: false` (an
+    unknown argument is refused, see `call_tool`). Every part is written once: nested models in
+    place, and a part that would repeat (a field every recipe of a job has, a model two fields
+    take) as one `$defs` entry. With `listing` false the markers are only removed: the
+    complete schema, for the reference."""
+    marked = _marked(schema) if listing else _unmarked(schema)
+    lean: dict[str, Any] = _hoisted(_lean(_inlined(marked), _NOISE, listing=listing))
     lean["additionalProperties"] = False
     return lean
+
+
+def _marked(node: Any) -> Any:
+    """The schema with the REFERENCE and LISTED_AS markers applied (and removed)."""
+    if isinstance(node, list):
+        return [_marked(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if LISTED_AS in node:
+        return {"type": "object", "description": node[LISTED_AS]}
+    if node.get(REFERENCE) is True:
+        return _marked(_unformatted(node))
+    return {key: _marked(value) for key, value in node.items()}
+
+
+def _unmarked(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_unmarked(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: _unmarked(v) for k, v in node.items() if k not in (REFERENCE, LISTED_AS)}
+
+
+def _unformatted(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_unformatted(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: _unformatted(v) for k, v in node.items() if k not in _FORMAT and k != REFERENCE}
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
@@ -382,6 +438,12 @@ def output_schema(schema: dict[str, Any]) -> dict[str, Any]:
     titles, defaults, examples or the model's docstring (the tool's description says it)."""
     lean: dict[str, Any] = _lean(_shallow(schema), _OUTPUT_NOISE, output=True)
     lean.pop("description", None)
+    # `summary` is in every result and is its text content: said once, in the server's
+    # instructions and the reference, not in each schema (a result may have fields its schema
+    # does not list, so the structured content still conforms).
+    lean.get("properties", {}).pop("summary", None)
+    if "required" in lean:
+        lean["required"] = [r for r in lean["required"] if r != "summary"]
     return lean
 
 
@@ -401,25 +463,41 @@ def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
     return {key: objects(value) for key, value in schema.items() if key != "$defs"}
 
 
-def _lean(node: Any, drop: frozenset[str], output: bool = False, names: bool = False) -> Any:
+def _lean(
+    node: Any,
+    drop: frozenset[str],
+    output: bool = False,
+    names: bool = False,
+    listing: bool = True,
+) -> Any:
     if isinstance(node, list):
-        return [_lean(item, drop, output) for item in node]
+        return [_lean(item, drop, output, listing=listing) for item in node]
     if not isinstance(node, dict):
         return node
     if names:  # `properties` or `$defs`: the keys are names, not keywords
-        return {key: _lean(value, drop, output) for key, value in node.items()}
+        return {key: _lean(value, drop, output, listing=listing) for key, value in node.items()}
     lean: dict[str, Any] = {}
     for key, value in node.items():
         if key in drop or (output and key == "additionalProperties" and value is True):
             continue
-        lean[key] = _lean(value, drop, output, names=key in ("properties", "$defs"))
+        lean[key] = _lean(
+            value, drop, output, names=key in ("properties", "$defs"), listing=listing
+        )
+    omitted_is_null = False
     if not output and "default" in lean and lean["default"] is None:
         del lean["default"]  # not required already says it may be left out
+        omitted_is_null = True
+    if not output and lean.get("default") is False and lean.get("type") == "boolean":
+        del lean["default"]  # a boolean left out is false
     arms = lean.get("anyOf")
     if isinstance(arms, list) and len(arms) == 2 and _NULL in arms:
         other = arms[1] if arms[0] == _NULL else arms[0]
         kind = other.get("type")
         if isinstance(kind, str) and kind != "null" and not set(other) & (set(lean) - {"anyOf"}):
             del lean["anyOf"]
-            lean = {**other, **lean, "type": [kind, "null"]}
+            # An argument whose default is null is listed as its type: leaving it out says
+            # null (null itself is still accepted). A null that means something else (no
+            # default, or another one) stays listed.
+            single = omitted_is_null and listing
+            lean = {**other, **lean, "type": kind if single else [kind, "null"]}
     return lean

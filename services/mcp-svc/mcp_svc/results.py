@@ -6,6 +6,7 @@ breaks an older MCP service.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -14,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.boundary import api_path
 
 T = TypeVar("T")
+# The marker of a parameter that names an existing object (see mcp_svc.registry.reference).
+REFERENCE = "x-hyperpilot-reference"
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
 STATUS_TOOL: Literal["get_operation"] = "get_operation"
 # The longest one get_operation call waits: under the 60 s a client commonly allows a request
@@ -101,27 +104,87 @@ def planned(tool: str, answer: dict[str, Any], what: str) -> OperationStarted:
 
 # ---- pages of a long list -------------------------------------------------------------------
 
-# A result stays well under 16 KB: a REST list with no paging of its own is paged here, by a
+# A result stays under 16 KB: a page holds at most PAGE_BYTES of items (as JSON), leaving room
+# for the summary and the counts. A REST list with no paging of its own is paged here, by a
 # cursor that is the sort key of the last item sent (an insert or a delete between two pages
 # shifts nothing).
+RESULT_BYTES = 16_000
+PAGE_BYTES = 12_000
 PageToken = Annotated[
     str | None,
     Field(
         max_length=600,
-        description="The previous result's next_page_token; the first page if omitted",
+        json_schema_extra={REFERENCE: True},
+        description="A next_page_token (omitted: the first page)",
     ),
 ]
 
 
+def json_size(item: Any) -> int:
+    """The bytes of an item as a result carries it."""
+    if isinstance(item, BaseModel):
+        return len(item.model_dump_json().encode())
+    return len(json.dumps(item, default=str, separators=(",", ":")).encode())
+
+
+def fitted(items: list[T], budget: int = PAGE_BYTES) -> list[T]:
+    """The first items whose JSON fits in `budget` bytes (at least one)."""
+    shown: list[T] = []
+    used = 0
+    for item in items:
+        size = json_size(item)
+        if shown and used + size > budget:
+            break
+        shown.append(item)
+        used += size
+    return shown
+
+
 def page_of(
-    items: list[T], key: Callable[[T], str], limit: int, token: str | None
+    items: list[T],
+    key: Callable[[T], str],
+    limit: int,
+    token: str | None,
+    *,
+    reverse: bool = False,
 ) -> tuple[list[T], str | None]:
-    """The items sorted by `key` that come after `token`, at most `limit`, and the token of the
-    next page (None on the last)."""
-    ordered = sorted(items, key=key)
-    rest = [item for item in ordered if token is None or key(item) > token]
-    shown = rest[:limit]
-    return shown, key(shown[-1]) if len(rest) > limit else None
+    """The items sorted by `key` (descending with `reverse`) that come after `token`, at most
+    `limit` and at most PAGE_BYTES of them, and the token of the next page (None on the last)."""
+    ordered = sorted(items, key=key, reverse=reverse)
+    rest = [
+        item
+        for item in ordered
+        if token is None or (key(item) < token if reverse else key(item) > token)
+    ]
+    shown = fitted(rest[:limit])
+    return shown, key(shown[-1]) if len(rest) > len(shown) else None
+
+
+def offset_token(offset: int, shown: int, more: bool) -> str | None:
+    """The next page's token of a REST list paged by offset."""
+    return str(offset + shown) if more else None
+
+
+PageLimit = Annotated[int, Field(ge=1, le=100, description="Page size")]
+PAGE = 25
+
+
+class Paged(ToolResult):
+    """A page of a list: how many there are in all and the token of the next page."""
+
+    total: int = Field(description="Matched in all")
+    next_page_token: str | None = Field(description="For page_token; null: the last page")
+
+
+OffsetToken = Annotated[
+    str | None,
+    Field(pattern=r"^[0-9]{1,7}$", description="A next_page_token (omitted: the first page)"),
+]
+
+
+def offset_of(token: str | None) -> int:
+    """The offset an `OffsetToken` names (0: the first page)."""
+    return int(token) if token else 0
 
 
 def page_note(shown: int, total: int, token: str | None, next_token: str | None) -> str:
@@ -130,3 +193,31 @@ def page_note(shown: int, total: int, token: str | None, next_token: str | None)
         return ""
     more = f"; page_token='{next_token}' for the next" if next_token else "; the last page"
     return f" (this page: {shown} of {total}{more})"
+
+
+def tail_fitted(lines: list[str], max_bytes: int) -> tuple[list[str], bool]:
+    """The last lines whose text fits in `max_bytes` (a longer last line keeps its end), and
+    whether anything was left out."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        size = len(json.dumps(line).encode()) + 1
+        if used + size > max_bytes:
+            if not kept:  # one line longer than the budget: its end, where errors are
+                kept.append(line[-max(1, max_bytes // 2) :])
+            break
+        kept.append(line)
+        used += size
+    kept.reverse()
+    return kept, len(kept) < len(lines) or (bool(kept) and kept[0] != lines[len(lines) - len(kept)])
+
+
+LOG_BYTES = 12_000
+MaxBytes = Annotated[
+    int,
+    Field(
+        ge=1_000,
+        le=LOG_BYTES,
+        description="At most this many bytes of lines, the newest kept (truncated says so)",
+    ),
+]

@@ -32,6 +32,9 @@ Rules:
    repeat a finished change.
 5. A failed operation names its failed stage and the reason; fix the cause, then
    retry_operation re-runs only the failed stages.
+6. A result's text is a one-paragraph summary (also its `summary` field); the data is its
+   structured content. A long list comes in pages: pass next_page_token back as page_token
+   (an event log: next_after as after, while `more` is true).
 
 The playbooks for whole tasks (create a cluster, add an instance group, enable managed
 features, submit training, deploy inference, diagnose NCCL failures, node health or a failed

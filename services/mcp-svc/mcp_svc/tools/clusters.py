@@ -9,8 +9,18 @@ from pydantic import BaseModel, Field
 from mcp_svc.client import Gateway
 from mcp_svc.errors import GatewayError
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, submit
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    page_of,
+)
+from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, named, submit
 from shared.boundary import api_path
 from shared.contracts.cluster import ClusterSpec, ImportSpec
 
@@ -50,8 +60,8 @@ class ClusterDescribed(ClusterRead):
     components: list[ComponentRead] = Field([], description="Installed dependencies")
 
 
-class ClusterList(ToolResult):
-    clusters: list[ClusterRead] = Field(description="Every known cluster")
+class ClusterList(Paged):
+    clusters: list[ClusterRead] = Field(description="This page, by name")
     active: str | None = Field(description="Name of the active cluster, if any")
 
 
@@ -84,17 +94,28 @@ def _one_line(c: ClusterRead) -> str:
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="clusters", rest="GET /api/v1/clusters")
-    async def list_clusters() -> ClusterList:
+    async def list_clusters(limit: PageLimit = PAGE, page_token: PageToken = None) -> ClusterList:
         """List the clusters Hyperpilot knows (created or imported) with their status; the
         active one is marked. Call this first, before creating anything."""
         rows = await gateway.get("/api/v1/clusters")
-        clusters = [ClusterRead.model_validate(r) for r in rows]
-        active = next((c.name for c in clusters if c.active), None)
+        every = [ClusterRead.model_validate(r) for r in rows]
+        active = next((c.name for c in every if c.active), None)
+        clusters, next_token = page_of(every, lambda c: c.name, limit, page_token)
         if clusters:
-            summary = f"{count(len(clusters), 'cluster')}: " + ", ".join(map(_one_line, clusters))
+            summary = (
+                f"{count(len(every), 'cluster')}"
+                f"{page_note(len(clusters), len(every), page_token, next_token)}: "
+                + named([_one_line(c) for c in clusters])
+            )
         else:
-            summary = "No clusters yet."
-        return ClusterList(summary=summary, clusters=clusters, active=active)
+            summary = "No clusters yet." if not every else "No clusters after page_token."
+        return ClusterList(
+            summary=summary,
+            clusters=clusters,
+            active=active,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.read_tool(area="clusters", rest="GET /api/v1/clusters/{name}")
     async def get_cluster(name: ClusterRef) -> ClusterDescription:

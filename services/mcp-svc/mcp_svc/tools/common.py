@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_core import to_jsonable_python
 
 from mcp_svc.client import Gateway, idempotency_key
+from mcp_svc.registry import reference
 from mcp_svc.results import OperationStarted, planned, started
 from shared.contracts.cluster import NAME_PATTERN, REGION_PATTERN
 
@@ -23,6 +24,7 @@ DryRun = Annotated[bool, Field(description="Plan only; allowed read-only")]
 ClusterRef = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=63,
         pattern=NAME_PATTERN,
@@ -32,6 +34,7 @@ ClusterRef = Annotated[
 GroupName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=63,
         pattern=NAME_PATTERN,
@@ -85,3 +88,10 @@ def body_of(
 
 def count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def named(texts: list[str], most: int = 20) -> str:
+    """`a, b, c` for a summary, the first `most` of them and how many more (a summary stays
+    short however long the page)."""
+    shown = ", ".join(texts[:most])
+    return shown + (f" and {len(texts) - most} more" if len(texts) > most else "")

@@ -7,7 +7,16 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    page_note,
+    page_of,
+)
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from shared.boundary import api_path
 
@@ -21,23 +30,34 @@ class Component(Passthrough):
     updated_at: str | None = Field(None, description="ISO 8601")
 
 
-class ComponentList(ToolResult):
+class ComponentList(Paged):
     cluster: str = Field(description="The cluster read")
-    components: list[Component] = Field(description="Declared components")
+    components: list[Component] = Field(description="This page, by name")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="dependencies", rest="GET /api/v1/clusters/{name}/dependencies")
-    async def list_dependencies(cluster: ClusterRef) -> ComponentList:
+    async def list_dependencies(
+        cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> ComponentList:
         """Each dependency component of a cluster (EKS add-ons, the HyperPod Helm chart's
         parts, storage drivers, ...) with its version and status."""
         rows = await gateway.get(api_path("clusters", cluster, "dependencies"))
-        components = [Component.model_validate(r) for r in rows]
-        pending = [c.name for c in components if c.status not in READY]
-        summary = f"{cluster}: {count(len(components), 'component')}" + (
-            f"; not ready: {', '.join(pending)}." if pending else ", all installed."
+        every = [Component.model_validate(r) for r in rows]
+        components, next_token = page_of(every, lambda c: c.name, limit, page_token)
+        pending = [c.name for c in every if c.status not in READY]
+        summary = (
+            f"{cluster}: {count(len(every), 'component')}"
+            f"{page_note(len(components), len(every), page_token, next_token)}"
+            + (f"; not ready: {', '.join(pending[:20])}." if pending else ", all installed.")
         )
-        return ComponentList(summary=summary, cluster=cluster, components=components)
+        return ComponentList(
+            summary=summary,
+            cluster=cluster,
+            components=components,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.write_tool(
         area="dependencies", rest="POST /api/v1/clusters/{name}/dependencies/reconcile"

@@ -8,8 +8,18 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import PageToken, Passthrough, ToolResult, page_note, page_of
+from mcp_svc.registry import HyperpilotServer, reference
+from mcp_svc.results import (
+    LOG_BYTES,
+    MaxBytes,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    fitted,
+    page_note,
+    page_of,
+    tail_fitted,
+)
 from mcp_svc.tools.common import ClusterRef, count
 from shared.boundary import api_path
 from shared.contracts.diagnostics import (
@@ -36,11 +46,20 @@ MAX_PODS = 30
 
 Namespace = Annotated[
     str,
-    Field(pattern=NAMESPACE_PATTERN, description="The pod's namespace (list_pods shows it)"),
+    Field(
+        json_schema_extra=reference(),
+        pattern=NAMESPACE_PATTERN,
+        description="The pod's namespace (list_pods shows it)",
+    ),
 ]
 PodName = Annotated[
     str,
-    Field(max_length=253, pattern=POD_PATTERN, description="A pod's name (see list_pods)"),
+    Field(
+        json_schema_extra=reference(),
+        max_length=253,
+        pattern=POD_PATTERN,
+        description="A pod's name (see list_pods)",
+    ),
 ]
 
 
@@ -61,6 +80,9 @@ class KubeEvents(ToolResult):
     cluster: str = Field(description="The cluster read")
     namespace: str = Field(description="The namespace read, or * for all")
     events: list[KubeEvent] = Field(description="The newest events, newest last")
+    older_left_out: int = Field(
+        0, description="Older events of the limit left out to stay under 16 KB (filter for them)"
+    )
 
 
 class Container(Passthrough):
@@ -104,6 +126,9 @@ class PodLog(ToolResult):
     previous: bool = Field(description="True: the log of the instance before the last restart")
     restart_count: int | None = Field(None, description="The container's restarts")
     lines: list[str] = Field(description="The last lines of the log")
+    truncated: bool = Field(
+        description="True: earlier lines left out to stay within max_bytes (or a line cut)"
+    )
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
@@ -151,7 +176,10 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 "limit": limit,
             },
         )
-        events = [KubeEvent.model_validate(e) for e in raw.get("events") or []]
+        read = [KubeEvent.model_validate(e) for e in raw.get("events") or []]
+        # The newest that fit in a page: the REST list is the newest `limit`, newest last.
+        events = list(reversed(fitted(list(reversed(read)))))
+        left_out = len(read) - len(events)
         warnings = sum(1 for e in events if e.type == "Warning")
         latest = events[-1] if events else None
         summary = f"{cluster}: {count(len(events), 'event')} ({warnings} Warning)" + (
@@ -160,11 +188,17 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             if latest
             else "."
         )
+        if left_out:
+            summary += (
+                f" {left_out} older ones left out to stay under 16 KB: filter by namespace,"
+                " kind, object_name or event_type to see them."
+            )
         return KubeEvents(
             summary=summary,
             cluster=cluster,
             namespace=str(raw.get("namespace") or namespace or "*"),
             events=events,
+            older_left_out=left_out,
         )
 
     @server.read_tool(area="diagnostics", rest="GET /api/v1/clusters/{name}/pods")
@@ -242,6 +276,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 )
             ),
         ] = False,
+        max_bytes: MaxBytes = LOG_BYTES,
     ) -> PodLog:
         """The last lines of a container's log in any namespace; with previous=true, the log
         of the instance that crashed before the last restart (the error is usually at its
@@ -250,12 +285,18 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             api_path("clusters", cluster, "pods", namespace, pod, "logs"),
             {"container": container, "tail": tail_lines, "previous": previous},
         )
-        lines = text.splitlines()
+        read = text.splitlines()
+        lines, truncated = tail_fitted(read, max_bytes)
         restarts = headers.get("x-restart-count", "")
         chosen = headers.get("x-container") or container
         which = "previous log" if previous else "log"
+        cut = (
+            f", the last {len(lines)} within max_bytes={max_bytes} (truncated)" if truncated else ""
+        )
         return PodLog(
-            summary=f"{namespace}/{pod} ({chosen}): {count(len(lines), 'line')} of its {which}.",
+            summary=f"{namespace}/{pod} ({chosen}): {count(len(read), 'line')} of its {which}"
+            f"{cut}.",
+            truncated=truncated,
             pod=pod,
             namespace=namespace,
             container=chosen,

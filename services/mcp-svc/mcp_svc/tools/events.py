@@ -7,8 +7,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import Passthrough, ToolResult
+from mcp_svc.registry import HyperpilotServer, reference
+from mcp_svc.results import (
+    Passthrough,
+    ToolResult,
+    fitted,
+)
 from mcp_svc.tools.common import count
 
 After = Annotated[
@@ -17,7 +21,11 @@ After = Annotated[
 Limit = Annotated[int, Field(ge=1, le=1000, description="At most this many entries")]
 OperationFilter = Annotated[
     str | None,
-    Field(pattern=r"^[0-9a-fA-F-]{36}$", description="Only entries of this operation id (a UUID)"),
+    Field(
+        json_schema_extra=reference(),
+        pattern=r"^[0-9a-fA-F-]{36}$",
+        description="Only entries of this operation id (a UUID)",
+    ),
 ]
 
 
@@ -39,11 +47,13 @@ class AuditEntry(Event):
 class EventPage(ToolResult):
     events: list[Event] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
+    more: bool = Field(description="True: more follow (the page ends at limit or 16 KB)")
 
 
 class AuditPage(ToolResult):
     entries: list[AuditEntry] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
+    more: bool = Field(description="True: more follow (the page ends at limit or 16 KB)")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
@@ -56,13 +66,16 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         rows = await gateway.get(
             "/api/v1/events", {"after": after, "limit": limit, "operation_id": operation_id}
         )
-        events = [Event.model_validate(r) for r in rows]
+        read = [Event.model_validate(r) for r in rows]
+        events = fitted(read)
         last = events[-1].seq if events else after
+        more = len(events) < len(read) or len(read) >= limit
         types = ", ".join(e.type for e in events[-5:])
         summary = f"{count(len(events), 'event')} after seq {after}" + (
-            f"; the latest: {types}." if events else "."
+            f"; the latest: {types}" if events else ""
         )
-        return EventPage(summary=summary, events=events, next_after=last)
+        summary += f"; more: after={last}." if more else "."
+        return EventPage(summary=summary, events=events, next_after=last, more=more)
 
     @server.read_tool(area="events", rest="GET /api/v1/audit")
     async def list_audit_log(
@@ -79,10 +92,14 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             "/api/v1/audit",
             {"after": after, "limit": limit, "principal": principal, "operation_id": operation_id},
         )
-        entries = [AuditEntry.model_validate(r) for r in rows]
+        read = [AuditEntry.model_validate(r) for r in rows]
+        entries = fitted(read)
         last = entries[-1].seq if entries else after
+        more = len(entries) < len(read) or len(read) >= limit
         return AuditPage(
-            summary=f"{len(entries)} audit log entries after seq {after}.",
+            summary=f"{len(entries)} audit log entries after seq {after}"
+            + (f"; more: after={last}." if more else "."),
             entries=entries,
             next_after=last,
+            more=more,
         )

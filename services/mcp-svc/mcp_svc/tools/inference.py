@@ -9,9 +9,19 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import DryRun, RequestId, count, submit
+from mcp_svc.registry import HyperpilotServer, listed_as, reference
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    page_of,
+)
+from mcp_svc.tools.common import DryRun, RequestId, count, named, submit
 from shared.boundary import DNS_SUBDOMAIN_PATTERN, api_path
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.inference import (
@@ -25,6 +35,7 @@ from shared.contracts.inference import (
 EndpointName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=40,
         pattern=ENDPOINT_NAME_PATTERN,
@@ -34,15 +45,24 @@ EndpointName = Annotated[
 ClusterOption = Annotated[
     str | None,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=63,
         pattern=NAME_PATTERN,
         description="The cluster; the active cluster if omitted",
     ),
 ]
+# update_endpoint's change has the fields, types and rules of deploy_endpoint's endpoint: listed
+# by name here, its schema once (with deploy_endpoint).
+CHANGE_LISTED = (
+    "Only the fields to change, each as deploy_endpoint's endpoint takes it (nested ones too,"
+    f" e.g. {{container: {{env: ...}}}}): {', '.join(EndpointChange.model_fields)}"
+)
+
 PodName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=253,
         pattern=DNS_SUBDOMAIN_PATTERN,
@@ -63,8 +83,8 @@ class Endpoint(Passthrough):
     operation_id: str | None = Field(None, description="The operation that deployed it")
 
 
-class EndpointList(ToolResult):
-    endpoints: list[Endpoint] = Field(description="Every endpoint")
+class EndpointList(Paged):
+    endpoints: list[Endpoint] = Field(description="This page, by cluster and name")
 
 
 class EndpointDescription(ToolResult):
@@ -85,20 +105,33 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 description="The cluster; the active one if omitted; * for every cluster",
             ),
         ] = None,
+        limit: PageLimit = PAGE,
+        page_token: PageToken = None,
     ) -> EndpointList:
         """List inference endpoints with their status, replicas and address."""
         rows = await gateway.get("/api/v1/endpoints", {"cluster": cluster})
-        endpoints = [Endpoint.model_validate(r) for r in rows]
-        summary = f"{count(len(endpoints), 'endpoint')}" + (
+        every = [Endpoint.model_validate(r) for r in rows]
+        endpoints, next_token = page_of(
+            every, lambda e: f"{e.cluster or ''}/{e.name}", limit, page_token
+        )
+        note = page_note(len(endpoints), len(every), page_token, next_token)
+        summary = f"{count(len(every), 'endpoint')}{note}" + (
             ": "
-            + ", ".join(
-                f"{e.name} ({e.status}, {e.ready_replicas or 0}/{e.replicas or 0} ready)"
-                for e in endpoints
+            + named(
+                [
+                    f"{e.name} ({e.status}, {e.ready_replicas or 0}/{e.replicas or 0} ready)"
+                    for e in endpoints
+                ]
             )
             if endpoints
             else "."
         )
-        return EndpointList(summary=summary, endpoints=endpoints)
+        return EndpointList(
+            summary=summary,
+            endpoints=endpoints,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.read_tool(area="inference", rest="GET /api/v1/endpoints/{name}")
     async def get_endpoint(
@@ -180,7 +213,10 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         name: EndpointName,
         change: Annotated[
             EndpointChange,
-            Field(description="Only the fields to change (nested ones too), e.g. container.env"),
+            Field(
+                description="Only the fields to change (nested ones too), e.g. container.env",
+                json_schema_extra=listed_as(CHANGE_LISTED),
+            ),
         ],
         cluster: ClusterOption = None,
         dry_run: DryRun = False,

@@ -8,8 +8,17 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import PageToken, Passthrough, ToolResult, page_note, page_of
-from mcp_svc.tools.common import Region, count
+from mcp_svc.results import (
+    PAGE,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    page_of,
+)
+from mcp_svc.tools.common import Region, count, named
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
 
 # A type with its zones and facts is ~300 bytes: 25 a page is ~8 KB, 40 (the most) ~12 KB.
@@ -71,9 +80,9 @@ class AccountCluster(Passthrough):
     importable: bool = Field(description="Not managed here: import_cluster can adopt it")
 
 
-class ZoneList(ToolResult):
+class ZoneList(Paged):
     region: str | None = Field(description="As asked; null: the control plane's")
-    zones: list[Zone] = Field(description="By zone id")
+    zones: list[Zone] = Field(description="This page, by zone id")
 
 
 class InstanceTypeList(ToolResult):
@@ -87,25 +96,36 @@ class QuotaResult(ToolResult):
     quota: Quota = Field(description="The quota and its use")
 
 
-class TrainingPlanList(ToolResult):
-    training_plans: list[TrainingPlan] = Field(description="The region's plans")
+class TrainingPlanList(Paged):
+    training_plans: list[TrainingPlan] = Field(description="This page, by ARN")
 
 
-class AccountClusterList(ToolResult):
-    clusters: list[AccountCluster] = Field(description="EKS and HyperPod clusters")
+class AccountClusterList(Paged):
+    clusters: list[AccountCluster] = Field(description="This page, by kind and name")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="inspect", rest="GET /api/v1/inspect/availability-zones")
-    async def list_availability_zones(region: Region = None) -> ZoneList:
+    async def list_availability_zones(
+        region: Region = None, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> ZoneList:
         """List the region's Availability Zones with their zone ids (the ids are what cluster
         specs take). Offer these to the user as the choice of where capacity lives."""
         rows = await gateway.get("/api/v1/inspect/availability-zones", {"region": region})
-        zones = [Zone.model_validate(r) for r in rows]
-        summary = f"{count(len(zones), 'zone')}: " + ", ".join(
-            f"{z.zone_id} ({z.zone_name})" for z in zones
+        every = [Zone.model_validate(r) for r in rows]
+        zones, next_token = page_of(every, lambda z: z.zone_id, limit, page_token)
+        summary = (
+            f"{count(len(every), 'zone')}"
+            f"{page_note(len(zones), len(every), page_token, next_token)}: "
+            + named([f"{z.zone_id} ({z.zone_name})" for z in zones])
         )
-        return ZoneList(summary=summary, region=region, zones=zones)
+        return ZoneList(
+            summary=summary,
+            region=region,
+            zones=zones,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.read_tool(area="inspect", rest="GET /api/v1/inspect/instance-types")
     async def list_instance_types(
@@ -169,21 +189,36 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         return QuotaResult(summary=summary, quota=quota)
 
     @server.read_tool(area="inspect", rest="GET /api/v1/inspect/training-plans")
-    async def list_training_plans(region: Region = None) -> TrainingPlanList:
+    async def list_training_plans(
+        region: Region = None, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> TrainingPlanList:
         """List SageMaker training plans with their reserved capacity (instance type, count,
         zone): the capacity behind capacity_type training-plan."""
         rows = await gateway.get("/api/v1/inspect/training-plans", {"region": region})
-        plans = [TrainingPlan.model_validate(r) for r in rows]
+        every = [TrainingPlan.model_validate(r) for r in rows]
+        plans, next_token = page_of(every, lambda p: p.training_plan_arn or "", limit, page_token)
+        note = page_note(len(plans), len(every), page_token, next_token)
         return TrainingPlanList(
-            summary=f"{count(len(plans), 'training plan')}.", training_plans=plans
+            summary=f"{count(len(every), 'training plan')}{note}.",
+            training_plans=plans,
+            total=len(every),
+            next_page_token=next_token,
         )
 
     @server.read_tool(area="inspect", rest="GET /api/v1/inspect/clusters")
-    async def list_account_clusters(region: Region = None) -> AccountClusterList:
+    async def list_account_clusters(
+        region: Region = None, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> AccountClusterList:
         """List the EKS and HyperPod clusters in the AWS account: managed ones (made here) and
         importable ones (made elsewhere; import_cluster adopts them)."""
         rows = await gateway.get("/api/v1/inspect/clusters", {"region": region})
-        clusters = [AccountCluster.model_validate(r) for r in rows]
-        importable = sum(1 for c in clusters if c.importable)
-        summary = f"{count(len(clusters), 'cluster')} in the account, {importable} importable."
-        return AccountClusterList(summary=summary, clusters=clusters)
+        every = [AccountCluster.model_validate(r) for r in rows]
+        clusters, next_token = page_of(every, lambda c: f"{c.kind}/{c.name}", limit, page_token)
+        importable = sum(1 for c in every if c.importable)
+        summary = (
+            f"{count(len(every), 'cluster')} in the account, {importable} importable"
+            f"{page_note(len(clusters), len(every), page_token, next_token)}."
+        )
+        return AccountClusterList(
+            summary=summary, clusters=clusters, total=len(every), next_page_token=next_token
+        )

@@ -7,14 +7,35 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, GroupName, RequestId, count, submit
+from mcp_svc.registry import HyperpilotServer, listed_as
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    page_note,
+    page_of,
+)
+from mcp_svc.tools.common import ClusterRef, DryRun, GroupName, RequestId, count, named, submit
 from shared.boundary import api_path
+from shared.contracts.cluster import InstanceGroupSpec
 from shared.contracts.instance_groups import (
     InstanceGroupChange,
     NewInstanceGroup,
     SoftwareUpdateSpec,
+)
+
+# add_instance_group's group is create_cluster's instance group and one field more: listed by
+# name here, its schema once (with create_cluster).
+_MORE = sorted(set(NewInstanceGroup.model_fields) - set(InstanceGroupSpec.model_fields))
+GROUP_LISTED = (
+    "The group, each field as an item of create_cluster's cluster.instance_groups takes it:"
+    f" {', '.join(InstanceGroupSpec.model_fields)} (name, instance_type from"
+    " list_instance_types and count required; the zone, capacity_type and interface_type are"
+    f" fixed for its life); and {', '.join(_MORE)}: the S3 prefix of the group's lifecycle"
+    " scripts, the cluster's if omitted"
 )
 
 
@@ -27,24 +48,34 @@ class InstanceGroup(Passthrough):
     updated_at: str | None = Field(None, description="ISO 8601")
 
 
-class InstanceGroupList(ToolResult):
+class InstanceGroupList(Paged):
     cluster: str = Field(description="The cluster read")
-    instance_groups: list[InstanceGroup] = Field(description="Its groups")
+    instance_groups: list[InstanceGroup] = Field(description="This page, by name")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="instance groups", rest="GET /api/v1/clusters/{name}/instance-groups")
-    async def list_instance_groups(cluster: ClusterRef) -> InstanceGroupList:
+    async def list_instance_groups(
+        cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> InstanceGroupList:
         """List a cluster's instance groups: type, count, status and the spec each was made
         with. Read it before adding or changing a group."""
         rows = await gateway.get(api_path("clusters", cluster, "instance-groups"))
-        groups = [InstanceGroup.model_validate(r) for r in rows]
-        summary = f"{cluster}: {count(len(groups), 'instance group')}" + (
-            ": " + ", ".join(f"{g.name} {g.count} x {g.instance_type} ({g.status})" for g in groups)
+        every = [InstanceGroup.model_validate(r) for r in rows]
+        groups, next_token = page_of(every, lambda g: g.name, limit, page_token)
+        note = page_note(len(groups), len(every), page_token, next_token)
+        summary = f"{cluster}: {count(len(every), 'instance group')}{note}" + (
+            ": " + named([f"{g.name} {g.count} x {g.instance_type} ({g.status})" for g in groups])
             if groups
             else "."
         )
-        return InstanceGroupList(summary=summary, cluster=cluster, instance_groups=groups)
+        return InstanceGroupList(
+            summary=summary,
+            cluster=cluster,
+            instance_groups=groups,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.write_tool(
         area="instance groups",
@@ -57,7 +88,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             NewInstanceGroup,
             Field(
                 description="The group: name, instance_type (list_instance_types), count; zone,"
-                " capacity_type and interface_type are fixed for its life"
+                " capacity_type and interface_type are fixed for its life",
+                json_schema_extra=listed_as(GROUP_LISTED),
             ),
         ],
         dry_run: DryRun = False,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
+from mcp_svc.registry import HyperpilotServer, reference
 from mcp_svc.results import (
     OperationStarted,
     PageToken,
@@ -35,7 +35,9 @@ NodeIdList = Annotated[
 NodeId = Annotated[
     str,
     Field(
-        pattern=NODE_ID_PATTERN, description="A node id from list_nodes, e.g. i-0123456789abcdef0"
+        json_schema_extra=reference(),
+        pattern=NODE_ID_PATTERN,
+        description="A node id from list_nodes, e.g. i-0123456789abcdef0",
     ),
 ]
 

@@ -9,14 +9,18 @@ from mcp.server.mcpserver.context import Context
 from pydantic import Field
 
 from mcp_svc.client import Gateway, idempotency_key
-from mcp_svc.registry import HyperpilotServer
+from mcp_svc.registry import HyperpilotServer, reference
 from mcp_svc.results import (
     MAX_WAIT_SECONDS,
     STATUS_TOOL,
     TERMINAL,
+    OffsetToken,
     OperationStarted,
     Passthrough,
     ToolResult,
+    fitted,
+    offset_of,
+    offset_token,
     started,
 )
 from mcp_svc.tools.common import count
@@ -28,10 +32,13 @@ PROGRESS_EVERY_SECONDS = 5.0
 OperationId = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
         description="The operation id a mutating tool returned (a UUID)",
     ),
 ]
+# The most one REST page of operations holds (GET /api/v1/operations?limit=).
+MAX_OPERATIONS = 500
 Status = Literal["pending", "running", "succeeded", "failed", "cancelled", "noop"]
 
 
@@ -85,7 +92,8 @@ class Operation(ToolResult):
 
 
 class OperationList(ToolResult):
-    operations: list[OperationSummary] = Field(description="Newest first")
+    operations: list[OperationSummary] = Field(description="This page, newest first")
+    next_page_token: str | None = Field(description="Pass as page_token; null: the last page")
 
 
 class RetryStarted(OperationStarted):
@@ -258,20 +266,40 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 max_length=200, description="Only operations on this target (a cluster name, ...)"
             ),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=500, description="At most this many")] = 50,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_OPERATIONS, description="Page size (a page is under 16 KB)")
+        ] = 50,
+        page_token: OffsetToken = None,
     ) -> OperationList:
         """List operations, newest first: find what is running or what failed before acting."""
+        offset = offset_of(page_token)
+        # One more than the page, to know whether another follows (REST pages by offset).
+        asked = min(limit + 1, MAX_OPERATIONS)
         raw = await gateway.get(
             "/api/v1/operations",
-            {"status": status, "kind": kind, "target_id": target_id, "limit": limit},
+            {
+                "status": status,
+                "kind": kind,
+                "target_id": target_id,
+                "limit": asked,
+                "offset": offset,
+            },
         )
-        ops = [OperationSummary.model_validate(o) for o in raw.get("items", [])]
+        read = [OperationSummary.model_validate(o) for o in raw.get("items", [])]
+        ops = fitted(read[:limit])
+        more = len(read) > len(ops) or (asked == limit and len(read) == asked)
+        next_token = offset_token(offset, len(ops), more)
         by_status: dict[str, int] = {}
         for o in ops:
             by_status[o.status] = by_status.get(o.status, 0) + 1
         detail = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
-        summary = f"{count(len(ops), 'operation')}" + (f": {detail}." if ops else ".")
-        return OperationList(summary=summary, operations=ops)
+        where = f" from {offset}" if offset else ""
+        summary = (
+            f"{count(len(ops), 'operation')}{where}"
+            + (f": {detail}" if ops else "")
+            + (f"; page_token='{next_token}' for more." if next_token else ".")
+        )
+        return OperationList(summary=summary, operations=ops, next_page_token=next_token)
 
     @server.write_tool(area="operations", rest="POST /api/v1/operations/{id}/retry")
     async def retry_operation(operation_id: OperationId) -> RetryStarted:

@@ -8,8 +8,18 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, submit
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    page_of,
+)
+from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, named, submit
 from shared.boundary import api_path
 
 BucketName = Annotated[
@@ -30,8 +40,8 @@ class Bucket(Passthrough):
     updated_at: str | None = Field(None, description="ISO 8601")
 
 
-class BucketList(ToolResult):
-    buckets: list[Bucket] = Field(description="Every bucket")
+class BucketList(Paged):
+    buckets: list[Bucket] = Field(description="This page, by name")
 
 
 class BucketDescription(ToolResult):
@@ -40,14 +50,20 @@ class BucketDescription(ToolResult):
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets")
-    async def list_storage_buckets() -> BucketList:
+    async def list_storage_buckets(
+        limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> BucketList:
         """List the S3 buckets managed by Hyperpilot with their status."""
         rows = await gateway.get("/api/v1/storage/buckets")
-        buckets = [Bucket.model_validate(r) for r in rows]
-        summary = f"{count(len(buckets), 'bucket')}" + (
-            ": " + ", ".join(f"{b.name} ({b.status})" for b in buckets) if buckets else "."
+        every = [Bucket.model_validate(r) for r in rows]
+        buckets, next_token = page_of(every, lambda b: b.name, limit, page_token)
+        note = page_note(len(buckets), len(every), page_token, next_token)
+        summary = f"{count(len(every), 'bucket')}{note}" + (
+            ": " + named([f"{b.name} ({b.status})" for b in buckets]) if buckets else "."
         )
-        return BucketList(summary=summary, buckets=buckets)
+        return BucketList(
+            summary=summary, buckets=buckets, total=len(every), next_page_token=next_token
+        )
 
     @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets/{name}")
     async def get_storage_bucket(name: BucketName) -> BucketDescription:

@@ -8,9 +8,23 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from mcp_svc.registry import HyperpilotServer, reference
+from mcp_svc.results import (
+    LOG_BYTES,
+    PAGE,
+    MaxBytes,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    fitted,
+    page_note,
+    page_of,
+    tail_fitted,
+)
+from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, named, submit
 from mcp_svc.tools.events import After
 from shared.boundary import api_path
 from shared.contracts.workloads import (
@@ -23,6 +37,7 @@ from shared.contracts.workloads import (
 JobName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=40,
         pattern=JOB_NAME_PATTERN,
@@ -49,9 +64,9 @@ class TrackingServer(ToolResult):
     server: dict[str, Any] = Field(description="SageMaker's description of the server")
 
 
-class JobList(ToolResult):
+class JobList(Paged):
     cluster: str = Field(description="The cluster read")
-    jobs: list[Job] = Field(description="Every job")
+    jobs: list[Job] = Field(description="This page, by name")
 
 
 class JobDescription(ToolResult):
@@ -68,6 +83,7 @@ class JobEvent(Passthrough):
 class JobEvents(ToolResult):
     events: list[JobEvent] = Field(description="In commit order")
     next_after: int = Field(description="Pass as `after` to read the next page")
+    more: bool = Field(description="True: more follow (the page ends at limit or 16 KB)")
 
 
 class JobLog(ToolResult):
@@ -75,18 +91,31 @@ class JobLog(ToolResult):
     lines: list[str] = Field(description="The last lines read (at most tail_lines)")
     total_lines: int = Field(description="Lines read from `from_line` on")
     next_line: int | None = Field(None, description="Pass as from_line to read only newer lines")
+    truncated: bool = Field(
+        description="True: earlier lines left out (tail_lines, max_bytes) or a line cut"
+    )
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs")
-    async def list_training_jobs(cluster: ClusterRef) -> JobList:
+    async def list_training_jobs(
+        cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> JobList:
         """List a cluster's training jobs with their last observed status and restarts."""
         rows = await gateway.get(api_path("clusters", cluster, "jobs"))
-        jobs = [Job.model_validate(r) for r in rows]
-        summary = f"{cluster}: {count(len(jobs), 'job')}" + (
-            ": " + ", ".join(f"{j.name} ({j.status})" for j in jobs) if jobs else "."
+        every = [Job.model_validate(r) for r in rows]
+        jobs, next_token = page_of(every, lambda j: j.name, limit, page_token)
+        note = page_note(len(jobs), len(every), page_token, next_token)
+        summary = f"{cluster}: {count(len(every), 'job')}{note}" + (
+            ": " + named([f"{j.name} ({j.status})" for j in jobs]) if jobs else "."
         )
-        return JobList(summary=summary, cluster=cluster, jobs=jobs)
+        return JobList(
+            summary=summary,
+            cluster=cluster,
+            jobs=jobs,
+            total=len(every),
+            next_page_token=next_token,
+        )
 
     @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}")
     async def get_training_job(
@@ -109,13 +138,16 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         rows = await gateway.get(
             api_path("clusters", cluster, "jobs", job, "events"), {"after": after}
         )
-        events = [JobEvent.model_validate(r) for r in rows]
+        read = [JobEvent.model_validate(r) for r in rows]
+        events = fitted(read)
         last = events[-1].seq if events else after
+        more = len(events) < len(read)
         types = ", ".join(e.type for e in events[-5:])
         summary = f"{count(len(events), 'event')} of job {job}" + (
-            f"; the latest: {types}." if events else "."
+            f"; the latest: {types}" if events else ""
         )
-        return JobEvents(summary=summary, events=events, next_after=last)
+        summary += f"; more: after={last}." if more else "."
+        return JobEvents(summary=summary, events=events, next_after=last, more=more)
 
     @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}/logs")
     async def get_training_job_logs(
@@ -145,6 +177,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 )
             ),
         ] = False,
+        max_bytes: MaxBytes = LOG_BYTES,
     ) -> JobLog:
         """One pod's log: the last lines from `from_line` on, and where to continue. Read it to
         find the error a job failed with (NCCL, out of memory, a script traceback)."""
@@ -154,12 +187,18 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         )
         lines = text.splitlines()
         next_line = headers.get("x-next-line")
-        shown = lines[-tail_lines:]
+        shown, truncated = tail_fitted(lines[-tail_lines:], max_bytes)
+        truncated = truncated or len(shown) < len(lines)
         return JobLog(
             summary=f"{pod}: {count(len(lines), 'line')} from line {from_line}"
-            + (f", showing the last {len(shown)}." if len(shown) < len(lines) else "."),
+            + (
+                f", showing the last {len(shown)} (tail_lines={tail_lines}, max_bytes={max_bytes})."
+                if truncated
+                else "."
+            ),
             pod=pod,
             lines=shown,
+            truncated=truncated,
             total_lines=len(lines),
             next_line=int(next_line) if next_line and next_line.isdigit() else None,
         )
