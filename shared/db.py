@@ -21,6 +21,10 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.InterfaceError,
+    # A connection the server dropped mid-operation (PostgreSQL killed) can refuse the next
+    # statement before asyncpg has noticed the loss: "cannot switch to state ...; another
+    # operation is in progress". Nothing was sent, so it is the database being down too.
+    asyncpg.exceptions.InternalClientError,
 )
 
 
