@@ -6,15 +6,23 @@ read through REST. Viewers read teams; only admins change them."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mcp import Client as McpClient
+from typer.testing import CliRunner
 
+from hyperpilot.cli import app as cli_app
+from mcp_svc.client import Gateway
+from mcp_svc.config import McpSettings
+from mcp_svc.server import build_server
 from sim.aws import SimulatedAws
 from sim.k8s import ApiServer, KubeWorld
-from tests.e2e.conftest import Client, RunningStack, cluster_spec, unique
+from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
 
 TYPE = "ml.g5.12xlarge"  # 4 GPUs a node
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -187,7 +195,57 @@ def test_two_teams_wait_borrow_and_preempt_with_the_explainer_naming_the_fix(
     assert any("ask another team to lend" in f for f in answer["fixes"]), answer["fixes"]
     assert viewer.get(f"{base}/jobs/a-two/pending").json()["reason"] == "quota"
 
-    # Team B lends its idle node: A's job runs on borrowed quota.
+    # The same answer through MCP (read tools) and the CLI.
+    async def through_mcp() -> tuple[Any, Any, Any]:
+        mcp = build_server(
+            McpSettings(allow_write=False, gateway_token=None), Gateway(stack.stack.url, TOKEN)
+        )
+        async with McpClient(mcp) as client:
+            pending = await client.call_tool(
+                "explain_pending", {"cluster": cluster, "job": "a-two"}
+            )
+            listed = await client.call_tool("list_teams", {"cluster": cluster})
+            write = await client.call_tool("delete_team", {"cluster": cluster, "team": "team-b"})
+        return pending, listed, write
+
+    pending, teams_tool, write = asyncio.run(through_mcp())
+    assert not pending.is_error and pending.structured_content is not None
+    assert pending.structured_content["reason"] == "quota"
+    assert pending.structured_content["summary"] == answer["summary"]
+    assert "2 teams" in teams_tool.structured_content["summary"]
+    assert write.is_error  # writes are off on this server: nothing was deleted
+    env = {"HYPERPILOT_URL": stack.stack.url, "HYPERPILOT_TOKEN": TOKEN}
+    runner = CliRunner()
+    why_cli = runner.invoke(
+        cli_app, ["jobs", "why-pending", "a-two", "-c", cluster, "-o", "json"], env=env
+    )
+    assert why_cli.exit_code == 0, why_cli.output
+    assert json.loads(why_cli.output)["summary"] == answer["summary"]
+    table_cli = runner.invoke(cli_app, ["teams", "list", "-c", cluster], env=env)
+    assert table_cli.exit_code == 0, table_cli.output
+    assert "hyperpod-ns-team-b" in table_cli.output and "DontLend" in table_cli.output
+
+    # Team B lends its idle node (the CLI's dry run first): A's job runs on borrowed quota.
+    planned = runner.invoke(
+        cli_app,
+        [
+            "teams",
+            "update",
+            "team-b",
+            "-c",
+            cluster,
+            "--sharing",
+            "Lend",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+        env=env,
+    )
+    assert planned.exit_code == 0, planned.output
+    assert [c["operation"] for c in json.loads(planned.output)["plan"]["calls"]] == [
+        "UpdateComputeQuota"
+    ]
     _accepted(api, "PATCH", f"{base}/teams/team-b", {"sharing": "Lend"})
     _poll(lambda: _running(server, ns, "a-two"), what="a-two runs on borrowed quota")
     assert api.get(f"{base}/jobs/a-two/pending").json()["pending"] is False
