@@ -264,9 +264,8 @@ def test_autoscaling_round_trips_with_node_class_and_pool(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws, kubeconfig: Path
 ) -> None:
     stack, name = created_cluster
-    # HyperPod installs its managed Karpenter when autoscaling is enabled; the simulated
-    # HyperPod does not, so the test installs its CRDs the way HyperPod would.
-    sim_aws.ctx.kube.install(name, "karpenter")
+    # HyperPod installs its managed Karpenter once autoscaling is InService (the simulated
+    # HyperPod too): nothing is installed by hand, and the stage finishes
     sagemaker = aws_client(sim_aws, "sagemaker")
     role_name = f"hyperpilot-{name}-autoscaler"
     # a group at zero instances: autoscaling is what scales it up from zero
