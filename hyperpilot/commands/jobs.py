@@ -28,7 +28,7 @@ from hyperpilot.commands.common import (
 from hyperpilot.output import Column, details, emit, table
 from shared.boundary import api_path
 from shared.contracts.gpu import MAX_GPU_MEMORY_MIB
-from shared.contracts.workloads import Hyperparameters, Resources
+from shared.contracts.workloads import Hyperparameters, PyTorchRecipe, Resources
 
 app = Area("jobs", "Training jobs from recipes: submit, list, describe, logs, cancel, delete.")
 
@@ -104,6 +104,7 @@ def describe(job: Job, cluster: Cluster = None, output: Output = None) -> None:
         "--script code/train.py --gpus 2 --mig-profile mig-1g.10gb",
         "hyperpilot jobs submit --recipe pytorch --name shared --instance-group gpu "
         "--script code/train.py --gpus 1 --gpu-memory-mib 20000 --gpu-cores 30",
+        "hyperpilot jobs submit -f big.yaml --team team-a --priority high",
     )
 )
 def submit(
@@ -139,6 +140,8 @@ def submit(
     gpu_cores: Annotated[
         int | None, typer.Option(min=1, max=100, help=_resource_help("gpu_cores"))
     ] = None,
+    team: Annotated[str | None, ContractOption(PyTorchRecipe, "team")] = None,
+    priority: Annotated[str | None, ContractOption(PyTorchRecipe, "priority")] = None,
     batch_size: Annotated[
         int | None,
         ContractOption(Hyperparameters, "batch_size", notes="fine-tuning: the batch size"),
@@ -172,6 +175,8 @@ def submit(
         ("script", script),
         ("model", model),
         ("dataset", dataset),
+        ("team", team),
+        ("priority", priority),
     ):
         if value is not None:
             body[key] = value
