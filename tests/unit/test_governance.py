@@ -507,3 +507,114 @@ def test_a_teams_namespace_gets_the_shared_buckets_claim_and_loses_it_with_the_t
     steps = delete_team_steps(made, "team-a")
     assert [type(s) for s in steps] == [Remove, Remove, Call, Wait]
     assert steps[0].ref[1] == "PersistentVolumeClaim"  # type: ignore[union-attr]
+
+
+def test_a_preempted_job_says_so_and_an_inactive_team_is_named() -> None:
+    ns = "hyperpod-ns-team-a"
+    ref = JobRef("llm", "old", ns, "HyperPodPyTorchJob", "sagemaker.amazonaws.com/v1")
+    job = {"metadata": {"name": "old", "namespace": ns, "uid": "uid-old", "labels": {}}}
+    message = (
+        "couldn't assign flavors to pod set pods: insufficient unused quota for nvidia.com/gpu in"
+        f" flavor {P5}, 8 more needed"
+    )
+    workload = _workload("w-old", ns, "old", 8, "low-priority", False, message)
+    workload["status"]["conditions"].append(
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": "Preempted to accommodate a workload (UID: u1, JobUID: j1) due to"
+            " prioritization in the ClusterQueue",
+        }
+    )
+    facts = PendingFacts(
+        job=job,
+        workloads=[workload],
+        cluster_queues=[_queue("team-a", 8, 8, None)],
+        priority_classes={"low-priority": 10},
+        quotas={},
+        capacity=None,
+    )
+    answer = explain(ref, facts)
+    assert answer.summary.startswith("old was preempted (Preempted to accommodate")
+    assert "team team-a is at its quota of 8" in answer.summary
+    inactive = _workload("w-old", ns, "old", 8, "low-priority", False, "")
+    inactive["status"]["conditions"] = [
+        {
+            "type": "QuotaReserved",
+            "status": "False",
+            "reason": "Inadmissible",
+            "message": "ClusterQueue hyperpod-ns-team-a-clusterqueue is inactive",
+        }
+    ]
+    held = explain(
+        ref,
+        PendingFacts(
+            job=job,
+            workloads=[inactive],
+            cluster_queues=[],
+            priority_classes={},
+            quotas={},
+            capacity=None,
+        ),
+    )
+    assert held.reason == "inadmissible" and "is inactive" in held.summary
+    assert held.fixes == [
+        'activate team team-a (PATCH /api/v1/clusters/llm/teams/team-a {"active": true})'
+    ]
+
+
+def test_an_admitted_job_whose_pods_find_no_node_names_the_nodes_and_the_group() -> None:
+    from cluster_svc.domain.capacity import cluster_capacity
+
+    ns = "hyperpod-ns-team-a"
+    node = {
+        "metadata": {
+            "name": "hyperpod-i-1",
+            "labels": {
+                "sagemaker.amazonaws.com/instance-group-name": "gpu",
+                "node.kubernetes.io/instance-type": P5,
+                "sagemaker.amazonaws.com/node-health-status": "Schedulable",
+            },
+        },
+        "spec": {},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": "8", "memory": "2000Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    busy = {
+        "metadata": {"name": "other-0", "namespace": "default"},
+        "spec": {
+            "nodeName": "hyperpod-i-1",
+            "containers": [{"resources": {"requests": {"nvidia.com/gpu": "6"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    waiting = {
+        "metadata": {"name": "big-pods-0", "namespace": ns},
+        "spec": {
+            "nodeSelector": {"node.kubernetes.io/instance-type": P5},
+            "containers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    capacity = cluster_capacity("llm", [node], [busy, waiting])
+    job = {"metadata": {"name": "big", "namespace": ns, "uid": "uid-big", "labels": {}}}
+    answer = explain(
+        JobRef("llm", "big", ns, "HyperPodPyTorchJob", "sagemaker.amazonaws.com/v1"),
+        PendingFacts(
+            job=job,
+            workloads=[_workload("w", ns, "big", 4, "low-priority", True)],
+            cluster_queues=[],
+            priority_classes={},
+            quotas={},
+            capacity=capacity,
+        ),
+    )
+    assert answer.reason == "capacity" and answer.pending
+    assert f"no node of type {P5} has 4 free GPUs (the most free on a schedulable node: 2)" in (
+        answer.summary
+    )
+    assert answer.summary.startswith("admitted by ClusterQueue hyperpod-ns-team-a-clusterqueue")
+    assert any(f.startswith("scale group gpu (1 node(s) now)") for f in answer.fixes)
