@@ -60,7 +60,8 @@ class HyperpilotServer(MCPServer):
         super().__init__(**kwargs)
         self.allow_write = allow_write
         self.catalog: dict[str, ToolInfo] = {}
-        self.full_inputs: dict[str, dict[str, Any]] = {}
+        self._raw_inputs: dict[str, dict[str, Any]] = {}
+        self._full_inputs: dict[str, dict[str, Any]] = {}
         self.gateway: Gateway | None = None
         self.http_token: str | None = None
         self.http_allowed_hosts: list[str] = []
@@ -76,6 +77,15 @@ class HyperpilotServer(MCPServer):
                 Route.of(i.name, i.rest, i.parameters, i.body_fields) for i in self.catalog.values()
             )
         return self._vocabulary
+
+    @property
+    def full_inputs(self) -> dict[str, dict[str, Any]]:
+        """Each tool's complete input schema: the listed one without its markers applied (a
+        referenced object's pattern and lengths, a parameter listed by description)."""
+        for name, raw in self._raw_inputs.items():
+            if name not in self._full_inputs:
+                self._full_inputs[name] = input_schema(raw, listing=False)
+        return self._full_inputs
 
     def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
         """Register a read-only tool; its docstring is its description."""
@@ -132,10 +142,11 @@ class HyperpilotServer(MCPServer):
             if tool is not None:
                 # What tools/list sends: the SDK's schemas without its noise (the arguments and
                 # the result are still validated by the pydantic models themselves).
-                # The complete schema (the reference in docs/mcp-tools.md shows it) and the
-                # listed one (markers applied).
-                self.full_inputs[name] = input_schema(tool.parameters, listing=False)
-                body = self.full_inputs[name]["properties"].get(body_param or "", {})
+                # The listed schema (markers applied); the complete one is made when asked
+                # for (`full_inputs`: the reference in docs/mcp-tools.md shows it).
+                self._raw_inputs[name] = tool.parameters
+                complete = _inlined(_unmarked(tool.parameters))
+                body = complete["properties"].get(body_param or "", {})
                 tool.parameters = input_schema(tool.parameters)
                 self.catalog[name] = ToolInfo(
                     name,

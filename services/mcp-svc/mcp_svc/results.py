@@ -141,21 +141,12 @@ def fitted(items: list[T], budget: int = PAGE_BYTES) -> list[T]:
 
 
 def page_of(
-    items: list[T],
-    key: Callable[[T], str],
-    limit: int,
-    token: str | None,
-    *,
-    reverse: bool = False,
+    items: list[T], key: Callable[[T], str], limit: int, token: str | None
 ) -> tuple[list[T], str | None]:
-    """The items sorted by `key` (descending with `reverse`) that come after `token`, at most
-    `limit` and at most PAGE_BYTES of them, and the token of the next page (None on the last)."""
-    ordered = sorted(items, key=key, reverse=reverse)
-    rest = [
-        item
-        for item in ordered
-        if token is None or (key(item) < token if reverse else key(item) > token)
-    ]
+    """The items sorted by `key` that come after `token`, at most `limit` and at most
+    PAGE_BYTES of them, and the token of the next page (None on the last)."""
+    ordered = sorted(items, key=key)
+    rest = [item for item in ordered if token is None or key(item) > token]
     shown = fitted(rest[:limit])
     return shown, key(shown[-1]) if len(rest) > len(shown) else None
 
@@ -204,12 +195,12 @@ def tail_fitted(lines: list[str], max_bytes: int) -> tuple[list[str], bool]:
         size = len(json.dumps(line).encode()) + 1
         if used + size > max_bytes:
             if not kept:  # one line longer than the budget: its end, where errors are
-                kept.append(line[-max(1, max_bytes // 2) :])
+                return [line[-max(1, max_bytes // 2) :]], True
             break
         kept.append(line)
         used += size
     kept.reverse()
-    return kept, len(kept) < len(lines) or (bool(kept) and kept[0] != lines[len(lines) - len(kept)])
+    return kept, len(kept) < len(lines)
 
 
 LOG_BYTES = 12_000
