@@ -107,6 +107,15 @@ def test_adopt_an_outside_cluster_add_hyperpod_and_delete_only_what_was_added(
         "instance_groups": spec["instance_groups"],
     }
 
+    # Imported only, its dependencies are its owner's: the refusal names the way to adopt it.
+    imported = api.post("/api/v1/clusters/import", {"eks_cluster_name": name})
+    assert api.wait(imported.json()["operation_id"])["status"] == "succeeded"
+    refused = api.post(f"/api/v1/clusters/{name}/dependencies/reconcile")
+    assert refused.status_code == 422 and "/api/v1/clusters/adopt" in refused.text
+    forgotten = api.delete(f"/api/v1/clusters/{name}")
+    assert api.wait(forgotten.json()["operation_id"])["status"] in ("succeeded", "noop")
+    assert sim_aws.inventory() == before
+
     # Read-only first: what it has and what HyperPod still needs.
     inspected = api.get("/api/v1/inspect/adoption", params={"eks_cluster_name": name})
     assert inspected.status_code == 200, inspected.text

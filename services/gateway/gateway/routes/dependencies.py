@@ -75,7 +75,9 @@ async def reconcile(
                 422,
                 "not_managed",
                 f"cluster {name} was imported: its dependencies are managed by its owner",
-                hint="reconcile clusters Hyperpilot created",
+                hint=f"to have Hyperpilot add and manage what HyperPod needs, forget it here"
+                f" (DELETE /api/v1/clusters/{name}: nothing in AWS changes), then adopt it"
+                " (POST /api/v1/clusters/adopt, dry run first)",
             )
         if cluster.status != "active":
             raise ApiError(
