@@ -186,6 +186,7 @@ def add(
         "hyperpilot instance-groups update workers --count 8 --wait",
         "hyperpilot instance-groups update workers --count 0 --dry-run",
         "hyperpilot instance-groups update workers --label team=llm --taint gpu=true:NoSchedule",
+        "hyperpilot instance-groups update mig --mig-profile mig-3g.40gb --dry-run",
     )
 )
 def update(
@@ -203,12 +204,15 @@ def update(
         list[str] | None,
         typer.Option("--taint", help="KEY=VALUE:EFFECT taint (repeatable; replaces the list)"),
     ] = None,
+    mig_profile: Annotated[str | None, ContractOption(CHANGE, "mig_profile")] = None,
     dry_run: DryRun = False,
     wait: Wait = False,
     output: Output = None,
 ) -> None:
     """Change an instance group: only the fields given are sent (an explicit diff)."""
     body = _changes(count, min_count, ebs_volume_gb, health_check, label, taint)
+    if mig_profile is not None:
+        body["mig_profile"] = mig_profile
     if not body:
         raise UsageError("nothing to change", "give at least one of --count, --min-count, ...")
     checked(CHANGE, body)

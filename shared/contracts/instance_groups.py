@@ -68,6 +68,12 @@ class InstanceGroupChange(Spec):
     )
     labels: dict[str, str] | None = Field(None, description="Kubernetes labels (the whole map)")
     taints: list[Taint] | None = Field(None, max_length=50, description="Kubernetes taints")
+    mig_profile: str | None = Field(
+        None,
+        pattern=r"^(mig-[1-7]g\.[0-9]{1,3}gb|disabled)$",
+        description="Repartition the group's GPUs into this MIG profile (the label "
+        "nvidia.com/mig.config), or disabled for whole GPUs",
+    )
     # Fixed for the group's life: accepted only when equal to the actual value.
     instance_type: str | None = Field(None, pattern=ML_INSTANCE_PATTERN)
     capacity_type: CapacityType | None = None

@@ -30,6 +30,7 @@ from cluster_svc.domain.instance_groups.rules import (
 )
 from cluster_svc.domain.subnets import CreateSubnet, plan_compute_subnet
 from shared.contracts.cluster import ClusterSpec
+from shared.contracts.gpu import MIG_CONFIG_LABEL, mig_config
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     DeleteInstanceGroup,
@@ -62,6 +63,10 @@ def apply_change(request: dict[str, Any], change: dict[str, Any]) -> dict[str, A
                 entry["OnStartDeepHealthChecks"] = list(value)
             else:
                 entry.pop("OnStartDeepHealthChecks", None)
+        elif name == "mig_profile":
+            kube = entry.setdefault("KubernetesConfig", {})
+            profile = None if value == "disabled" else value
+            kube["Labels"] = {**(kube.get("Labels") or {}), MIG_CONFIG_LABEL: mig_config(profile)}
         elif name in ("labels", "taints"):
             kube = entry.setdefault("KubernetesConfig", {})
             if name == "labels":

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from shared.contracts.cluster import CapacityType, InterfaceType
+from shared.contracts.gpu import MIG_CONFIG_LABEL, profile_of_config
 from shared.contracts.plan import FieldChange
 from shared.errors import PermanentError
 
@@ -103,11 +104,19 @@ def actual_view(details: dict[str, Any]) -> dict[str, Any]:
         "threads_per_core": request.get("ThreadsPerCore"),
         "deep_health_checks": list(request.get("OnStartDeepHealthChecks") or []),
         "labels": dict(kube.get("Labels") or {}),
+        "mig_profile": _mig_profile((kube.get("Labels") or {}).get(MIG_CONFIG_LABEL)),
         "taints": [
             {"key": t["Key"], "value": t.get("Value", ""), "effect": t["Effect"]}
             for t in kube.get("Taints") or []
         ],
     }
+
+
+def _mig_profile(config: str | None) -> str | None:
+    """The contract's mig_profile of a group's nvidia.com/mig.config label (None: no label)."""
+    if config is None:
+        return None
+    return profile_of_config(config) or "disabled"
 
 
 def normal(name: str, value: Any) -> Any:

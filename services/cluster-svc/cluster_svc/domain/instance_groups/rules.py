@@ -15,6 +15,12 @@ from cluster_svc.domain.instance_groups.described import (
     normal,
 )
 from shared.contracts.cluster import CapacityType, ClusterSpec, InstanceGroupSpec, InterfaceType
+from shared.contracts.gpu import (
+    MIG_CONFIG_LABEL,
+    MIG_DISABLED,
+    check_mig_profile,
+    profile_of_config,
+)
 from shared.contracts.instance_groups import (
     IMMUTABLE_FIELDS,
     MAX_INSTANCE_GROUPS,
@@ -22,6 +28,7 @@ from shared.contracts.instance_groups import (
     NewInstanceGroup,
 )
 from shared.contracts.plan import FieldChange
+from shared.validation import RuleViolation
 
 RULE_GROUP_EXISTS = "instance_group_exists"
 
@@ -38,6 +45,8 @@ RULE_MIN_COUNT = "min_count_at_most_count"
 RULE_LAST_GROUP = "last_instance_group"
 
 RULE_EFA_SUPPORTED = "efa_supported"
+
+RULE_MIG_PROFILE = "mig_profile_of_instance_type"
 
 
 def _way_out(cluster: str, group: str, name: str, value: Any) -> str:
@@ -76,6 +85,7 @@ def change_problems(
                     "smaller volume",
                 )
             )
+    problems += _mig_problems(group, actual, diff)
     count = diff["count"].requested if "count" in diff else actual.get("count")
     minimum = diff["min_count"].requested if "min_count" in diff else actual.get("min_count")
     if minimum is not None and count is not None and minimum > count:
@@ -87,6 +97,25 @@ def change_problems(
                 f"make count at least {minimum}, or lower min_count in the same request",
             )
         )
+    return problems
+
+
+def _mig_problems(
+    group: str, actual: dict[str, Any], diff: dict[str, FieldChange]
+) -> list[Problem]:
+    """A MIG profile (mig_profile, or the label in labels) the group's type cannot take."""
+    wanted: list[tuple[str, str]] = []
+    if "mig_profile" in diff and diff["mig_profile"].requested != "disabled":
+        wanted.append(("mig_profile", str(diff["mig_profile"].requested)))
+    labelled = ((diff["labels"].requested or {}) if "labels" in diff else {}).get(MIG_CONFIG_LABEL)
+    if labelled is not None and labelled != MIG_DISABLED:
+        wanted.append(("labels", profile_of_config(labelled) or ""))
+    problems = []
+    for field, profile in wanted:
+        try:
+            check_mig_profile(str(actual.get("instance_type")), profile, f"group {group}")
+        except RuleViolation as exc:
+            problems.append(Problem(field, RULE_MIG_PROFILE, str(exc), exc.hint))
     return problems
 
 
