@@ -4,14 +4,17 @@ on a three-node cluster, where a stream keeps its messages with one server kille
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import nats
 import pytest
+from nats.js.api import StreamInfo
 from pydantic import ValidationError
 
 from hyperpilot.infra import NatsServer
@@ -19,6 +22,8 @@ from shared.bus import ensure_streams, server_urls, streams
 from shared.config import Settings
 from shared.contracts.subjects import COMMANDS_STREAM, EVENTS_STREAM
 from tests.reliability.nats_cluster import NatsCluster
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -64,18 +69,49 @@ async def test_the_embedded_server_gets_single_replica_streams(nats_server: Nats
         await nc.close()
 
 
+async def _until(check: Callable[[], Awaitable[T | None]], what: str, timeout: float = 60) -> T:
+    """Poll `check` until it returns something (an election takes seconds on a busy machine)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: object = None
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            result = await check()
+            if result is not None:
+                return result
+        except Exception as exc:  # no leader yet: JetStream answers with an error or a timeout
+            last = exc
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"not within {timeout}s: {what} (last: {last!r})")
+
+
 async def test_r3_streams_on_a_three_node_cluster_survive_a_killed_server(
     cluster: NatsCluster,
 ) -> None:
     nc = await nats.connect(server_urls(cluster.url))
     js = nc.jetstream(timeout=10)
-    try:
+
+    async def replicated(name: str) -> StreamInfo | None:
+        info = await js.stream_info(name)
+        ok = (
+            info.cluster is not None
+            and info.cluster.leader
+            and len(info.cluster.replicas or []) == 2
+        )
+        return info if ok else None
+
+    async def declared() -> bool:
         await ensure_streams(js, replicas=3)
+        return True
+
+    try:
+        await _until(declared, "streams declared")
         for name in (COMMANDS_STREAM, EVENTS_STREAM):
-            info = await js.stream_info(name)
+            info = await _until(functools.partial(replicated, name), f"{name} on three servers")
             assert info.config.num_replicas == 3
-            assert info.cluster is not None and len(info.cluster.replicas or []) == 2
-        await js.publish("evt.test.before", b"1", headers={"Nats-Msg-Id": "before"})
+        await _until(
+            lambda: js.publish("evt.test.before", b"1", headers={"Nats-Msg-Id": "before"}),
+            "a publish before the kill",
+        )
     finally:
         await nc.close()
 
@@ -89,15 +125,18 @@ async def test_r3_streams_on_a_three_node_cluster_survive_a_killed_server(
     survivors = [n.url for n in cluster.nodes if n is not victim]
     nc = await nats.connect(survivors)
     js = nc.jetstream(timeout=10)
-    try:
-        for _ in range(100):  # the election takes a few seconds
-            try:
-                await js.publish("evt.test.after", b"2", headers={"Nats-Msg-Id": "after"})
-                break
-            except Exception:
-                await asyncio.sleep(0.2)
+
+    async def new_leader() -> StreamInfo | None:
         info = await js.stream_info(EVENTS_STREAM)
-        assert info.cluster is not None and info.cluster.leader != leader
+        moved = info.cluster is not None and info.cluster.leader not in (None, leader)
+        return info if moved else None
+
+    try:
+        await _until(
+            lambda: js.publish("evt.test.after", b"2", headers={"Nats-Msg-Id": "after"}),
+            "a publish after the kill",
+        )
+        info = await _until(new_leader, "a new leader of the events stream")
         assert info.state.messages == 2
     finally:
         await nc.close()
