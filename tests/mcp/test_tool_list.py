@@ -52,7 +52,8 @@ GOAL_BYTES = 60_000
 # + 5,243 bytes and 4 tools: drift (get_cluster_drift, refresh_cluster, accept_cluster_drift,
 # restore_cluster_drift, 4,131 bytes of it; 106,916 -> 112,159 bytes as measured).
 # + 636 bytes: the committed drift and adoption tools as they are (112,159 -> 112,795 bytes).
-BOUND_BYTES = 112_795
+# + 212 bytes: update_instance_group's mig_profile (112,795 -> 113,007 bytes).
+BOUND_BYTES = 113_007
 TOOLS = 74
 RESULT_BYTES = 16_000
 
