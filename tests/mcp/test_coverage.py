@@ -26,6 +26,9 @@ NOT_TOOLS = {
     ("POST", "/api/v1/clusters/{}/secrets"),
     # The user's Secrets are the user's to write and list (REST); a job names them in secret_env.
     ("GET", "/api/v1/clusters/{}/secrets"),
+    # A kubeconfig is for kubectl on the caller's own machine, with the caller's AWS identity
+    # (hyperpilot clusters kubeconfig); the agent reads the cluster through the read tools.
+    ("GET", "/api/v1/clusters/{}/kubeconfig"),
     # OpenAI-compatible proxies for HTTP clients; invoke_endpoint sends the same request.
     ("POST", "/api/v1/endpoints/{}/v1/chat/completions"),
     ("POST", "/api/v1/endpoints/{}/v1/completions"),
