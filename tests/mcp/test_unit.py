@@ -211,7 +211,9 @@ async def test_every_tool_over_a_route_with_dry_run_offers_it(fake: FakeGateway)
         offers = any(p["name"] == "dry_run" for p in operation.get("parameters", []))
         assert info.previewable == offers, info.name
         previewable += offers
-    assert previewable == 27  # the 28 accepting routes; PUT and PATCH node-recovery: one tool
+    # the accepting routes, PUT and PATCH node-recovery being one tool: 27, the 4 of task
+    # governance (task-governance, teams create, update, delete) and 2 more of adoption and drift
+    assert previewable == 33
     async with Client(server) as client:
         preview = await client.call_tool(
             "create_storage_bucket", {"name": "team-data", "dry_run": True}

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer
+from mcp_svc.registry import HyperpilotServer, reference
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from shared.boundary import GOVERNED_NAME_PATTERN, api_path
@@ -18,6 +18,7 @@ from shared.contracts.workloads import JOB_NAME_PATTERN
 TeamName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=40,
         pattern=GOVERNED_NAME_PATTERN,
@@ -27,6 +28,7 @@ TeamName = Annotated[
 JobName = Annotated[
     str,
     Field(
+        json_schema_extra=reference(),
         min_length=1,
         max_length=40,
         pattern=JOB_NAME_PATTERN,
