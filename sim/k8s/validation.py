@@ -245,6 +245,8 @@ def semantic_checks(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
                     "field": "spec.replicas",
                 }
             )
+    if rt.key == "poddisruptionbudgets.policy":
+        causes += disruption_budget_causes(spec)
     pod_spec = None
     if rt.key == "pods":
         pod_spec = spec
@@ -272,6 +274,54 @@ def semantic_checks(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
                         "field": f"{prefix}.containers[{n}].image",
                     }
                 )
+    return causes
+
+
+_PERCENT = re.compile(r"^[0-9]+%$")
+
+
+def disruption_budget_causes(spec: dict[str, Any]) -> list[Cause]:
+    """A PodDisruptionBudget's budget as upstream's ValidatePodDisruptionBudgetSpec checks it
+    (kubernetes/kubernetes pkg/apis/policy/validation/validation.go, with
+    ValidatePositiveIntOrPercent and IsNotMoreThan100Percent of pkg/apis/apps/validation): at
+    most one of minAvailable and maxUnavailable; each an integer >= 0 or a percentage <= 100%.
+    The schema only says int-or-string; these are the API server's own rules."""
+    causes: list[Cause] = []
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        # upstream prints the whole spec as the bad value, then this detail
+        causes.append(
+            {
+                "reason": "FieldValueInvalid",
+                "message": f"Invalid value: {json.dumps(spec, sort_keys=True)}:"
+                " minAvailable and maxUnavailable cannot be both set",
+                "field": "spec",
+            }
+        )
+    for name in ("minAvailable", "maxUnavailable"):
+        value = spec.get(name)
+        field = f"spec.{name}"
+        if isinstance(value, str):
+            if not _PERCENT.match(value):
+                problem = "must be an integer or percentage (e.g '5%')"
+            elif int(value[:-1]) > 100:
+                problem = "must not be greater than 100%"
+            else:
+                continue
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {json.dumps(value)}: {problem}",
+                    "field": field,
+                }
+            )
+        elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {value}: must be greater than or equal to 0",
+                    "field": field,
+                }
+            )
     return causes
 
 
