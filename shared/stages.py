@@ -8,6 +8,12 @@
 - Polling runs with backoff until `poll` returns `Done` or raises `PermanentError`.
 - `TemporaryError` (throttling, 5xx) is retried inside the stage with backoff; a stage that
   fails keeps its error (code, message, next step) and is retried alone by a later attempt.
+- A stage an earlier attempt started (its process or PostgreSQL died before the result was
+  recorded, or it failed and the operation was retried) that now finds its effect in place is
+  recorded `succeeded`, with a StageProgress event saying it was found done, never `noop`: the
+  engine cannot tell whether that attempt's call took effect, and if it did, the work is this
+  operation's. `noop` (nothing changed) is kept for a stage that matched on its first run, so
+  an operation ends `noop` only when nothing it ran had been started before.
 """
 
 from __future__ import annotations
@@ -334,15 +340,18 @@ class _Run:
         self.external: dict[str, str | None] = {}
         self.outputs: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, dict[str, Any]] = {}
+        self.attempts: dict[str, int] = {}  # each stage's runs before its run in this pass
 
     async def execute(self) -> str:
         async with self.engine.pool.acquire() as conn:
             rows = await conn.fetch(
-                "SELECT name, status, external_id, outputs, error FROM stages WHERE operation_id = $1",
+                "SELECT name, status, attempts, external_id, outputs, error FROM stages"
+                " WHERE operation_id = $1",
                 self.operation_id,
             )
         for r in rows:
             self.status[r["name"]] = r["status"]
+            self.attempts[r["name"]] = r["attempts"]
             self.external[r["name"]] = r["external_id"]
             self.outputs[r["name"]] = r["outputs"] or {}
             if r["error"]:
@@ -556,6 +565,8 @@ class _Run:
                 conn, StageStarted(stage=stage.name, title=stage.title, attempt=attempts)
             )
         self.status[stage.name] = "running"
+        # The runs before this one, counted by the statement that started this one.
+        self.attempts[stage.name] = attempts - 1
 
     async def _call(self, stage: Stage, fn: Callable[[StageContext[Any]], Awaitable[Any]]) -> Any:
         policy = self.engine.retry
@@ -591,15 +602,36 @@ class _Run:
         raise AssertionError("unreachable")
 
     async def _succeed(self, name: str, done: Done) -> None:
-        status = "noop" if done.noop else "succeeded"
+        earlier = self.attempts.get(name, 0)
+        found_done = done.noop and earlier > 0
+        noop = done.noop and not found_done
+        status = "noop" if noop else "succeeded"
         self.status[name] = status
         self.outputs[name] = {**self.outputs.get(name, {}), **done.outputs}
-        await self._update(
-            name,
-            f"status = '{status}', outputs = $3, finished_at = now(), progress = NULL",
-            StageSucceeded(stage=name, noop=done.noop, outputs=self.outputs[name]),
-            self.outputs[name],
-        )
+        async with self.engine.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                f"UPDATE stages SET status = '{status}', outputs = $3, finished_at = now(),"
+                " progress = NULL, updated_at = now() WHERE operation_id = $1 AND name = $2",
+                self.operation_id,
+                name,
+                self.outputs[name],
+            )
+            if found_done:
+                runs = "an earlier run" if earlier == 1 else f"{earlier} earlier runs"
+                await self._event(
+                    conn,
+                    StageProgress(
+                        stage=name,
+                        message=(
+                            f"found done: {runs} of this stage did not record it done"
+                            " (interrupted or failed), and its effect is now in place;"
+                            " counted as this operation's work, not as nothing to do"
+                        ),
+                    ),
+                )
+            await self._event(
+                conn, StageSucceeded(stage=name, noop=noop, outputs=self.outputs[name])
+            )
 
     async def _progress(self, name: str, message: str) -> None:
         async with self.engine.pool.acquire() as conn, conn.transaction():
