@@ -5,7 +5,7 @@ operation, dry run first)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -42,8 +42,19 @@ class DriftAccepted(Event):
     fields: dict[str, dict[str, Any]]  # field -> {recorded, actual}
 
 
+DriftFieldName = Annotated[
+    str,
+    Field(
+        min_length=3,
+        max_length=200,
+        pattern=FIELD_PATTERN,
+        description="One drifted field, e.g. instance_groups.gpu.count or components.keda",
+    ),
+]
+
+
 class DriftFields(Spec):
-    fields: list[str] | None = Field(
+    fields: list[DriftFieldName] | None = Field(
         None,
         max_length=100,
         description="The drifted fields (GET /api/v1/clusters/{name}/drift); all if omitted",

@@ -14,7 +14,7 @@ from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, s
 from shared.boundary import api_path
 from shared.contracts.adoption import AdoptSpec
 from shared.contracts.cluster import NAME_PATTERN
-from shared.contracts.drift import FIELD_PATTERN
+from shared.contracts.drift import DriftFieldName
 
 
 class AdoptionMissing(Passthrough):
@@ -144,15 +144,7 @@ def _drift_result(answer: dict[str, Any], verb: str = "") -> ClusterDrift:
     return result
 
 
-DriftField = Annotated[
-    str,
-    Field(
-        min_length=3,
-        max_length=200,
-        pattern=FIELD_PATTERN,
-        description="A drifted field, as get_cluster_drift names it",
-    ),
-]
+DriftField = DriftFieldName
 
 
 def register_drift(server: HyperpilotServer, gateway: Gateway) -> None:
