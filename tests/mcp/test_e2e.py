@@ -501,6 +501,7 @@ def list_calls(cluster: str) -> dict[str, dict[str, Any]]:
         "list_training_jobs": on,
         "list_pods": {**on, "namespace": "*"},
         "list_kubernetes_events": on,
+        "list_teams": on,  # a cluster's teams are its compute quotas, one per team
     }
 
 
