@@ -20,6 +20,9 @@ from tests.cli.conftest import Cli
 from tests.e2e.conftest import RunningStack
 from tests.e2e.conftest import created_cluster as created_cluster  # a module fixture
 
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
+
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 
 

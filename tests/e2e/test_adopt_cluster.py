@@ -10,12 +10,16 @@ import json
 import time
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from hyperpilot.cli import app as cli_app
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
 from tests.e2e.conftest import TOKEN, RunningStack, cluster_spec, unique
+
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
 
 TRUST = {
     "Version": "2012-10-17",

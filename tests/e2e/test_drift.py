@@ -31,6 +31,9 @@ from sim.testing import aws_client
 from tests.conftest import TEMPLATE
 from tests.e2e.conftest import TOKEN, Client, RunningStack, _stack, cluster_spec, unique
 
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
+
 WATCH_SECONDS = 1.0
 
 

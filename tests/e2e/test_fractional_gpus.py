@@ -26,6 +26,9 @@ from sim.aws import SimulatedAws
 from sim.k8s import ApiServer, KubeWorld
 from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
 
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
+
 GROUP = "sagemaker.amazonaws.com/instance-group-name"
 
 

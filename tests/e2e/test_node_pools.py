@@ -24,6 +24,9 @@ from tests.e2e.conftest import TOKEN, RunningStack
 from tests.e2e.test_cluster_lifecycle import _kubeconfig
 from tests.e2e.test_features import _apply, _features, _kubectl_items, _patch
 
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
+
 POOLS = [
     {"name": "gpus", "instance_groups": ["gpu"], "weight": 50, "gpu_limit": 16},
     {"name": "spares", "instance_groups": ["spare"], "consolidation": "WhenEmptyOrUnderutilized"},

@@ -24,6 +24,9 @@ from sim.aws import SimulatedAws
 from sim.k8s import ApiServer, KubeWorld
 from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
 
+# A cluster built and exercised end to end, several minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
+
 TYPE = "ml.g5.12xlarge"  # 4 GPUs a node
 KUEUE = "kueue.x-k8s.io/v1beta1"
 
