@@ -363,6 +363,16 @@ def test_scheduler_config_lifecycle_and_priority_classes(
     code, _ = refused(sm.describe_cluster_scheduler_config, ClusterSchedulerConfigId="zzzzzzzzzzzz")
     assert code == "ResourceNotFound"
 
+    # deleted: Deleting, then gone from the list and from Describe
+    sm.delete_cluster_scheduler_config(ClusterSchedulerConfigId=config_id)
+    wait_for(
+        lambda: (
+            not sm.list_cluster_scheduler_configs(ClusterArn=arn)["ClusterSchedulerConfigSummaries"]
+        )
+    )
+    code, _ = refused(sm.describe_cluster_scheduler_config, ClusterSchedulerConfigId=config_id)
+    assert code == "ResourceNotFound"
+
 
 def test_compute_quota_lifecycle_renders_the_team(
     world: tuple[SimulatedAws, KubeWorld], governed: dict[str, str]
