@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from cluster_svc.domain.instance_groups.described import group_request
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
 from tests.e2e.conftest import RunningStack
+
+# The drift card in Chromium on a built cluster whose group drifts, minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
 
 
 def test_drift_is_shown_with_restore_and_accept(

@@ -12,11 +12,15 @@ import json
 import time
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from tests.e2e.conftest import RunningStack, unique
+
+# Each form used end to end in Chromium on a built cluster, minutes: in `make reliability`.
+pytestmark = pytest.mark.slow
 
 # what waits on an API answer: seconds on a machine that runs other stacks too
 API_MS = 30_000
