@@ -104,7 +104,7 @@ export async function render(main, [name]) {
     fill(activeBadge, c.active ? badge("active") : null);
   }
   paintSummary(cluster);
-  const drift = driftPanel(name);
+  const drift = driftPanel(name, status);
   main.append(
     h("div", { class: "title-row" }, h("h1", {}, name), activeBadge),
     h("p", { class: "actions" },

@@ -9,14 +9,14 @@ import { watch } from "../store.js";
 
 const shown = (v) => (v === null || v === undefined ? "none" : typeof v === "object" ? JSON.stringify(v) : String(v));
 
-export function driftPanel(name) {
+// `status`: the page's one status line, where the outcome of accept and restore is said.
+export function driftPanel(name, status) {
   const base = `/clusters/${encodeURIComponent(name)}`;
   const box = h("div");
-  const status = h("p", { class: "notice", role: "status" });
   const element = h("section", { class: "card wide drift", "aria-labelledby": "drift-title", hidden: true },
     h("h2", { id: "drift-title" }, "Drifted from the record"),
     h("p", { class: "hint" }, "Someone changed these in AWS or Kubernetes outside Hyperpilot. Accept the actual value into the record, or restore the recorded one (its plan is shown first)."),
-    box, status);
+    box);
 
   async function accept(field) {
     try {
