@@ -43,6 +43,9 @@ ADDONS: dict[str, tuple[str, str, list[str]]] = {
         "eks",
         ["v1.1.0-eksbuild.1", "v1.0.1-eksbuild.1"],
     ),
+    # SageMaker Spaces (IDEs and notebooks on HyperPod EKS clusters); the HyperPod CLI's space
+    # template v1.1 needs add-on 0.1.6 or later (hyperpod_space_template MIN_ADDON_VERSION)
+    "amazon-sagemaker-spaces": ("machine-learning", "eks", ["v0.1.6-eksbuild.1"]),
 }
 
 # What an add-on needs installed first. The HyperPod training operator's webhook certificates
@@ -50,6 +53,8 @@ ADDONS: dict[str, tuple[str, str, list[str]]] = {
 # training operator" (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html).
 ADDON_PREREQUISITES: dict[str, tuple[str, ...]] = {
     "amazon-sagemaker-hyperpod-training-operator": ("cert-manager",),
+    # the jupyter-k8s operator's admission webhooks are served with cert-manager certificates
+    "amazon-sagemaker-spaces": ("cert-manager",),
 }
 
 _OBJECT: dict[str, Any] = {"type": "object"}

@@ -15,6 +15,7 @@ from sim.k8s.controllers.programs import SERVING
 from sim.k8s.controllers.workloads import pod_ready
 from sim.k8s.errors import ApiError, not_found
 from sim.k8s.http import Request, Response
+from sim.k8s.operators.spaces import CONTAINER, NAME_LABEL, activity_of
 from sim.k8s.operators.traffic import traffic_of
 from sim.k8s.store import Obj
 
@@ -83,7 +84,22 @@ def serve(
     """One HTTP request answered by `container` of `pod` (through the proxy or a forwarded
     port): (status, body, content type); logged by the container and counted as its traffic."""
     path = "/" + path.lstrip("/")
+    exported = server.telemetry.exporter_answer(pod, container, path) if method == "GET" else None
+    if exported is not None:  # an exporter's scrape is not logged (Prometheus scrapes often)
+        return 200, exported.encode(), "text/plain; version=0.0.4"
     status, body = _answer(container, method, path, raw)
+    workspace = (pod["metadata"].get("labels") or {}).get(NAME_LABEL)
+    if workspace and container["name"] == CONTAINER:
+        # a space's JupyterLab: any request is activity (what idle shutdown reads)
+        activity_of(server).touch(pod["metadata"]["namespace"], workspace)
+        if method == "GET" and (path in ("/", "/lab") or path.startswith("/lab/")):
+            status = 200
+            body = f"<html><title>JupyterLab</title><body>JupyterLab: {workspace}</body></html>"
+            line = f'INFO:     {peer}:0 - "{method} {path} HTTP/1.1" {status}'
+            server.logs.write(
+                pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line
+            )
+            return status, body.encode(), "text/html"
     if method == "POST":
         traffic_of(server).record(pod)
     line = f'INFO:     {peer}:0 - "{method} {path} HTTP/1.1" {status}'

@@ -11,6 +11,7 @@ from sim.k8s.operators.karpenter import KarpenterOperator
 from sim.k8s.operators.keda import KedaOperator
 from sim.k8s.operators.kueue import KueueController, admission_webhook
 from sim.k8s.operators.ray import KubeRayOperator
+from sim.k8s.operators.spaces import WorkspaceOperator
 
 if TYPE_CHECKING:
     from sim.k8s.controllers.base import Controller
@@ -30,4 +31,5 @@ def all_operators(server: ApiServer) -> list[Controller]:
         InferenceOperator(server),
         KarpenterOperator(server),
         KueueController(server),
+        WorkspaceOperator(server),
     ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sim.k8s.errors import ApiError
 from sim.k8s.operators.crds import ALL_CRDS
 from sim.k8s.operators.kueue_crds import KUEUE_CRDS
+from sim.k8s.operators.spaces import SPACES_CRDS
 
 if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
@@ -150,6 +151,18 @@ COMPONENTS: dict[str, Component] = {
             ),
         ),
     ),
+    # SageMaker Spaces: the jupyter-k8s operator (github.com/jupyter-infra/jupyter-k8s)
+    "sagemaker-spaces": Component(
+        tuple(SPACES_CRDS),
+        (
+            (
+                "jupyter-k8s-system",
+                "Deployment",
+                "jupyter-k8s-controller-manager",
+                f"{ECR}/sagemaker/jupyter-k8s-controller:v0.1.6",
+            ),
+        ),
+    ),
     "hyperpod-observability": Component(
         workloads=(
             (
@@ -211,6 +224,7 @@ ADDON_COMPONENTS = {
     "aws-ebs-csi-driver": "aws-ebs-csi-driver",
     "amazon-sagemaker-hyperpod-taskgovernance": "hyperpod-task-governance",
     "amazon-sagemaker-hyperpod-observability": "hyperpod-observability",
+    "amazon-sagemaker-spaces": "sagemaker-spaces",
 }
 # add-ons every EKS cluster already runs (bootstrap creates their workloads)
 BUILTIN_ADDONS = frozenset({"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"})
@@ -234,7 +248,7 @@ def install(server: ApiServer, component: str) -> None:
         known = sorted(set(COMPONENTS) | set(ADDON_COMPONENTS) | BUILTIN_ADDONS)
         raise ValueError(f"unknown component {component!r}: one of {known}") from None
     for crd in spec.crds:
-        _ensure(server, ALL_CRDS.get(crd) or KUEUE_CRDS[crd])
+        _ensure(server, ALL_CRDS.get(crd) or SPACES_CRDS.get(crd) or KUEUE_CRDS[crd])
     for namespace, kind, name, image in spec.workloads:
         if server.store.get("namespaces", "", namespace) is None:
             _ensure(

@@ -1,0 +1,127 @@
+"""The SageMaker Spaces add-on in the emulator: a Workspace (workspace.jupyter.org/v1alpha1)
+becomes a GPU pod mounting its claim, Available, answering HTTP through the service proxy;
+Stopped scales it to zero; the schema refuses what the CRD refuses; idle shutdown's rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from sim.interfaces import SimNode
+from sim.k8s import ApiServer
+from sim.k8s.operators.spaces import idle_expired
+from tests.sim_k8s.conftest import eventually
+from tests.sim_k8s.test_operators import call
+
+WS = ("workspace.jupyter.org", "v1alpha1")
+
+
+def _workspace(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "workspace.jupyter.org/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": name, "annotations": {"workspace.jupyter.org/created-by": "alice"}},
+        "spec": {"displayName": name, "image": "jupyter/base-notebook:latest", **spec},
+    }
+
+
+def _status(custom: client.CustomObjectsApi, name: str) -> dict[str, str]:
+    found = custom.get_namespaced_custom_object(*WS, "default", "workspaces", name)
+    return {c["type"]: c["status"] for c in (found.get("status") or {}).get("conditions") or []}
+
+
+@pytest.fixture(scope="module")
+def spaces(cluster: ApiServer, core: client.CoreV1Api) -> ApiServer:
+    cluster.sync_nodes(
+        [SimNode("i-0b000000000000001", "gpu", "ml.g5.8xlarge", "Running", "us-east-1a", "hp")]
+    )
+    cluster.install("amazon-sagemaker-spaces")
+    core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "data-volume"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "hostPath": {"path": "/data"},
+                "claimRef": {"namespace": "default", "name": "data-claim"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-claim"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "",
+            },
+        },
+    )
+    return cluster
+
+
+def test_a_gpu_space_becomes_available_answers_http_and_stops(
+    spaces: ApiServer, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    body = _workspace(
+        "lab",
+        desiredStatus="Running",
+        resources={
+            "requests": {"nvidia.com/gpu": "1", "cpu": "2"},
+            "limits": {"nvidia.com/gpu": "1"},
+        },
+        volumes=[{"name": "data", "mountPath": "/data", "persistentVolumeClaimName": "data-claim"}],
+    )
+    custom.create_namespaced_custom_object(*WS, "default", "workspaces", body)
+    eventually(lambda: _status(custom, "lab").get("Available") == "True", timeout=30)
+    pods = core.list_namespaced_pod(
+        "default", label_selector="workspace.jupyter.org/workspace-name=lab"
+    ).items
+    assert len(pods) == 1
+    pod = pods[0]
+    assert pod.spec.containers[0].name == "workspace"
+    assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu": "1"}
+    assert pod.spec.volumes[0].persistent_volume_claim.claim_name == "data-claim"
+    found = custom.get_namespaced_custom_object(*WS, "default", "workspaces", "lab")
+    assert found["status"]["serviceName"] == "lab"
+    status, page = call(spaces, "GET", "/api/v1/namespaces/default/services/lab:8888/proxy/lab")
+    assert status == 200 and "JupyterLab" in page
+
+    custom.patch_namespaced_custom_object(
+        *WS, "default", "workspaces", "lab", {"spec": {"desiredStatus": "Stopped"}}
+    )
+    eventually(lambda: _status(custom, "lab").get("Stopped") == "True", timeout=30)
+    assert _status(custom, "lab")["Available"] == "False"
+    status, _ = call(spaces, "GET", "/api/v1/namespaces/default/services/lab:8888/proxy/lab")
+    assert status == 503
+
+
+def test_the_schema_refuses_an_unknown_desired_status(
+    spaces: ApiServer, custom: client.CustomObjectsApi
+) -> None:
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(
+            *WS, "default", "workspaces", _workspace("bad", desiredStatus="Paused")
+        )
+    assert refused.value.status == 422
+    assert "desiredStatus" in refused.value.body
+
+
+def test_idle_shutdown_counts_from_the_last_request() -> None:
+    spec = {
+        "desiredStatus": "Running",
+        "idleShutdown": {"enabled": True, "idleTimeoutInMinutes": 30},
+    }
+    assert not idle_expired(spec, idle_since=1000.0, now=1000.0 + 29 * 60)
+    assert idle_expired(spec, idle_since=1000.0, now=1000.0 + 30 * 60)
+    assert not idle_expired({**spec, "idleShutdown": {"enabled": False}}, 0.0, 10**6)
+    assert not idle_expired({**spec, "desiredStatus": "Stopped"}, 0.0, 10**6)
