@@ -61,6 +61,8 @@ class TrainingPlan:
     start_time: datetime
     duration_hours: int
     capacity: list[ReservedCapacity] = field(default_factory=list)
+    target_resources: list[str] = field(default_factory=lambda: ["hyperpod-cluster"])
+    upfront_fee: str = "0"
 
     @property
     def end_time(self) -> datetime:
@@ -142,10 +144,21 @@ class Account:
         status: str = "Active",
         start_time: datetime | None = None,
         duration_hours: int = 24 * 14,
+        target_resources: list[str] | None = None,
+        upfront_fee: str = "0",
     ) -> TrainingPlan:
         """Add (or replace) a training plan with reserved capacity; returns it."""
         arn = f"arn:aws:sagemaker:{self.region}:{self.account_id}:training-plan/{name}"
-        plan = TrainingPlan(name, arn, status, start_time or utcnow(), duration_hours, capacity)
+        plan = TrainingPlan(
+            name,
+            arn,
+            status,
+            start_time or utcnow(),
+            duration_hours,
+            capacity,
+            list(target_resources or ["hyperpod-cluster"]),
+            upfront_fee,
+        )
         with self._lock:
             self.training_plans[name] = plan
         return plan

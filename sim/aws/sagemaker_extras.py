@@ -53,12 +53,12 @@ class SageMakerExtras:
             "DurationMinutes": 0,
             "StartTime": plan.start_time,
             "EndTime": plan.end_time,
-            "UpfrontFee": "0",
+            "UpfrontFee": plan.upfront_fee,
             "CurrencyCode": "USD",
             "TotalInstanceCount": total,
             "AvailableInstanceCount": max(total - in_use, 0),
             "InUseInstanceCount": in_use,
-            "TargetResources": ["hyperpod-cluster"],
+            "TargetResources": list(plan.target_resources),
             "ReservedCapacitySummaries": [
                 {
                     "ReservedCapacityArn": f"{plan.arn}/reserved-capacity/{i}",

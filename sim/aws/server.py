@@ -25,9 +25,11 @@ from sim.aws.faults import Faults
 from sim.aws.front import FrontApp, Handler
 from sim.aws.hyperpod import HyperPod
 from sim.aws.inventory import moto_inventory
+from sim.aws.pricing import Pricing
 from sim.aws.sagemaker_extras import SageMakerExtras
 from sim.aws.service_quotas import ServiceQuotas
 from sim.aws.task_governance import TaskGovernance
+from sim.aws.training_plans import TrainingPlanOfferings
 from sim.interfaces import KubeHooks
 from sim.profile import TimeProfile
 
@@ -63,6 +65,8 @@ class SimulatedAws:
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
         self.service_quotas = ServiceQuotas(self.ctx)
         self.task_governance = TaskGovernance(self.ctx, self.hyperpod, self.eks)
+        self.pricing = Pricing(self.ctx)
+        self.training_plan_offerings = TrainingPlanOfferings(self.ctx)
         handlers: dict[tuple[str, str], Handler] = {}
         for service, ops in (
             ("eks", self.eks.operations()),
@@ -70,6 +74,8 @@ class SimulatedAws:
             ("sagemaker", self.sagemaker_extras.operations()),
             ("sagemaker", self.task_governance.operations()),
             ("service-quotas", self.service_quotas.operations()),
+            ("sagemaker", self.training_plan_offerings.operations()),
+            ("pricing", self.pricing.operations()),
         ):
             handlers.update({(service, name): handler for name, handler in ops.items()})
         self.simulated_operations = sorted(f"{s}:{o}" for s, o in handlers)

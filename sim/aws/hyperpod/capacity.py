@@ -79,6 +79,14 @@ class Capacity(HyperPodBase):
             raise AwsError(
                 "ValidationException", f"Training plan {plan.name} is {plan.status}, not Active."
             )
+        # A plan is bought for one target resource (SearchTrainingPlanOfferings' TargetResources):
+        # a training-job plan cannot back a HyperPod instance group.
+        if "hyperpod-cluster" not in plan.target_resources:
+            raise AwsError(
+                "ValidationException",
+                f"Training plan {plan.name} is for {', '.join(plan.target_resources)}, not "
+                "hyperpod-cluster.",
+            )
         return plan
 
     def plan_in_use(self, plan_arn: str, instance_type: str | None = None) -> int:
