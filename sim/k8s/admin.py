@@ -8,6 +8,7 @@ POST /_sim/faults/node-not-ready  {node}        POST /_sim/faults/node-ready {no
 POST /_sim/faults/node-health     {node, status, reason?}
 POST /_sim/faults/slow-image-pull {image, seconds}
 POST /_sim/faults/image-pull-failure {image, message?}   POST /_sim/faults/clear-image-pull-failure {image}
+POST /_sim/faults/xid            {node, gpu?, xid?}   POST /_sim/faults/efa-errors {node, count?}
 POST /_sim/install                {component}
 POST /_sim/metrics                {namespace, scaledObject, value}
 GET  /_sim/state
@@ -76,6 +77,12 @@ def handle(server: ApiServer, method: str, path: str, body: dict[str, Any]) -> d
         ),
         "/_sim/faults/clear-image-pull-failure": lambda: faults.clear_image_pull_failure(
             str(_field(body, "image"))
+        ),
+        "/_sim/faults/xid": lambda: server.telemetry.inject_xid(
+            str(_field(body, "node")), int(body.get("gpu", 0)), int(body.get("xid", 79))
+        ),
+        "/_sim/faults/efa-errors": lambda: server.telemetry.inject_efa_errors(
+            str(_field(body, "node")), int(body.get("count", 1))
         ),
         "/_sim/install": lambda: server.install(str(_field(body, "component"))),
         "/_sim/metrics": lambda: server.set_metric(

@@ -29,6 +29,7 @@ from sim.k8s.operators.install import install
 from sim.k8s.registry import Registry, ResourceType
 from sim.k8s.routes import Router
 from sim.k8s.store import Obj, Store
+from sim.k8s.telemetry import Telemetry
 from sim.k8s.tokens import ServiceAccountTokens
 from sim.k8s.validation import BuiltinValidator
 from sim.profile import TimeProfile
@@ -70,7 +71,10 @@ class ApiServer:
         self.files = files if files is not None else SharedFiles()
         self.events = EventRecorder(self.api)
         self.faults = Faults(self)
+        self.telemetry = Telemetry(self)
         self.bookmark_interval = 5.0
+        # the simulated AWS's endpoint, when the world has one (where pods' AWS calls go)
+        self.aws_endpoint: Callable[[], str | None] = lambda: None
         self.requests = 0
         self._token_checks: dict[str, str] = {}  # token -> why it is refused ("" when accepted)
         # access key id -> secret: tokens signed with these keys are verified for this cluster

@@ -14,6 +14,7 @@ from sim.k8s.controllers.base import Controller, Rule, set_condition
 from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.programs import Program, program_for
 from sim.k8s.files import locate, pod_volume
+from sim.k8s.mlflow_client import reporter_for
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
 from sim.profile import REAL
@@ -304,6 +305,14 @@ class Kubelet(Controller):
             self.profile,
             self.server.files,
             lambda path: locate(self.store, self.server.cluster, pod, container, path),
+            reporter_for(
+                self.server,
+                pod,
+                container,
+                lambda line: self.server.logs.write(
+                    pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line
+                ),
+            ),
         )
         key = (pod["metadata"]["uid"], container["name"])
         old = self.tasks.pop(key, None)
@@ -336,6 +345,7 @@ class Kubelet(Controller):
                 step += 1
                 if program.hang_after is None or step <= program.hang_after:
                     logs.write(ns, name, cname, program.step_line(step))
+                    self._stepped(ns, name, cname, step, program.interval)
             logs.write(ns, name, cname, "[sim] training finished")
         elif program.duration is None:
             await asyncio.Event().wait()
@@ -350,6 +360,16 @@ class Kubelet(Controller):
             program.exit_code,
             "Completed" if program.exit_code == 0 else "Error",
         )
+
+    def _stepped(self, ns: str, name: str, cname: str, step: int, interval: float) -> None:
+        """A training step drives the GPUs and EFA devices of the container (sim.k8s.telemetry)."""
+        pod = self.store.get("pods", ns, name)
+        container = next(
+            (c for c in (pod or {}).get("spec", {}).get("containers") or [] if c["name"] == cname),
+            None,
+        )
+        if pod is not None and container is not None:
+            self.server.telemetry.stepped(pod, container, step, interval)
 
     @staticmethod
     def _ready_conditions(status: Obj) -> None:

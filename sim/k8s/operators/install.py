@@ -171,6 +171,19 @@ COMPONENTS: dict[str, Component] = {
                 "hyperpod-observability-collector",
                 f"{ECR}/sagemaker/hyperpod-observability:v1.0",
             ),
+            # the exporters its collector scrapes on every node (sim.k8s.telemetry answers them)
+            (
+                "hyperpod-observability",
+                "DaemonSet",
+                "dcgm-exporter",
+                "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
+            ),
+            (
+                "hyperpod-observability",
+                "DaemonSet",
+                "efa-exporter",
+                f"{ECR}/sagemaker/hyperpod-efa-exporter:v1.0",
+            ),
         )
     ),
     # the HyperPod dependency Helm chart's default-enabled components

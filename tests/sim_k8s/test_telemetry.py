@@ -1,0 +1,127 @@
+"""GPU and EFA telemetry of the emulator's nodes, scraped as Prometheus scrapes the observability
+add-on's exporters (the API server's pod proxy, port 9400 and 9109, `/metrics`): a training
+program's steps drive its GPUs, an idle GPU is idle, an injected XID shows and stops the GPU."""
+
+from __future__ import annotations
+
+import re
+import ssl
+import urllib.request
+from typing import Any
+
+import orjson
+from kubernetes import client
+
+from sim.interfaces import SimNode
+from sim.k8s import ApiServer
+from tests.sim_k8s.conftest import eventually
+
+NS = "hyperpod-observability"
+
+
+def _node(n: int, itype: str) -> SimNode:
+    return SimNode(f"i-0{n:016x}", "gpu", itype, "Running", "us-east-1a", "hp-cluster")
+
+
+def _name(n: int) -> str:
+    return f"hyperpod-i-0{n:016x}"
+
+
+def _samples(text: str, metric: str) -> dict[str, float]:
+    """gpu label -> value of one metric in a Prometheus text answer."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(metric + "{"):
+            labels, value = line[len(metric) :].rsplit(" ", 1)
+            gpu = re.search(r'gpu="(\d+)"', labels)
+            found[gpu.group(1) if gpu else labels] = float(value)
+    return found
+
+
+def _scrape(core: client.CoreV1Api, exporter: str, node: str) -> str:
+    pods = core.list_namespaced_pod(NS, label_selector=f"app.kubernetes.io/name={exporter}")
+    pod = next(p for p in pods.items if p.spec is not None and p.spec.node_name == node)
+    port = 9400 if exporter == "dcgm-exporter" else 9109
+    text: str = core.connect_get_namespaced_pod_proxy_with_path(
+        f"{pod.metadata.name if pod.metadata else ''}:{port}", NS, "metrics"
+    )
+    return text
+
+
+def _serving(core: client.CoreV1Api, node: str) -> bool:
+    try:
+        return bool(_scrape(core, "dcgm-exporter", node))
+    except (StopIteration, client.ApiException):
+        return False
+
+
+def _admin(cluster: ApiServer, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    config = cluster.kubeconfig()
+    token = config["users"][0]["user"]["token"]
+    ctx = ssl.create_default_context(cadata=cluster.ca.cert_pem.bytes().decode())
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{cluster.port}{path}",
+        data=orjson.dumps(body),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, context=ctx, timeout=10) as answer:
+            return answer.status, orjson.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, orjson.loads(exc.read())
+
+
+def test_training_steps_drive_gpus_and_xid_shows(
+    cluster: ApiServer, core: client.CoreV1Api
+) -> None:
+    cluster.sync_nodes([_node(1, "ml.g5.12xlarge"), _node(2, "ml.g5.12xlarge")])
+    cluster.install("amazon-sagemaker-hyperpod-observability")
+    eventually(lambda: _serving(core, _name(1)) and _serving(core, _name(2)))
+    idle = _scrape(core, "dcgm-exporter", _name(1))
+    assert _samples(idle, "DCGM_FI_DEV_GPU_UTIL") == {"0": 0, "1": 0, "2": 0, "3": 0}
+    assert _samples(idle, "DCGM_FI_DEV_FB_USED") == {"0": 0, "1": 0, "2": 0, "3": 0}
+    assert "# TYPE DCGM_FI_DEV_XID_ERRORS gauge" in idle
+    trainer: dict[str, Any] = {
+        "metadata": {"name": "trainer", "annotations": {"sim.hyperpilot.dev/steps": "400"}},
+        "spec": {
+            "nodeName": _name(1),
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "pytorch-training:2.5",
+                    "command": ["torchrun", "train.py"],
+                    "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                }
+            ],
+        },
+    }
+    core.create_namespaced_pod("default", trainer)  # type: ignore[arg-type]
+
+    def busy() -> str:
+        text = _scrape(core, "dcgm-exporter", _name(1))
+        util = _samples(text, "DCGM_FI_DEV_GPU_UTIL")
+        assert util["0"] >= 92 and util["1"] >= 92, util
+        return text
+
+    text = eventually(busy, timeout=30)
+    util = _samples(text, "DCGM_FI_DEV_GPU_UTIL")
+    assert util["2"] == 0 and util["3"] == 0  # nobody holds them
+    assert 'pod="trainer"' in text and 'namespace="default"' in text
+    power = _samples(text, "DCGM_FI_DEV_POWER_USAGE")
+    assert power["0"] > power["2"] >= 25
+    other = _samples(_scrape(core, "dcgm-exporter", _name(2)), "DCGM_FI_DEV_GPU_UTIL")
+    assert set(other.values()) == {0}  # an idle node is idle
+
+    status, _ = _admin(cluster, "/_sim/faults/xid", {"node": _name(1), "gpu": 1, "xid": 79})
+    assert status == 200
+    after = _scrape(core, "dcgm-exporter", _name(1))
+    assert _samples(after, "DCGM_FI_DEV_XID_ERRORS") == {"0": 0, "1": 79, "2": 0, "3": 0}
+    assert _samples(after, "DCGM_FI_DEV_GPU_UTIL")["1"] == 0
+    status, refused = _admin(cluster, "/_sim/faults/xid", {"node": _name(1), "gpu": 9})
+    assert status == 400 and "gpu" in refused["message"]
+    status, refused = _admin(cluster, "/_sim/faults/efa-errors", {"node": _name(1)})
+    assert status == 200  # g5.12xlarge has one EFA device
+    efa = _scrape(core, "efa-exporter", _name(1))
+    assert 'node_amazonefa_rdma_read_wr_err{device="rdmap16s27",port="1"} 1' in efa
+    core.delete_namespaced_pod("trainer", "default", grace_period_seconds=0)
