@@ -137,6 +137,10 @@ class FeaturesChange(Spec):
         None,
         description="HyperPod inference operator (installs cert-manager first)",
     )
+    spaces: bool | None = Field(
+        None,
+        description="SageMaker Spaces add-on: IDEs and notebooks (installs cert-manager first)",
+    )
     tiered_checkpointing: TieredCheckpointingChange | None = Field(
         None, description="Managed tiered checkpointing: enabled and/or memory_percentage"
     )
@@ -150,7 +154,7 @@ class FeaturesChange(Spec):
             raise RuleViolation(
                 "the change names no feature",
                 "send at least one of training_operator, inference_operator, "
-                "tiered_checkpointing, autoscaling",
+                "tiered_checkpointing, autoscaling, spaces",
             )
         return self
 

@@ -23,6 +23,7 @@ from cluster_svc.domain.features.objects import (
     CERT_MANAGER,
     NODE_CLASS_API,
     NODE_POOL_API,
+    SPACES_ADDON,
     TRAINING_ADDON,
     Names,
     Ref,
@@ -127,7 +128,7 @@ class LiveFeatures:
         return {str(o["metadata"]["name"]): o for o in found}
 
     async def _addons(self, names: Names) -> dict[str, str | None]:
-        wanted = (CERT_MANAGER, TRAINING_ADDON)
+        wanted = (CERT_MANAGER, TRAINING_ADDON, SPACES_ADDON)
         states = await asyncio.gather(
             *(self.ports.addons.describe(names.eks_cluster, a) for a in wanted)
         )

@@ -1,5 +1,5 @@
 """Managed features of a cluster: training operator, inference operator, tiered checkpointing,
-managed autoscaling. Read live; change by explicit diff."""
+managed autoscaling, spaces. Read live; change by explicit diff."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, submit
 from shared.boundary import api_path
 from shared.contracts.features import FeaturesChange
 
-FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
+FEATURES = (
+    "training_operator",
+    "inference_operator",
+    "tiered_checkpointing",
+    "autoscaling",
+    "spaces",
+)
 
 
 class Features(ToolResult):
@@ -31,6 +37,7 @@ class Features(ToolResult):
     autoscaling: dict[str, Any] | None = Field(
         None, description="Managed autoscaling: its actual state"
     )
+    spaces: dict[str, Any] | None = Field(None, description="Spaces add-on: its actual state")
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:

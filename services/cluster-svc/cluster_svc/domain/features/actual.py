@@ -9,6 +9,7 @@ from typing import Any
 from cluster_svc.domain.components.base import KubeObject, object_ref
 from cluster_svc.domain.features.objects import (
     KARPENTER_CRDS,
+    SPACES_ADDON,
     TRAINING_ADDON,
     Ref,
     crd_ref,
@@ -71,6 +72,10 @@ def addon_enabled(status: str | None) -> bool:
 
 def training_enabled(actual: Actual) -> bool:
     return addon_enabled(actual.addons.get(TRAINING_ADDON))
+
+
+def spaces_enabled(actual: Actual) -> bool:
+    return addon_enabled(actual.addons.get(SPACES_ADDON))
 
 
 def inference_enabled(actual: Actual) -> bool:

@@ -17,13 +17,25 @@ from cluster_svc.domain.components.schema import OPEN, crd
 from cluster_svc.domain.identity import role_name
 from shared.contracts.features import NodePoolSpec
 
-FEATURES = ("training_operator", "inference_operator", "tiered_checkpointing", "autoscaling")
+FEATURES = (
+    "training_operator",
+    "inference_operator",
+    "tiered_checkpointing",
+    "autoscaling",
+    "spaces",
+)
 
 CERT_MANAGER = "cert-manager"
 
 TRAINING_ADDON = "amazon-sagemaker-hyperpod-training-operator"
 
-ADDON_VERSIONS = {c.name: c.version for c in eks_addons()}
+# SageMaker Spaces (IDEs and notebooks): an EKS add-on whose jupyter-k8s operator serves
+# workspace.jupyter.org/v1alpha1; the HyperPod CLI's space template v1.1 needs 0.1.6 or later
+SPACES_ADDON = "amazon-sagemaker-spaces"
+
+SPACES_VERSION = "v0.1.6-eksbuild.1"
+
+ADDON_VERSIONS = {c.name: c.version for c in eks_addons()} | {SPACES_ADDON: SPACES_VERSION}
 
 ADDON_READY = frozenset({"ACTIVE", "DEGRADED"})
 

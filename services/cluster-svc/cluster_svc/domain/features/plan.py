@@ -10,6 +10,7 @@ from cluster_svc.domain.features.actual import (
     Actual,
     autoscaling_enabled,
     inference_enabled,
+    spaces_enabled,
     tiered_enabled,
     training_enabled,
 )
@@ -21,6 +22,7 @@ from cluster_svc.domain.features.objects import (
     INFERENCE_COMPONENT,
     INFERENCE_NAMESPACE,
     ROLE_ARN_ANNOTATION,
+    SPACES_ADDON,
     TRAINING_ADDON,
     Names,
     checkpoint_service_account,
@@ -48,6 +50,7 @@ def diff(actual: Actual, change: FeaturesChange) -> dict[str, FieldChange]:
 
     compare("training_operator", training_enabled(actual), change.training_operator)
     compare("inference_operator", inference_enabled(actual), change.inference_operator)
+    compare("spaces", spaces_enabled(actual), change.spaces)
     if change.tiered_checkpointing is not None:
         on = tiered_enabled(actual)
         compare("tiered_checkpointing.enabled", on, change.tiered_checkpointing.enabled)
@@ -184,6 +187,12 @@ def describe(names: Names, actual: Actual) -> dict[str, Any]:
             "enabled": training_enabled(actual),
             "addon": TRAINING_ADDON,
             "status": actual.addons.get(TRAINING_ADDON),
+            "requires": {CERT_MANAGER: actual.addons.get(CERT_MANAGER)},
+        },
+        "spaces": {
+            "enabled": spaces_enabled(actual),
+            "addon": SPACES_ADDON,
+            "status": actual.addons.get(SPACES_ADDON),
             "requires": {CERT_MANAGER: actual.addons.get(CERT_MANAGER)},
         },
         "inference_operator": {

@@ -74,6 +74,7 @@ TITLES = {
     "inference_operator": "Inference operator (cert-manager first)",
     "tiered_checkpointing": "Managed tiered checkpointing and its identity chain",
     "autoscaling": "Managed autoscaling (Karpenter) over the instance groups",
+    "spaces": "SageMaker Spaces add-on (cert-manager first)",
 }
 
 
@@ -103,6 +104,7 @@ def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
             feature_stage(port, "inference_operator"),
             feature_stage(port, "tiered_checkpointing"),
             feature_stage(port, "autoscaling", needs=("tiered_checkpointing",)),
+            feature_stage(port, "spaces", needs=("training_operator",)),
         ),
         on_finish=features_updated,
     )

@@ -24,6 +24,7 @@ from cluster_svc.domain.features.objects import (
     KARPENTER_OBJECTS,
     NODE_CLASS_LIMIT,
     ROLE_ARN_ANNOTATION,
+    SPACES_ADDON,
     TRAINING_ADDON,
     Names,
     Ref,
@@ -207,21 +208,23 @@ def settle_steps(hyperpod: HyperPodActual) -> list[Step]:
 
 
 def training_steps(names: Names, actual: Actual, enabled: bool) -> list[Step]:
+    return cert_addon_steps(names, actual, TRAINING_ADDON, enabled)
+
+
+def cert_addon_steps(names: Names, actual: Actual, addon: str, enabled: bool) -> list[Step]:
+    """An EKS add-on that needs cert-manager: cert-manager first on enable; on disable the
+    add-on alone goes (cert-manager may serve others)."""
     if enabled:
-        return addon_steps(names, actual, CERT_MANAGER) + addon_steps(names, actual, TRAINING_ADDON)
-    status = actual.addons.get(TRAINING_ADDON)
+        return addon_steps(names, actual, CERT_MANAGER) + addon_steps(names, actual, addon)
+    status = actual.addons.get(addon)
     if status is None:
         return []
     steps: list[Step] = []
     if status != "DELETING":
         steps.append(
-            Call(
-                "eks",
-                "DeleteAddon",
-                {"clusterName": names.eks_cluster, "addonName": TRAINING_ADDON},
-            )
+            Call("eks", "DeleteAddon", {"clusterName": names.eks_cluster, "addonName": addon})
         )
-    steps.append(Wait(f"EKS add-on {TRAINING_ADDON} is removed"))
+    steps.append(Wait(f"EKS add-on {addon} is removed"))
     return steps
 
 
@@ -457,6 +460,8 @@ def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature:
     """The steps of one feature of the change (none when it is not part of the change)."""
     if feature == "training_operator" and change.training_operator is not None:
         return training_steps(names, actual, change.training_operator)
+    if feature == "spaces" and change.spaces is not None:
+        return cert_addon_steps(names, actual, SPACES_ADDON, change.spaces)
     if feature == "inference_operator" and change.inference_operator is not None:
         return inference_steps(names, actual, change.inference_operator)
     if feature == "tiered_checkpointing" and change.tiered_checkpointing is not None:
