@@ -46,23 +46,26 @@ MAX_OFFERINGS = 3
 
 @dataclass(frozen=True)
 class Offering:
+    """An offering shown to the account. One asked for without StartTimeAfter (or with one
+    already past) starts when it is bought; its id names what was asked, not when, so the same
+    search finds the same offering again until it is bought."""
+
     offering_id: str
     target: str
     instance_type: str
     count: int
     zone_name: str
     zone_id: str
-    start: datetime
     duration_hours: int
-    requested_after: datetime
+    requested_after: datetime | None
     requested_before: datetime | None
     upfront_fee: str
 
-    @property
-    def end(self) -> datetime:
-        return self.start + timedelta(hours=self.duration_hours)
+    def start(self, now: datetime) -> datetime:
+        return max(self.requested_after or now, now)
 
-    def view(self) -> dict[str, Any]:
+    def view(self, now: datetime) -> dict[str, Any]:
+        start = self.start(now)
         return {
             "TrainingPlanOfferingId": self.offering_id,
             "TargetResources": [self.target],
@@ -80,8 +83,8 @@ class Offering:
                     "AvailabilityZone": self.zone_name,
                     "DurationHours": self.duration_hours,
                     "DurationMinutes": 0,
-                    "StartTime": self.start,
-                    "EndTime": self.end,
+                    "StartTime": start,
+                    "EndTime": start + timedelta(hours=self.duration_hours),
                 }
             ],
         }
@@ -148,11 +151,11 @@ class TrainingPlanOfferings:
         count = self._count(p)
         hours = self._hours(p)
         now = self.ctx.now()
-        after = _aware(p.get("StartTimeAfter")) or now
+        after = _aware(p.get("StartTimeAfter"))
         before = _aware(p.get("EndTimeBefore"))
-        if before is not None and before <= after:
-            raise _invalid("EndTimeBefore must be later than StartTimeAfter.")
-        start = max(after, now)
+        if before is not None and before <= (after or now):
+            raise _invalid("EndTimeBefore must be later than StartTimeAfter (and than now).")
+        start = max(after or now, now)
         found: list[Offering] = []
         if start <= now + timedelta(days=HORIZON_DAYS) and (
             before is None or start + timedelta(hours=hours) <= before
@@ -166,7 +169,8 @@ class TrainingPlanOfferings:
             rate = Decimal(HYPERPOD_HOURLY.get(instance_type, "0"))
             fee = f"{(rate * count * hours).quantize(Decimal('0.01'))}"
             for name, zone_id in zones[:MAX_OFFERINGS]:
-                key = f"{instance_type}|{count}|{zone_id}|{start.isoformat()}|{hours}|{target}"
+                asked = [after.isoformat() if after else "", before.isoformat() if before else ""]
+                key = "|".join([instance_type, str(count), zone_id, str(hours), target, *asked])
                 offering = Offering(
                     "tpo-" + hashlib.sha256(key.encode()).hexdigest()[:32],
                     target,
@@ -174,7 +178,6 @@ class TrainingPlanOfferings:
                     count,
                     name,
                     zone_id,
-                    start,
                     hours,
                     after,
                     before,
@@ -182,7 +185,7 @@ class TrainingPlanOfferings:
                 )
                 self.offerings[offering.offering_id] = offering
                 found.append(offering)
-        return {"TrainingPlanOfferings": [o.view() for o in found]}
+        return {"TrainingPlanOfferings": [o.view(now) for o in found]}
 
     def create(self, p: dict[str, Any]) -> dict[str, Any]:
         name = p["TrainingPlanName"]
@@ -195,17 +198,18 @@ class TrainingPlanOfferings:
                 f"Training plan offering {p['TrainingPlanOfferingId']} does not exist or was "
                 "already used; search the offerings again.",
             )
+        now = self.ctx.now()
+        start = offering.start(now)
         self.bought.add(offering.offering_id)
         plan = self.ctx.account.add_training_plan(
             name,
             [ReservedCapacity(offering.instance_type, offering.count, offering.zone_id)],
             status="Scheduled",
-            start_time=offering.start,
+            start_time=start,
             duration_hours=offering.duration_hours,
             target_resources=[offering.target],
             upfront_fee=offering.upfront_fee,
         )
-        now = self.ctx.now()
         payment = self.ctx.profile.eks_addon_install
 
         def active() -> None:
@@ -215,6 +219,6 @@ class TrainingPlanOfferings:
         def expired() -> None:
             plan.status = "Expired"
 
-        self.ctx.scheduler.after(max(payment, (offering.start - now).total_seconds()), active)
-        self.ctx.scheduler.after((offering.end - now).total_seconds(), expired)
+        self.ctx.scheduler.after(max(payment, (start - now).total_seconds()), active)
+        self.ctx.scheduler.after((plan.end_time - now).total_seconds(), expired)
         return {"TrainingPlanArn": plan.arn}

@@ -179,6 +179,10 @@ def test_buy_an_offering_once_and_use_it_for_hyperpod_only(sim: SimulatedAws) ->
     ]
     first = offerings[0]
     assert first["TrainingPlanOfferingId"].startswith("tpo-")
+    again_found = sagemaker.search_training_plan_offerings(**SEARCH)["TrainingPlanOfferings"]
+    assert [o["TrainingPlanOfferingId"] for o in again_found] == [
+        o["TrainingPlanOfferingId"] for o in offerings
+    ]  # the same search finds the same offerings until one is bought
     assert first["UpfrontFee"] == "10854.53"  # 113.068 x 2 instances x 48 h
     arn = sagemaker.create_training_plan(
         TrainingPlanName="p5-two-days", TrainingPlanOfferingId=first["TrainingPlanOfferingId"]
