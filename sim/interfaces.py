@@ -71,10 +71,16 @@ class NodeFaultHooks(Protocol):
 class EksFactsHooks(Protocol):
     """What an emulator may offer beside KubeHooks: an EKS cluster as EKS itself describes it
     (DescribeCluster's `cluster`, and the `nodegroup` of DescribeNodegroup for each of its
-    managed node groups), given before its API server starts and again whenever it changes (a
-    node group becomes ACTIVE, scales or goes; the control plane is upgraded). The API server's
-    version, its service CIDR and its node-group nodes then agree with what EKS answers."""
+    managed node groups, with their subnets as EC2 DescribeSubnets describes them, by id),
+    given before its API server starts and again whenever it changes (a node group becomes
+    ACTIVE, scales or goes; the control plane is upgraded). The API server's version, its
+    service CIDR and its node-group nodes (their zones and addresses) then agree with what EKS
+    and EC2 answer."""
 
     def eks_cluster_described(
-        self, cluster_name: str, cluster: dict[str, Any], nodegroups: list[dict[str, Any]]
+        self,
+        cluster_name: str,
+        cluster: dict[str, Any],
+        nodegroups: list[dict[str, Any]],
+        subnets: dict[str, dict[str, Any]] | None = None,
     ) -> None: ...

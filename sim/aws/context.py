@@ -53,9 +53,11 @@ class SimContext:
         self._dirty_eks: set[str] = set()
         self.eks_nodes: Callable[[str], list[SimNode]] = lambda _name: []
         self.eks_kube_ready: Callable[[str], bool] = lambda _name: False
-        # an EKS cluster as DescribeCluster and DescribeNodegroup answer (None once it is gone)
+        # an EKS cluster as DescribeCluster and DescribeNodegroup answer, with its node groups'
+        # subnets as DescribeSubnets does (None once it is gone)
         self.eks_description: Callable[
-            [str], tuple[dict[str, Any], list[dict[str, Any]]] | None
+            [str],
+            tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]] | None,
         ] = lambda _name: None
 
     def now(self) -> datetime:

@@ -38,10 +38,17 @@ class NodeGroup:
     version: str = ""  # major.minor of its kubelet; "" for the control plane's
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, Kubernetes effect)
+    # (Availability Zone, IPv4 CIDR) of each of the group's subnets, in the group's order: its
+    # nodes are spread over them and take their addresses from them; () when not known
+    subnets: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_nodegroup(cls, ng: Mapping[str, Any]) -> NodeGroup:
-        """From DescribeNodegroup's `nodegroup`."""
+    def from_nodegroup(
+        cls, ng: Mapping[str, Any], subnets: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> NodeGroup:
+        """From DescribeNodegroup's `nodegroup`, and EC2 DescribeSubnets' `Subnets` by id for
+        the zones and address ranges of its subnets."""
+        known = subnets or {}
         return cls(
             name=str(ng["nodegroupName"]),
             instance_type=str((ng.get("instanceTypes") or ["t3.medium"])[0]),
@@ -54,6 +61,11 @@ class NodeGroup:
                 for t in ng.get("taints") or []
                 if str(t.get("effect")) in _EFFECTS
             ),
+            subnets=tuple(
+                (str(known[sid]["AvailabilityZone"]), str(known[sid]["CidrBlock"]))
+                for sid in ng.get("subnets") or []
+                if sid in known
+            ),
         )
 
 
@@ -65,13 +77,17 @@ class ClusterFacts:
 
     @classmethod
     def from_description(
-        cls, cluster: Mapping[str, Any], nodegroups: Sequence[Mapping[str, Any]] = ()
+        cls,
+        cluster: Mapping[str, Any],
+        nodegroups: Sequence[Mapping[str, Any]] = (),
+        subnets: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> ClusterFacts:
-        """From DescribeCluster's `cluster` and each DescribeNodegroup's `nodegroup`."""
+        """From DescribeCluster's `cluster`, each DescribeNodegroup's `nodegroup` and the
+        node groups' subnets as EC2 DescribeSubnets answers them (by id)."""
         version = str(cluster.get("version") or "1.33")
         network = cluster.get("kubernetesNetworkConfig") or {}
         groups = tuple(
-            NodeGroup.from_nodegroup(ng)
+            NodeGroup.from_nodegroup(ng, subnets)
             for ng in nodegroups
             if ng.get("status", "ACTIVE") in _NODES_EXIST
         )
@@ -80,6 +96,14 @@ class ClusterFacts:
             service_cidr=str(network.get("serviceIpv4Cidr") or DEFAULT_SERVICE_CIDR),
             node_groups=groups,
         )
+
+
+def private_dns_name(ip: str, region: str) -> str:
+    """An instance's private DNS name: `ip-10-0-1-5.ec2.internal` in us-east-1,
+    `ip-10-0-1-5.<region>.compute.internal` elsewhere (Amazon EC2 User Guide, EC2 instance
+    hostname types: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-naming.html)."""
+    host = "ip-" + ip.replace(".", "-")
+    return f"{host}.ec2.internal" if region == "us-east-1" else f"{host}.{region}.compute.internal"
 
 
 def patch_version(version: str) -> str:

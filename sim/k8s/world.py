@@ -63,10 +63,15 @@ class KubeWorld:
         return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)
 
     def eks_cluster_described(
-        self, cluster_name: str, cluster: dict[str, Any], nodegroups: list[dict[str, Any]]
+        self,
+        cluster_name: str,
+        cluster: dict[str, Any],
+        nodegroups: list[dict[str, Any]],
+        subnets: dict[str, dict[str, Any]] | None = None,
     ) -> None:
-        """EksFactsHooks: the simulated EKS's DescribeCluster and DescribeNodegroup answers."""
-        facts = ClusterFacts.from_description(cluster, nodegroups)
+        """EksFactsHooks: the simulated EKS's DescribeCluster and DescribeNodegroup answers,
+        and the node groups' subnets."""
+        facts = ClusterFacts.from_description(cluster, nodegroups, subnets)
         with self.lock:
             unchanged = self.described.get(cluster_name) == facts
             self.described[cluster_name] = facts

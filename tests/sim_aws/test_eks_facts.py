@@ -244,6 +244,10 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
 
     wait_for(lambda: described()["status"] == "ACTIVE", timeout=10)
     assert eks.list_nodegroups(clusterName=name)["nodegroups"] == ["system"]
+    subnet_zones = {
+        s["AvailabilityZone"]: s["CidrBlock"]
+        for s in aws_client(world, "ec2").describe_subnets(SubnetIds=subnets)["Subnets"]
+    }
     nodes = _wait_nodes(kubeconfig, 2)
     group = described()
     for node in nodes:
@@ -258,6 +262,15 @@ def test_nodes_are_the_node_groups_nodes(world: SimulatedAws, tmp_path: Path) ->
         assert node["status"]["nodeInfo"]["kubeletVersion"].startswith(f"v{group['version']}.")
         address = {a["type"]: a["address"] for a in node["status"]["addresses"]}["InternalIP"]
         assert node["metadata"]["name"] == f"ip-{address.replace('.', '-')}.ec2.internal"
+        # the node is in one of its group's subnets: its zone and its address agree with EC2
+        zone = labels["topology.kubernetes.io/zone"]
+        assert zone in subnet_zones
+        assert ipaddress.ip_address(address) in ipaddress.ip_network(subnet_zones[zone])
+        assert node["spec"]["providerID"].startswith(f"aws:///{zone}/i-")
+    # two nodes over two subnets in two zones: one in each (EKS balances a group's zones)
+    assert {n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes} == set(
+        subnet_zones
+    )
     # CoreDNS tolerates CriticalAddonsOnly: it runs once the nodes are there
     wait_for(lambda: all(p["status"]["phase"] == "Running" for p in coredns_pods()), timeout=15)
     assert {p["spec"]["nodeName"] for p in coredns_pods()} <= {n["metadata"]["name"] for n in nodes}

@@ -185,14 +185,27 @@ class ClusterOps(EksBase):
             view["certificateAuthority"] = {}
         return view
 
-    def description(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-        """What DescribeCluster answers about `name`, and DescribeNodegroup about each of its
-        node groups: where the Kubernetes emulator takes its version, service CIDR and nodes."""
+    def description(
+        self, name: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]] | None:
+        """What DescribeCluster answers about `name`, DescribeNodegroup about each of its node
+        groups and EC2 DescribeSubnets about their subnets (by id): where the Kubernetes
+        emulator takes its version, service CIDR and nodes, their zones and addresses."""
         cluster = self.clusters.get(name)
         if cluster is None:
             return None
         groups = [dict(group) for _, group in sorted(cluster.nodegroups.items())]
-        return self._cluster_view(cluster), groups
+        subnets: dict[str, dict[str, Any]] = {}
+        for group in groups:
+            for subnet_id in group.get("subnets") or []:
+                info = moto_state.subnet(self.ctx.account_id, self.ctx.region, subnet_id)
+                if info is not None:
+                    subnets[subnet_id] = {
+                        "SubnetId": info.subnet_id,
+                        "AvailabilityZone": info.zone_name,
+                        "CidrBlock": info.cidr,
+                    }
+        return self._cluster_view(cluster), groups, subnets
 
     def describe_cluster(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"cluster": self._cluster_view(self._get(p["name"]))}

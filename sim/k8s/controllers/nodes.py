@@ -16,7 +16,7 @@ from sim.interfaces import SimNode
 from sim.k8s import gpu_devices
 from sim.k8s.controllers.base import Controller, Rule, condition, set_condition
 from sim.k8s.errors import ApiError
-from sim.k8s.facts import NodeGroup, patch_version
+from sim.k8s.facts import NodeGroup, patch_version, private_dns_name
 from sim.k8s.instances import capacity
 from sim.k8s.store import Obj, clone
 from sim.k8s.timeutil import now_iso
@@ -54,6 +54,9 @@ class NodeController(Controller):
         self._group_numbers = itertools.count()
         # node -> the label keys and (taint key, effect)s its node group put on it
         self._from_group: dict[str, tuple[set[str], set[tuple[str, str]]]] = {}
+        # node-group node -> the order it joined in (scale-in removes the newest first)
+        self._joined: dict[str, int] = {}
+        self._group_joins: dict[str, int] = {}  # group -> how many nodes it has had
 
     def build_rules(self) -> list[Rule]:
         return [
@@ -199,7 +202,7 @@ class NodeController(Controller):
                 ],
                 "addresses": [
                     {"type": "InternalIP", "address": ip},
-                    {"type": "Hostname", "address": f"ip-{ip.replace('.', '-')}.ec2.internal"},
+                    {"type": "Hostname", "address": private_dns_name(ip, self.server.region)},
                 ],
                 "nodeInfo": {
                     "kubeletVersion": kubelet,
@@ -231,7 +234,7 @@ class NodeController(Controller):
             if group_name is not None:
                 current.setdefault(group_name, []).append(node)
         for group_name, nodes in current.items():
-            nodes.sort(key=_internal_ip)
+            nodes.sort(key=lambda node: self._joined.get(node["metadata"]["name"], -1))
             group = wanted.get(group_name)
             keep = group.size if group is not None else 0
             for node in nodes[keep:]:
@@ -245,6 +248,7 @@ class NodeController(Controller):
                 )
                 self.delete("nodes", node)
                 self._from_group.pop(name, None)
+                self._joined.pop(name, None)
             if group is not None:
                 for node in nodes[:keep]:
                     self._follow_group(node, group)
@@ -269,10 +273,25 @@ class NodeController(Controller):
         ]
 
     def _group_node(self, group: NodeGroup) -> Obj:
+        """A new node of `group`: EKS spreads a group's nodes over its subnets' zones (its Auto
+        Scaling group balances them) and each takes a private address from its subnet (Amazon
+        EKS User Guide, Managed node groups; Amazon EC2 Auto Scaling User Guide, Availability
+        Zone balancing). A group whose subnets are not known gets the region's first zones."""
         n = next(self._group_numbers)
-        ip = f"192.168.{n // 200}.{10 + n % 200}"
-        zone = f"{self.server.region}{'abc'[n % 3]}"
-        name = f"ip-{ip.replace('.', '-')}.ec2.internal"
+        if group.subnets:
+            # the group's k-th node: zones in turn, addresses in order within each subnet
+            k = self._group_joins.get(group.name, 0)
+            self._group_joins[group.name] = k + 1
+            zone, cidr = group.subnets[k % len(group.subnets)]
+            net = ipaddress.ip_network(cidr, strict=False)
+            # AWS reserves a subnet's first four addresses and its last (Amazon VPC User
+            # Guide, Subnet CIDR blocks); every node-group node has its own number n
+            ip = str(net[10 + n % max(net.num_addresses - 16, 1)])
+        else:
+            zone = f"{self.server.region}{'abc'[n % 3]}"
+            ip = f"192.168.{n // 200}.{10 + n % 200}"
+        name = private_dns_name(ip, self.server.region)
+        self._joined[name] = n
         taints = self._group_taints(group)
         self._from_group[name] = (
             set(self._group_labels(group)),
@@ -472,11 +491,3 @@ class NodeController(Controller):
             self.server.kubelet.fail_pod(
                 pod["metadata"]["namespace"], pod["metadata"]["name"], reason, text
             )
-
-
-def _internal_ip(node: Obj) -> ipaddress.IPv4Address:
-    """Node-group nodes in the order they joined (their addresses are handed out in order)."""
-    for address in (node.get("status") or {}).get("addresses") or []:
-        if address.get("type") == "InternalIP":
-            return ipaddress.IPv4Address(address["address"])
-    return ipaddress.IPv4Address("0.0.0.0")
