@@ -20,6 +20,10 @@ class QuotaResource:
     accelerators: int | None = None  # GPUs (nvidia.com/gpu)
     vcpu: float | None = None
     memory_gib: float | None = None
+    # MIG partitions of the type's GPUs (an AcceleratorPartition): a profile such as
+    # mig-1g.10gb and how many partitions of it
+    mig_profile: str | None = None
+    mig_count: int | None = None
 
 
 @dataclass(frozen=True)

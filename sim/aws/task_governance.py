@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sim.aws.context import SimContext, lower_alnum
 from sim.aws.errors import AwsError
 from sim.governance import QuotaResource, SchedulerPolicy, TaskGovernanceHooks, TeamQuota
+from sim.k8s.gpu_devices import MIG_PROFILES
 
 if TYPE_CHECKING:
     from sim.aws.eks import Eks
@@ -301,11 +302,36 @@ class TaskGovernance:
                 raise _invalid(
                     f"{at}: {itype} has no accelerators, so Accelerators must be 0 or left out."
                 )
-            if res.get("AcceleratorPartition") and itype not in MIG_TYPES:
+            partition = res.get("AcceleratorPartition")
+            if partition and itype not in MIG_TYPES:
                 raise _invalid(
                     f"{at}: {itype} does not support MIG partitions (AcceleratorPartition): "
                     f"only {', '.join(sorted(MIG_TYPES))} do."
                 )
+            if partition:
+                self._check_partition(itype, partition, res, at)
+
+    @staticmethod
+    def _check_partition(
+        itype: str, partition: dict[str, Any], res: dict[str, Any], at: str
+    ) -> None:
+        """AcceleratorPartitionConfig: the MIG profile must be one the type's GPUs can be
+        partitioned into (API_AcceleratorPartitionConfig.html: "The available profile types
+        depend on the instance type"; the profiles per type are the HyperPod CLI's
+        INSTANCE_TYPE_MIG_PROFILES, as sim.k8s.gpu_devices has them), and the partitions are
+        in place of whole GPUs, so Accelerators cannot be given beside them."""
+        profiles = MIG_PROFILES.get(itype.removeprefix("ml."), ())
+        profile = f"{partition.get('Type', '')}".removeprefix("mig-")
+        if profile not in profiles:
+            raise _invalid(
+                f"{at}: AcceleratorPartition.Type {partition.get('Type')} is not a MIG profile "
+                f"of {itype}: use one of {', '.join('mig-' + p for p in profiles)}."
+            )
+        if res.get("Accelerators"):
+            raise _invalid(
+                f"{at}: AcceleratorPartition allocates MIG partitions of the GPUs and cannot be "
+                "combined with Accelerators (whole GPUs); give one or the other."
+            )
 
     def _check_quota_config(self, cluster: Cluster, config: dict[str, Any]) -> None:
         self._check_resources(
@@ -588,6 +614,8 @@ def _resource(res: dict[str, Any]) -> QuotaResource:
         accelerators=res.get("Accelerators"),
         vcpu=res.get("VCpu"),
         memory_gib=res.get("MemoryInGiB"),
+        mig_profile=(res.get("AcceleratorPartition") or {}).get("Type"),
+        mig_count=(res.get("AcceleratorPartition") or {}).get("Count"),
     )
 
 

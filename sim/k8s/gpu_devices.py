@@ -74,6 +74,12 @@ _MODEL = {
 }
 
 
+def partitions_per_gpu(instance_type: str, profile: str) -> int:
+    """How many partitions of `profile` (1g.10gb) one GPU of the type holds (0: not its profile)."""
+    profiles = MIG_PROFILES.get(instance_type.removeprefix("ml."), ())
+    return _PER_GPU[profiles.index(profile)] if profile in profiles else 0
+
+
 def _family(instance_type: str) -> str:
     return instance_type.removeprefix("ml.").split(".", 1)[0]
 

@@ -18,10 +18,13 @@ TERMINAL = ("Succeeded", "Failed")
 
 
 def unscheduled(pod: Obj) -> bool:
+    """Pending, bound to no node and not gated: the scheduler does not consider a pod with
+    scheduling gates (KEP-3521, spec.schedulingGates) until they are all removed."""
     return (
         not pod["spec"].get("nodeName")
         and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
         and not pod["metadata"].get("deletionTimestamp")
+        and not pod["spec"].get("schedulingGates")
     )
 
 

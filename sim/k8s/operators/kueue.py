@@ -25,7 +25,21 @@ CreatedWorkload, Started, Stopped on the job; ClusterQueue and LocalQueue status
 flavor usage. Resources outside cpu, memory, nvidia.com/gpu and aws.amazon.com/neuron (EFA,
 hugepages) are not counted, as the add-on's Kueue configuration leaves them out of quota.
 Admission is immediate and an evicted job is stopped at once (its pods are deleted by its
-controller), so a preemptor is admitted in the next cycle.
+controller), so a preemptor is admitted in the next cycle. MIG partitions
+(`nvidia.com/mig-<profile>`) are counted like whole GPUs.
+
+Pods and Deployments (the `pod` and `deployment` integrations, enabled in the manager
+configuration; https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/ and .../run/deployment/):
+the Deployment webhook copies the Deployment's queue-name and priority-class labels into its pod
+template, so each of its pods is one plain Pod workload; the Pod webhook gives a pod labelled
+with a queue, outside kube-system and kueue-system and not owned by a kind Kueue manages itself,
+the scheduling gate `kueue.x-k8s.io/admission` and the label `kueue.x-k8s.io/managed: "true"`
+(the API server then reports PodScheduled False, SchedulingGated). Its Workload
+(`pod-<name>-<hash>`, owned by the pod) has one pod set `main` of count 1. Admitted, the gate is
+removed and the flavor's node labels are added to its nodeSelector; evicted, the pod is marked
+DisruptionTarget and deleted, and its ReplicaSet makes a new, gated one. A pod that ends
+(Succeeded or Failed) finishes its Workload; a deleted pod's Workload goes with it (its owner).
+Kueue's finalizer on managed pods (`kueue.x-k8s.io/managed`) is not reproduced.
 """
 
 from __future__ import annotations
@@ -58,6 +72,15 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID = "kueue.x-k8s.io/job-uid"
 COUNTED = ("cpu", "memory", "nvidia.com/gpu", "aws.amazon.com/neuron")
+MIG_PREFIX = "nvidia.com/mig-"
+POD_GATE = "kueue.x-k8s.io/admission"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kueue-system"})
+# owners whose pods Kueue manages through the owner (plain_pods.md: "Pods that belong to other
+# API resources managed by Kueue are excluded from being queued by pod integration")
+MANAGED_OWNERS = frozenset(
+    {"Job", "HyperPodPyTorchJob", "RayJob", "RayCluster", "JobSet", "PyTorchJob", "MPIJob"}
+)
 SOURCE_ADMISSION = "kueue-admission"
 SOURCE_JOB = "kueue-job-controller"
 # pkg/scheduler/preemption HumanReadablePreemptionReasons
@@ -217,17 +240,78 @@ def fmt(resource: str, value: float) -> str | int:
     return int(value) if value == int(value) else str(value)
 
 
+def counted(resource: str) -> bool:
+    """Whether Kueue's quota counts a resource (MIG partitions are GPUs too)."""
+    return resource in COUNTED or resource.startswith(MIG_PREFIX)
+
+
+def manager_config(server: ApiServer) -> dict[str, Any]:
+    """Kueue's manager configuration (`kueue-system/kueue-manager-config`), {} without one."""
+    cm = server.store.get("configmaps", "kueue-system", "kueue-manager-config")
+    text = ((cm or {}).get("data") or {}).get("controller_manager_config.yaml") or ""
+    try:
+        config = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def frameworks(server: ApiServer) -> set[str]:
+    """The integrations Kueue's manager configuration enables (its default without one)."""
+    listed = (manager_config(server).get("integrations") or {}).get("frameworks")
+    if not isinstance(listed, list):
+        return {"batch/job"}
+    return {str(f) for f in listed}
+
+
+def _pod_managed(server: ApiServer, pod: Obj) -> bool:
+    meta = pod["metadata"]
+    if not (meta.get("labels") or {}).get(QUEUE_LABEL):
+        return False
+    if (meta.get("namespace") or "default") in SYSTEM_NAMESPACES:
+        return False
+    if any(r.get("kind") in MANAGED_OWNERS for r in meta.get("ownerReferences") or []):
+        return False
+    return "pod" in frameworks(server)
+
+
 def admission_webhook(server: ApiServer) -> object:
-    """Kueue's job webhook: a managed job labelled with a queue starts suspended."""
+    """Kueue's webhooks: a managed job labelled with a queue starts suspended; a Deployment's
+    queue and priority labels go to its pod template; a managed pod starts gated."""
 
     def admit(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        kind = BY_KEY.get(rt.key)
-        if kind is None or old is not None:
-            return
         if not server.api.registry.has_crd(GROUP, "workloads"):
             return
-        if (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL):
-            kind.set_suspended(obj, True)
+        labels = obj["metadata"].get("labels") or {}
+        kind = BY_KEY.get(rt.key)
+        if kind is not None:
+            if old is None and labels.get(QUEUE_LABEL):
+                kind.set_suspended(obj, True)
+            return
+        if rt.key == "deployments.apps":
+            if labels.get(QUEUE_LABEL) and "deployment" in frameworks(server):
+                template = obj.setdefault("spec", {}).setdefault("template", {})
+                meta = template.setdefault("metadata", {})
+                tlabels = meta.setdefault("labels", {})
+                tlabels[QUEUE_LABEL] = labels[QUEUE_LABEL]
+                if labels.get(PRIORITY_LABEL):
+                    tlabels[PRIORITY_LABEL] = labels[PRIORITY_LABEL]
+            return
+        if rt.key != "pods" or old is not None or not _pod_managed(server, obj):
+            return
+        obj["metadata"].setdefault("labels", {})[MANAGED_LABEL] = "true"
+        gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+        if not any(g.get("name") == POD_GATE for g in gates):
+            gates.append({"name": POD_GATE})
+        # the pod strategy's PrepareForCreate: a gated pod is reported as such
+        status = obj.setdefault("status", {})
+        set_condition(
+            status,
+            "PodScheduled",
+            "False",
+            "SchedulingGated",
+            "Scheduling is blocked due to non-empty scheduling gates",
+        )
 
     return admit
 
@@ -402,10 +486,21 @@ class KueueController(Controller):
                 self.reconcile_job,
             )
             for kind in JOB_KINDS
+        ] + [
+            Rule(
+                "workload-of-Pod",
+                "pods",
+                lambda p: (
+                    (p["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true"
+                    and not p["metadata"].get("deletionTimestamp")
+                ),
+                self.reconcile_pod,
+            )
         ]
 
     def watched(self) -> set[str]:
         return {k.key for k in JOB_KINDS} | {
+            "pods",
             WORKLOADS,
             CLUSTER_QUEUES,
             LOCAL_QUEUES,
@@ -415,6 +510,11 @@ class KueueController(Controller):
 
     def on_event(self, event: WatchEvent) -> None:
         super().on_event(event)
+        if (
+            event.key == "pods"
+            and (event.obj["metadata"].get("labels") or {}).get(MANAGED_LABEL) != "true"
+        ):
+            return  # other pods change nothing Kueue admits
         if self.active() and not self.server.stopping:
             self._soon()
 
@@ -477,16 +577,22 @@ class KueueController(Controller):
         raise KeyError(job.get("kind"))
 
     def _create_workload(self, job: Obj, kind: JobKind) -> Obj | None:
+        return self._new_workload(
+            job,
+            [
+                {"name": name, "count": count, "template": clone(template)}
+                for name, count, template in kind.templates(job)
+            ],
+        )
+
+    def _new_workload(self, job: Obj, pod_sets: list[Obj]) -> Obj | None:
         meta = job["metadata"]
         labels = meta.get("labels") or {}
         priority = 0
         spec: dict[str, Any] = {
             "active": True,
             "queueName": labels[QUEUE_LABEL],
-            "podSets": [
-                {"name": name, "count": count, "template": clone(template)}
-                for name, count, template in kind.templates(job)
-            ],
+            "podSets": pod_sets,
         }
         class_name = labels.get(PRIORITY_LABEL)
         if class_name:
@@ -528,6 +634,90 @@ class KueueController(Controller):
             SOURCE_JOB,
         )
         return created
+
+    # -- plain pods (and so a Deployment's pods) ---------------------------------------------
+
+    def reconcile_pod(self, pod: Obj) -> None:
+        if not self.active():
+            return
+        wl = self._workload_of(pod)
+        phase = (pod.get("status") or {}).get("phase")
+        done = phase in ("Succeeded", "Failed")
+        if wl is None:
+            if done:
+                return
+            spec = clone(pod["spec"])
+            for key in ("schedulingGates", "nodeName"):
+                spec.pop(key, None)
+            template = {"metadata": {"labels": dict(pod["metadata"].get("labels") or {})}}
+            wl = self._new_workload(
+                pod, [{"name": "main", "count": 1, "template": {**template, "spec": spec}}]
+            )
+            if wl is None:
+                return
+        if done:
+            if not _cond_true(wl, "Finished"):
+                status = clone(wl.get("status") or {})
+                message = str((pod.get("status") or {}).get("message") or "")
+                set_condition(
+                    status,
+                    "Finished",
+                    "True",
+                    "Succeeded" if phase == "Succeeded" else "Failed",
+                    message or ("Pod succeeded" if phase == "Succeeded" else "Pod failed"),
+                )
+                wl["status"] = status
+                self.update_status(WORKLOADS, wl)
+            return
+        admitted = _cond_true(wl, "Admitted") is not None
+        gated = any(g.get("name") == POD_GATE for g in pod["spec"].get("schedulingGates") or [])
+        if admitted and gated:
+            self._ungate(pod, wl)
+        elif not admitted and not gated:
+            self._stop_pod(pod, wl)
+
+    def _ungate(self, pod: Obj, wl: Obj) -> None:
+        admission = (wl.get("status") or {}).get("admission") or {}
+        assignment: Obj = next(iter(admission.get("podSetAssignments") or []), {})
+        flavor = next(iter((assignment.get("flavors") or {}).values()), None)
+        spec = pod["spec"]
+        gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != POD_GATE]
+        if gates:
+            spec["schedulingGates"] = gates
+        else:
+            spec.pop("schedulingGates", None)
+        if flavor:
+            spec["nodeSelector"] = {
+                **(spec.get("nodeSelector") or {}),
+                **self._flavor_labels(flavor),
+            }
+        self.update("pods", pod)
+        self.server.events.record(
+            pod,
+            "Started",
+            f"Admitted by clusterQueue {admission.get('clusterQueue')}",
+            "Normal",
+            SOURCE_JOB,
+        )
+
+    def _stop_pod(self, pod: Obj, wl: Obj) -> None:
+        """Kueue stops a plain pod by deleting it, marked DisruptionTarget with the reason."""
+        evicted = _cond_true(wl, "Evicted")
+        message = str(evicted.get("message")) if evicted else "Not admitted by cluster queue"
+        status = clone(pod.get("status") or {})
+        set_condition(
+            status,
+            "DisruptionTarget",
+            "True",
+            "EvictedDueTo" + str((evicted or {}).get("reason") or "Preempted"),
+            message,
+        )
+        pod["status"] = status
+        self.update_status("pods", pod)
+        self.server.events.record(pod, "Stopped", message, "Normal", SOURCE_JOB)
+        current = self.store.get("pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if current is not None:
+            self.delete("pods", current)
 
     def _flavor_labels(self, flavor: str) -> dict[str, str]:
         rf = self.store.get(FLAVORS, "", flavor)
@@ -617,13 +807,7 @@ class KueueController(Controller):
         self._queue_status(snap, local)
 
     def _fair_sharing(self) -> bool:
-        cm = self.store.get("configmaps", "kueue-system", "kueue-manager-config")
-        text = ((cm or {}).get("data") or {}).get("controller_manager_config.yaml") or ""
-        try:
-            config = yaml.safe_load(text) or {}
-        except yaml.YAMLError:
-            return False
-        return bool(isinstance(config, dict) and (config.get("fairSharing") or {}).get("enable"))
+        return bool((manager_config(self.server).get("fairSharing") or {}).get("enable"))
 
     def _would_borrow(
         self, wl: Obj, snap: Snapshot, local: dict[tuple[str, str], Obj], fair: bool
@@ -707,7 +891,7 @@ class KueueController(Controller):
         for ps in wl["spec"].get("podSets") or []:
             per_pod = pod_requests((ps.get("template") or {}).get("spec") or {})
             count = int(ps.get("count", 1))
-            out[ps["name"]] = {r: v * count for r, v in per_pod.items() if r in COUNTED and v > 0}
+            out[ps["name"]] = {r: v * count for r, v in per_pod.items() if counted(r) and v > 0}
         return out
 
     def _assign(
@@ -936,6 +1120,8 @@ class KueueController(Controller):
 
     def _sync_owner(self, wl: Obj) -> None:
         for ref in wl["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "Pod":
+                self.poke("pods", wl["metadata"]["namespace"], ref["name"])
             for kind in JOB_KINDS:
                 if ref.get("kind") == kind.kind:
                     self.poke(kind.key, wl["metadata"]["namespace"], ref["name"])

@@ -13,7 +13,11 @@ and its "Policies" and "Tasks" pages; the HyperPod CLI's job templates carry the
 
 Quota per flavor: `Count` whole instances give the instance type's vCPUs, memory and GPUs
 (Neuron devices on Trainium) times the count; `Accelerators`, `VCpu`, `MemoryInGiB` give those
-amounts, the others in the instance type's proportion (API_ComputeQuotaResourceConfig.html:
+amounts, the others in the instance type's proportion; an `AcceleratorPartition` (MIG) gives
+`Count` partitions as the resource the NVIDIA device plugin advertises for its profile
+(`nvidia.com/mig-1g.10gb`), its vCPUs and memory in proportion to the GPUs those partitions make
+up, and no whole GPUs. The ClusterQueues cover cpu, memory, GPUs, Neuron devices and every MIG
+resource a quota names (0 where a team has none of it) (API_ComputeQuotaResourceConfig.html:
 "If you don't specify a value for vCPU and MemoryInGiB, SageMaker AI automatically allocates
 ratio-based values"). Sharing (API_ResourceSharingConfig.html): `Lend` lends idle quota and
 borrows nothing (borrowingLimit 0); `DontLend` neither lends nor borrows (lendingLimit 0,
@@ -39,6 +43,7 @@ import yaml
 
 from sim.governance import QuotaResource, SchedulerPolicy, TeamQuota
 from sim.k8s.errors import ApiError
+from sim.k8s.gpu_devices import partitions_per_gpu
 from sim.k8s.instances import capacity
 
 if TYPE_CHECKING:
@@ -72,10 +77,32 @@ def priority_class_of(name: str) -> str:
     return f"{name}-priority"
 
 
+def mig_resource(profile: str) -> str:
+    """The extended resource of a MIG profile: mig-1g.10gb -> nvidia.com/mig-1g.10gb."""
+    return f"nvidia.com/mig-{profile.removeprefix('mig-')}"
+
+
+def covered(teams: list[TeamQuota]) -> list[str]:
+    """The resources every ClusterQueue covers: the base four and the quotas' MIG resources."""
+    mig = sorted({mig_resource(r.mig_profile) for t in teams for r in t.resources if r.mig_profile})
+    return [*COVERED, *mig]
+
+
 def amounts(res: QuotaResource) -> dict[str, float]:
     """The Kueue resources one quota entry gives (cpu in cores, memory in bytes)."""
     cap = capacity(res.instance_type)
     accelerators = cap.gpus or cap.neuron
+    if res.mig_profile and res.mig_count is not None:
+        per_gpu = partitions_per_gpu(res.instance_type, res.mig_profile.removeprefix("mig-"))
+        share = res.mig_count / (per_gpu * cap.gpus) if per_gpu and cap.gpus else 0.0
+        return {
+            "cpu": res.vcpu if res.vcpu is not None else share * cap.cpu,
+            "memory": (res.memory_gib if res.memory_gib is not None else share * cap.memory_gib)
+            * GIB,
+            GPU: 0.0,
+            NEURON: 0.0,
+            mig_resource(res.mig_profile): float(res.mig_count),
+        }
     if res.count is not None:
         share = float(res.count)
     elif res.accelerators is not None and accelerators:
@@ -151,7 +178,7 @@ def render(policy: SchedulerPolicy | None, teams: list[TeamQuota]) -> list[dict[
                 "metadata": {"name": namespace_of(team.team), "labels": dict(labels)},
             }
         )
-        objects.append(_cluster_queue(team, flavors, labels))
+        objects.append(_cluster_queue(team, flavors, covered(teams), labels))
         objects.append(
             {
                 "apiVersion": KUEUE,
@@ -177,11 +204,24 @@ def manager_config(policy: SchedulerPolicy | None) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
         "fairSharing": {"enable": fair},
+        # pods outside the system namespaces are managed when they carry a queue name
+        # (https://kueue.sigs.k8s.io/docs/tasks/run/plain_pods/ and .../run/deployment/)
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["kube-system", "kueue-system"],
+                }
+            ]
+        },
         "integrations": {
             "frameworks": [
                 "batch/job",
                 "ray.io/rayjob",
                 "sagemaker.amazonaws.com/hyperpodpytorchjob",
+                "pod",
+                "deployment",
             ]
         },
         "resources": {"excludeResourcePrefixes": ["vpc.amazonaws.com/", "hugepages-"]},
@@ -198,23 +238,25 @@ def manager_config(policy: SchedulerPolicy | None) -> dict[str, Any]:
     }
 
 
-def _cluster_queue(team: TeamQuota, flavors: list[str], labels: dict[str, str]) -> dict[str, Any]:
+def _cluster_queue(
+    team: TeamQuota, flavors: list[str], resource_names: list[str], labels: dict[str, str]
+) -> dict[str, Any]:
     own = {r.instance_type: amounts(r) for r in team.resources}
     absolute = {r.instance_type: amounts(r) for r in team.absolute_borrow_limits}
     flavor_quotas = []
     for flavor in flavors:
-        nominal = own.get(flavor) or dict.fromkeys(COVERED, 0.0)
+        nominal = own.get(flavor) or {}
         resources = []
-        for resource in COVERED:
+        for resource in resource_names:
             entry: dict[str, Any] = {
                 "name": resource,
-                "nominalQuota": quantity(resource, nominal[resource]),
+                "nominalQuota": quantity(resource, nominal.get(resource, 0.0)),
             }
             if team.strategy == "LendAndBorrow":
                 if flavor in absolute:
-                    limit = absolute[flavor][resource]
+                    limit = absolute[flavor].get(resource, 0.0)
                 else:
-                    limit = nominal[resource] * team.borrow_limit_percent / 100
+                    limit = nominal.get(resource, 0.0) * team.borrow_limit_percent / 100
                 entry["borrowingLimit"] = quantity(resource, limit)
             else:
                 entry["borrowingLimit"] = 0
@@ -236,7 +278,9 @@ def _cluster_queue(team: TeamQuota, flavors: list[str], labels: dict[str, str]) 
         "stopPolicy": "None" if team.active else "Hold",
     }
     if flavor_quotas:
-        spec["resourceGroups"] = [{"coveredResources": list(COVERED), "flavors": flavor_quotas}]
+        spec["resourceGroups"] = [
+            {"coveredResources": list(resource_names), "flavors": flavor_quotas}
+        ]
     if team.fair_share_weight is not None:
         spec["fairSharing"] = {"weight": team.fair_share_weight}
     return {
