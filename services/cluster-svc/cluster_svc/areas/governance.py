@@ -133,6 +133,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
             quotas=actual.quotas,
             capacity=cluster_capacity(target.cluster, nodes, pods),
             events=events,
+            pods=pods,
         )
         return explain(ref, facts).model_dump(mode="json")
 

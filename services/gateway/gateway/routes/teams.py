@@ -36,6 +36,7 @@ from shared.contracts.governance import (
     UpdateTaskGovernance,
     UpdateTeam,
 )
+from shared.contracts.inference import ENDPOINT_NAME_PATTERN
 from shared.contracts.workloads import JOB_NAME_PATTERN
 
 router = APIRouter(
@@ -216,6 +217,55 @@ async def explain_pending(
                 "namespace": found.namespace,
                 "kind": found.kind,
                 "api_version": found.api_version,
+            },
+        },
+        timeout=20.0,
+    )
+
+
+EndpointNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=ENDPOINT_NAME_PATTERN)]
+
+
+def _workers(record: records.EndpointRecord) -> str:
+    """The endpoint's workers' Deployment (the object Kueue queues, pod by pod)."""
+    deployments = [
+        str(o).split("/", 1)[1] for o in record.objects if str(o).startswith("Deployment/")
+    ]
+    for name in deployments:
+        if name == record.name or name.endswith("-workers"):
+            return name
+    raise ApiError(
+        409,
+        "not_governed",
+        f"endpoint {record.name} ({record.kind}) has no Deployment of its own that Kueue queues:"
+        " only self-managed endpoints (container, sglang) take a team",
+        hint=f"GET /api/v1/endpoints/{record.name}?cluster={record.cluster}",
+    )
+
+
+@router.get(
+    "/{name}/endpoints/{endpoint}/pending",
+    response_model=None,
+    responses=ok(PendingExplanation),
+    summary="Why are the endpoint's pods pending? Kueue's admission of its pods, the team's"
+    " quota and borrowing, free GPUs per node, node health and events, with the fixes",
+)
+async def explain_endpoint_pending(
+    name: ClusterNamePath, endpoint: EndpointNamePath, request: Request, pool: Pool, _: Viewer
+) -> Any:
+    cluster = await records.cluster(pool, name)
+    found = await records.endpoint(pool, name, endpoint)
+    return await query(
+        request.app.state.bus,
+        "cluster",
+        "pending",
+        {
+            "target": target(cluster).model_dump(mode="json"),
+            "job": {
+                "name": _workers(found),
+                "namespace": found.namespace,
+                "kind": "Deployment",
+                "api_version": "apps/v1",
             },
         },
         timeout=20.0,

@@ -11,6 +11,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer, reference
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from mcp_svc.tools.inference import EndpointName
 from shared.boundary import GOVERNED_NAME_PATTERN, api_path
 from shared.contracts.governance import NewTeam, TaskGovernanceChange, TeamChange
 from shared.contracts.workloads import JOB_NAME_PATTERN
@@ -90,6 +91,22 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         teams' idle quota, priorities, free GPUs per node, node health and events, with the
         fixes."""
         raw = await gateway.get(api_path("clusters", cluster, "jobs", job, "pending"))
+        return Pending(
+            summary=str(raw.get("summary")),
+            reason=str(raw.get("reason")),
+            pending=bool(raw.get("pending")),
+            fixes=list(raw.get("fixes") or []),
+            facts=dict(raw.get("facts") or {}),
+        )
+
+    @server.read_tool(
+        area="task governance",
+        rest="GET /api/v1/clusters/{name}/endpoints/{endpoint}/pending",
+    )
+    async def explain_endpoint_pending(cluster: ClusterRef, endpoint: EndpointName) -> Pending:
+        """Why a team's self-managed endpoint has pods waiting: Kueue's admission of its pods
+        (one Workload each), the team's quota and borrowing, free GPUs, with the fixes."""
+        raw = await gateway.get(api_path("clusters", cluster, "endpoints", endpoint, "pending"))
         return Pending(
             summary=str(raw.get("summary")),
             reason=str(raw.get("reason")),

@@ -65,6 +65,7 @@ class PendingFacts:
     quotas: Mapping[str, QuotaActual]  # team -> its compute quota
     capacity: ClusterCapacity | None
     events: Sequence[KubeObject] = field(default_factory=list)
+    pods: Sequence[KubeObject] = field(default_factory=list)  # every Pod of the cluster
 
 
 def quantity(value: Any) -> float:
@@ -88,10 +89,47 @@ def _true(conditions: Mapping[str, KubeObject], kind: str) -> bool:
     return (conditions.get(kind) or {}).get("status") == "True"
 
 
-def workload_of(
-    job: JobRef, obj: KubeObject | None, workloads: Sequence[KubeObject]
+def _selected(obj: KubeObject, pod: KubeObject) -> bool:
+    wanted = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return bool(wanted) and all(labels.get(k) == v for k, v in wanted.items())
+
+
+def _pod_workload(
+    job: JobRef, obj: KubeObject, workloads: Sequence[KubeObject], pods: Sequence[KubeObject]
 ) -> KubeObject | None:
-    """The job's Workload: in its namespace, owned by it (its uid, else its kind and name)."""
+    """A Deployment's pods are plain Pod workloads (Kueue's pod integration), one per pod: the
+    first that Kueue has not admitted, else any of them."""
+    uids = {
+        (p.get("metadata") or {}).get("uid")
+        for p in pods
+        if (p.get("metadata") or {}).get("namespace") == job.namespace and _selected(obj, p)
+    }
+    mine = [
+        w
+        for w in workloads
+        if (w.get("metadata") or {}).get("namespace") == job.namespace
+        and any(
+            o.get("kind") == "Pod" and o.get("uid") in uids
+            for o in (w.get("metadata") or {}).get("ownerReferences") or []
+        )
+    ]
+    mine.sort(key=lambda w: str((w.get("metadata") or {}).get("creationTimestamp") or ""))
+    waiting = [w for w in mine if not _true(_conditions(w), "Admitted")]
+    chosen = waiting or mine
+    return chosen[0] if chosen else None
+
+
+def workload_of(
+    job: JobRef,
+    obj: KubeObject | None,
+    workloads: Sequence[KubeObject],
+    pods: Sequence[KubeObject] = (),
+) -> KubeObject | None:
+    """The job's Workload: in its namespace, owned by it (its uid, else its kind and name); a
+    Deployment's: the Workload of one of its pods, a waiting one first."""
+    if job.kind == "Deployment" and obj is not None:
+        return _pod_workload(job, obj, workloads, pods)
     uid = ((obj or {}).get("metadata") or {}).get("uid")
     for workload in workloads:
         meta = workload.get("metadata") or {}
@@ -265,7 +303,7 @@ def explain(ref: JobRef, facts: PendingFacts) -> PendingExplanation:
         )
     labels = (facts.job.get("metadata") or {}).get("labels") or {}
     team = team_of(ref.namespace)
-    workload = workload_of(ref, facts.job, facts.workloads)
+    workload = workload_of(ref, facts.job, facts.workloads, facts.pods)
     classes = sorted(facts.priority_classes.items(), key=lambda kv: -kv[1])
     if workload is None:
         if labels.get(QUEUE_LABEL) is None:
