@@ -33,6 +33,7 @@ from shared.contracts.gpu import (
     check_share,
 )
 from shared.contracts.spec import Spec
+from shared.contracts.storage import Volumes, check_volumes
 from shared.secrets import HINT, check_env, secret_name, secret_shape
 from shared.validation import RuleViolation
 
@@ -453,6 +454,18 @@ class JobBase(Spec):
         description="task governance: a priority class of the cluster's scheduler config"
         " (with team)",
     )
+    volumes: Volumes = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _volumes(self) -> Self:
+        check_volumes(self.volumes)
+        if self.volumes and self.team is not None:
+            raise RuleViolation(
+                f"volumes: added storage claims live in namespace {NAMESPACE}, and a job of"
+                f" team {self.team} runs in {team_namespace(self.team)}",
+                "drop team to mount added claims, or use the team's s3-claim at /s3",
+            )
+        return self
 
     @model_validator(mode="after")
     def _priority_needs_team(self) -> Self:
@@ -719,6 +732,12 @@ class ModelDownloadSpec(Spec):
         description="a Secret made by POST .../secrets/hf-token",
     )
     instance_group: str | None = Field(None, pattern=GROUP_PATTERN)
+    volumes: Volumes = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _volumes(self) -> Self:
+        check_volumes(self.volumes)
+        return self
 
     @field_validator("target")
     @classmethod

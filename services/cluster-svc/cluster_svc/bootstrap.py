@@ -17,6 +17,7 @@ from cluster_svc.areas import (
     instance_groups,
     lifecycle_plans,
     nodes,
+    storage,
 )
 from cluster_svc.domain.cluster_workflow import (
     create_cluster_workflow,
@@ -60,6 +61,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         instance_groups.build(aws, ports),
         nodes.build(aws, ports),
         features.build(aws, ports),
+        storage.build(aws, ports),
         capacity.build(aws, ports),
         governance.build(aws, ports),
         inspect_area(Inspector(aws)),

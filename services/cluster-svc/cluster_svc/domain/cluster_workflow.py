@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cluster_svc.domain import (
+    claims,
     control_plane,
     dependencies,
     fsx,
@@ -77,10 +78,11 @@ DELETE_NEEDS: dict[str, tuple[str, ...]] = {
     "delete_hyperpod": ("delete_storage",),
     "delete_fsx": ("delete_storage", "delete_hyperpod"),
     "delete_dependencies": ("delete_hyperpod", "delete_storage"),
-    "delete_eks": ("delete_dependencies", "delete_hyperpod", "delete_fsx"),
+    "delete_eks": ("delete_dependencies", "delete_hyperpod", "delete_fsx", "delete_claims"),
+    "delete_claims": ("delete_hyperpod",),
     "delete_oidc_provider": ("delete_eks",),
-    "delete_compute_subnet": ("delete_hyperpod", "delete_fsx"),
-    "delete_security_group": ("delete_eks", "delete_hyperpod", "delete_fsx"),
+    "delete_compute_subnet": ("delete_hyperpod", "delete_fsx", "delete_claims"),
+    "delete_security_group": ("delete_eks", "delete_hyperpod", "delete_fsx", "delete_claims"),
     "delete_network": ("delete_eks", "delete_compute_subnet", "delete_security_group"),
     "delete_roles": ("delete_eks", "delete_hyperpod", "delete_oidc_provider"),
     "delete_bucket": ("delete_hyperpod", "delete_storage"),
@@ -120,6 +122,7 @@ def delete_cluster_workflow(ports: ClusterPorts, extra: Iterable[Stage] = ()) ->
         *identity.delete_stages(ports.iam),
         *network.delete_stages(ports.ec2),
         delete_feature_roles_stage(ports.iam),
+        claims.delete_claims_stage(ports.buckets, ports.fsx, ports.kube, ports.eks),
         *extra,
     ]
     return Workflow(

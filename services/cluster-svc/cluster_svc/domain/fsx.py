@@ -20,6 +20,8 @@ from shared.stages import Done, Pending, Stage, StageContext, Submitted
 
 DeploymentType = Literal["SCRATCH_2", "PERSISTENT_2"]
 LUSTRE_VERSION = "2.15"
+DEFAULT_DEPLOYMENT: DeploymentType = "PERSISTENT_2"
+DEFAULT_THROUGHPUT_PER_TIB = 250  # MB/s per TiB
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,28 @@ def _failed(fs: FileSystem) -> PermanentError:
     )
 
 
+async def creation_progress(fsx: FsxPort, file_system_id: str) -> FileSystem | Pending:
+    """A file system being created: itself once AVAILABLE, else its progress; gone or failed
+    is a permanent error."""
+    found = await fsx.describe(file_system_id)
+    if found is None:
+        raise PermanentError(
+            "FileSystemGone",
+            f"FSx for Lustre {file_system_id} disappeared while it was being created",
+            "retry the operation to create it again",
+        )
+    if found.lifecycle in ("FAILED", "MISCONFIGURED"):
+        raise _failed(found)
+    if found.lifecycle == "AVAILABLE":
+        return found
+    return Pending(f"FSx for Lustre {found.lifecycle} ({elapsed_seconds(found.created_at)} s)")
+
+
 def create_stages(
     fsx: FsxPort,
     *,
-    deployment_type: DeploymentType = "PERSISTENT_2",
-    throughput_per_tib: int = 250,
+    deployment_type: DeploymentType = DEFAULT_DEPLOYMENT,
+    throughput_per_tib: int = DEFAULT_THROUGHPUT_PER_TIB,
 ) -> list[Stage]:
     async def file_system(ctx: StageContext[CreateCluster]) -> Done | Submitted:
         cmd = ctx.cmd
@@ -132,18 +151,8 @@ def create_stages(
 
     async def file_system_poll(ctx: StageContext[Any]) -> Done | Pending:
         file_system_id = ctx.own_outputs.get("file_system_id") or ctx.external_id or ""
-        found = await fsx.describe(file_system_id)
-        if found is None:
-            raise PermanentError(
-                "FileSystemGone",
-                f"FSx for Lustre {file_system_id} disappeared while it was being created",
-                "retry the operation to create it again",
-            )
-        if found.lifecycle in ("FAILED", "MISCONFIGURED"):
-            raise _failed(found)
-        if found.lifecycle == "AVAILABLE":
-            return Done(_outputs(found))
-        return Pending(f"FSx for Lustre {found.lifecycle} ({elapsed_seconds(found.created_at)} s)")
+        found = await creation_progress(fsx, file_system_id)
+        return found if isinstance(found, Pending) else Done(_outputs(found))
 
     return [
         Stage(

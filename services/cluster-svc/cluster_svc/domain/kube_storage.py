@@ -65,9 +65,11 @@ def _pvc(name: str, volume: str, capacity: str) -> KubeObject:
     }
 
 
-def s3_volume(bucket: str, region: str) -> list[KubeObject]:
+def s3_volume(
+    bucket: str, region: str, claim: str = S3_CLAIM, volume: str | None = None
+) -> list[KubeObject]:
     """PV + PVC for the bucket; `allow-delete` lets jobs remove their own checkpoints."""
-    name = f"s3-{bucket}"[:253]
+    name = volume or f"s3-{bucket}"[:253]
     csi = {
         "driver": S3_DRIVER,
         "volumeHandle": f"s3-csi-{bucket}",
@@ -75,24 +77,30 @@ def s3_volume(bucket: str, region: str) -> list[KubeObject]:
     }
     options = ["allow-delete", f"region {region}"]
     return [
-        labelled(_pv(name, S3_CAPACITY, csi, options, S3_CLAIM), COMPONENT, VERSION),
-        labelled(_pvc(S3_CLAIM, name, S3_CAPACITY), COMPONENT, VERSION),
+        labelled(_pv(name, S3_CAPACITY, csi, options, claim), COMPONENT, VERSION),
+        labelled(_pvc(claim, name, S3_CAPACITY), COMPONENT, VERSION),
     ]
 
 
 def fsx_volume(
-    file_system_id: str, dns_name: str, mount_name: str, capacity_gib: int
+    file_system_id: str,
+    dns_name: str,
+    mount_name: str,
+    capacity_gib: int,
+    claim: str = FSX_CLAIM,
+    volume: str | None = None,
 ) -> list[KubeObject]:
+    """PV + PVC for the file system: its id, DNSName and Lustre MountName."""
     capacity = f"{capacity_gib}Gi"
-    name = f"fsx-{file_system_id}"
+    name = volume or f"fsx-{file_system_id}"
     csi = {
         "driver": FSX_DRIVER,
         "volumeHandle": file_system_id,
         "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
     }
     return [
-        labelled(_pv(name, capacity, csi, ["flock"], FSX_CLAIM), COMPONENT, VERSION),
-        labelled(_pvc(FSX_CLAIM, name, capacity), COMPONENT, VERSION),
+        labelled(_pv(name, capacity, csi, ["flock"], claim), COMPONENT, VERSION),
+        labelled(_pvc(claim, name, capacity), COMPONENT, VERSION),
     ]
 
 
@@ -115,7 +123,7 @@ def wanted_volumes(ctx: StageContext[CreateCluster]) -> list[KubeObject]:
     return objects
 
 
-def _claim_conflict(wanted: KubeObject, current: KubeObject) -> PermanentError | None:
+def claim_conflict(wanted: KubeObject, current: KubeObject) -> PermanentError | None:
     """A claim or volume of the same name that Hyperpilot did not make and points elsewhere."""
     if is_managed(current, COMPONENT):
         return None
@@ -182,7 +190,7 @@ def storage_stage(kube_factory: KubeFactory) -> Stage:
     async def run(ctx: StageContext[Any]) -> Done | Submitted:
         kube, wanted, found = await current(ctx)
         for obj, existing in zip(wanted, found, strict=True):
-            if existing is not None and (conflict := _claim_conflict(obj, existing)):
+            if existing is not None and (conflict := claim_conflict(obj, existing)):
                 raise conflict  # checked for every object before any is applied
         missing = [obj for obj, existing in zip(wanted, found, strict=True) if existing is None]
         for obj in missing:

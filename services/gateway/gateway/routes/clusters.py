@@ -16,6 +16,7 @@ from gateway.accept import Reserve, plan_then_accept
 from gateway.deps import AdminMutation, Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.routes.cluster_storage import delete_resources
 from gateway.routes.inspect import problems_to_fields
 from gateway.routes.models import ACCEPTED, MUTATION_ERRORS, READ_ERRORS, accepted, ok
 from gateway.routing import PrefixedRoute
@@ -363,7 +364,10 @@ async def delete_cluster(
                 f"cluster {name} has operation {busy} in progress",
                 hint=f"wait for it (GET /api/v1/operations/{busy}?wait=60), then delete",
             )
-        return DeleteCluster(name=name, region=found.region, resources=found.created_resources)
+        claims = await delete_resources(mutation.pool, found)
+        return DeleteCluster(
+            name=name, region=found.region, resources={**found.created_resources, **claims}
+        )
 
     return await plan_then_accept(
         request.app.state.bus,

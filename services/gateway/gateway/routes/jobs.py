@@ -17,12 +17,13 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from gateway import records
-from gateway.accept import on_cluster, plan_then_accept, refusal_mapper
+from gateway.accept import plan_then_accept, refusal_mapper
 from gateway.auth import Principal
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.limits import NonNegativeBigint
 from gateway.queries import query
+from gateway.routes.cluster_storage import checked_volumes
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
@@ -95,13 +96,18 @@ async def submit_job(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await on_cluster(
+    async def build() -> SubmitJob:
+        cluster = (await records.cluster(mutation.pool, name)).usable(PURPOSE)
+        await checked_volumes(mutation.pool, name, spec.volumes)
+        return SubmitJob(cluster=name, region=cluster.region, spec=spec)
+
+    return await plan_then_accept(
         request.app.state.bus,
         mutation,
-        name,
         SubmitJob,
-        lambda c: SubmitJob(cluster=name, region=c.usable(PURPOSE).region, spec=spec),
-        target=("job", f"{name}/{spec.name}"),
+        build,
+        target_type="job",
+        target_id=f"{name}/{spec.name}",
         requested=spec.model_dump(mode="json", exclude_unset=True),
         refusal=_refusal,
     )
@@ -259,13 +265,18 @@ async def download_model(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    return await on_cluster(
+    async def build() -> DownloadModel:
+        cluster = (await records.cluster(mutation.pool, name)).usable(PURPOSE)
+        await checked_volumes(mutation.pool, name, spec.volumes)
+        return DownloadModel(cluster=name, region=cluster.region, spec=spec)
+
+    return await plan_then_accept(
         request.app.state.bus,
         mutation,
-        name,
         DownloadModel,
-        lambda c: DownloadModel(cluster=name, region=c.usable(PURPOSE).region, spec=spec),
-        target=("job", f"{name}/{spec.name}"),
+        build,
+        target_type="job",
+        target_id=f"{name}/{spec.name}",
         requested=spec.model_dump(mode="json", exclude_unset=True),
         refusal=_refusal,
     )

@@ -17,6 +17,7 @@ from shared.boundary import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     ShellVar,
+    object_name,
     priority_class_object,
     shell_line,
     shell_script,
@@ -88,9 +89,20 @@ def job_metadata(spec: Launched | VerlRecipe) -> KubeObject:
     return {"name": spec.name, "namespace": spec.namespace(), "labels": labels}
 
 
-def _volume() -> tuple[list[KubeObject], list[KubeObject]]:
+def _volume(spec: JobBase | ModelDownloadSpec) -> tuple[list[KubeObject], list[KubeObject]]:
+    """The shared bucket at /s3, then each storage claim the spec mounts (`volumes`), as pod
+    volumes storage-0, storage-1, ... (a claim's name may be longer than a volume's may)."""
     volumes = [{"name": "shared", "persistentVolumeClaim": {"claimName": S3_CLAIM}}]
-    mounts = [{"name": "shared", "mountPath": MOUNT_PATH}]
+    mounts: list[KubeObject] = [{"name": "shared", "mountPath": MOUNT_PATH}]
+    for i, volume in enumerate(spec.volumes):
+        name = object_name("storage", str(i), field="volumes")
+        claim: KubeObject = {"claimName": volume.claim}
+        mount: KubeObject = {"name": name, "mountPath": volume.mount_path}
+        if volume.read_only:
+            claim["readOnly"] = True
+            mount["readOnly"] = True
+        volumes.append({"name": name, "persistentVolumeClaim": claim})
+        mounts.append(mount)
     return volumes, mounts
 
 
@@ -263,7 +275,7 @@ def _run_policy(spec: JobBase) -> KubeObject:
 
 
 def pytorch_job(spec: Launched) -> Rendered:
-    volumes, mounts = _volume()
+    volumes, mounts = _volume(spec)
     container: KubeObject = {
         "name": "pytorch",
         "image": spec.image or IMAGES[spec.recipe],
@@ -336,7 +348,7 @@ def verl_argv(spec: VerlRecipe) -> list[str]:
 
 
 def ray_job(spec: VerlRecipe) -> Rendered:
-    volumes, mounts = _volume()
+    volumes, mounts = _volume(spec)
     image = spec.image or IMAGES["verl"]
     env = _env(spec)
     total_gpus = spec.replicas * spec.resources.gpus
@@ -426,7 +438,7 @@ def download_job(spec: ModelDownloadSpec) -> Rendered:
     `huggingface-cli download --local-dir` straight into the bucket fails. Retried by the Job's
     back-off: a new pod skips the files already complete in the target (a file cut mid-copy
     never appeared there); the token by Secret reference (`download_program`)."""
-    volumes, mounts = _volume()
+    volumes, mounts = _volume(spec)
     volumes.append({"name": "scratch", "emptyDir": {}})
     mounts.append({"name": "scratch", "mountPath": DOWNLOAD_SCRATCH})
     env: list[KubeObject] = [

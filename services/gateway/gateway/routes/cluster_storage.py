@@ -1,0 +1,231 @@
+"""Storage claims of a cluster: list, add (an S3 bucket or an FSx for Lustre file system, found
+or new), remove. Adding and removing are operations, dry run first like every change; removing a
+claim that a job, a Ray job, a model download or an endpoint mounts is refused (409) with them
+named. Workload routes check the claims they mount with `checked_volumes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, Body, Path, Request
+from fastapi.responses import JSONResponse
+
+from gateway import records
+from gateway.accept import plan_then_accept, refusal_mapper
+from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
+from gateway.errors import ApiError, field_error
+from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS
+from gateway.routing import PrefixedRoute
+from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.storage import (
+    AddStorage,
+    RemoveStorage,
+    StorageAdd,
+    StorageClaim,
+    StorageTarget,
+    VolumeMount,
+)
+from shared.contracts.workloads import TERMINAL_STATUSES
+from shared.storage_claims import cluster_claims
+
+router = APIRouter(
+    route_class=PrefixedRoute,
+    prefix="/api/v1/clusters",
+    tags=["storage"],
+    responses=LIVE_READ_ERRORS,
+)
+
+ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+ClaimPath = Annotated[
+    str, Path(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+]
+PURPOSE = "storage changes on an active or imported cluster"
+REFUSAL = refusal_mapper(
+    rules={
+        "BucketNotFound": ("storage.bucket", "bucket_exists"),
+        "BucketExists": ("storage.bucket", "bucket_is_new"),
+        "FileSystemNotFound": ("storage.file_system_id", "file_system_exists"),
+        "ClaimExists": ("storage.claim", "claim_unique"),
+    },
+    conflicts=frozenset({"FileSystemNotAvailable", "NoComputeSubnet"}),
+)
+
+
+def _target(cluster: records.ClusterRecord) -> StorageTarget:
+    created = cluster.created_resources
+    return StorageTarget(
+        eks_cluster=cluster.feature_target().eks_cluster,
+        subnet_id=(created.get("compute_subnet") or {}).get("subnet_id"),
+        security_group_id=(created.get("security_group") or {}).get("security_group_id"),
+        tags={str(k): str(v) for k, v in (cluster.spec.get("tags") or {}).items()},
+    )
+
+
+async def claims_of(pool: asyncpg.Pool, cluster: str) -> list[StorageClaim]:
+    async with pool.acquire() as conn:
+        return await cluster_claims(conn, cluster)
+
+
+async def checked_volumes(
+    pool: asyncpg.Pool, cluster: str, volumes: Sequence[VolumeMount], field: str = "volumes"
+) -> None:
+    """Every claim a workload mounts exists on the cluster (422 naming the missing one)."""
+    if not volumes:
+        return
+    known = {c.claim: c for c in await claims_of(pool, cluster)}
+    for i, volume in enumerate(volumes):
+        found = known.get(volume.claim)
+        if found is None:
+            raise field_error(
+                f"{field}.{i}.claim",
+                "claim_exists",
+                f"cluster {cluster} has no storage claim {volume.claim}",
+                f"list its claims with GET /api/v1/clusters/{cluster}/storage, or add one with"
+                f" POST /api/v1/clusters/{cluster}/storage",
+            )
+        if found.status != "available":
+            raise field_error(
+                f"{field}.{i}.claim",
+                "claim_available",
+                f"storage claim {volume.claim} of cluster {cluster} is {found.status}",
+                "wait for its operation to finish, or mount another claim",
+            )
+
+
+async def _users(pool: asyncpg.Pool, cluster: str, claim: str) -> list[str]:
+    """The workloads that mount `claim`: live jobs (Ray jobs and model downloads too) and
+    endpoints."""
+    pattern = [{"claim": claim}]
+    async with pool.acquire() as conn:
+        jobs = await conn.fetch(
+            "SELECT name FROM jobs WHERE cluster = $1 AND spec->'volumes' @> $2::jsonb"
+            " AND NOT (status = ANY($3::text[])) ORDER BY name",
+            cluster,
+            pattern,
+            sorted(TERMINAL_STATUSES),
+        )
+        endpoints = await conn.fetch(
+            "SELECT name FROM endpoints WHERE cluster = $1 AND spec->'volumes' @> $2::jsonb"
+            " ORDER BY name",
+            cluster,
+            pattern,
+        )
+    return [f"job {r['name']}" for r in jobs] + [f"endpoint {r['name']}" for r in endpoints]
+
+
+@router.get(
+    "/{name}/storage",
+    response_model=list[StorageClaim],
+    summary="The cluster's storage claims (its own bucket as s3-claim, then the added ones)",
+)
+async def list_storage(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[StorageClaim]:
+    await records.cluster(pool, name)
+    return await claims_of(pool, name)
+
+
+@router.post(
+    "/{name}/storage",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Add a storage claim: an S3 bucket or an FSx for Lustre file system, found or new",
+)
+async def add_storage(
+    name: ClusterNamePath,
+    request: Request,
+    mutation: OperatorMutation,
+    body: Annotated[StorageAdd, Body()],
+) -> JSONResponse:
+    async def build() -> AddStorage:
+        cluster = (await records.cluster(mutation.pool, name)).usable(PURPOSE)
+        existing = [c.claim for c in await claims_of(mutation.pool, name)]
+        if body.claim in existing:
+            raise ApiError(
+                409,
+                "claim_exists",
+                f"cluster {name} already has a storage claim {body.claim}",
+                hint="choose another claim name, or remove the existing claim first",
+            )
+        return AddStorage(
+            cluster=name,
+            region=cluster.region,
+            target=_target(cluster),
+            storage=body,
+            existing=existing,
+        )
+
+    return await plan_then_accept(
+        request.app.state.bus,
+        mutation,
+        AddStorage,
+        build,
+        target_type="cluster",
+        target_id=name,
+        requested=body.model_dump(mode="json", exclude_unset=True),
+        refusal=REFUSAL,
+    )
+
+
+@router.delete(
+    "/{name}/storage/{claim}",
+    status_code=202,
+    responses=ACCEPTED,
+    summary="Remove a storage claim (refused while a workload mounts it); what it found stays",
+)
+async def remove_storage(
+    name: ClusterNamePath, claim: ClaimPath, request: Request, mutation: AdminMutation
+) -> JSONResponse:
+    async def build() -> RemoveStorage:
+        cluster = (await records.cluster(mutation.pool, name)).usable(PURPOSE)
+        found = {c.claim: c for c in await claims_of(mutation.pool, name)}.get(claim)
+        if found is None:
+            raise ApiError(
+                404,
+                "not_found",
+                f"cluster {name} has no storage claim {claim}",
+                hint=f"GET /api/v1/clusters/{name}/storage",
+            )
+        if found.source == "default":
+            raise ApiError(
+                409,
+                "default_claim",
+                f"{claim} is the cluster's own storage, made with it; it goes with the cluster",
+                hint=f"remove only added claims; DELETE /api/v1/clusters/{name} removes it",
+            )
+        users = await _users(mutation.pool, name, claim)
+        if users:
+            raise ApiError(
+                409,
+                "claim_in_use",
+                f"storage claim {claim} is mounted by {', '.join(users)}",
+                hint="delete or finish those workloads first, then remove the claim",
+            )
+        return RemoveStorage(
+            cluster=name, region=cluster.region, target=_target(cluster), claim=found
+        )
+
+    return await plan_then_accept(
+        request.app.state.bus,
+        mutation,
+        RemoveStorage,
+        build,
+        target_type="cluster",
+        target_id=name,
+        requested={"claim": claim},
+        refusal=REFUSAL,
+    )
+
+
+async def delete_resources(pool: asyncpg.Pool, cluster: records.ClusterRecord) -> dict[str, Any]:
+    """What a cluster's delete needs of its added claims (DeleteCluster.resources)."""
+    added = [c for c in await claims_of(pool, cluster.name) if c.source != "default"]
+    if not added:
+        return {}
+    return {
+        "storage_claims": {
+            "eks_cluster": cluster.feature_target().eks_cluster,
+            "claims": [c.model_dump(mode="json") for c in added],
+        }
+    }

@@ -1,0 +1,211 @@
+"""Storage as a list of claims, end to end against the simulated AWS and Kubernetes: a bucket
+and an FSx for Lustre file system made directly through boto3 (not Hyperpilot) are attached as
+claims (dry run first, the file system's real MountName and DNSName in its PersistentVolume), a
+new bucket is created for a third claim; a job mounts the second bucket and the FSx where it
+asks; bad mounts and FSx settings are refused with the field; a claim in use cannot be removed
+(409 naming the job); deleting the cluster deletes the bucket Hyperpilot created and leaves the
+pre-existing bucket and file system in place (simulator inventory before and after)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
+from sim.testing import aws_client
+from tests.e2e.conftest import Client, RunningStack, cluster_spec, unique
+
+
+def _storage(cluster: str) -> str:
+    return f"/api/v1/clusters/{cluster}/storage"
+
+
+def _added(api: Client, cluster: str, body: dict[str, Any]) -> dict[str, Any]:
+    dry = api.post(_storage(cluster), body, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    accepted = api.post(_storage(cluster), body)
+    assert accepted.status_code == 202, accepted.text
+    done = api.wait(accepted.json()["operation_id"], timeout=90)
+    assert done["status"] in ("succeeded", "noop"), done
+    return dict(dry.json()["plan"])
+
+
+def _file_system(sim_aws: SimulatedAws) -> dict[str, Any]:
+    ec2 = aws_client(sim_aws, "ec2")
+    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+    fsx = aws_client(sim_aws, "fsx")
+    made = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=[subnet],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125},
+    )["FileSystem"]
+    deadline = time.monotonic() + 30
+    while True:
+        (found,) = fsx.describe_file_systems(FileSystemIds=[made["FileSystemId"]])["FileSystems"]
+        if found["Lifecycle"] == "AVAILABLE":
+            return dict(found)
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+
+
+def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
+    running_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    api = running_stack.client
+    cluster = unique("store")
+    op = api.post("/api/v1/clusters", cluster_spec(api, cluster)).json()["operation_id"]
+    assert api.wait(op, timeout=240)["status"] == "succeeded"
+
+    s3 = aws_client(sim_aws, "s3")
+    existing_bucket = unique("pre-data")
+    s3.create_bucket(Bucket=existing_bucket)
+    lustre = _file_system(sim_aws)
+    lustre_id = lustre["FileSystemId"]
+    mount_name = lustre["LustreConfiguration"]["MountName"]
+    new_bucket = unique("made-data")
+
+    # Refusals with the field, before anything is stored.
+    for body, field in (
+        ({"kind": "s3", "claim": "Bad_Name", "bucket": existing_bucket}, "claim"),
+        ({"kind": "s3", "claim": "ghost", "bucket": unique("no-such")}, "storage.bucket"),
+        ({"kind": "fsx", "claim": "ghost", "file_system_id": "fs-0123456789abcdef0"},
+         "storage.file_system_id"),
+        ({"kind": "fsx", "claim": "fast", "storage_capacity_gib": 1200,
+          "per_unit_storage_throughput": 200}, "per_unit_storage_throughput"),
+        ({"kind": "fsx", "claim": "fast", "storage_capacity_gib": 3000}, "storage_capacity_gib"),
+        ({"kind": "fsx", "claim": "fast", "storage_capacity_gib": 2400,
+          "deployment_type": "SCRATCH_2", "per_unit_storage_throughput": 125},
+         "per_unit_storage_throughput"),
+    ):  # fmt: skip
+        refused = api.post(_storage(cluster), body, params={"dry_run": "true"})
+        assert refused.status_code == 422, (body, refused.text)
+        assert field in refused.text, refused.text
+
+    # An existing bucket and an existing file system, attached; a new bucket, created.
+    plan = _added(api, cluster, {"kind": "s3", "claim": "datasets", "bucket": existing_bucket})
+    assert plan["calls"] == []  # nothing to create
+    assert [o["kind"] for o in plan["objects"]] == ["PersistentVolume", "PersistentVolumeClaim"]
+    plan = _added(api, cluster, {"kind": "fsx", "claim": "lustre", "file_system_id": lustre_id})
+    assert mount_name in " ".join(plan["notes"])
+    pv = plan["objects"][0]["body"]
+    assert pv["spec"]["csi"]["volumeAttributes"] == {
+        "dnsname": lustre["DNSName"],
+        "mountname": mount_name,
+    }
+    plan = _added(api, cluster, {"kind": "s3", "claim": "scratch", "bucket": new_bucket,
+                                 "create": True})  # fmt: skip
+    assert next(c["operation"] for c in plan["calls"]) == "CreateBucket"
+    s3.head_bucket(Bucket=new_bucket)
+
+    listed = {c["claim"]: c for c in api.get(_storage(cluster)).json()}
+    assert list(listed) == ["s3-claim", "datasets", "lustre", "scratch"]
+    assert listed["s3-claim"]["source"] == "default"
+    assert listed["datasets"]["source"] == "existing"
+    assert listed["lustre"]["details"]["mount_name"] == mount_name
+    assert listed["scratch"]["source"] == "created"
+    assert all(c["status"] == "available" for c in listed.values())
+    again = api.post(_storage(cluster), {"kind": "s3", "claim": "datasets", "bucket": new_bucket})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "claim_exists"
+
+    # The claims as Kubernetes has them: bound, the FSx volume with the real mount name.
+    kube = sim_aws.ctx.kube
+    assert isinstance(kube, KubeWorld)
+    server = kube.api_server(cluster)
+    for claim in ("datasets", "lustre", "scratch"):
+        pvc = server.get("v1", "PersistentVolumeClaim", claim, "default")
+        assert pvc is not None and pvc["status"]["phase"] == "Bound", pvc
+    fsx_pv = server.get("v1", "PersistentVolume", listed["lustre"]["volume"])
+    assert fsx_pv is not None
+    assert fsx_pv["spec"]["csi"]["volumeHandle"] == lustre_id
+    assert fsx_pv["spec"]["csi"]["volumeAttributes"]["mountname"] == mount_name
+
+    # Workloads mount the claims they name; bad mounts are refused with the field.
+    job = {
+        "recipe": "pytorch",
+        "name": "two-sources",
+        "instance_group": "gpu",
+        "script": "code/train.py",
+        "resources": {"gpus": 1},
+    }
+    jobs = f"/api/v1/clusters/{cluster}/jobs"
+    for refused_volumes, field in (
+        ([{"claim": "nowhere", "mount_path": "/data"}], "volumes.0.claim"),
+        ([{"claim": "datasets", "mount_path": "data"}], "mount_path"),
+        ([{"claim": "datasets", "mount_path": "/etc/data"}], "mount_path"),
+        ([{"claim": "datasets", "mount_path": "/s3/data"}], "volumes"),
+        ([{"claim": "datasets", "mount_path": "/a"}, {"claim": "datasets", "mount_path": "/b"}],
+         "volumes"),
+    ):  # fmt: skip
+        refused = api.post(jobs, {**job, "volumes": refused_volumes}, params={"dry_run": "true"})
+        assert refused.status_code == 422, (refused_volumes, refused.text)
+        assert field in refused.text, refused.text
+
+    volumes: list[dict[str, Any]] = [
+        {"claim": "datasets", "mount_path": "/data"},
+        {"claim": "lustre", "mount_path": "/fsx", "read_only": True},
+    ]
+    accepted = api.post(jobs, {**job, "volumes": volumes})
+    assert accepted.status_code == 202, accepted.text
+    submitted = api.wait(accepted.json()["operation_id"], timeout=60)
+    assert submitted["status"] == "succeeded", submitted
+    deadline = time.monotonic() + 60
+    while (found := api.get(f"{jobs}/two-sources", params={"live": "false"}).json()).get(
+        "status"
+    ) != "running":
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+    pod = server.get("v1", "Pod", "two-sources-pods-0", "default")
+    assert pod is not None
+    claims = {
+        v["persistentVolumeClaim"]["claimName"]: v["name"]
+        for v in pod["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    }
+    assert set(claims) == {"s3-claim", "datasets", "lustre"}
+    mounts = {m["name"]: m for m in pod["spec"]["containers"][0]["volumeMounts"]}
+    assert mounts[claims["datasets"]]["mountPath"] == "/data"
+    assert mounts[claims["lustre"]]["mountPath"] == "/fsx"
+    assert mounts[claims["lustre"]]["readOnly"] is True
+    assert pod["status"]["phase"] == "Running"
+
+    # A claim in use stays; the cluster's own claim goes only with the cluster.
+    busy = api.delete(f"{_storage(cluster)}/datasets")
+    assert busy.status_code == 409, busy.text
+    assert busy.json()["error"]["code"] == "claim_in_use"
+    assert "job two-sources" in busy.json()["error"]["message"]
+    own = api.delete(f"{_storage(cluster)}/s3-claim")
+    assert own.status_code == 409 and own.json()["error"]["code"] == "default_claim"
+    assert api.delete(f"{_storage(cluster)}/nothing").status_code == 404
+
+    cancelled = api.post(f"{jobs}/two-sources/cancel")
+    assert api.wait(cancelled.json()["operation_id"])["status"] == "succeeded"
+    dry = api.delete(f"{_storage(cluster)}/datasets", params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["plan"]["calls"] == []
+    assert "stays" in " ".join(dry.json()["plan"]["notes"])
+    removed = api.delete(f"{_storage(cluster)}/datasets")
+    assert removed.status_code == 202, removed.text
+    assert api.wait(removed.json()["operation_id"])["status"] == "succeeded"
+    assert server.get("v1", "PersistentVolumeClaim", "datasets", "default") is None
+    s3.head_bucket(Bucket=existing_bucket)  # found, so kept
+    assert [c["claim"] for c in api.get(_storage(cluster)).json()] == [
+        "s3-claim",
+        "lustre",
+        "scratch",
+    ]
+
+    # Deleting the cluster: what the claims created goes, what they found stays.
+    before = sim_aws.inventory()
+    assert lustre_id in before["fsx"] and new_bucket in before["s3_buckets"]
+    deleted = api.delete(f"/api/v1/clusters/{cluster}")
+    done = api.wait(deleted.json()["operation_id"], timeout=240)
+    assert done["status"] == "succeeded", done
+    after = sim_aws.inventory()
+    assert lustre_id in after["fsx"]
+    assert existing_bucket in after["s3_buckets"]
+    assert new_bucket not in after["s3_buckets"]
+    claims_stage = done["result"]["delete_claims"]
+    assert claims_stage["deleted"] == [new_bucket]
+    assert sorted(claims_stage["kept"]) == [lustre_id]
