@@ -19,6 +19,7 @@ from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
 from workload_svc.queries import Reads
+from workload_svc.spaces import Spaces
 from workload_svc.watcher import StatusWatcher
 
 
@@ -48,7 +49,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         read_routes=reads.routes(),
         companions=(watch_jobs,),
     )
-    return [jobs]
+    return [jobs, Spaces(clusters).area()]
 
 
 # Quiet: a query may carry a secret (hf_token, store_secret).

@@ -1,0 +1,132 @@
+"""Spaces end to end, through REST on a cluster built once for the module: the Spaces add-on
+enabled as a managed feature, a space created with a GPU and the cluster's bucket claim mounted
+becomes Running, its URL answers through the gateway for its owner and is refused for a viewer
+of another team (and for another operator); the Workspace and its pod are checked with kubectl;
+stop, start, update and delete round-trip; bad input is a 422 naming the field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.aws import SimulatedAws
+from tests.e2e.conftest import Client, RunningStack
+from tests.e2e.test_cluster_lifecycle import _kubeconfig
+
+
+def _kubectl(config: Path, *args: str) -> Any:
+    kubectl = Path(sys.executable).parent / "kubectl"
+    out = subprocess.run(
+        [str(kubectl), "--kubeconfig", str(config), *args, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _token(api: Client, name: str, role: str) -> str:
+    answer = api.post("/api/v1/tokens", {"name": name, "role": role})
+    assert answer.status_code in (200, 201), answer.text
+    token: str = answer.json()["token"]
+    return token
+
+
+def _done(api: Client, answer: Any, timeout: float = 120) -> dict[str, Any]:
+    assert answer.status_code == 202, answer.text
+    done = api.wait(answer.json()["operation_id"], timeout=timeout)
+    assert done["status"] in ("succeeded", "noop"), done.get("error")
+    return done
+
+
+@pytest.fixture(scope="module")
+def with_spaces(created_cluster: tuple[RunningStack, str]) -> tuple[RunningStack, str]:
+    stack, name = created_cluster
+    api = stack.client
+    dry = api.http.patch(
+        f"/api/v1/clusters/{name}/features", json={"spaces": True}, params={"dry_run": "true"}
+    )
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["plan"]["diff"]["spaces"] == {"actual": False, "requested": True}
+    _done(api, api.http.patch(f"/api/v1/clusters/{name}/features", json={"spaces": True}))
+    assert api.get(f"/api/v1/clusters/{name}/features").json()["spaces"]["status"] == "ACTIVE"
+    return stack, name
+
+
+def test_a_gpu_space_with_the_bucket_mounted_opens_for_its_owner_only(
+    with_spaces: tuple[RunningStack, str], sim_aws: SimulatedAws, tmp_path: Path
+) -> None:
+    stack, name = with_spaces
+    admin = stack.client
+    owner = Client(stack.stack.url, _token(admin, "alice", "operator"))
+    other = Client(stack.stack.url, _token(admin, "bob", "operator"))
+    viewer = Client(stack.stack.url, _token(admin, "carol-other-team", "viewer"))
+    base = f"/api/v1/clusters/{name}/spaces"
+    spec = {
+        "name": "alice-lab",
+        "gpu": 1,
+        "cpu": "2",
+        "memory": "8Gi",
+        "volumes": [{"claim": "s3-claim", "mount_path": "/data"}],
+        "idle_shutdown": {"timeout_minutes": 30},
+    }
+
+    refused = owner.post(base, {**spec, "volumes": [{"claim": "no-such-claim"}]})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["fields"][0]["field"] == "volumes"
+    assert owner.post(base, {**spec, "cpu": "two"}).status_code == 422
+    assert viewer.post(base, spec).status_code == 403
+
+    dry = owner.post(base, spec, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    body = dry.json()["plan"]["objects"][0]["body"]
+    assert body["apiVersion"] == "workspace.jupyter.org/v1alpha1"
+    assert body["spec"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+    _done(owner, owner.post(base, spec))
+    described = owner.get(f"{base}/alice-lab").json()
+    assert described["status"] == "Running" and described["owner"] == "alice"
+    assert described["port_forward"].endswith("port-forward service/alice-lab 8888:8888")
+
+    page = owner.get(f"{base}/alice-lab/lab/")
+    assert page.status_code == 200, page.text
+    assert "JupyterLab" in page.text
+    for stranger in (viewer, other):
+        denied = stranger.get(f"{base}/alice-lab/lab/")
+        assert denied.status_code == 403, denied.text
+        assert denied.json()["error"]["code"] == "not_space_owner"
+        assert stranger.get(f"{base}/alice-lab").status_code == 403
+        assert [s["name"] for s in stranger.get(base).json()] == []
+    assert other.post(f"{base}/alice-lab/stop").status_code == 403
+
+    config = _kubeconfig(sim_aws, name, tmp_path / "config")
+    workspace = _kubectl(config, "get", "workspaces.workspace.jupyter.org", "alice-lab")
+    assert workspace["metadata"]["annotations"]["workspace.jupyter.org/created-by"] == "alice"
+    assert workspace["spec"]["idleShutdown"]["idleTimeoutInMinutes"] == 30
+    pods = _kubectl(config, "get", "pods", "-l", "workspace.jupyter.org/workspace-name=alice-lab")[
+        "items"
+    ]
+    assert len(pods) == 1
+    pod = pods[0]["spec"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "s3-claim"
+    assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == "/data"
+
+    _done(owner, owner.post(f"{base}/alice-lab/stop"))
+    stopped = owner.get(f"{base}/alice-lab")
+    assert stopped.status_code == 200 and stopped.json()["status"] == "Stopped", stopped.text
+    assert owner.get(f"{base}/alice-lab/lab/").status_code == 409
+    _done(owner, owner.post(f"{base}/alice-lab/start"))
+    changed = owner.http.patch(f"{base}/alice-lab", json={"memory": "16Gi"})
+    assert _done(owner, changed)["status"] == "succeeded"
+    assert owner.get(f"{base}/alice-lab").json()["memory"] == "16Gi"
+    same = owner.http.patch(f"{base}/alice-lab", json={"memory": "16Gi"})
+    assert _done(owner, same)["status"] == "noop"
+    _done(admin, admin.delete(f"{base}/alice-lab"))
+    assert owner.get(f"{base}/alice-lab").status_code == 404
