@@ -65,8 +65,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy shared sim hyperpilot bench services/*/*/
 
+# Two workers, each with its own PostgreSQL, NATS and stacks on free ports; a file's tests stay
+# on one worker, so module-scoped stacks start once. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
 test: install lint typecheck
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: install
 	$(BIN)/pytest -q tests/unit
