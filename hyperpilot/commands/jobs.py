@@ -328,3 +328,58 @@ def logs(
                     time.sleep(interval)
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+RUN_COLUMNS = [
+    Column("RUN", "run_id"),
+    Column("STATUS", "status"),
+    Column("STEP", lambda r: (r.get("metrics") or {}).get("loss", {}).get("step", "-")),
+    Column("LOSS", lambda r: (r.get("metrics") or {}).get("loss", {}).get("value", "-")),
+    Column(
+        "TOKENS/S", lambda r: (r.get("metrics") or {}).get("tokens_per_sec", {}).get("value", "-")
+    ),
+]
+
+
+@app.command(
+    epilog=examples(
+        "hyperpilot jobs runs llama-sft",
+        "hyperpilot jobs runs llama-sft --metric loss",
+        "hyperpilot jobs runs llama-sft --metric tokens_per_sec -o json",
+    )
+)
+def runs(
+    job: Job,
+    cluster: Cluster = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(help="Print this metric's history of the newest run (loss, tokens_per_sec)"),
+    ] = None,
+    output: Output = None,
+) -> None:
+    """The job's MLflow runs on its SageMaker tracking server, or one metric's history."""
+    with client() as api:
+        path = f"{_base(active_cluster(api, cluster))}/{job}/runs"
+        found = api.get(path)
+        if metric is None:
+            reason = found.get("reason")
+            emit(
+                found,
+                fmt(output),
+                lambda r: table(r["runs"], RUN_COLUMNS) if r["runs"] else f"(no runs: {reason})",
+            )
+            return
+        if not found["runs"]:
+            raise UsageError(
+                f"job {job} has no MLflow run yet: {found.get('reason')}", "retry once it trains"
+            )
+        history = api.get(path, metric=metric)["history"]
+    emit(
+        history,
+        fmt(output),
+        lambda h: table(
+            [{**p, "value": f"{p['value']:.4f}"} for p in h["points"]],
+            [Column("STEP", "step"), Column(metric.upper(), "value")],
+            title=f"run {h['run_id']}",
+        ),
+    )

@@ -20,6 +20,7 @@ from typing import Any
 
 from sim.aws.context import SimContext
 from sim.aws.errors import AwsError, render_error
+from sim.aws.mlflow_api import MlflowApi
 from sim.aws.overlays import Overlays
 from sim.aws.sagemaker_extras import ForwardToMoto
 from sim.aws.validation import validate
@@ -67,8 +68,10 @@ class FrontApp:
         handlers: dict[tuple[str, str], Handler],
         moto_app: WsgiApp,
         admin: WsgiApp,
+        mlflow: MlflowApi | None = None,
     ) -> None:
         self.ctx = ctx
+        self.mlflow = mlflow
         self.handlers = handlers
         self.moto_app = moto_app
         self.admin = admin
@@ -77,6 +80,9 @@ class FrontApp:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith("/_sim/"):
             return self.admin(environ, start_response)
+        if self.mlflow is not None and self.mlflow.handles(str(environ.get("PATH_INFO", ""))):
+            self.ctx.scheduler.run_due()
+            return self.mlflow(environ, start_response)
         body = _read_body(environ)
         req = read_request(environ, body)
         self.ctx.scheduler.run_due()

@@ -25,6 +25,7 @@ from sim.aws.faults import Faults
 from sim.aws.front import FrontApp, Handler
 from sim.aws.hyperpod import HyperPod
 from sim.aws.inventory import moto_inventory
+from sim.aws.mlflow_api import MlflowApi
 from sim.aws.pricing import Pricing
 from sim.aws.sagemaker_extras import SageMakerExtras
 from sim.aws.service_quotas import ServiceQuotas
@@ -81,7 +82,8 @@ class SimulatedAws:
         self.simulated_operations = sorted(f"{s}:{o}" for s, o in handlers)
         admin = AdminApi(self.ctx, self.inventory, lambda: self.endpoint_url)
         moto_app = DomainDispatcherApplication(create_backend_app)
-        self.app = FrontApp(self.ctx, handlers, moto_app, admin)
+        self.mlflow = MlflowApi(region, lambda: self.sagemaker_extras.tracking_servers)
+        self.app = FrontApp(self.ctx, handlers, moto_app, admin, self.mlflow)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -119,6 +121,9 @@ class SimulatedAws:
         )
         self._thread.start()
         self.ctx.scheduler.start()
+        known = getattr(self.ctx.kube, "aws_endpoint_known", None)
+        if callable(known):
+            known(self.endpoint_url)
         return self
 
     def stop(self) -> None:

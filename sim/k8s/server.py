@@ -73,6 +73,8 @@ class ApiServer:
         self.faults = Faults(self)
         self.telemetry = Telemetry(self)
         self.bookmark_interval = 5.0
+        # the simulated AWS's endpoint, when the world has one (where pods' AWS calls go)
+        self.aws_endpoint: Callable[[], str | None] = lambda: None
         self.requests = 0
         self._token_checks: dict[str, str] = {}  # token -> why it is refused ("" when accepted)
         # access key id -> secret: tokens signed with these keys are verified for this cluster

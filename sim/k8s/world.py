@@ -43,6 +43,11 @@ class KubeWorld:
         # for every cluster: how the simulated AWS learns it must replace or reboot an instance
         self.node_fault_listeners: list[Callable[[str, str, str], None]] = []
         self.lock = threading.Lock()
+        self.aws_endpoint: str | None = None  # the simulated AWS, once it listens
+
+    def aws_endpoint_known(self, url: str) -> None:
+        """The simulated AWS listens at `url`: pods' AWS calls (STS, MLflow) go there."""
+        self.aws_endpoint = url
 
     def start_cluster(self, name: str) -> ClusterEndpoint:
         with self.lock:
@@ -58,6 +63,7 @@ class KubeWorld:
                     files=self.files,
                 )
                 server.node_fault_listeners.append(self._node_fault)
+                server.aws_endpoint = lambda: self.aws_endpoint
                 server.start()
                 self.servers[name] = server
         return ClusterEndpoint(server.endpoint, server.ca_pem, server.oidc_issuer)

@@ -94,6 +94,14 @@ def _quantity(value: Any) -> int:
         return 0
 
 
+def _eks_name(row: dict[str, Any]) -> str:
+    resources: dict[str, Any] = row["resources"] or {}
+    spec: dict[str, Any] = row["spec"] or {}
+    if row["managed"]:
+        return str((resources.get("eks_cluster") or {}).get("cluster_name") or row["name"])
+    return str(spec.get("eks_cluster_name") or row["name"])
+
+
 class Clusters:
     """Reach a cluster recorded in the read model; read the facts its jobs are checked against."""
 
@@ -130,13 +138,11 @@ class Clusters:
 
     async def kube(self, cluster: str, *, any_status: bool = False) -> Kube:
         row = await self.row(cluster, any_status=any_status)
-        resources: dict[str, Any] = row["resources"] or {}
-        spec: dict[str, Any] = row["spec"] or {}
-        if row["managed"]:
-            eks = (resources.get("eks_cluster") or {}).get("cluster_name") or row["name"]
-        else:
-            eks = spec.get("eks_cluster_name") or row["name"]
-        return self.kubes(self.endpoint(eks, row["endpoint"], row["ca_data"]))
+        return self.kubes(self.endpoint(_eks_name(row), row["endpoint"], row["ca_data"]))
+
+    async def eks_name(self, cluster: str) -> str:
+        """The EKS cluster's name of a usable cluster."""
+        return _eks_name(await self.row(cluster))
 
     async def groups(self, cluster: str) -> dict[str, str]:
         return await records.instance_groups(self.pool, cluster)

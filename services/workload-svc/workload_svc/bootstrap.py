@@ -14,11 +14,13 @@ from shared.service import Area, Service, ServiceRuntime
 from workload_svc import records
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
+from workload_svc.adapters.mlflow import MlflowIdentity, MlflowRuns
 from workload_svc.adapters.sagemaker import TrackingServers
 from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
 from workload_svc.queries import Reads
+from workload_svc.run_reads import RunReads
 from workload_svc.spaces import Spaces
 from workload_svc.watcher import StatusWatcher
 
@@ -30,7 +32,9 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         runtime.pool, KubeClients(settings.aws_region), ClusterEndpoint, hyperpod=servers
     )
     secrets = SecretsManager(settings.aws_endpoint_url)
+    identity = MlflowIdentity(settings.aws_region, settings.aws_endpoint_url)
     reads = Reads(runtime.pool, clusters, servers)
+    runs = RunReads(clusters, MlflowRuns(settings.aws_region, settings.aws_endpoint_url))
 
     async def watch_jobs(runtime: ServiceRuntime) -> None:
         await StatusWatcher(runtime.pool, clusters).run()
@@ -38,7 +42,9 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     jobs = Area(
         workflows=records.recorded(
             {
-                SubmitJob.__name__: submit_workflow(clusters, SubmitJob.kind(), secrets),
+                SubmitJob.__name__: submit_workflow(
+                    clusters, SubmitJob.kind(), secrets, identity, clusters.eks_name
+                ),
                 DownloadModel.__name__: submit_workflow(clusters, DownloadModel.kind()),
                 CancelJob.__name__: cancel_workflow(clusters),
                 DeleteJob.__name__: delete_workflow(clusters),
@@ -46,7 +52,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
             }
         ),
         planners=reads.planners(),
-        read_routes=reads.routes(),
+        read_routes={**reads.routes(), **runs.routes()},
         companions=(watch_jobs,),
     )
     return [jobs, Spaces(clusters).area()]

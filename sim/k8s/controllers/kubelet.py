@@ -14,6 +14,7 @@ from sim.k8s.controllers.base import Controller, Rule, set_condition
 from sim.k8s.controllers.nodes import is_ready
 from sim.k8s.controllers.programs import Program, program_for
 from sim.k8s.files import locate, pod_volume
+from sim.k8s.mlflow_client import reporter_for
 from sim.k8s.store import Obj, WatchEvent, clone
 from sim.k8s.timeutil import now_iso
 from sim.profile import REAL
@@ -304,6 +305,14 @@ class Kubelet(Controller):
             self.profile,
             self.server.files,
             lambda path: locate(self.store, self.server.cluster, pod, container, path),
+            reporter_for(
+                self.server,
+                pod,
+                container,
+                lambda line: self.server.logs.write(
+                    pod["metadata"]["namespace"], pod["metadata"]["name"], container["name"], line
+                ),
+            ),
         )
         key = (pod["metadata"]["uid"], container["name"])
         old = self.tasks.pop(key, None)

@@ -28,6 +28,7 @@ from sim.k8s.controllers.downloads import from_env as download_from_env
 from sim.k8s.controllers.downloads import parse as parse_download
 from sim.k8s.controllers.downloads import run_download
 from sim.k8s.files import SharedFiles
+from sim.k8s.mlflow_client import Reporter
 from sim.k8s.store import Obj
 from sim.profile import TimeProfile
 
@@ -201,8 +202,10 @@ def program_for(
     profile: TimeProfile,
     files: SharedFiles | None = None,
     locate: Locator | None = None,
+    reporter: Reporter | None = None,
 ) -> Program:
-    """`files` and `locate` give a program the storage it mounts (without: nothing persists)."""
+    """`files` and `locate` give a program the storage it mounts (without: nothing persists);
+    `reporter` is where a training program logs its steps' metrics (its MLflow run)."""
     annotations = pod["metadata"].get("annotations") or {}
 
     def ann(name: str) -> str | None:
@@ -288,4 +291,6 @@ def program_for(
         program.steps = None if program.step_line is None else program.steps
         if program.step_line is not None:
             program.steps = max(1, int(program.duration / program.interval))
+    if reporter is not None and program.step_line is not None and trains(pod, image, script):
+        program.step_line = reporter.wrap(program.step_line, lambda: program.steps)
     return program

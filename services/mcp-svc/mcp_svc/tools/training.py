@@ -64,6 +64,11 @@ class TrackingServer(ToolResult):
     server: dict[str, Any] = Field(description="SageMaker's description of the server")
 
 
+class JobRuns(ToolResult):
+    runs: list[dict[str, Any]] = Field(description="MLflow runs, newest first, latest metrics")
+    history: dict[str, Any] | None = Field(None, description="run_id, key and points by step")
+
+
 class JobList(Paged):
     cluster: str = Field(description="The cluster read")
     jobs: list[Job] = Field(description="This page, by name")
@@ -303,6 +308,35 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             what=f"download of {download.repo_id}",
             dry_run=dry_run,
         )
+
+    @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}/runs")
+    async def get_training_job_runs(
+        cluster: ClusterRef,
+        job: JobName,
+        metric: Annotated[
+            str | None,
+            Field(max_length=250, pattern=r"^[\w./ -]+$", description="e.g. loss, tokens_per_sec"),
+        ] = None,
+        run_id: Annotated[
+            str | None, Field(pattern=r"^[0-9a-zA-Z]{1,64}$", description="default: newest")
+        ] = None,
+    ) -> JobRuns:
+        """A job's MLflow runs on its SageMaker tracking server; with metric, its history."""
+        params = {k: v for k, v in (("metric", metric), ("run_id", run_id)) if v is not None}
+        raw = await gateway.get(api_path("clusters", cluster, "jobs", job, "runs"), params)
+        runs = list(raw.get("runs") or [])
+        history = raw.get("history")
+        if history is not None:
+            points = list(history.get("points") or [])
+            last = (
+                f", last {points[-1]['value']:.4g} at step {points[-1]['step']}" if points else ""
+            )
+            summary = f"{metric} of run {history['run_id']}: {count(len(points), 'step')}{last}."
+        else:
+            summary = f"Job {job}: {count(len(runs), 'run')}" + (
+                f" ({raw['reason']})." if raw.get("reason") else "."
+            )
+        return JobRuns(summary=summary, runs=runs, history=history)
 
     @server.read_tool(area="training", rest="GET /api/v1/mlflow/tracking-servers/{server}")
     async def get_tracking_server(

@@ -18,7 +18,8 @@ T = TypeVar("T")
 RETRYABLE = frozenset({"ThrottlingException", "InternalFailure", "ServiceUnavailable"})
 
 
-def _error(exc: Exception, what: str) -> StageError:
+def aws_error(exc: Exception, what: str) -> StageError:
+    """A boto3 failure as a stage error: throttling and unreachable endpoints are temporary."""
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", "ClientError"))
         message = str(exc.response.get("Error", {}).get("Message", exc))
@@ -28,6 +29,16 @@ def _error(exc: Exception, what: str) -> StageError:
     if isinstance(exc, EndpointConnectionError | ConnectionError):
         return TemporaryError("EndpointUnreachable", f"{what}: {exc}")
     return PermanentError(type(exc).__name__, f"{what}: {exc}")
+
+
+async def in_thread(what: str, fn: Callable[[], T]) -> T:
+    """Run a blocking boto3 call in a thread; its failure as a stage error naming `what`."""
+    try:
+        return await asyncio.to_thread(fn)
+    except StageError:
+        raise
+    except Exception as exc:
+        raise aws_error(exc, what) from exc
 
 
 class TrackingServers:
@@ -93,9 +104,4 @@ class TrackingServers:
         return await self._run(f"CreateMlflowTrackingServer {params['TrackingServerName']}", call)
 
     async def _run(self, what: str, fn: Callable[[], T]) -> T:
-        try:
-            return await asyncio.to_thread(fn)
-        except StageError:
-            raise
-        except Exception as exc:
-            raise _error(exc, what) from exc
+        return await in_thread(what, fn)

@@ -40,6 +40,7 @@ from shared.contracts.workloads import (
     VerlRecipe,
 )
 from workload_svc.domain.download_program import PROGRAM as DOWNLOAD_PROGRAM
+from workload_svc.domain.mlflow_access import pod_identity
 from workload_svc.domain.secret_refs import key_ref
 
 KubeObject = dict[str, Any]
@@ -164,6 +165,8 @@ def placement(spec: JobBase) -> KubeObject:
         }
     if affinity:
         pod_spec["affinity"] = affinity
+    # a SageMaker tracking server's pods run as its IRSA service account (mlflow_access)
+    pod_spec.update(pod_identity(spec.mlflow_tracking_uri))
     return pod_spec
 
 

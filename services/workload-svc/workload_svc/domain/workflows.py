@@ -11,7 +11,7 @@ the stage's outputs name the Secret and the ARN only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from shared.contracts.plan import Plan
@@ -27,6 +27,14 @@ from shared.contracts.workloads import (
 )
 from shared.errors import PermanentError, StageError
 from shared.stages import Done, Stage, StageContext, Workflow
+from workload_svc.domain.mlflow_access import (
+    access_policy,
+    role_name,
+    service_account,
+    service_account_name,
+    tracking_server,
+    trust_policy,
+)
 from workload_svc.domain.plan import ClusterFacts, plan_download, plan_submit
 from workload_svc.domain.render import Rendered, download_job, render
 from workload_svc.domain.secret_refs import (
@@ -77,6 +85,16 @@ class Workloads(Protocol):
     async def recorded(self, cluster: str, name: str) -> dict[str, Any] | None: ...
 
 
+class MlflowIdentity(Protocol):
+    """IAM and EKS for a job's tracking-server role (adapters.mlflow.MlflowIdentity)."""
+
+    async def issuer(self, eks_cluster: str) -> str | None: ...
+
+    async def ensure_role(
+        self, name: str, trust: dict[str, Any], policy: dict[str, Any], cluster: str
+    ) -> str: ...
+
+
 class SecretValues(Protocol):
     """Secrets Manager (adapters.secretsmanager): a secret's current string by its ARN."""
 
@@ -122,7 +140,11 @@ async def plan_of(workloads: Workloads, command: Job) -> Plan:
 
 
 def submit_workflow(
-    workloads: Workloads, kind: str, secret_values: SecretValues | None = None
+    workloads: Workloads,
+    kind: str,
+    secret_values: SecretValues | None = None,
+    mlflow: MlflowIdentity | None = None,
+    eks_name: Callable[[str], Awaitable[str]] | None = None,
 ) -> Workflow[Job]:
     async def check(ctx: StageContext[Job]) -> Done:
         plan = await plan_of(workloads, ctx.cmd)
@@ -163,6 +185,44 @@ def submit_workflow(
             written.append({"env": item.env, "secret": item.secret, "arn": item.arn})
         return Done({"secrets": written})
 
+    async def mlflow_access(ctx: StageContext[Job]) -> Done:
+        """The IRSA role (trusted for the job's service account, sagemaker-mlflow:* on the
+        server) and the annotated service account its pods run as; read first, so a retry or a
+        second job of the same server changes nothing that is already right."""
+        plan = Plan.model_validate(ctx.output("check", "plan"))
+        spec = ctx.cmd.spec
+        server = (
+            None
+            if isinstance(spec, ModelDownloadSpec)
+            else tracking_server(spec.mlflow_tracking_uri)
+        )
+        if plan.noop or server is None or isinstance(spec, ModelDownloadSpec):
+            return Done({"mlflow": None}, noop=True)
+        if mlflow is None or eks_name is None:
+            raise PermanentError(
+                "MlflowAccessUnavailable",
+                "mlflow_tracking_uri: this workload-svc has no IAM access to grant the job's"
+                " pods a role on the tracking server",
+                "run workload-svc with AWS credentials allowed iam:CreateRole and iam:PutRolePolicy",
+            )
+        cluster = ctx.cmd.cluster
+        issuer = await mlflow.issuer(await eks_name(cluster))
+        if issuer is None:
+            raise PermanentError(
+                "NoOidcIssuer",
+                f"mlflow_tracking_uri: the EKS cluster of {cluster} reports no OIDC issuer, so its"
+                " pods cannot assume a role (IRSA)",
+                "enable the cluster's OIDC issuer and register it with IAM, then retry",
+            )
+        namespace = spec.namespace()
+        account = service_account_name(server)
+        role = role_name(cluster, server)
+        role_arn = await mlflow.ensure_role(
+            role, trust_policy(server, issuer, namespace, account), access_policy(server), cluster
+        )
+        await workloads.apply(cluster, service_account(namespace, account, role_arn))
+        return Done({"mlflow": {"role_arn": role_arn, "service_account": f"{namespace}/{account}"}})
+
     async def apply(ctx: StageContext[Job]) -> Done:
         plan = Plan.model_validate(ctx.output("check", "plan"))
         if plan.noop:
@@ -180,6 +240,14 @@ def submit_workflow(
                 "secrets",
                 "Copy the job's Secrets Manager secrets into Kubernetes Secrets",
                 sync_secrets,
+                needs=("check",),
+            )
+        )
+        stages.append(
+            Stage(
+                "mlflow_access",
+                "Grant the job's pods a role on its MLflow tracking server (IRSA)",
+                mlflow_access,
                 needs=("check",),
             )
         )
