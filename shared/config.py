@@ -24,6 +24,18 @@ class Settings(BaseSettings):
     aws_endpoint_url: str | None = Field(
         None, description="Unset for real AWS; the simulated world's endpoint otherwise"
     )
+    aws_account_id: str | None = Field(
+        None,
+        description="The account the AWS call budget is kept for; unset: STS GetCallerIdentity",
+    )
+    aws_calls_per_second: float = Field(
+        10.0,
+        gt=0,
+        description="AWS calls per second per account and region, across every service replica",
+    )
+    aws_call_burst: float = Field(
+        20.0, gt=0, description="AWS calls that may go at once before aws_calls_per_second applies"
+    )
     log_level: str = "INFO"
     log_format: str = Field("json", description="json or console")
 

@@ -215,6 +215,7 @@ async def serve(service: Service, settings: Settings) -> None:
         poll_max=settings.poll_max_seconds,
         retry=RetryPolicy(),
     )
+    _spend_aws_budget(settings, pool)
     runtime = ServiceRuntime(settings=settings, pool=pool, bus=bus, engine=engine)
     assembled = assemble(service, runtime)
     consumer = CommandConsumer(
@@ -259,6 +260,22 @@ async def serve(service: Service, settings: Settings) -> None:
         health.close()
     await bus.close()
     await pool.close()
+
+
+def _spend_aws_budget(settings: Settings, pool: asyncpg.Pool) -> None:
+    """Every AWS call of this process spends from the account's shared bucket."""
+    from shared.adapters import aws_session
+    from shared.aws_budget import AccountLimiter
+
+    limiter = AccountLimiter(
+        pool,
+        settings.aws_account_id
+        or (lambda: aws_session.account_id(settings.aws_region, settings.aws_endpoint_url)),
+        rate=settings.aws_calls_per_second,
+        burst=settings.aws_call_burst,
+    )
+    limiter.bind(asyncio.get_running_loop())
+    aws_session.use_budget(limiter)
 
 
 async def _pool_with_retry(dsn: str) -> asyncpg.Pool:

@@ -197,3 +197,67 @@ def wait_for(probe: Callable[[], T | None], timeout: float = 10.0, interval: flo
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def hyperpod_clusters(
+    target: SimulatedAws | str,
+    sizes: dict[str, int],
+    *,
+    instance_type: str = "ml.g5.2xlarge",
+    cidr: str = "10.70",
+    timeout: float = 60.0,
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """HyperPod clusters of `sizes` (name -> node count), each on its own ACTIVE EKS cluster of
+    the same name, made with boto3 as a caller would: one VPC with two subnets, a security
+    group and a role for all. Returns name -> (HyperPod ARN, the EKS cluster as described)."""
+    ec2, iam, eks, sm = (aws_client(target, s) for s in ("ec2", "iam", "eks", "sagemaker"))
+    tag = next(iter(sizes))
+    vpc = ec2.create_vpc(CidrBlock=f"{cidr}.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"{cidr}.{i * 16}.0/20", AvailabilityZoneId=zone)[
+            "Subnet"
+        ]["SubnetId"]
+        for i, zone in enumerate(("use1-az2", "use1-az4"))
+    ]
+    group = ec2.create_security_group(GroupName=f"g-{tag}", Description="g", VpcId=vpc)["GroupId"]
+    role = iam.create_role(RoleName=f"r-{tag}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    if isinstance(target, SimulatedAws):
+        target.account.set_quota("sagemaker", f"{instance_type} for cluster usage", 10_000)
+    for name in sizes:
+        eks.create_cluster(
+            name=name,
+            roleArn=role,
+            resourcesVpcConfig={"subnetIds": subnets},
+            accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
+        )
+    made: dict[str, tuple[str, dict[str, Any]]] = {}
+    for name, count in sizes.items():
+
+        def active(n: str = name) -> dict[str, Any] | None:
+            found: dict[str, Any] = eks.describe_cluster(name=n)["cluster"]
+            return found if found["status"] == "ACTIVE" else None
+
+        cluster = wait_for(active, timeout=timeout)
+        arn = sm.create_cluster(
+            ClusterName=name,
+            InstanceGroups=[
+                {
+                    "InstanceGroupName": "gpu",
+                    "InstanceType": instance_type,
+                    "InstanceCount": count,
+                    "ExecutionRole": role,
+                    "LifeCycleConfig": {"SourceS3Uri": "s3://b/l", "OnCreate": "on_create.sh"},
+                }
+            ],
+            VpcConfig={"Subnets": subnets[:1], "SecurityGroupIds": [group]},
+            Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
+            NodeRecovery="None",
+        )["ClusterArn"]
+        made[name] = (arn, cluster)
+    for arn, _ in made.values():
+
+        def in_service(a: str = arn) -> bool:
+            return bool(sm.describe_cluster(ClusterName=a)["ClusterStatus"] == "InService")
+
+        wait_for(in_service, timeout=timeout * 2)
+    return made

@@ -3,18 +3,47 @@
 A boto3 session resolves credentials and loads service models once; clients made from one are
 thread-safe, but making them is not (boto3's guide, "Multithreading or multiprocessing with
 clients"), so `client` makes them under a lock. Region and endpoint are per client.
+
+Every client made here spends from the account's AWS call budget (shared/aws_budget.py) once a
+service has installed one (`use_budget`): botocore emits `before-send` before each HTTP attempt
+(botocore/endpoint.py, `_do_get_response`; its own retries included) and `response-received`
+with each attempt's parsed answer, errors included (`_get_response`), so a hook on those two
+events covers every call path and every retry without touching the callers.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 from botocore.config import Config
+from botocore.retries.standard import ThrottledRetryableChecker
 
 _lock = threading.Lock()
 _session: boto3.session.Session | None = None
+
+# The codes AWS services answer when they throttle a caller: botocore's own list, the one its
+# standard and adaptive retry modes treat as throttling (botocore/retries/standard.py).
+THROTTLING_CODES = frozenset(ThrottledRetryableChecker._THROTTLED_ERROR_CODES)
+
+
+class CallBudget(Protocol):
+    """What the hooks need of the budget (shared.aws_budget.AccountLimiter)."""
+
+    def gate(self, region: str) -> None: ...
+
+    def report_throttled(self, region: str) -> None: ...
+
+
+_budget: CallBudget | None = None
+
+
+def use_budget(budget: CallBudget | None) -> None:
+    """Every AWS request of this process (clients made before or after) spends from `budget`;
+    None stops it."""
+    global _budget
+    _budget = budget
 
 
 def session() -> boto3.session.Session:
@@ -27,6 +56,31 @@ def session() -> boto3.session.Session:
         return _session
 
 
+def account_id(region: str, endpoint_url: str | None = None) -> str:
+    """The account the process's credentials belong to (STS GetCallerIdentity)."""
+    sts = client("sts", region, endpoint_url)
+    return str(sts.get_caller_identity()["Account"])
+
+
+def _hooks(made: Any, region: str) -> None:
+    def before_send(**_: Any) -> None:
+        budget = _budget
+        if budget is not None:
+            budget.gate(region)
+        return None  # a value here would replace the HTTP response
+
+    def received(parsed_response: Any = None, **_: Any) -> None:
+        budget = _budget
+        if budget is None or not isinstance(parsed_response, dict):
+            return
+        code = (parsed_response.get("Error") or {}).get("Code")
+        if code in THROTTLING_CODES:
+            budget.report_throttled(region)
+
+    made.meta.events.register("before-send", before_send)
+    made.meta.events.register("response-received", received)
+
+
 def client(
     service: str,
     region: str,
@@ -36,6 +90,10 @@ def client(
     of: boto3.session.Session | None = None,
 ) -> Any:
     """A new client for `service` in `region`, of the process's session (or of `of`)."""
-    made = of or session()
+    made_from = of or session()
     with _lock:
-        return made.client(service, region_name=region, endpoint_url=endpoint_url, config=config)
+        made = made_from.client(
+            service, region_name=region, endpoint_url=endpoint_url, config=config
+        )
+    _hooks(made, region)
+    return made

@@ -13,7 +13,7 @@ import pytest
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from sim.profile import get_profile
-from sim.testing import aws_client, wait_for
+from sim.testing import hyperpod_clusters
 
 ACCOUNT = "444455556666"
 INSTANCE_TYPE = "ml.g5.2xlarge"
@@ -39,45 +39,8 @@ def sim() -> Iterator[SimulatedAws]:
 
 @pytest.fixture(scope="module")
 def hyperpod(sim: SimulatedAws) -> HyperPodCluster:
-    ec2, iam, eks, sm = (aws_client(sim, s) for s in ("ec2", "iam", "eks", "sagemaker"))
-    suffix = uuid.uuid4().hex[:8]
-    vpc = ec2.create_vpc(CidrBlock="10.70.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.70.{i * 16}.0/20", AvailabilityZoneId=zone)[
-            "Subnet"
-        ]["SubnetId"]
-        for i, zone in enumerate(("use1-az2", "use1-az4"))
-    ]
-    group = ec2.create_security_group(GroupName=f"n-{suffix}", Description="n", VpcId=vpc)[
-        "GroupId"
-    ]
-    role = iam.create_role(RoleName=f"nodes-{suffix}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    sim.account.set_quota("sagemaker", f"{INSTANCE_TYPE} for cluster usage", 1000)
-    name = f"nodes-{suffix}"
-    eks.create_cluster(
-        name=name,
-        roleArn=role,
-        resourcesVpcConfig={"subnetIds": subnets},
-        accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
-    )
-    cluster = wait_for(
-        lambda: (c := eks.describe_cluster(name=name)["cluster"])["status"] == "ACTIVE" and c,
-        timeout=15,
-    )
-    arn = sm.create_cluster(
-        ClusterName=name,
-        InstanceGroups=[
-            {
-                "InstanceGroupName": "gpu",
-                "InstanceType": INSTANCE_TYPE,
-                "InstanceCount": NODE_COUNT,
-                "ExecutionRole": role,
-                "LifeCycleConfig": {"SourceS3Uri": "s3://b/l", "OnCreate": "on_create.sh"},
-            }
-        ],
-        VpcConfig={"Subnets": subnets[:1], "SecurityGroupIds": [group]},
-        Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
-        NodeRecovery="None",
-    )["ClusterArn"]
-    wait_for(lambda: sm.describe_cluster(ClusterName=arn)["ClusterStatus"] == "InService", 15)
+    name = f"nodes-{uuid.uuid4().hex[:8]}"
+    [(arn, cluster)] = hyperpod_clusters(
+        sim, {name: NODE_COUNT}, instance_type=INSTANCE_TYPE, timeout=15
+    ).values()
     return HyperPodCluster(name=name, arn=arn, eks=cluster)

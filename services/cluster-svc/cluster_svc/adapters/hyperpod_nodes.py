@@ -23,6 +23,7 @@ from cluster_svc.domain.nodes.health import (
     KubeNode,
     NodeInstance,
 )
+from cluster_svc.domain.nodes.watch_plan import NODES_PER_PAGE
 from shared.contracts.nodes import BATCH_LIMIT, NodeAction
 from shared.errors import PermanentError
 
@@ -84,7 +85,11 @@ class HyperPodNodes:
     # ---- SageMaker ---------------------------------------------------------------------
 
     async def list_nodes(self, cluster: str) -> list[NodeInstance]:
-        params: dict[str, Any] = {"ClusterName": cluster, "IncludeNodeLogicalIds": True}
+        params: dict[str, Any] = {
+            "ClusterName": cluster,
+            "IncludeNodeLogicalIds": True,
+            "MaxResults": NODES_PER_PAGE,
+        }
         nodes: list[NodeInstance] = []
         while True:
             try:
@@ -189,6 +194,21 @@ class HyperPodNodes:
             }
             for e in page.get("Events") or []
         ]
+
+    async def newest_event(self, cluster: str) -> str | None:
+        """The EventId of the cluster's newest HyperPod event (one call), None if it has none."""
+        try:
+            page = await self.aws.call(
+                "sagemaker",
+                "list_cluster_events",
+                ClusterName=cluster,
+                SortOrder="Descending",
+                MaxResults=1,
+            )
+        except PermanentError as exc:
+            raise _not_found(exc, cluster) from exc
+        events = page.get("Events") or []
+        return str(events[0]["EventId"]) if events else None
 
     # ---- Kubernetes --------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -18,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
-from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
+from cluster_svc.adapters.hyperpod_nodes import NOT_FOUND, HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.areas import Area
 from cluster_svc.domain.cluster_workflow import ClusterPorts
@@ -27,6 +29,15 @@ from cluster_svc.domain.nodes.actions import action_plan, action_workflow
 from cluster_svc.domain.nodes.health import KubeNode, join_nodes, summary
 from cluster_svc.domain.nodes.health_checks import health_check_plan, health_check_workflow
 from cluster_svc.domain.nodes.recovery import node_recovery_workflow, read_recovery, recovery_plan
+from cluster_svc.domain.nodes.watch_plan import (
+    ClusterWatch,
+    full_cost,
+    kubernetes_disagrees,
+    next_step,
+    read_in_full,
+    saw_newest,
+)
+from shared.aws_budget import WatchBudget
 from shared.contracts.nodes import (
     NODE_ACTION_COMMANDS,
     NODE_ID_PATTERN,
@@ -38,7 +49,7 @@ from shared.contracts.nodes import (
 )
 from shared.contracts.plan import Plan
 from shared.contracts.subjects import query_subject
-from shared.errors import StageError
+from shared.errors import PermanentError, StageError
 from shared.logging import get_logger
 from shared.queries import BadRequest
 from shared.service import ServiceRuntime
@@ -53,7 +64,22 @@ class WatchSettings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     node_watch_seconds: float = Field(
-        5.0, gt=0, description="How often the node watcher lists each active cluster's nodes"
+        5.0,
+        gt=0,
+        description=(
+            "How often the node watcher reads each active cluster's Kubernetes nodes and checks"
+            " its newest HyperPod event (one AWS call)"
+        ),
+    )
+    node_watch_resync_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="How often the node watcher lists a cluster's nodes in AWS with no event",
+    )
+    node_watch_aws_calls_per_cluster_hour: float = Field(
+        60.0,
+        gt=0,
+        description="The most AWS calls the node watcher makes per cluster per hour (all replicas)",
     )
 
 
@@ -145,7 +171,10 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
         return recovery_plan(command, await read_recovery(port, command))
 
     async def watcher(runtime: ServiceRuntime) -> None:
-        await watch(runtime.pool, port, WatchSettings().node_watch_seconds)
+        settings = WatchSettings()
+        budget = WatchBudget(runtime.pool, "nodes", settings.node_watch_aws_calls_per_cluster_hour)
+        nodes = NodeWatcher(runtime.pool, port, budget, resync=settings.node_watch_resync_seconds)
+        await nodes.run(settings.node_watch_seconds)
 
     return Area(
         workflows=records.recorded(
@@ -182,30 +211,93 @@ def _jsonable(value: Any) -> Any:
 # ---- the node watcher ----------------------------------------------------------------------
 
 
-async def watch(pool: asyncpg.Pool, port: HyperPodNodes, interval: float) -> None:
-    """Every `interval` seconds, observe each active managed cluster and record what changed."""
-    while True:
+class NodeWatcher:
+    """Every `interval` seconds, each active managed cluster's nodes observed and recorded:
+    Kubernetes every round, AWS as `domain/nodes/watch_plan.py` decides (a full read on a new
+    HyperPod event or every `resync` seconds, else one call for the newest event), within the
+    cluster's declared AWS calls per hour (`budget`, shared by every replica): a round the
+    budget cannot pay for leaves the cluster's AWS side as last read."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        port: HyperPodNodes,
+        budget: WatchBudget,
+        *,
+        resync: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pool = pool
+        self.port = port
+        self.budget = budget
+        self.resync = resync
+        self.clock = clock
+        self.clusters: dict[str, ClusterWatch] = {}
+
+    async def run(self, interval: float) -> None:
+        while True:
+            try:
+                await self.once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("node watch pass failed", error=f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(interval)
+
+    async def once(self) -> int:
+        """One pass over the active managed clusters; returns the number of events appended."""
+        clusters = await records.watched_clusters(self.pool)
+        for gone in set(self.clusters) - {c.name for c in clusters}:
+            del self.clusters[gone]
+        return sum(await asyncio.gather(*(self._cluster(c) for c in clusters)))
+
+    async def _newest(self, arn: str, watch: ClusterWatch) -> str | None:
         try:
-            await watch_once(pool, port)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("node watch pass failed", error=f"{type(exc).__name__}: {exc}")
-        await asyncio.sleep(interval)
+            return await self.port.newest_event(arn)
+        except PermanentError as exc:
+            if exc.code == NOT_FOUND:
+                raise
+            # No events kept for this cluster (not Continuous provisioning): polled instead.
+            watch.events = False
+            return None
 
+    async def _aws(
+        self,
+        cluster: records.WatchedCluster,
+        watch: ClusterWatch,
+        kube_ids: frozenset[str] | None,
+    ) -> None:
+        arn = cluster.hyperpod_cluster_arn
+        if next_step(watch, self.clock(), self.resync) == "events":
+            if not await self.budget.spend(cluster.name, 1):
+                return
+            if not saw_newest(watch, await self._newest(arn, watch)) and watch.events:
+                return
+        cost = full_cost(watch) - (0 if watch.events else 1)
+        if not await self.budget.spend(cluster.name, cost):
+            return
+        # The newest event first: one that lands during the listing is newer, and read again.
+        newest = await self._newest(arn, watch) if watch.events else None
+        instances, recovery = await asyncio.gather(
+            self.port.list_nodes(arn), self.port.node_recovery(arn)
+        )
+        mode = recovery.mode if recovery is not None else None
+        read_in_full(watch, self.clock(), instances, mode, newest, kube_ids)
 
-async def watch_once(pool: asyncpg.Pool, port: HyperPodNodes) -> int:
-    """One pass over the active managed clusters; returns the number of events appended."""
-    clusters = await records.watched_clusters(pool)
-    return sum(await asyncio.gather(*(_watch_cluster(pool, port, c) for c in clusters)))
-
-
-async def _watch_cluster(
-    pool: asyncpg.Pool, port: HyperPodNodes, cluster: records.WatchedCluster
-) -> int:
-    try:
-        _, views, _ = await observe(port, cluster.hyperpod_cluster_arn, cluster.access)
-    except StageError as exc:
-        log.info("nodes not observable", cluster=cluster.name, error=str(exc))
-        return 0
-    return await records.record_nodes(pool, cluster.name, views)
+    async def _cluster(self, cluster: records.WatchedCluster) -> int:
+        watch = self.clusters.setdefault(cluster.name, ClusterWatch())
+        access = cluster.access
+        kube = await _kube_or_none(self.port, access) if access is not None else None
+        kube_ids = None
+        if kube is not None:
+            kube_ids = frozenset(k.instance_id for k in kube if k.instance_id)
+            kubernetes_disagrees(watch, kube_ids)
+        try:
+            await self._aws(cluster, watch, kube_ids)
+        except StageError as exc:
+            log.info("nodes not observable", cluster=cluster.name, error=str(exc))
+            return 0
+        if watch.observed_at is None:
+            return 0
+        views = join_nodes(watch.instances, kube, watch.recovery)
+        return await records.record_nodes(self.pool, cluster.name, views)

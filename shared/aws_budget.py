@@ -1,0 +1,262 @@
+"""The AWS call budget: token buckets in PostgreSQL that every service replica spends from.
+
+Two kinds of bucket, rows of `aws_call_buckets` (migration 0016), each changed by one atomic
+upsert, so any number of replicas share them without a coordinator:
+
+- **The account's rate** (`aws:<account>:<region>`): every AWS call a service makes takes a
+  token before it is sent (`shared/adapters/aws_session.py` installs the hook on every client).
+  A caller always gets its token at once; when the bucket is empty the token is borrowed
+  (`tokens` goes below zero) and the caller sleeps until the refill reaches it, so concurrent
+  callers across replicas are spaced at the declared rate in the order PostgreSQL served them.
+  A throttling answer from AWS (`throttled`) empties the bucket for everyone for `penalty`
+  seconds: one replica's throttle slows the whole fleet's calls, not just its own retry.
+- **A watcher's declared budget** (`watch:<watcher>:<cluster>`): `WatchBudget.spend` takes the
+  calls an observation will cost, or refuses (and the watcher skips the cluster this round).
+  This is never borrowed: a watcher that spent its hour waits for the refill.
+
+The arithmetic is `refilled` and `wait_seconds` (pure, unit-tested); the SQL applies the same
+formula inside PostgreSQL with `clock_timestamp()`, so the replicas' clocks do not matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import asyncpg
+
+from shared.logging import get_logger
+
+log = get_logger("shared.aws_budget")
+
+# The defaults: SageMaker and EKS throttle their describe and list calls per account and
+# region; neither publishes a fixed rate for them (SageMaker's "Amazon SageMaker AI endpoints
+# and quotas" lists API request rates as adjustable per account; EKS documents a token bucket
+# for its API in "Amazon EKS service quotas"), so the control plane declares a conservative
+# one: 10 calls a second with bursts of 20, across every replica and service.
+DEFAULT_RATE = 10.0
+DEFAULT_BURST = 20.0
+DEFAULT_PENALTY = 1.0
+# The longest a caller waits for a borrowed token before its call goes ahead anyway (a bucket
+# deep in debt, e.g. after a long throttle, must not stall a stage beyond its own timeouts).
+MAX_WAIT = 30.0
+
+
+def refilled(tokens: float, capacity: float, rate: float, elapsed: float) -> float:
+    """The tokens a bucket holds `elapsed` seconds after it held `tokens`."""
+    return min(capacity, tokens + max(0.0, elapsed) * rate)
+
+
+def wait_seconds(tokens_after: float, rate: float) -> float:
+    """How long a caller that left the bucket at `tokens_after` waits for its token."""
+    return 0.0 if tokens_after >= 0 else -tokens_after / rate
+
+
+def account_key(account: str, region: str) -> str:
+    return f"aws:{account}:{region}"
+
+
+def watch_key(watcher: str, cluster: str) -> str:
+    return f"watch:{watcher}:{cluster}"
+
+
+# Take `$5` tokens from bucket `$1` (made with capacity $2, refill $3/s, full, if new). In one
+# statement: the refill since the last change, the take, the count. Borrowing allowed.
+_TAKE = (
+    "INSERT INTO aws_call_buckets AS b (key, capacity, refill_per_second, tokens, calls)"
+    " VALUES ($1::text, $2::float8, $3::float8, $2::float8 - $4::float8, $4::float8::bigint)"
+    " ON CONFLICT (key) DO UPDATE SET"
+    "  capacity = excluded.capacity, refill_per_second = excluded.refill_per_second,"
+    "  tokens = LEAST(excluded.capacity, b.tokens"
+    "   + EXTRACT(EPOCH FROM clock_timestamp() - b.updated_at) * excluded.refill_per_second)"
+    "   - $4::float8,"
+    "  updated_at = clock_timestamp(), calls = b.calls + $4::float8::bigint"
+    " RETURNING tokens"
+)
+
+# The same without borrowing: the row changes only if the refilled bucket holds $4 tokens.
+_TRY = (
+    "INSERT INTO aws_call_buckets AS b (key, capacity, refill_per_second, tokens, calls)"
+    " SELECT $1::text, $2::float8, $3::float8, $2::float8 - $4::float8, $4::float8::bigint"
+    " WHERE $4::float8 <= $2::float8"
+    " ON CONFLICT (key) DO UPDATE SET"
+    "  capacity = excluded.capacity, refill_per_second = excluded.refill_per_second,"
+    "  tokens = LEAST(excluded.capacity, b.tokens"
+    "   + EXTRACT(EPOCH FROM clock_timestamp() - b.updated_at) * excluded.refill_per_second)"
+    "   - $4::float8,"
+    "  updated_at = clock_timestamp(), calls = b.calls + $4::float8::bigint"
+    " WHERE LEAST(excluded.capacity, b.tokens"
+    "   + EXTRACT(EPOCH FROM clock_timestamp() - b.updated_at) * excluded.refill_per_second)"
+    "   >= $4::float8"
+    " RETURNING tokens"
+)
+
+# A throttling answer: nobody's next token comes before `$2` seconds from now.
+_THROTTLED = (
+    "UPDATE aws_call_buckets SET"
+    " tokens = LEAST(LEAST(capacity, tokens"
+    "  + EXTRACT(EPOCH FROM clock_timestamp() - updated_at) * refill_per_second),"
+    "  -$2::float8 * refill_per_second),"
+    " updated_at = clock_timestamp(), throttled = throttled + 1"
+    " WHERE key = $1"
+)
+
+
+@dataclass(frozen=True)
+class BucketFigures:
+    """One bucket as stored: for reports and tests."""
+
+    key: str
+    tokens: float
+    calls: int
+    throttled: int
+
+
+async def figures(pool: asyncpg.Pool, prefix: str = "") -> list[BucketFigures]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT key, tokens, calls, throttled FROM aws_call_buckets"
+            " WHERE starts_with(key, $1) ORDER BY key",
+            prefix,
+        )
+    return [BucketFigures(r["key"], r["tokens"], r["calls"], r["throttled"]) for r in rows]
+
+
+def _positive(name: str, value: float) -> float:
+    if not value > 0:
+        raise ValueError(f"{name} must be greater than 0 (got {value!r}): declare a rate of calls")
+    return value
+
+
+class AccountLimiter:
+    """The account-and-region bucket, from the event loop (`take`) or from the threads boto3
+    calls run in (`gate`, which sends the take to the loop and sleeps in its own thread)."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        account: str | Callable[[], str],
+        *,
+        rate: float = DEFAULT_RATE,
+        burst: float = DEFAULT_BURST,
+        penalty: float = DEFAULT_PENALTY,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.pool = pool
+        # The account names the bucket; given, or resolved on the first call (STS
+        # GetCallerIdentity, itself not spent: it is the call that names the bucket).
+        self._account = account if isinstance(account, str) else None
+        self._resolve = account if callable(account) else None
+        self._local = threading.local()
+        self.rate = _positive("rate", rate)
+        self.burst = _positive("burst", burst)
+        self.penalty = _positive("penalty", penalty)
+        self._sleep = sleep
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self.waited = 0.0  # seconds this process's callers slept for tokens
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop the pool belongs to (where `gate` sends its statements)."""
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    @property
+    def account(self) -> str | None:
+        return self._account
+
+    def _account_now(self) -> str | None:
+        if self._account is None and self._resolve is not None:
+            self._local.resolving = True
+            try:
+                self._account = self._resolve()
+            except Exception as exc:
+                log.warning("aws account not resolvable", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self._local.resolving = False
+        return self._account
+
+    async def take(self, region: str, account: str | None = None) -> float:
+        """Take one token; returns the seconds to wait before the call goes out."""
+        key = account_key(account or self._account or "unresolved", region)
+        async with self.pool.acquire() as conn:
+            tokens = await conn.fetchval(_TAKE, key, self.burst, self.rate, 1.0)
+        return min(MAX_WAIT, wait_seconds(float(tokens), self.rate))
+
+    async def throttled(self, region: str, account: str | None = None) -> None:
+        key = account_key(account or self._account or "unresolved", region)
+        async with self.pool.acquire() as conn:
+            await conn.execute(_THROTTLED, key, self.penalty)
+
+    def _run(self, make: Callable[[], Awaitable[float | None]]) -> float | None:
+        loop = self._loop
+        if loop is None or loop.is_closed() or threading.get_ident() == self._loop_thread:
+            # Called on the loop itself (a blocking boto3 call there would stall the loop
+            # anyway) or after shutdown: no shared bucket reachable from here.
+            return None
+
+        async def run() -> float | None:
+            return await make()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=MAX_WAIT)
+        except Exception as exc:  # the database down must not stop AWS calls
+            log.warning("aws call budget unreachable", error=f"{type(exc).__name__}: {exc}")
+            return None
+
+    def gate(self, region: str) -> None:
+        """Before an AWS request is sent (a boto3 worker thread): take a token, wait for it."""
+        if getattr(self._local, "resolving", False):
+            return
+        account = self._account_now()
+        wait = self._run(lambda: self.take(region, account))
+        if wait:
+            self.waited += wait
+            self._sleep(wait)
+
+    def report_throttled(self, region: str) -> None:
+        """AWS answered with a throttling error (a boto3 worker thread)."""
+
+        if getattr(self._local, "resolving", False):
+            return
+        account = self._account_now()
+
+        async def mark() -> None:
+            await self.throttled(region, account)
+
+        self._run(mark)
+
+
+class WatchBudget:
+    """A watcher's declared AWS calls per cluster per hour (the node watcher's, the drift
+    watcher's): `spend` before an observation, skip the cluster when it says no.
+
+    The bucket holds `burst` calls (at least one observation's worth) and refills at
+    `per_hour / 3600` a second, so over any hour a cluster costs at most `per_hour + burst`
+    and, sustained, `per_hour`.
+    """
+
+    def __init__(
+        self, pool: asyncpg.Pool, watcher: str, per_hour: float, burst: float | None = None
+    ) -> None:
+        self.pool = pool
+        self.watcher = watcher
+        self.per_hour = _positive("per_hour", per_hour)
+        self.burst = _positive("burst", burst if burst is not None else max(1.0, per_hour / 6))
+
+    async def spend(self, cluster: str, calls: float) -> bool:
+        """Take `calls` from the cluster's budget if it holds them; False leaves it unchanged."""
+        if calls <= 0:
+            return True
+        async with self.pool.acquire() as conn:
+            left = await conn.fetchval(
+                _TRY,
+                watch_key(self.watcher, cluster),
+                max(self.burst, calls),
+                self.per_hour / 3600.0,
+                float(calls),
+            )
+        return left is not None

@@ -1,0 +1,111 @@
+"""The AWS call budget with real PostgreSQL and boto3 over HTTP against the simulated AWS: two
+replicas (two pools, two limiters) share one bucket per account and region, every request of a
+client made by `aws_session` spends from it, a throttling answer slows every replica, and a
+watcher's declared budget per cluster refuses what it does not hold."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from shared.adapters import aws_session
+from shared.aws_budget import AccountLimiter, WatchBudget, figures
+from shared.db import create_pool
+from sim.aws import SimulatedAws
+from sim.testing import aws_env, inject_fault, simulated_aws
+
+ACCOUNT = "333333333333"
+REGION = "us-east-1"
+sim = simulated_aws(profile="fast", account_id=ACCOUNT, set_env=False, scope="module")
+
+
+@pytest.fixture
+def sim_env(sim: SimulatedAws, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimulatedAws]:
+    for key, value in aws_env(sim).items():
+        monkeypatch.setenv(key, value)
+    yield sim
+    aws_session.use_budget(None)
+
+
+@pytest.fixture
+async def second_pool(database_url: str) -> AsyncIterator[asyncpg.Pool]:
+    p = await create_pool(database_url, min_size=1, max_size=10)
+    yield p
+    await p.close()
+
+
+async def test_two_replicas_share_one_bucket_per_account_and_region(
+    pool: asyncpg.Pool, second_pool: asyncpg.Pool
+) -> None:
+    rate, burst, calls = 40.0, 5.0, 40
+    replicas = [AccountLimiter(p, ACCOUNT, rate=rate, burst=burst) for p in (pool, second_pool)]
+    loop = asyncio.get_running_loop()
+    for limiter in replicas:
+        limiter.bind(loop)
+    started = time.monotonic()
+    await asyncio.gather(*(asyncio.to_thread(replicas[i % 2].gate, REGION) for i in range(calls)))
+    elapsed = time.monotonic() - started
+    # Together, not each: (40 - 5) tokens beyond the burst at 40/s is 0.875 s at the least;
+    # two private buckets would have let both replicas' 20 go in 0.375 s.
+    assert elapsed >= (calls - burst) / rate * 0.95
+    [bucket] = await figures(pool, "aws:")
+    assert bucket.key == f"aws:{ACCOUNT}:{REGION}" and bucket.calls == calls
+    assert sum(r.waited for r in replicas) > 0
+    # Another region is another bucket, full.
+    assert await replicas[0].take("eu-west-1") == 0.0
+
+
+async def test_every_request_of_a_session_client_spends_and_throttling_slows_everyone(
+    sim_env: SimulatedAws, pool: asyncpg.Pool
+) -> None:
+    resolved: list[str] = []
+
+    def account() -> str:
+        resolved.append(aws_session.account_id(REGION, sim_env.endpoint_url))
+        return resolved[-1]
+
+    limiter = AccountLimiter(pool, account, rate=50.0, burst=50.0, penalty=0.5)
+    limiter.bind(asyncio.get_running_loop())
+    aws_session.use_budget(limiter)
+    sagemaker = aws_session.client("sagemaker", REGION, sim_env.endpoint_url)
+    eks = aws_session.client("eks", REGION, sim_env.endpoint_url)
+    for _ in range(3):
+        await asyncio.to_thread(sagemaker.list_clusters)
+    await asyncio.to_thread(eks.list_clusters)
+    # The account was resolved once through STS, which names the bucket and is not spent.
+    assert resolved == [ACCOUNT]
+    [bucket] = await figures(pool, "aws:")
+    assert (bucket.key, bucket.calls, bucket.throttled) == (f"aws:{ACCOUNT}:{REGION}", 4, 0)
+
+    # botocore's own retry (standard mode) meets the throttle; the answer empties the shared
+    # bucket, so the retry, like any replica's next call, waits out the penalty (0.5 s).
+    with inject_fault(sim_env, "throttle", service="sagemaker", operation="ListClusters"):
+        started = time.monotonic()
+        await asyncio.to_thread(sagemaker.list_clusters)
+        assert time.monotonic() - started >= 0.4
+    [bucket] = await figures(pool, "aws:")
+    assert (bucket.calls, bucket.throttled) == (6, 1)  # each HTTP attempt spends
+
+    aws_session.use_budget(None)
+    await asyncio.to_thread(eks.list_clusters)
+    [bucket] = await figures(pool, "aws:")
+    assert bucket.calls == 6  # nothing spent once the budget is removed
+
+
+async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg.Pool) -> None:
+    budget = WatchBudget(pool, "nodes", per_hour=3600.0, burst=3.0)  # one call a second
+    assert await budget.spend("team-a", 3)
+    assert not await budget.spend("team-a", 1)
+    assert await budget.spend("team-b", 2)  # each cluster its own bucket
+    await asyncio.sleep(1.1)
+    assert await budget.spend("team-a", 1)
+    assert not await budget.spend("team-a", 1)
+    # One observation dearer than the burst (a cluster of many nodes) still fits, once full.
+    assert await budget.spend("team-c", 11)
+    spent: dict[str, Any] = {b.key: b.calls for b in await figures(pool, "watch:")}
+    assert spent == {"watch:nodes:team-a": 4, "watch:nodes:team-b": 2, "watch:nodes:team-c": 11}

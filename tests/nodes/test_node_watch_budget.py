@@ -1,0 +1,162 @@
+"""The node watcher's AWS spending against the simulator and PostgreSQL: a full read first, then
+one ListClusterEvents call a round while the cluster is idle, a full read again when HyperPod
+records an event (a node failing) or the resync is due, and nothing at all once the cluster's
+declared budget for the hour is spent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import asyncpg
+import pytest
+
+from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
+from cluster_svc.adapters.k8s import EksKubeFactory
+from cluster_svc.areas.nodes import NodeWatcher
+from shared.aws_budget import WatchBudget, figures
+from sim.aws import SimulatedAws
+from sim.testing import inject_fault
+from tests.nodes.conftest import NODE_COUNT, HyperPodCluster
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def counted(sim: SimulatedAws) -> tuple[HyperPodNodes, Counter[str]]:
+    aws = AwsClients("us-east-1", sim.endpoint_url)
+    calls: Counter[str] = Counter()
+
+    def before_send(event_name: str, **_: Any) -> None:
+        calls[event_name.rsplit(".", 1)[-1]] += 1
+
+    aws.client("sagemaker").meta.events.register("before-send", before_send)
+    return HyperPodNodes(aws, EksKubeFactory("us-east-1")), calls
+
+
+async def _watched(
+    pool: asyncpg.Pool, hyperpod: HyperPodCluster, port: HyperPodNodes | None = None
+) -> None:
+    """The cluster as the watcher finds it: with its Kubernetes API when `port` is given."""
+    access = await port.eks_access(hyperpod.name) if port is not None else None
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "INSERT INTO clusters (name, region, status, managed, hyperpod_cluster_arn,"
+            " eks_cluster_arn, endpoint, ca_data) VALUES ('w1', 'us-east-1', 'active', true,"
+            " $1, $2, $3, $4)",
+            hyperpod.arn,
+            hyperpod.eks["arn"] if access else None,
+            access.endpoint if access else None,
+            access.ca_data if access else None,
+        )
+
+
+async def test_an_idle_cluster_costs_one_call_a_round_and_an_event_reads_it_again(
+    pool: asyncpg.Pool,
+    sim: SimulatedAws,
+    hyperpod: HyperPodCluster,
+    counted: tuple[HyperPodNodes, Counter[str]],
+) -> None:
+    port, calls = counted
+    await _watched(pool, hyperpod)
+    clock = Clock()
+    watcher = NodeWatcher(
+        pool, port, WatchBudget(pool, "nodes", per_hour=3600.0, burst=20.0), clock=clock
+    )
+
+    await watcher.once()
+    assert calls == {"ListClusterEvents": 1, "ListClusterNodes": 1, "DescribeCluster": 1}
+    async with pool.acquire() as conn:
+        assert await conn.fetchval("SELECT count(*) FROM cluster_nodes WHERE cluster = 'w1'") == (
+            NODE_COUNT
+        )
+
+    calls.clear()
+    for _ in range(5):
+        clock.now += 5
+        await watcher.once()
+    assert calls == {"ListClusterEvents": 5}  # idle: the newest event only
+
+    victim = watcher.clusters["w1"].instances[-1].node_id
+    with inject_fault(sim, "node_failure", cluster=hyperpod.arn, node_ids=[victim]):
+        pass
+    calls.clear()
+    clock.now += 5
+    assert await watcher.once() >= 1  # the failure reported in the round that saw its event
+    assert calls == {"ListClusterEvents": 2, "ListClusterNodes": 1, "DescribeCluster": 1}
+    async with pool.acquire() as conn:
+        status = await conn.fetchval(
+            "SELECT instance_status FROM cluster_nodes WHERE cluster = 'w1' AND node_id = $1",
+            victim,
+        )
+        reported = await conn.fetch("SELECT type FROM events WHERE type = 'NodeFailed'")
+    assert status == "Failure" and len(reported) == 1
+
+    calls.clear()
+    clock.now += 600  # the resync: a full read though nothing was reported
+    await watcher.once()
+    assert calls["ListClusterNodes"] == 1
+    [spent] = await figures(pool, "watch:nodes:")
+    assert spent.key == "watch:nodes:w1" and spent.calls == 3 + 5 + 4 + 3
+
+
+async def test_a_spent_budget_leaves_the_cluster_as_last_read(
+    pool: asyncpg.Pool, hyperpod: HyperPodCluster, counted: tuple[HyperPodNodes, Counter[str]]
+) -> None:
+    port, calls = counted
+    await _watched(pool, hyperpod)
+    clock = Clock()
+    # 3 calls of burst: the first full read, then nothing for the hour's refill (1 call/20 min).
+    watcher = NodeWatcher(
+        pool, port, WatchBudget(pool, "nodes", per_hour=3.0, burst=3.0), clock=clock
+    )
+    await watcher.once()
+    assert sum(calls.values()) == 3
+    calls.clear()
+    for _ in range(10):
+        clock.now += 5
+        await watcher.once()
+    assert sum(calls.values()) == 0
+    async with pool.acquire() as conn:
+        kept = await conn.fetchval("SELECT count(*) FROM cluster_nodes WHERE cluster = 'w1'")
+    assert kept == NODE_COUNT
+
+
+async def test_a_deleted_node_is_seen_through_kubernetes_and_polled_until_gone(
+    pool: asyncpg.Pool, hyperpod: HyperPodCluster, counted: tuple[HyperPodNodes, Counter[str]]
+) -> None:
+    port, calls = counted
+    await _watched(pool, hyperpod, port)
+    watcher = NodeWatcher(pool, port, WatchBudget(pool, "nodes", per_hour=36000.0, burst=50.0))
+    await watcher.once()
+    calls.clear()
+    await watcher.once()
+    assert calls == {"ListClusterEvents": 1}  # settled: the event check only
+    victim = watcher.clusters["w1"].instances[0].node_id
+    answer = await port.batch("delete", hyperpod.arn, [victim])
+    assert answer.successful == [victim]
+    # HyperPod records no event for a delete: the node leaving Kubernetes (or the resync)
+    # makes the watcher read again, and the node ShuttingDown keeps it reading until it is gone.
+    async with pool.acquire() as conn:
+        for _ in range(100):
+            await watcher.once()
+            removed = await conn.fetchval(
+                "SELECT count(*) FROM events WHERE type = 'NodeRemoved'"
+                " AND payload->>'node_id' = $1",
+                victim,
+            )
+            if removed:
+                break
+            await asyncio.sleep(0.1)
+    assert removed == 1
+    calls.clear()
+    await watcher.once()
+    assert calls == {"ListClusterEvents": 1}  # settled again
