@@ -141,6 +141,15 @@ class FeaturesChange(Spec):
         None,
         description="SageMaker Spaces add-on: IDEs and notebooks (installs cert-manager first)",
     )
+    observability: bool | None = Field(
+        None,
+        description="HyperPod observability add-on with its Prometheus (AMP) and Grafana "
+        "workspaces: GPU (DCGM) and EFA metrics",
+    )
+    container_insights: bool | None = Field(
+        None,
+        description="Container Insights: the CloudWatch observability EKS add-on",
+    )
     tiered_checkpointing: TieredCheckpointingChange | None = Field(
         None, description="Managed tiered checkpointing: enabled and/or memory_percentage"
     )
@@ -154,7 +163,7 @@ class FeaturesChange(Spec):
             raise RuleViolation(
                 "the change names no feature",
                 "send at least one of training_operator, inference_operator, "
-                "tiered_checkpointing, autoscaling, spaces",
+                "tiered_checkpointing, autoscaling, observability, container_insights, spaces",
             )
         return self
 

@@ -23,6 +23,7 @@ from sim.aws.context import SimContext
 from sim.aws.eks import Eks
 from sim.aws.faults import Faults
 from sim.aws.front import FrontApp, Handler
+from sim.aws.grafana import Grafana
 from sim.aws.hyperpod import HyperPod
 from sim.aws.inventory import moto_inventory
 from sim.aws.mlflow_api import MlflowApi
@@ -66,6 +67,7 @@ class SimulatedAws:
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
         self.service_quotas = ServiceQuotas(self.ctx)
         self.task_governance = TaskGovernance(self.ctx, self.hyperpod, self.eks)
+        self.grafana = Grafana(self.ctx)
         self.pricing = Pricing(self.ctx)
         self.training_plan_offerings = TrainingPlanOfferings(self.ctx)
         handlers: dict[tuple[str, str], Handler] = {}
@@ -75,6 +77,7 @@ class SimulatedAws:
             ("sagemaker", self.sagemaker_extras.operations()),
             ("sagemaker", self.task_governance.operations()),
             ("service-quotas", self.service_quotas.operations()),
+            ("grafana", self.grafana.operations()),
             ("sagemaker", self.training_plan_offerings.operations()),
             ("pricing", self.pricing.operations()),
         ):

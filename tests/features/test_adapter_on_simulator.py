@@ -69,7 +69,9 @@ async def test_observe_reads_addons_objects_roles_and_no_hyperpod(
     names = await live.names(update(eks))
     actual = await live.observe(names)
     assert actual.hyperpod is None
-    assert actual.addons == {CERT_MANAGER: None, TRAINING_ADDON: None}
+    assert {CERT_MANAGER, TRAINING_ADDON} <= set(actual.addons)
+    assert all(status is None for status in actual.addons.values()), actual.addons
+    assert actual.workspaces == {"amp": None, "grafana": None}
     assert set(actual.objects) == set(watched(names))
     assert all(v is None for v in actual.objects.values())
     assert actual.roles == {names.checkpoint_role: None, names.autoscaler_role: None}

@@ -30,8 +30,13 @@ from cluster_svc.domain.features.objects import (
     names_for,
     watched,
 )
+from cluster_svc.domain.features.observability import (
+    OBSERVED_ADDONS,
+    WorkspaceActual,
+    workspace_name,
+)
 from cluster_svc.domain.features.steps import Apply, Call, Remove
-from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY, POLICY_NAME
+from cluster_svc.domain.identity import CLUSTER_TAG, MANAGED_BY, POLICY_NAME, is_ours
 from shared.contracts.features import UpdateFeatures
 from shared.errors import PermanentError, TemporaryError
 
@@ -42,6 +47,8 @@ ALREADY = {
     ("iam", "DeleteRolePolicy"): {"NoSuchEntity"},
     ("eks", "CreateAddon"): {"ResourceInUseException"},
     ("eks", "DeleteAddon"): {"ResourceNotFoundException"},
+    ("amp", "DeleteWorkspace"): {"ResourceNotFoundException"},
+    ("grafana", "DeleteWorkspace"): {"ResourceNotFoundException"},
 }
 
 
@@ -107,14 +114,18 @@ class LiveFeatures:
             self._managed(names, NODE_POOL_API, "NodePool"),
             self._managed(names, NODE_CLASS_API, "HyperpodNodeClass"),
         )
+        observed, workspaces = await asyncio.gather(
+            self._observed_addons(names), self._workspaces(names)
+        )
         return Actual(
-            addons=addons,
+            addons={**addons, **observed},
             hyperpod=hyperpod,
             objects=objects,
             roles=roles,
             oidc_provider_arn=provider,
             pools=pools,
             classes=classes,
+            workspaces=workspaces,
         )
 
     async def _managed(self, names: Names, api_version: str, kind: str) -> dict[str, KubeObject]:
@@ -135,6 +146,47 @@ class LiveFeatures:
         return {
             a: (s.status if s is not None else None) for a, s in zip(wanted, states, strict=True)
         }
+
+    async def _observed_addons(self, names: Names) -> dict[str, str | None]:
+        states = await asyncio.gather(
+            *(self.ports.addons.describe(names.eks_cluster, a) for a in OBSERVED_ADDONS)
+        )
+        return {
+            a: (s.status if s is not None else None)
+            for a, s in zip(OBSERVED_ADDONS, states, strict=True)
+        }
+
+    async def _workspaces(self, names: Names) -> dict[str, WorkspaceActual | None]:
+        """The AMP and Grafana workspaces named for the cluster (aps ListWorkspaces by
+        alias, grafana ListWorkspaces by name)."""
+        name = workspace_name(names.cluster)
+        listed, boards = await asyncio.gather(
+            self.aws.call("amp", "list_workspaces", alias=name),
+            self.aws.call("grafana", "list_workspaces"),
+        )
+        amp = None
+        for found in listed.get("workspaces") or []:
+            described = await self.aws.call(
+                "amp", "describe_workspace", workspaceId=found["workspaceId"]
+            )
+            space = described["workspace"]
+            amp = WorkspaceActual(
+                id=str(space["workspaceId"]),
+                status=str(space["status"]["statusCode"]),
+                endpoint=space.get("prometheusEndpoint"),
+                ours=is_ours(space.get("tags") or {}, names.cluster),
+                arn=space.get("arn"),
+            )
+        grafana = None
+        for board in boards.get("workspaces") or []:
+            if board.get("name") == name:
+                grafana = WorkspaceActual(
+                    id=str(board["id"]),
+                    status=str(board["status"]),
+                    endpoint=board.get("endpoint"),
+                    ours=is_ours(board.get("tags") or {}, names.cluster),
+                )
+        return {"amp": amp, "grafana": grafana}
 
     async def hyperpod(self, name: str | None) -> HyperPodActual | None:
         if name is None:

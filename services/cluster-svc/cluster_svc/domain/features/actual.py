@@ -51,6 +51,8 @@ class Actual:
     # managed autoscaling's NodePools and HyperpodNodeClasses Hyperpilot made, by name
     pools: Mapping[str, KubeObject] = field(default_factory=dict)
     classes: Mapping[str, KubeObject] = field(default_factory=dict)
+    # the observability feature's AMP and Grafana workspaces ("amp", "grafana")
+    workspaces: Mapping[str, Any] = field(default_factory=dict)
 
     def object(self, ref: Ref) -> KubeObject | None:
         return self.objects.get(ref)

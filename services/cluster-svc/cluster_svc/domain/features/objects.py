@@ -23,6 +23,8 @@ FEATURES = (
     "tiered_checkpointing",
     "autoscaling",
     "spaces",
+    "observability",
+    "container_insights",
 )
 
 CERT_MANAGER = "cert-manager"

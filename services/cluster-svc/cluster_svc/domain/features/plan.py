@@ -30,6 +30,12 @@ from cluster_svc.domain.features.objects import (
     node_class,
     node_pool,
 )
+from cluster_svc.domain.features.observability import (
+    insights_enabled,
+    insights_view,
+    observability_enabled,
+    observability_view,
+)
 from cluster_svc.domain.features.steps import Apply, Call, Remove, Step, feature_steps
 from shared.contracts.features import (
     AUTOSCALING_SCOPE,
@@ -50,6 +56,8 @@ def diff(actual: Actual, change: FeaturesChange) -> dict[str, FieldChange]:
 
     compare("training_operator", training_enabled(actual), change.training_operator)
     compare("inference_operator", inference_enabled(actual), change.inference_operator)
+    compare("observability", observability_enabled(actual.addons), change.observability)
+    compare("container_insights", insights_enabled(actual.addons), change.container_insights)
     compare("spaces", spaces_enabled(actual), change.spaces)
     if change.tiered_checkpointing is not None:
         on = tiered_enabled(actual)
@@ -203,6 +211,8 @@ def describe(names: Names, actual: Actual) -> dict[str, Any]:
             and is_managed(inference, INFERENCE_COMPONENT),
             "requires": {CERT_MANAGER: actual.addons.get(CERT_MANAGER)},
         },
+        "observability": observability_view(names, actual),
+        "container_insights": insights_view(actual),
         "tiered_checkpointing": {
             "enabled": tiered_enabled(actual),
             "memory_percentage": hyperpod.tiered_percentage

@@ -74,6 +74,8 @@ TITLES = {
     "inference_operator": "Inference operator (cert-manager first)",
     "tiered_checkpointing": "Managed tiered checkpointing and its identity chain",
     "autoscaling": "Managed autoscaling (Karpenter) over the instance groups",
+    "observability": "HyperPod observability: Prometheus and Grafana workspaces, then the add-on",
+    "container_insights": "Container Insights (CloudWatch observability add-on)",
     "spaces": "SageMaker Spaces add-on (cert-manager first)",
 }
 
@@ -105,6 +107,8 @@ def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
             feature_stage(port, "tiered_checkpointing"),
             feature_stage(port, "autoscaling", needs=("tiered_checkpointing",)),
             feature_stage(port, "spaces", needs=("training_operator",)),
+            feature_stage(port, "observability"),
+            feature_stage(port, "container_insights"),
         ),
         on_finish=features_updated,
     )

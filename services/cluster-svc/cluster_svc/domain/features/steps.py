@@ -81,7 +81,7 @@ def _invalid(field_name: str, message: str, hint: str) -> PermanentError:
     return PermanentError("InvalidFeatureChange", f"{field_name}: {message}", hint)
 
 
-def addon_steps(names: Names, actual: Actual, addon: str) -> list[Step]:
+def addon_steps(names: Names, actual: Actual, addon: str, version: str | None = None) -> list[Step]:
     """Install an EKS add-on if missing and wait until it serves."""
     status = actual.addons.get(addon)
     if status in ADDON_FAILED:
@@ -102,7 +102,7 @@ def addon_steps(names: Names, actual: Actual, addon: str) -> list[Step]:
                 {
                     "clusterName": names.eks_cluster,
                     "addonName": addon,
-                    "addonVersion": ADDON_VERSIONS[addon],
+                    "addonVersion": version or ADDON_VERSIONS[addon],
                     "tags": dict(MANAGED_BY),
                 },
             )
@@ -462,6 +462,14 @@ def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature:
         return training_steps(names, actual, change.training_operator)
     if feature == "spaces" and change.spaces is not None:
         return cert_addon_steps(names, actual, SPACES_ADDON, change.spaces)
+    if feature in ("observability", "container_insights"):
+        from cluster_svc.domain.features import observability  # it builds on these steps
+
+        if feature == "observability" and change.observability is not None:
+            return observability.observability_steps(names, actual, change.observability)
+        if feature == "container_insights" and change.container_insights is not None:
+            return observability.insights_steps(names, actual, change.container_insights)
+        return []
     if feature == "inference_operator" and change.inference_operator is not None:
         return inference_steps(names, actual, change.inference_operator)
     if feature == "tiered_checkpointing" and change.tiered_checkpointing is not None:
