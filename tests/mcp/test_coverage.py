@@ -32,6 +32,10 @@ NOT_TOOLS = {
     # OpenAI-compatible proxies for HTTP clients; invoke_endpoint sends the same request.
     ("POST", "/api/v1/endpoints/{}/v1/chat/completions"),
     ("POST", "/api/v1/endpoints/{}/v1/completions"),
+    # A space's web app is its owner's browser page (the UI opens it); get_space names its URL.
+    ("GET", "/api/v1/clusters/{}/spaces/{}/lab/{}"),
+    # The same change as start, the other way (set_space_status takes start or stop).
+    ("POST", "/api/v1/clusters/{}/spaces/{}/stop"),
 }
 
 

@@ -212,8 +212,9 @@ async def test_every_tool_over_a_route_with_dry_run_offers_it(fake: FakeGateway)
         assert info.previewable == offers, info.name
         previewable += offers
     # the accepting routes, PUT and PATCH node-recovery being one tool: 27, the 4 of task
-    # governance (task-governance, teams create, update, delete) and 2 more of adoption and drift
-    assert previewable == 33
+    # governance (task-governance, teams create, update, delete), 2 more of adoption and drift,
+    # and the 4 of spaces (create, update, start or stop, delete)
+    assert previewable == 37
     async with Client(server) as client:
         preview = await client.call_tool(
             "create_storage_bucket", {"name": "team-data", "dry_run": True}

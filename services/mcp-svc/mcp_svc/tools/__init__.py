@@ -20,6 +20,7 @@ from mcp_svc.tools import (
     instance_groups,
     nodes,
     operations,
+    spaces,
     storage,
     training,
 )
@@ -38,6 +39,7 @@ AREAS: tuple[tuple[str, Register], ...] = (
     ("task governance", governance.register),
     ("storage", storage.register),
     ("training", training.register),
+    ("spaces", spaces.register),
     ("diagnostics", diagnostics.register),
     ("inference", inference.register),
     ("operations", operations.register),
