@@ -21,6 +21,7 @@ from hyperpilot.commands import (  # access and adoption add commands to other a
     nodes,
     operations,
     profile,
+    spaces,
     storage,
     teams,
 )
@@ -35,6 +36,7 @@ AREAS: tuple[Area, ...] = (
     teams.app,
     dependencies.app,
     jobs.app,
+    spaces.app,
     endpoints.app,
     diagnose.app,
     storage.app,
