@@ -73,6 +73,46 @@ def test_nodes_join_hyperpod_and_kubernetes(created_cluster: tuple[RunningStack,
     assert "GET /api/v1/clusters" in missing.json()["error"]["hint"]
 
 
+def test_nodes_are_listed_a_page_at_a_time_live_or_as_recorded(
+    created_cluster: tuple[RunningStack, str],
+) -> None:
+    stack, name = created_cluster
+    api = stack.client
+    everyone = [n["node_id"] for n in _wait_healthy(api, name, 2)]
+    deadline = time.monotonic() + 30
+    for source in ("live", "recorded"):
+        seen: list[str] = []
+        after = None
+        while True:
+            params: dict[str, Any] = {"source": source, "limit": 1}
+            if after:
+                params["after"] = after
+            page = api.get(f"/api/v1/clusters/{name}/nodes", params=params)
+            assert page.status_code == 200, page.text
+            body = page.json()
+            if source == "recorded" and body["total"] < 2:  # the watcher's first record
+                assert time.monotonic() < deadline, body
+                time.sleep(0.3)
+                continue
+            assert (body["source"], body["total"], body["summary"]) == (source, 2, {"healthy": 2})
+            assert len(body["nodes"]) == 1
+            seen.append(body["nodes"][0]["node_id"])
+            after = body["next_after"]
+            if after is None:
+                break
+            assert after == f"gpu/{seen[-1]}"
+        assert seen == sorted(everyone), source
+    refused = api.get(f"/api/v1/clusters/{name}/nodes", params={"after": "gpu/not-a-node"})
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["error"]["fields"]
+    assert (error["field"], error["rule"]) == ("after", "node_cursor")
+    assert "next_after" in error["hint"]
+    too_many = api.get(f"/api/v1/clusters/{name}/nodes", params={"limit": 501})
+    assert too_many.status_code == 422, too_many.text
+    missing = api.get("/api/v1/clusters/no-such-cluster/nodes", params={"source": "recorded"})
+    assert missing.status_code == 404, missing.text
+
+
 def test_automatic_recovery_replaces_a_failed_node_and_reports_it(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
 ) -> None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from gateway import records
 from gateway.accept import on_cluster, refusal_mapper
 from gateway.deps import AdminMutation, Mutation, OperatorMutation, Pool, Viewer
-from gateway.errors import ApiError
+from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
@@ -81,7 +81,9 @@ class NodeView(BaseModel):
 
 class NodeList(BaseModel):
     """Live from cluster-svc (`node_recovery`, `kubernetes_readable`), or what the node watcher
-    recorded last when cluster-svc cannot answer (`observed_at`, `stale_because`)."""
+    recorded last (`observed_at`; `stale_because` when cluster-svc could not answer). With
+    `limit`, one page in (instance group, node id) order: `next_after` names the next page
+    (null on the last), `total` counts every node the filter keeps, `summary` every node."""
 
     cluster: str
     source: Literal["live", "recorded"]
@@ -91,6 +93,40 @@ class NodeList(BaseModel):
     kubernetes_readable: bool | None = None
     observed_at: str | None = None
     stale_because: str | None = None
+    total: int | None = None
+    next_after: str | None = None
+
+
+# A page cursor: the last node of the page before, `<instance_group>/<node_id>`.
+_AFTER = re.compile(r"^([a-zA-Z0-9](?:-*[a-zA-Z0-9]){0,62})/(i-[0-9a-f]{8,32})$")
+
+
+def _after(value: str | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    match = _AFTER.match(value)
+    if match is None:
+        raise field_error(
+            "after",
+            "node_cursor",
+            f"{value!r} is not a node cursor (<instance_group>/<node_id>)",
+            "send the next_after of the page before, or leave after out for the first page",
+        )
+    return match.group(1), match.group(2)
+
+
+def page_of(
+    views: list[dict[str, Any]], after: tuple[str, str] | None, limit: int | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The page of `views` after the cursor, in (instance group, node id) order, and the next
+    cursor (None on the last page)."""
+    ordered = sorted(views, key=lambda v: (v["instance_group"], v["node_id"]))
+    if after is not None:
+        ordered = [v for v in ordered if (v["instance_group"], v["node_id"]) > after]
+    if limit is None or len(ordered) <= limit:
+        return ordered, None
+    last = ordered[limit - 1]
+    return ordered[:limit], f"{last['instance_group']}/{last['node_id']}"
 
 
 class NodeDetail(NodeView):
@@ -115,7 +151,26 @@ async def list_nodes(
     health: Annotated[
         str | None, Query(description="Only nodes with this health (e.g. unhealthy)")
     ] = None,
+    source: Annotated[
+        Literal["live", "recorded"],
+        Query(
+            description="live: read now through cluster-svc (AWS and Kubernetes calls);"
+            " recorded: what the node watcher recorded last (no call; what a page of a large"
+            " cluster reads)"
+        ),
+    ] = "live",
+    limit: Annotated[
+        int | None, Query(ge=1, le=500, description="At most this many nodes (one page)")
+    ] = None,
+    after: Annotated[
+        str | None,
+        Query(max_length=100, description="The page after this cursor: next_after of the last"),
+    ] = None,
 ) -> dict[str, Any]:
+    cursor = _after(after)
+    if source == "recorded":
+        await records.cluster(pool, name)  # 404 for a cluster that does not exist
+        return await _recorded(pool, name, None, health=health, after=cursor, limit=limit)
     refs = await records.cluster(pool, name)
     try:
         answer: dict[str, Any] = await query(
@@ -125,34 +180,63 @@ async def list_nodes(
     except ApiError as exc:
         if exc.status not in (503, 504):
             raise
-        answer = await _recorded(pool, name, exc)
+        return await _recorded(pool, name, exc, health=health, after=cursor, limit=limit)
+    nodes = answer["nodes"]
     if health is not None:
-        answer["nodes"] = [n for n in answer["nodes"] if n["health"] == health]
+        nodes = [n for n in nodes if n["health"] == health]
+    answer["total"] = len(nodes)
+    answer["nodes"], answer["next_after"] = page_of(nodes, cursor, limit)
     return answer
 
 
-async def _recorded(pool: asyncpg.Pool, name: str, cause: ApiError) -> dict[str, Any]:
-    """cluster-svc cannot answer: what the node watcher recorded last, marked as such."""
+async def _recorded(
+    pool: asyncpg.Pool,
+    name: str,
+    cause: ApiError | None,
+    *,
+    health: str | None,
+    after: tuple[str, str] | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    """What the node watcher recorded last, a page at a time (index cluster_nodes_listed);
+    with `cause`, marked as the answer of a cluster-svc that could not answer."""
+    group, node = after if after is not None else ("", "")
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT view FROM cluster_nodes WHERE cluster = $1 ORDER BY instance_group, node_id",
+            "SELECT view FROM cluster_nodes WHERE cluster = $1"
+            " AND ($2::text IS NULL OR health = $2) AND (instance_group, node_id) > ($3, $4)"
+            " ORDER BY instance_group, node_id LIMIT $5",
             name,
+            health,
+            group,
+            node,
+            None if limit is None else limit + 1,
         )
+        counts = {
+            r["health"]: r["n"]
+            for r in await conn.fetch(
+                "SELECT health, count(*) AS n FROM cluster_nodes WHERE cluster = $1"
+                " GROUP BY health ORDER BY health",
+                name,
+            )
+        }
         observed = await conn.fetchval(
             "SELECT observed_at FROM cluster_node_watch WHERE cluster = $1", name
         )
     views = [r["view"] for r in rows]
-    counts: dict[str, int] = {}
-    for view in views:
-        counts[view["health"]] = counts.get(view["health"], 0) + 1
-    return {
+    page, next_after = page_of(views, None, limit)
+    answer: dict[str, Any] = {
         "cluster": name,
         "source": "recorded",
         "observed_at": observed.isoformat() if observed else None,
-        "stale_because": cause.message,
         "summary": counts,
-        "nodes": views,
+        "total": counts.get(health, 0) if health is not None else sum(counts.values()),
+        "nodes": page,
+        "next_after": next_after,
     }
+    if cause is not None:
+        answer["stale_because"] = cause.message
+    return answer
 
 
 @router.get(

@@ -12,6 +12,7 @@ import { onChange, watch } from "../store.js";
 import { instanceTypePicker } from "../instance_picker.js";
 import { featuresPanel } from "./features.js";
 import { driftPanel } from "./drift.js";
+import { storageClaimsPanel } from "./storage_claims.js";
 
 function table(caption, columns, rows) {
   return h(
@@ -111,6 +112,7 @@ export async function render(main, [name]) {
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/jobs`, class: "button secondary" }, "Training jobs"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/models`, class: "button secondary" }, "Model downloads"),
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/spaces`, class: "button secondary" }, "Spaces"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/software`, class: "button secondary" }, "Software update"),
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
     status,
@@ -268,6 +270,43 @@ export async function render(main, [name]) {
     h("button", { type: "button", class: "small secondary", onclick: () =>
       confirmed(`Run a deep health check on every node of ${name}? Nodes under check take no work.`, "Deep health check", "POST", `${base}/nodes/health-checks`, { instance_groups: groupNames }) }, "Deep health check"));
   const nodesSection = wideSection("Nodes", nodeTools, nodesBox);
+  // A page of NODE_PAGE nodes at a time. A cluster of more nodes than a page is read from what
+  // the node watcher recorded (one indexed query, no AWS call); a smaller one live.
+  const NODE_PAGE = 100;
+  let nodeSource = "live";
+  const nodeCursors = [null]; // the cursor of each page up to the one shown
+  let stopNodes = () => {};
+  function followNodes() {
+    stopNodes();
+    const q = new URLSearchParams({ source: nodeSource, limit: String(NODE_PAGE) });
+    const after = nodeCursors[nodeCursors.length - 1];
+    if (after) q.set("after", after);
+    stopNodes = watch(`${base}/nodes?${q}`, paintNodes, shown(nodesBox));
+  }
+  async function startNodes() {
+    try {
+      const recorded = await get(`${base}/nodes?source=recorded&limit=1`);
+      if (recorded.total > NODE_PAGE) nodeSource = "recorded";
+    } catch {
+      // not recorded yet, or the cluster is not ready: the live read says which
+    }
+    followNodes();
+  }
+  function nodePager(answer, shownCount) {
+    const first = (nodeCursors.length - 1) * NODE_PAGE;
+    const total = answer.total ?? shownCount;
+    const source = answer.source === "recorded"
+      ? ` As the node watcher recorded them${answer.observed_at ? ` at ${new Date(answer.observed_at).toLocaleTimeString()}` : ""}.`
+      : "";
+    return h("div", { class: "actions" },
+      h("span", { class: "hint" }, `Nodes ${shownCount ? first + 1 : 0}–${first + shownCount} of ${total}.${source}`),
+      nodeCursors.length > 1
+        ? h("button", { type: "button", class: "small secondary", onclick: () => { nodeCursors.pop(); followNodes(); } }, "Previous nodes")
+        : null,
+      answer.next_after
+        ? h("button", { type: "button", class: "small secondary", onclick: () => { nodeCursors.push(answer.next_after); followNodes(); } }, "Next nodes")
+        : null);
+  }
   function paintNodes(answer) {
     const nodes = answer.nodes || [];
     groupNames = [...new Set(nodes.map((n) => n.instance_group).filter(Boolean))];
@@ -275,6 +314,7 @@ export async function render(main, [name]) {
     const counts = Object.entries(answer.summary || {}).map(([k, v]) => `${v} ${k}`).join(", ");
     fill(nodesBox,
       h("p", {}, `Node recovery: ${answer.node_recovery || "?"}. ${counts}`),
+      nodePager(answer, nodes.length),
       nodes.length
         ? table(
             "Nodes and their health",
@@ -385,8 +425,9 @@ export async function render(main, [name]) {
   }
 
   const features = featuresPanel(name);
+  const claims = storageClaimsPanel(name, status);
   main.append(
-    h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection),
+    h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection, claims.element),
   );
   // a cluster that is not active (being made, or its creation cancelled) has no such part yet:
   // said plainly, next to the summary's operation and the next steps, not as a red refusal
@@ -396,11 +437,13 @@ export async function render(main, [name]) {
   const stops = [
     watch(base, paintSummary, { cluster: name }),
     watch(`${base}/instance-groups`, paintGroups, shown(groupsBox)),
-    watch(`${base}/nodes`, paintNodes, shown(nodesBox)),
+    () => stopNodes(),
     watch(`${base}/dependencies`, paintDeps, shown(depsBox)),
     onChange(features.reload, { cluster: name }),
     drift.stop,
+    claims.stop,
   ];
+  startNodes();
   await loadStorage();
   return () => stops.forEach((stop) => stop());
 }
