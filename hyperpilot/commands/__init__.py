@@ -24,6 +24,7 @@ from hyperpilot.commands import (  # access and adoption add commands to other a
     spaces,
     storage,
     teams,
+    training_plans,
 )
 from hyperpilot.commands.common import Area
 
@@ -43,5 +44,7 @@ AREAS: tuple[Area, ...] = (
     operations.app,
     events.app,
     inspect.app,
+    training_plans.app,
+    training_plans.prices_app,
     profile.app,
 )

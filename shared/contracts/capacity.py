@@ -8,7 +8,7 @@ Read by `GET /api/v1/clusters/{name}/capacity` and `GET /api/v1/capacity` (docs/
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,10 +54,11 @@ NO_RESOURCES = Resources(gpus=ZERO, efa=ZERO, memory_bytes=ZERO)
 class PriceSource(_Read):
     """Where the prices come from and of when."""
 
-    source: str = Field(description="The table's source, e.g. the AWS pricing page")
-    as_of: date = Field(description="The date the table was taken")
+    source: str = Field(description="The table's source: the AWS Price List API and endpoint")
+    as_of: date = Field(description="The date the prices were published")
     currency: str = "USD"
     region: str = Field(description="The region the prices are for")
+    fetched_at: datetime | None = Field(None, description="When the table was read from AWS")
 
 
 class NodeCapacity(_Read):

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from shared.contracts.capacity import PriceSource
+
 
 class FieldChange(BaseModel):
     actual: Any = None
@@ -31,6 +33,27 @@ class PlannedObject(BaseModel):
     body: dict[str, Any] | None = None
 
 
+class CostItem(BaseModel):
+    """One priced resource a plan adds (a negative quantity: removes)."""
+
+    kind: Literal["instance_group", "nat_gateway", "fsx_file_system"]
+    name: str
+    description: str = Field(description='e.g. "instance group gpu: +2 x ml.p5.48xlarge"')
+    quantity: int = Field(description="Instances, gateways or GiB added")
+    unit_price: float = Field(description="USD per unit and hour")
+    unit: str = Field(description="instance-hour, hour or GiB-hour")
+    per_hour: float = Field(description="quantity x unit price, USD/h")
+
+
+class PlanCost(BaseModel):
+    """What a plan adds per hour at list prices: the sum of its priced items."""
+
+    adds_per_hour: float = Field(description="Sum of the items' per_hour, USD/h")
+    items: list[CostItem]
+    unpriced: list[str] = Field(description="Resources the price table has no price for")
+    prices: PriceSource
+
+
 class Plan(BaseModel):
     command: str  # the command type, e.g. UpdateInstanceGroup
     target: str  # e.g. llm-training/instance-groups/gpu
@@ -39,3 +62,4 @@ class Plan(BaseModel):
     calls: list[PlannedCall] = Field(default_factory=list)
     objects: list[PlannedObject] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    cost: PlanCost | None = None  # what it adds per hour at list prices, if it adds anything

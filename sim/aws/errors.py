@@ -130,6 +130,8 @@ def server_error_code(service: str | None, protocol: str) -> str:
         return "ServerException"
     if service == "service-quotas":
         return "ServiceException"
+    if service == "pricing":
+        return "InternalErrorException"  # the Price List API's modeled 5xx (botocore pricing)
     if protocol in ("ec2", "rest-xml"):
         return "InternalError"
     return "InternalFailure"

@@ -183,6 +183,8 @@ class TrainingPlanOfferings:
                     before,
                     fee,
                 )
+                if offering.offering_id in self.bought:
+                    continue  # its capacity is reserved: no longer offered
                 self.offerings[offering.offering_id] = offering
                 found.append(offering)
         return {"TrainingPlanOfferings": [o.view(now) for o in found]}

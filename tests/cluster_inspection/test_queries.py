@@ -11,6 +11,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from cluster_svc.adapters.inspect import Inspector
+from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.queries import (
     AVAILABILITY_ZONES,
     CHECK_CREATE,
@@ -46,7 +47,7 @@ async def client(nats_server: NatsServer, inspector: Inspector) -> AsyncIterator
 
 def responder_on(nc: NATS, inspector: Inspector) -> QueryResponder:
     """cluster-svc's responder, with the inspect routes alone."""
-    routes = inspect_area(inspector).read_routes
+    routes = inspect_area(inspector, PriceList(inspector.aws)).read_routes
     return QueryResponder(nc, routes, "cluster-svc", stage_hint=aws_hint)
 
 
@@ -79,6 +80,10 @@ async def test_every_query_is_answered(client: NATS, world: World) -> None:
     types = await ask(client, INSTANCE_TYPES, {**region, "availability_zone_id": "use1-az3"})
     names = {t["instance_type"] for t in types["data"]}
     assert "ml.p5.48xlarge" in names and "ml.p4d.24xlarge" not in names
+    # each type with its list price per hour, from the (simulated) AWS Price List API
+    by_name = {t["instance_type"]: t for t in types["data"]}
+    assert by_name["ml.p5.48xlarge"]["price_per_hour"] == 113.068
+    assert by_name["ml.p5.48xlarge"]["price_as_of"] == "2026-11-20"
 
     quota = await ask(client, QUOTAS, {**region, "instance_type": "ml.g5.8xlarge"})
     assert quota["ok"] and (quota["data"]["value"], quota["data"]["in_use"]) == (3.0, 2)

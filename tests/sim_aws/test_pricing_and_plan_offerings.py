@@ -204,6 +204,8 @@ def test_buy_an_offering_once_and_use_it_for_hyperpod_only(sim: SimulatedAws) ->
             TrainingPlanName="p5-again", TrainingPlanOfferingId=first["TrainingPlanOfferingId"]
         )
     assert _code(again) == "ResourceNotFound"
+    after = sagemaker.search_training_plan_offerings(**SEARCH)["TrainingPlanOfferings"]
+    assert first["TrainingPlanOfferingId"] not in {o["TrainingPlanOfferingId"] for o in after}
     with pytest.raises(ClientError) as taken:
         sagemaker.create_training_plan(
             TrainingPlanName="p5-two-days",

@@ -33,7 +33,8 @@ def test_fleet_overview_totals_search_sort_and_live(
     expect(fleet.locator(".fleet-totals")).to_contain_text("2 GPUs, 0 allocated, 2 free")
     # the price source as the capacity API names it
     prices = fleet.locator(".fleet-prices")
-    expect(prices).to_contain_text("approximate list prices")
+    expect(prices).to_contain_text("at list prices")
+    expect(prices).to_contain_text(f"published {fleet_capacity['prices']['as_of']}")
     expect(prices).to_contain_text(fleet_capacity["prices"]["source"])
 
     # an endpoint deployed through REST takes a GPU: the open overview follows within 2 s
@@ -78,8 +79,11 @@ def test_instance_type_picker_grouped_with_gpus_and_memory(
     page: Page, created_cluster: tuple[RunningStack, str]
 ) -> None:
     _, cluster = created_cluster
-    # the figures are the API's (EC2's DescribeInstanceTypes through cluster-svc), no price
-    a10g = "ml.g5.8xlarge — 1 \u00d7 NVIDIA A10G (22.4 GiB each) · 32 vCPU · 128 GiB · EFA"
+    # the figures are the API's (EC2's DescribeInstanceTypes through cluster-svc), the price
+    # its list price from the Price List API
+    a10g = (
+        "ml.g5.8xlarge — 1 \u00d7 NVIDIA A10G (22.4 GiB each) · 32 vCPU · 128 GiB · EFA · $3.06/h"
+    )
     for path, form in (
         ("/#/clusters/new", "New cluster"),
         (f"/#/clusters/{cluster}", "Add an instance group"),
@@ -105,7 +109,7 @@ def test_instance_type_picker_grouped_with_gpus_and_memory(
         scope.get_by_label("Accelerator filter").select_option("CPU only")
         expect(picker.locator("optgroup")).to_have_count(1)
         expect(picker.locator("option[value='ml.c5.large']")).to_have_text(
-            "ml.c5.large — 2 vCPU · 4 GiB"
+            "ml.c5.large — 2 vCPU · 4 GiB · $0.10/h"
         )
         expect(picker.locator("option[value='ml.g5.8xlarge']")).to_have_count(0)
         scope.get_by_label("Accelerator filter").select_option("GPU and Trainium")

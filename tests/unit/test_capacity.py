@@ -2,27 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
+from cluster_svc.domain import capacity
 from cluster_svc.domain.capacity import (
     GROUP_LABEL,
     HEALTH_LABEL,
-    LIST_PRICE_PER_HOUR,
-    LIST_PRICES,
-    cluster_capacity,
-    fleet,
-    list_price,
     pod_requests,
     quantity,
     summarize,
     unreadable,
 )
-from shared.contracts.capacity import Amount
+from cluster_svc.domain.prices import PriceTable
+from shared.contracts.capacity import (
+    Amount,
+    ClusterCapacity,
+    ClusterSummary,
+    FleetCapacity,
+    PriceSource,
+)
 
 GI = 2**30
+LIST_PRICE_PER_HOUR = {"ml.p5.48xlarge": 113.068, "ml.g5.8xlarge": 3.06}
+PRICES = PriceTable(
+    PriceSource(source="a table of the test", as_of=date(2026, 11, 20), region="us-east-1"),
+    LIST_PRICE_PER_HOUR,
+)
+
+
+def cluster_capacity(
+    cluster: str, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]
+) -> ClusterCapacity:
+    return capacity.cluster_capacity(cluster, nodes, pods, PRICES)
+
+
+def fleet(clusters: Iterable[ClusterSummary]) -> FleetCapacity:
+    return capacity.fleet(clusters, PRICES)
 
 
 def node(
@@ -159,7 +179,7 @@ def test_mixed_pods_on_two_nodes_and_pending() -> None:
     assert group.price_per_node_hour == price
     assert group.cost_per_hour == cap.cost_per_hour == round(2 * price, 4)
     assert cap.unpriced_instance_types == []
-    assert cap.prices == LIST_PRICES
+    assert cap.prices == PRICES.source
 
 
 def test_unschedulable_and_unhealthy_nodes_say_why() -> None:
@@ -195,7 +215,7 @@ def test_groups_are_priced_per_node_and_unknown_types_are_unpriced() -> None:
     assert odd.price_per_node_hour is None and odd.cost_per_hour is None
     assert cap.cost_per_hour == small.cost_per_hour
     assert cap.unpriced_instance_types == ["ml.x99.huge"]
-    assert list_price("g5.8xlarge") == list_price("ml.g5.8xlarge")
+    assert PRICES.instance("g5.8xlarge") == PRICES.instance("ml.g5.8xlarge") == 3.06
 
 
 def test_hundreds_of_pods_add_up_exactly() -> None:

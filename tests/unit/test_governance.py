@@ -565,8 +565,13 @@ def test_a_preempted_job_says_so_and_an_inactive_team_is_named() -> None:
 
 
 def test_an_admitted_job_whose_pods_find_no_node_names_the_nodes_and_the_group() -> None:
-    from cluster_svc.domain.capacity import cluster_capacity
+    from datetime import date
 
+    from cluster_svc.domain.capacity import cluster_capacity
+    from cluster_svc.domain.prices import PriceTable
+    from shared.contracts.capacity import PriceSource
+
+    prices = PriceTable(PriceSource(source="test", as_of=date(2026, 11, 20), region="us-east-1"))
     ns = "hyperpod-ns-team-a"
     node = {
         "metadata": {
@@ -599,7 +604,7 @@ def test_an_admitted_job_whose_pods_find_no_node_names_the_nodes_and_the_group()
         },
         "status": {"phase": "Pending"},
     }
-    capacity = cluster_capacity("llm", [node], [busy, waiting])
+    capacity = cluster_capacity("llm", [node], [busy, waiting], prices)
     job = {"metadata": {"name": "big", "namespace": ns, "uid": "uid-big", "labels": {}}}
     answer = explain(
         JobRef("llm", "big", ns, "HyperPodPyTorchJob", "sagemaker.amazonaws.com/v1"),

@@ -7,6 +7,7 @@ from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
+from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import (
     adoption,
     capacity,
@@ -17,7 +18,9 @@ from cluster_svc.areas import (
     instance_groups,
     lifecycle_plans,
     nodes,
+    pricing,
     storage,
+    training_plans,
 )
 from cluster_svc.domain.cluster_workflow import (
     create_cluster_workflow,
@@ -39,6 +42,7 @@ from shared.service import Area, Service, ServiceRuntime
 def areas(runtime: ServiceRuntime) -> list[Area]:
     aws = AwsClients(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
     ports = build_ports(aws)
+    prices = PriceList(aws)
     lifecycle = Area(
         workflows=records.recorded(
             {
@@ -52,7 +56,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
             }
         )
     )
-    return [
+    every = [
         lifecycle,
         lifecycle_plans.build(aws, ports),
         adoption.build(aws, ports),
@@ -62,10 +66,13 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         nodes.build(aws, ports),
         features.build(aws, ports),
         storage.build(aws, ports),
-        capacity.build(aws, ports),
-        governance.build(aws, ports),
-        inspect_area(Inspector(aws)),
+        capacity.build(aws, ports, prices),
+        governance.build(aws, ports, prices),
+        training_plans.build(aws),
+        pricing.build(prices),
+        inspect_area(Inspector(aws), prices),
     ]
+    return pricing.priced(every, prices)
 
 
 SERVICE = Service(

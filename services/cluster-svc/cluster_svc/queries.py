@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from cluster_svc.domain.inspection import Problem
+from cluster_svc.domain.prices import PriceTable
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN, ClusterSpec
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError, TemporaryError
@@ -45,6 +46,12 @@ class Inspecting(Protocol):
     async def check_create(self, spec: ClusterSpec, region: str) -> list[Problem]: ...
 
 
+class PriceReads(Protocol):
+    """The price table (`adapters.pricing.PriceList`)."""
+
+    async def table(self) -> PriceTable: ...
+
+
 def _optional(request: dict[str, Any], key: str, pattern: str, example: str) -> str | None:
     value = request.get(key)
     if value is None:
@@ -61,14 +68,15 @@ def _required(request: dict[str, Any], key: str, pattern: str, example: str) -> 
     return value
 
 
-def inspect_area(inspector: Inspecting) -> Area:
+def inspect_area(inspector: Inspecting, prices: PriceReads) -> Area:
     """The inspect queries, answered with one inspector (its region is the one served)."""
-    return Area(read_routes=Inspect(inspector).routes())
+    return Area(read_routes=Inspect(inspector, prices).routes())
 
 
 class Inspect:
-    def __init__(self, inspector: Inspecting) -> None:
+    def __init__(self, inspector: Inspecting, prices: PriceReads) -> None:
         self.inspector = inspector
+        self.prices = prices
 
     def routes(self) -> dict[str, Route]:
         return {
@@ -95,7 +103,15 @@ class Inspect:
     async def _instance_types(self, request: dict[str, Any]) -> Any:
         self._region(request)
         zone = _optional(request, "availability_zone_id", ZONE_ID_PATTERN, "use1-az2")
-        return await self.inspector.instance_types(zone)
+        types = await self.inspector.instance_types(zone)
+        try:
+            table: PriceTable | None = await self.prices.table()
+        except StageError:
+            table = None  # the types are still listed; each says it is unpriced
+        for item in types:
+            item["price_per_hour"] = table.instance(item["instance_type"]) if table else None
+            item["price_as_of"] = table.source.as_of.isoformat() if table else None
+        return types
 
     async def _quotas(self, request: dict[str, Any]) -> Any:
         self._region(request)

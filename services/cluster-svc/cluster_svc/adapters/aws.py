@@ -81,14 +81,17 @@ class AwsClients:
             connect_timeout=5,
             read_timeout=60,
         )
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[tuple[str, str], Any] = {}
 
-    def client(self, service: str) -> Any:
-        if service not in self._clients:
-            self._clients[service] = aws_session.client(
-                service, self.region, self.endpoint_url, self._config
+    def client(self, service: str, region: str | None = None) -> Any:
+        """The client of `service` in the clients' region, or in `region` (a service served
+        from a few regions only, such as the Price List API)."""
+        key = (service, region or self.region)
+        if key not in self._clients:
+            self._clients[key] = aws_session.client(
+                service, key[1], self.endpoint_url, self._config
             )
-        return self._clients[service]
+        return self._clients[key]
 
     async def call(self, service: str, operation: str, **params: Any) -> Any:
         """Run one AWS call in a thread; errors come back as stage errors."""

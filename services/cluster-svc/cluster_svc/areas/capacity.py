@@ -16,6 +16,7 @@ import orjson
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
+from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import Area
 from cluster_svc.domain.capacity import cluster_capacity, fleet, summarize, unreadable
 from cluster_svc.domain.cluster_workflow import ClusterPorts
@@ -53,14 +54,16 @@ async def _all_pods(kube: KubeClient) -> list[KubeObject]:
         raise kube.error(exc, "list pods") from exc
 
 
-def build(aws: AwsClients, ports: ClusterPorts) -> Area:
+def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
     port = HyperPodNodes(aws, kube)
 
     async def read(cluster: str, eks_cluster: str) -> ClusterCapacity:
         client = kube(await port.eks_access(eks_cluster))
-        nodes, pods = await asyncio.gather(client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client))
-        return cluster_capacity(cluster, nodes, pods)
+        nodes, pods, table = await asyncio.gather(
+            client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client), prices.table()
+        )
+        return cluster_capacity(cluster, nodes, pods, table)
 
     async def capacity(request: dict[str, Any]) -> Any:
         answer = await read(_name(request, "cluster"), _name(request, "eks_cluster"))
@@ -82,6 +85,6 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
             )
         read_ones = await asyncio.gather(*(summary(ref) for ref in refs))
         others = [unreadable(_name(s, "cluster"), str(s.get("error") or "")) for s in skipped]
-        return fleet([*read_ones, *others]).model_dump(mode="json")
+        return fleet([*read_ones, *others], await prices.table()).model_dump(mode="json")
 
     return Area(read_routes={CAPACITY: capacity, FLEET_CAPACITY: fleet_capacity})

@@ -15,6 +15,7 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.governance import LiveGovernance, kueue_objects, namespace_events
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import EksKubeFactory
+from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import Area
 from cluster_svc.areas.capacity import _all_pods
 from cluster_svc.domain.capacity import cluster_capacity
@@ -57,7 +58,7 @@ def _refused(exc: GovernanceRefusal) -> BadRequest:
     return BadRequest(exc.message, exc.hint or "", [exc.to_field()])
 
 
-def build(aws: AwsClients, ports: ClusterPorts) -> Area:
+def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
     live = LiveGovernance(aws, kube)
 
@@ -115,6 +116,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
         obj, actual = await asyncio.gather(
             client.get(ref.api_version, ref.kind, ref.name, ref.namespace), live.observe(target)
         )
+        table = await prices.table()  # cached: a read of AWS once a day
         workloads, queues, classes, events, nodes, pods = await asyncio.gather(
             kueue_objects(client, "workloads"),
             kueue_objects(client, "clusterqueues"),
@@ -131,7 +133,7 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
                 str(c["metadata"]["name"]): int(c.get("value") or 0) for c in classes
             },
             quotas=actual.quotas,
-            capacity=cluster_capacity(target.cluster, nodes, pods),
+            capacity=cluster_capacity(target.cluster, nodes, pods, table),
             events=events,
             pods=pods,
         )

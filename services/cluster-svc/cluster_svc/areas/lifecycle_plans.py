@@ -11,7 +11,7 @@ from typing import Any
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.areas import Area
-from cluster_svc.domain import inspection
+from cluster_svc.domain import fsx, inspection
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.dependencies import dependency_set
 from shared.contracts.commands import (
@@ -69,6 +69,23 @@ DELETE_CALLS = {
 def _made(outputs: dict[str, Any]) -> bool:
     created = outputs.get("created")
     return bool(created) if not isinstance(created, dict) else any(created.values())
+
+
+def _file_system_call(capacity_gib: int) -> PlannedCall:
+    """The `fsx` stage's CreateFileSystem, as its defaults make it."""
+    lustre: dict[str, Any] = {"DeploymentType": fsx.DEFAULT_DEPLOYMENT}
+    if fsx.DEFAULT_DEPLOYMENT == "PERSISTENT_2":
+        lustre["PerUnitStorageThroughput"] = fsx.DEFAULT_THROUGHPUT_PER_TIB
+    return PlannedCall(
+        service="fsx",
+        operation="CreateFileSystem",
+        params={
+            "stage": "fsx",
+            "FileSystemType": "LUSTRE",
+            "StorageCapacity": capacity_gib,
+            "LustreConfiguration": lustre,
+        },
+    )
 
 
 def build(aws: AwsClients, ports: ClusterPorts) -> Area:
@@ -137,6 +154,17 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
                 params["name"] = cmd.spec.name
             if stage == "bucket":
                 params["Bucket"] = cmd.bucket
+            if stage == "hyperpod_cluster":
+                params["InstanceGroups"] = [
+                    {
+                        "InstanceGroupName": g.name,
+                        "InstanceType": g.instance_type,
+                        "InstanceCount": g.count,
+                    }
+                    for g in cmd.spec.instance_groups
+                ]
+            if stage == "storage" and cmd.spec.storage.fsx_capacity_gib is not None:
+                calls.append(_file_system_call(cmd.spec.storage.fsx_capacity_gib))
             calls.append(PlannedCall(service=service, operation=operation, params=params))
         return Plan(
             command="CreateCluster",

@@ -7,17 +7,19 @@ only as a limit counting as its request; free = total - allocated. A node takes 
 it is cordoned, not Ready or tainted by HyperPod's health label; it is unhealthy when not Ready
 or its health label is not Schedulable. A pending pod is a non-terminated pod bound to no node.
 
-Cost is the list price per hour of every node of a group (an unhealthy node bills all the same).
+Cost is the list price per hour of every node of a group (an unhealthy node bills all the same),
+from the price table the caller passes (`cluster_svc.domain.prices`, read from the AWS Price List
+API).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import date
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
+from cluster_svc.domain.prices import PriceTable
 from shared.contracts.capacity import (
     NO_RESOURCES,
     Amount,
@@ -27,7 +29,6 @@ from shared.contracts.capacity import (
     GroupCapacity,
     NodeCapacity,
     PendingPod,
-    PriceSource,
     Resources,
 )
 
@@ -40,55 +41,6 @@ INSTANCE_ID_LABEL = "sagemaker.amazonaws.com/instance-id"
 TYPE_LABEL = "node.kubernetes.io/instance-type"
 TERMINATED = frozenset({"Succeeded", "Failed"})
 UNGROUPED = "ungrouped"
-
-# ---- list prices -------------------------------------------------------------------------------
-
-LIST_PRICES = PriceSource(
-    source=(
-        "approximate on-demand rates per instance-hour, to be checked against"
-        " https://aws.amazon.com/sagemaker/pricing/ (not read from it)"
-    ),
-    as_of=date(2026, 12, 1),
-    region="us-east-1",
-)
-# On-demand USD per instance-hour (SageMaker training / HyperPod, us-east-1) of the ml.* types
-# the simulator's nodes run on, compiled on `LIST_PRICES.as_of` without a live read of the page:
-# they are approximations until checked against it (or replaced by the Price List API). A type
-# absent here is reported as unpriced. The figures are SageMaker's ml.* rates, not EC2's.
-LIST_PRICE_PER_HOUR: Mapping[str, float] = {
-    "ml.p5.48xlarge": 113.068,
-    "ml.p4d.24xlarge": 37.688,
-    "ml.g5.xlarge": 1.408,
-    "ml.g5.2xlarge": 1.515,
-    "ml.g5.4xlarge": 2.03,
-    "ml.g5.8xlarge": 3.06,
-    "ml.g5.12xlarge": 7.09,
-    "ml.g5.16xlarge": 5.12,
-    "ml.g5.24xlarge": 10.18,
-    "ml.g5.48xlarge": 20.36,
-    "ml.trn1.32xlarge": 24.725,
-    "ml.c5.large": 0.102,
-    "ml.c5.xlarge": 0.204,
-    "ml.c5.2xlarge": 0.408,
-    "ml.c5.4xlarge": 0.816,
-    "ml.m5.large": 0.115,
-    "ml.m5.xlarge": 0.23,
-    "ml.m5.2xlarge": 0.461,
-    "ml.m5.4xlarge": 0.922,
-    "ml.m5.12xlarge": 2.765,
-    "ml.t3.medium": 0.05,
-    "ml.t3.large": 0.10,
-}
-
-
-def list_price(instance_type: str | None) -> float | None:
-    """USD per hour of one instance, None when the table has no price for it."""
-    if not instance_type:
-        return None
-    return LIST_PRICE_PER_HOUR.get(
-        instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
-    )
-
 
 # ---- quantities --------------------------------------------------------------------------------
 
@@ -241,9 +193,9 @@ def _pending_view(pod: Mapping[str, Any], wanted: dict[str, Decimal]) -> Pending
     )
 
 
-def _group(name: str, nodes: list[NodeCapacity]) -> GroupCapacity:
+def _group(name: str, nodes: list[NodeCapacity], prices: PriceTable) -> GroupCapacity:
     instance_type = next((n.instance_type for n in nodes if n.instance_type), None)
-    price = list_price(instance_type)
+    price = prices.instance(instance_type)
     resources = NO_RESOURCES
     for node in nodes:
         resources = resources + node.resources
@@ -259,7 +211,10 @@ def _group(name: str, nodes: list[NodeCapacity]) -> GroupCapacity:
 
 
 def cluster_capacity(
-    cluster: str, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+    cluster: str,
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    prices: PriceTable,
 ) -> ClusterCapacity:
     """Capacity of one cluster from its Nodes and Pods as the API serves them (camelCase)."""
     node_list = list(nodes)
@@ -289,7 +244,7 @@ def cluster_capacity(
     by_group: dict[str, list[NodeCapacity]] = {}
     for view in views:
         by_group.setdefault(view.instance_group or UNGROUPED, []).append(view)
-    groups = [_group(name, members) for name, members in sorted(by_group.items())]
+    groups = [_group(name, members, prices) for name, members in sorted(by_group.items())]
     resources = NO_RESOURCES
     for group in groups:
         resources = resources + group.resources
@@ -303,7 +258,7 @@ def cluster_capacity(
         unpriced_instance_types=sorted(
             {g.instance_type or "unknown" for g in groups if g.cost_per_hour is None}
         ),
-        prices=LIST_PRICES,
+        prices=prices.source,
     )
 
 
@@ -327,7 +282,7 @@ def unreadable(cluster: str, error: str) -> ClusterSummary:
     return ClusterSummary(cluster=cluster, readable=False, error=error)
 
 
-def fleet(clusters: Iterable[ClusterSummary]) -> FleetCapacity:
+def fleet(clusters: Iterable[ClusterSummary], prices: PriceTable) -> FleetCapacity:
     listed = sorted(clusters, key=lambda c: c.cluster)
     resources = NO_RESOURCES
     for summary in listed:
@@ -337,5 +292,5 @@ def fleet(clusters: Iterable[ClusterSummary]) -> FleetCapacity:
         resources=resources,
         pending_pods=sum(c.pending_pods for c in listed),
         cost_per_hour=round(sum(c.cost_per_hour for c in listed), 4),
-        prices=LIST_PRICES,
+        prices=prices.source,
     )

@@ -1,8 +1,7 @@
 // What each HyperPod instance type is, as the API answers it (`GET /api/v1/inspect/instance-types`:
 // vCPUs, memory, GPUs with their model and memory, EFA, read by cluster-svc from EC2's
-// DescribeInstanceTypes). No figure is restated here, and no price: the one price table is the
-// capacity API's (`GET /api/v1/capacity`, cluster-svc's capacity module), whose costs per
-// cluster the fleet overview shows with the source the API names.
+// DescribeInstanceTypes, and the list price per hour from the one price table, cluster-svc's
+// read of the AWS Price List API). No figure is restated here.
 
 const gib = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
 
@@ -25,10 +24,11 @@ export function describe(offered) {
     vcpu: offered.vcpus ?? null,
     memory: offered.memory_gib ?? null,
     efa: Boolean(offered.efa_supported),
+    price: offered.price_per_hour ?? null,
   };
 }
 
-// "1 × NVIDIA A10G (22.4 GiB each) · 32 vCPU · 128 GiB · EFA"
+// "1 × NVIDIA A10G (22.4 GiB each) · 32 vCPU · 128 GiB · EFA · $3.06/h"
 export function summary(t) {
   const parts = [];
   if (t.gpus) parts.push(`${t.gpus} × ${t.accelerator}${t.gpuMemory ? ` (${gib(t.gpuMemory)} GiB each)` : ""}`);
@@ -36,5 +36,6 @@ export function summary(t) {
   if (t.vcpu !== null) parts.push(`${t.vcpu} vCPU`);
   if (t.memory !== null) parts.push(`${gib(t.memory)} GiB`);
   if (t.efa) parts.push("EFA");
+  if (t.price !== null) parts.push(`$${t.price.toFixed(2)}/h`);
   return parts.join(" · ");
 }

@@ -120,7 +120,7 @@ export function fleetOverview() {
     }));
     const source = capacity && capacity.prices;
     prices.textContent = source
-      ? `Cost per hour of the nodes at approximate list prices (${source.currency}, ${source.region}, ${source.as_of}): ${source.source}.`
+      ? `Cost per hour of the nodes at list prices (${source.currency}, ${source.region}, published ${source.as_of}): ${source.source}.`
       : "Cost per hour: the capacity API could not be read.";
     paint();
   }
