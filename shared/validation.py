@@ -39,3 +39,31 @@ def length_hint(ctx: Mapping[str, object]) -> str:
         return f"use at most {high} characters"
     least = low if low is not None else 1
     return f"use at least {least} character{'' if least == 1 else 's'}"
+
+
+def items_hint(ctx: Mapping[str, object]) -> str:
+    """The way out of a list-length rule in words: "send at least 1 item"."""
+    low, high, actual = ctx.get("min_length"), ctx.get("max_length"), ctx.get("actual_length")
+    if high is not None and actual is not None and int(str(actual)) > int(str(high)):
+        return f"send at most {high} item{'' if high == 1 else 's'}"
+    least = low if low is not None else 1
+    return f"send at least {least} item{'' if least == 1 else 's'}"
+
+
+def items_message(ctx: Mapping[str, object]) -> str:
+    """A list-length rule broken, in words: "has 0 items; at least 1 is needed"."""
+    low, high, actual = ctx.get("min_length"), ctx.get("max_length"), ctx.get("actual_length")
+    count = f"has {actual} item{'' if actual == 1 else 's'}" if actual is not None else "is empty"
+    if high is not None and actual is not None and int(str(actual)) > int(str(high)):
+        return f"{count}; at most {high} {'is' if high == 1 else 'are'} allowed"
+    least = low if low is not None else 1
+    return f"{count}; at least {least} {'is' if least == 1 else 'are'} needed"
+
+
+def rule_message(err: Mapping[str, object]) -> str:
+    """What a schema error says, as every face says it: pydantic's sentence, with a broken list
+    length in words (pydantic's "List should have at least 1 item after validation, not 0")."""
+    ctx = err.get("ctx")
+    if err.get("type") in ("too_short", "too_long") and isinstance(ctx, Mapping):
+        return items_message(ctx)
+    return str(err.get("msg", "invalid")).removeprefix("Value error, ")

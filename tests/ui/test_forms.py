@@ -1,6 +1,6 @@
 """The forms for what the API gained, each performed end to end in Debian's Chromium against the
-real stack on the simulated AWS: managed autoscaling with its Karpenter settings and dry-run plan
-(whose stage now finishes: the simulated HyperPod serves managed Karpenter once AutoScaling is
+real stack on the simulated AWS: managed autoscaling with its Karpenter settings, its node pools
+edited as a list, and dry-run plan (whose stage now finishes: the simulated HyperPod serves managed Karpenter once AutoScaling is
 InService), shell and MS-Swift GRPO training jobs with typed hyperparameters and placement, an
 endpoint with fallback instance types and KEDA's queue, request-rate and GPU triggers, a managed
 endpoint with TLS/DNS, data capture and disaggregated prefill/decode, and a capacity failure
@@ -81,7 +81,38 @@ def test_autoscaling_shows_karpenter_settings_and_plan_then_finishes(
         "enabled", timeout=API_MS
     )
     expect(settings).to_contain_text("HyperpodNodeClasshyperpilot, Ready True")
-    expect(settings).to_contain_text("NodePoolhyperpilot")
+    expect(settings).to_contain_text("NodePoolshyperpilot")
+
+    # the node pools as a list: the one pool over every group, edited in place
+    pools = page.get_by_role("group", name="Karpenter node pools")
+    pool = pools.get_by_role("group", name="Node pool 1")
+    expect(pool.get_by_label("Name")).to_have_value("hyperpilot")
+    expect(pool.get_by_label("gpu", exact=True)).to_be_checked()
+    # a pool over no group: refused by the dry run, at the field, in words
+    pool.get_by_label("gpu", exact=True).uncheck()
+    expect(
+        pool.get_by_role("group", name="Instance groups of pool 1").locator("..")
+    ).to_contain_text("has 0 items; at least 1 is needed", timeout=API_MS)
+    expect(apply).to_be_disabled()
+    pool.get_by_label("gpu", exact=True).check()
+    pool.get_by_label("Weight (1-100, optional)").fill("10")
+    pool.get_by_label("GPU limit (optional)").fill("16")
+    expect(plan).to_contain_text(
+        "Managed autoscaling, node pools: hyperpilot (groups gpu; consolidates when empty after"
+        " 5m) -> hyperpilot (groups gpu; weight 10; at most 16 GPUs; consolidates when empty"
+        " after 5m)",
+        timeout=API_MS,
+    )
+    apply.click()
+    link = page.get_by_role("link", name="Follow the operation")
+    expect(link).not_to_have_attribute("href", f"#/operations/{operation_id}", timeout=API_MS)
+    edited = (link.get_attribute("href") or "").rsplit("/", 1)[-1]
+    assert api.wait(edited, timeout=180)["status"] == "succeeded"
+    state = api.get(f"/api/v1/clusters/{cluster}/features").json()["autoscaling"]
+    assert [(p["name"], p["weight"], p["gpu_limit"]) for p in state["node_pools"]] == [
+        ("hyperpilot", 10, 16)
+    ]
+    operation_id = edited
 
     # turning it off removes Karpenter's objects and the role: asked first, with the plan
     switch.uncheck()

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shared.db import CONNECTION_ERRORS
 from shared.errors import DatabaseUnavailable
 from shared.logging import get_logger
-from shared.validation import RuleViolation, bounds_hint, length_hint
+from shared.validation import RuleViolation, bounds_hint, items_hint, length_hint, rule_message
 
 log = get_logger("gateway.errors")
 
@@ -100,6 +100,8 @@ def _hint(err: dict[str, Any], request: Request) -> str:
         return f"use a value matching {ctx.get('pattern')}"
     if rule in ("string_too_short", "string_too_long"):
         return length_hint(ctx)
+    if rule in ("too_short", "too_long"):
+        return items_hint(ctx)
     if rule in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return bounds_hint(ctx)
     if rule in ("literal_error", "enum"):
@@ -122,8 +124,7 @@ def field_name(loc: tuple[Any, ...]) -> str:
 
 
 def _message(err: dict[str, Any]) -> str:
-    msg = str(err.get("msg", "invalid"))
-    return msg.removeprefix("Value error, ")
+    return rule_message(err)
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from shared.validation import bounds_hint, length_hint
+from shared.validation import bounds_hint, items_hint, length_hint, rule_message
 
 _TYPE_HINTS = {
     "missing": "add this field",
@@ -131,6 +131,8 @@ def _hint(err: dict[str, Any]) -> str:
         return f"use a value matching {ctx.get('pattern')}"
     if rule in ("string_too_short", "string_too_long"):
         return length_hint(ctx)
+    if rule in ("too_short", "too_long"):
+        return items_hint(ctx)
     if rule in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         return bounds_hint(ctx)
     if rule in ("literal_error", "enum"):
@@ -155,7 +157,7 @@ def from_validation(exc: ValidationError, body_param: str | None = None) -> Tool
         {
             "field": location(tuple(err.get("loc", ()))),
             "rule": err.get("type", "invalid"),
-            "message": str(err.get("msg", "invalid")).removeprefix("Value error, "),
+            "message": rule_message(dict(err)),
             "hint": _hint(dict(err)),
         }
         for err in exc.errors()

@@ -3,14 +3,15 @@
 // "Apply"; "Apply" sends a PATCH with only the fields that changed, asking first when the change
 // turns a feature off, then shows the diff from the answer and links the operation.
 //
-// Managed autoscaling has its Karpenter settings: the API takes `autoscaling.enabled` only, and
-// the rest is what HyperPod's managed Karpenter is given (AutoScalerType Karpenter, continuous
-// node provisioning, a cluster role, a HyperpodNodeClass over the instance groups, a NodePool),
-// read back from the cluster and shown with the plan.
+// Managed autoscaling has its Karpenter settings: what HyperPod's managed Karpenter is given
+// (AutoScalerType Karpenter, continuous node provisioning, a cluster role), read back from the
+// cluster, and its NodePools as an editable list (views/node_pools.js: per pool the instance
+// groups, weight, GPU limit and consolidation), sent as `autoscaling.node_pools` with the plan.
 
 import { get, patch } from "../api.js";
 import { announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h, operationLink, section, showErrors } from "../dom.js";
 import { dryRun } from "../plan.js";
+import { nodePoolsEditor, poolsText } from "./node_pools.js";
 
 const FEATURES = [
   ["training_operator", "HyperPod training operator", "Runs PyTorch jobs with restarts managed by HyperPod."],
@@ -55,7 +56,8 @@ export function featurePlanLines(plan) {
     const [feature, setting] = key.split(".");
     const name = LABELS[feature] || feature;
     const what = setting && setting !== "enabled" ? `${name}, ${setting.replace(/_/g, " ")}` : name;
-    lines.push(`${what}: ${onOff(change.actual)} -> ${onOff(change.requested)}`);
+    const words = setting === "node_pools" ? poolsText : onOff;
+    lines.push(`${what}: ${words(change.actual)} -> ${words(change.requested)}`);
   }
   for (const call of plan.calls || []) lines.push(callText(call));
   for (const obj of plan.objects || []) {
@@ -76,7 +78,9 @@ function karpenterSettings(state) {
     ["Node provisioning", "Continuous (set with autoscaling)"],
     ["Instance groups scaled", groups.length ? groups.join(", ") : "none: add an instance group first (count 0 is fine)"],
     ["HyperpodNodeClass", nodeClass ? `${nodeClass.name}${nodeClass.ready ? `, Ready ${nodeClass.ready}` : ""}` : "not created yet"],
-    ["NodePool", pool ? `${pool.name}${pool.ready ? `, Ready ${pool.ready}` : ""}` : "not created yet"],
+    ["NodePools", (state.node_pools || []).length
+      ? state.node_pools.map((p) => p.name).join(", ")
+      : pool ? `${pool.name}${pool.ready ? `, Ready ${pool.ready}` : ""}` : "not created yet"],
     ["Cluster role", state.cluster_role
       ? `${state.cluster_role}${state.cluster_role_made_by_hyperpilot ? " (made by Hyperpilot)" : ""}`
       : "made by Hyperpilot when enabled (trusted by hyperpod.sagemaker.amazonaws.com)"],
@@ -97,6 +101,7 @@ export function featuresPanel(cluster) {
   let actual = null;
   const toggles = {};
   let memory = null;
+  let pools = null; // the node pools editor of managed autoscaling
   let planned = null; // { text: the body as JSON, plan } once the plan of that body is shown
   let asked = 0;
 
@@ -113,7 +118,8 @@ export function featuresPanel(cluster) {
         if (now && after !== null && after !== before) change.memory_percentage = after;
         if (Object.keys(change).length) body[key] = change;
       } else if (key === "autoscaling") {
-        if (now !== was) body[key] = { enabled: now };
+        if (now && pools && pools.changed()) body[key] = { enabled: true, node_pools: pools.value() };
+        else if (now !== was) body[key] = { enabled: now };
       } else if (now !== was) {
         body[key] = now;
       }
@@ -167,7 +173,10 @@ export function featuresPanel(cluster) {
         memory.addEventListener("input", refreshPlan);
         return [wrap, field("Checkpoint memory (% of node memory)", memory, { field: "tiered_checkpointing.memory_percentage" })];
       }
-      if (key === "autoscaling") return [wrap, karpenterSettings(state)];
+      if (key === "autoscaling") {
+        pools = nodePoolsEditor(state.node_pools || [], state.instance_groups || [], refreshPlan);
+        return [wrap, karpenterSettings(state), pools.element];
+      }
       return wrap;
     });
     fill(form, ...rows.flat(), planBox, formError(), h("div", { class: "actions" }, apply));
