@@ -11,7 +11,7 @@ Grammar (a subset of https://prometheus.io/docs/prometheus/latest/querying/basic
     matcher  := label ("="|"!="|"=~"|"!~") "string"
 
 Evaluation follows Prometheus: an instant selector takes each series' newest sample within the
-5 minute lookback; `rate` is the per-second increase over the window, counter resets taken in
+5 minute lookback, unless that sample is a staleness marker (NaN: the series ended); `rate` is the per-second increase over the window, counter resets taken in
 (the window's first to last sample, not extrapolated); aggregation drops `__name__`; a range
 query evaluates the instant query at start, start+step, ... end. Answers are the Prometheus
 HTTP API's `data` (`resultType` vector or matrix, `[timestamp, "value"]` pairs).
@@ -20,6 +20,7 @@ HTTP API's `data` (`resultType` vector or matrix, `[timestamp, "value"]` pairs).
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,8 @@ RANGE_FUNCTIONS = ("rate", "increase", "avg_over_time", "max_over_time", "min_ov
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _TOKEN = re.compile(
-    r"\s*(?:(?P<str>\"(?:[^\"\\]|\\.)*\")|(?P<op>=~|!~|!=|=|[{}()\[\],])"
-    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)|(?P<dur>\d+(?:ms|s|m|h|d)))"
+    r"\s*(?:(?P<str>\"(?:[^\"\\]|\\.)*\")|(?P<cmp>==|>=|<=|>|<)|(?P<op>=~|!~|!=|=|[{}()\[\],])"
+    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)|(?P<dur>\d+(?:ms|s|m|h|d))|(?P<num>-?\d+(?:\.\d+)?))"
 )
 
 Labels = tuple[tuple[str, str], ...]
@@ -89,7 +90,24 @@ class Aggregation:
     without: bool = False
 
 
-Expr = Selector | Function | Aggregation
+@dataclass(frozen=True)
+class Comparison:
+    """`expr > 0`: the series of `expr` whose value compares true (Prometheus's filter)."""
+
+    op: str
+    arg: Expr
+    threshold: float
+
+
+Expr = Selector | Function | Aggregation | Comparison
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+}
 
 
 def duration(text: str, what: str = "duration") -> float:
@@ -222,7 +240,18 @@ def parse(text: str) -> Expr:
     if len(text) > MAX_QUERY:
         raise QueryError(f"the query is longer than {MAX_QUERY} characters", "shorten it")
     parser = _Parser(text)
-    found = parser.expr()
+    found: Expr = parser.expr()
+    token = parser.peek()
+    if token is not None and (token[0] == "cmp" or token == ("op", "!=")):
+        parser.pos += 1
+        number = parser.peek()
+        if number is None or number[0] != "num":
+            raise QueryError(
+                f"{token[1]} compares with a number",
+                f"write e.g. DCGM_FI_DEV_XID_ERRORS {token[1]} 0",
+            )
+        parser.pos += 1
+        found = Comparison(token[1], found, float(number[1]))
     if parser.peek() is not None:
         raise QueryError(
             f"unexpected {parser.peek()[1]!r} after the expression",  # type: ignore[index]
@@ -236,7 +265,7 @@ def selectors(expr: Expr) -> list[Selector]:
         return [expr]
     if isinstance(expr, Function):
         return [expr.arg]
-    return selectors(expr.arg)
+    return selectors(expr.arg)  # an aggregation's or a comparison's argument
 
 
 # ---- evaluation ------------------------------------------------------------------------------
@@ -258,7 +287,7 @@ def _window(samples: Sequence[tuple[float, float]], start: float, end: float) ->
 
 
 def _timed(samples: Sequence[tuple[float, float]], start: float, end: float) -> list[Any]:
-    return [(t, v) for t, v in samples if start < t <= end]
+    return [(t, v) for t, v in samples if start < t <= end and not math.isnan(v)]
 
 
 def _range_value(name: str, samples: list[tuple[float, float]], window: float) -> float | None:
@@ -289,7 +318,7 @@ def instant(expr: Expr, series: Series, at: float) -> list[tuple[dict[str, str],
         out = []
         for labels, samples in _select(series, expr):
             recent = _window(samples, at - LOOKBACK, at)
-            if recent:
+            if recent and not math.isnan(recent[-1]):  # NaN: a staleness marker
                 out.append((labels, recent[-1]))
         return out
     if isinstance(expr, Function):
@@ -302,6 +331,9 @@ def instant(expr: Expr, series: Series, at: float) -> list[tuple[dict[str, str],
                 kept = {k: v for k, v in labels.items() if k != "__name__"}
                 out.append((kept, value))
         return out
+    if isinstance(expr, Comparison):
+        check = COMPARE[expr.op]
+        return [(k, v) for k, v in instant(expr.arg, series, at) if check(v, expr.threshold)]
     groups: dict[Labels, list[float]] = {}
     for labels, value in instant(expr.arg, series, at):
         if expr.without:

@@ -110,6 +110,7 @@ def parse_pool(text: str) -> dict[str, Any]:
     "set",
     epilog=examples(
         "hyperpilot features set --training-operator --wait",
+        "hyperpilot features set --observability --dry-run",
         "hyperpilot features set --tiered-checkpointing --checkpoint-memory-percentage 20 --dry-run",
         "hyperpilot features set --no-autoscaling -c llm-training --wait",
         "hyperpilot features set --autoscaling --node-pool gpus=gpu+spot,weight=50,gpu-limit=64 "
@@ -133,6 +134,24 @@ def set_(
             FeaturesChange,
             "inference_operator",
             "--inference-operator/--no-inference-operator",
+            show_default=False,
+        ),
+    ] = None,
+    observability: Annotated[
+        bool | None,
+        ContractOption(
+            FeaturesChange,
+            "observability",
+            "--observability/--no-observability",
+            show_default=False,
+        ),
+    ] = None,
+    container_insights: Annotated[
+        bool | None,
+        ContractOption(
+            FeaturesChange,
+            "container_insights",
+            "--container-insights/--no-container-insights",
             show_default=False,
         ),
     ] = None,
@@ -176,6 +195,10 @@ def set_(
         body["training_operator"] = training_operator
     if inference_operator is not None:
         body["inference_operator"] = inference_operator
+    if observability is not None:
+        body["observability"] = observability
+    if container_insights is not None:
+        body["container_insights"] = container_insights
     tiered: dict[str, Any] = {}
     if tiered_checkpointing is not None:
         tiered["enabled"] = tiered_checkpointing

@@ -6,7 +6,8 @@ What the numbers follow (nothing is random):
 - A GPU is the container's that was given it: the running pods of the node, oldest first, take
   the node's GPUs in order, one per `nvidia.com/gpu` of each container's limit.
 - A training program's steps drive its GPUs (`stepped`, called by the kubelet each step): a GPU
-  whose program logged a step within the last three step intervals is busy (92..98 %, the step
+  whose program logged a step within the last three step intervals (at least the last five
+  seconds) is busy (92..98 %, the step
   number picks the value), its framebuffer fills over the first five steps to 72 % of the
   device and its power draw follows the utilization. A container that holds GPUs without
   stepping (a hung program, a model server at rest) keeps its memory at 0 % utilization, which is
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 
 DCGM_PORT = 9400
 EFA_PORT = 9109
-BUSY_STEPS = 3  # a GPU is busy while its program stepped within this many intervals
+BUSY_STEPS = 3  # a GPU is busy while its program stepped within this many intervals,
+BUSY_SECONDS = 5.0  # or within this long (DCGM averages utilization over its sample period)
 FILL_STEPS = 5  # steps until a training program's framebuffer is full
 TRAINING_MEMORY = 0.72  # share of the device a training program holds
 STOPPING_XIDS = frozenset({48, 79})
@@ -214,7 +216,7 @@ class Telemetry:
                     used = total * TRAINING_MEMORY
                 else:
                     used = total * TRAINING_MEMORY * min(1.0, steps.count / FILL_STEPS)
-                    if now - steps.last <= BUSY_STEPS * steps.interval:
+                    if now - steps.last <= max(BUSY_STEPS * steps.interval, BUSY_SECONDS):
                         util = 92.0 + steps.count % 7
             if xid in STOPPING_XIDS:
                 util = 0.0

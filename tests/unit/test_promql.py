@@ -50,6 +50,7 @@ def test_parse_shapes() -> None:
         ('x{gpu=~"("}', "regular expression"),
         ("x y", "after the expression"),
         ("avg(x", "expected ')'"),
+        ("x > y", "compares with a number"),
     ],
 )
 def test_refusals_say_what_is_wrong(query: str, words: str) -> None:
@@ -73,6 +74,13 @@ def test_instant_aggregation_and_rate() -> None:
     rate = instant(parse("rate(node_amazonefa_tx_bytes[1m])"), series, 125.0)
     assert rate == [({"device": "rdmap16s27"}, 75.0)]
     assert instant(parse("DCGM_FI_DEV_GPU_UTIL"), series, 1000.0) == []  # past the lookback
+    ended = next(k for k in series if ("Hostname", "b") in k)
+    series[ended].append((121.0, float("nan")))  # a staleness marker: the series ended
+    assert len(instant(parse('DCGM_FI_DEV_GPU_UTIL{Hostname="b"}'), series, 125.0)) == 1
+    series[ended].pop()
+    hot = instant(parse("max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) > 50"), series, 125.0)
+    assert hot == [({"Hostname": "a"}, 91.0)]
+    assert len(instant(parse('DCGM_FI_DEV_GPU_UTIL{Hostname="b"} != 10'), series, 125.0)) == 1
 
 
 def test_range_query_and_its_limits() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from shared.contracts.subjects import query_subject
 from shared.contracts.workloads import (
     CancelJob,
     CreateTrackingServer,
@@ -19,6 +20,7 @@ from workload_svc.adapters.sagemaker import TrackingServers
 from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
 from workload_svc.domain.workflows import cancel_workflow, delete_workflow, submit_workflow
+from workload_svc.metrics import Metrics
 from workload_svc.queries import Reads
 from workload_svc.run_reads import RunReads
 from workload_svc.spaces import Spaces
@@ -55,7 +57,16 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         read_routes={**reads.routes(), **runs.routes()},
         companions=(watch_jobs,),
     )
-    return [jobs, Spaces(clusters).area()]
+    metrics = Metrics(clusters)
+
+    async def scrape_metrics(runtime: ServiceRuntime) -> None:
+        await metrics.run()
+
+    observed = Area(
+        read_routes={query_subject("workload", "metrics"): metrics.query},
+        companions=(scrape_metrics,),
+    )
+    return [jobs, observed, Spaces(clusters).area()]
 
 
 # Quiet: a query may carry a secret (hf_token, store_secret).

@@ -35,6 +35,17 @@ class WorkloadKube(ClusterKube):
 
         return await self._run(f"get pvc {namespace}/{name}", call)
 
+    async def scrape(self, namespace: str, pod: str, port: int, path: str = "metrics") -> str:
+        """GET a pod's port through the API server's pod proxy (how an exporter is read)."""
+
+        def call() -> str:
+            text: str = self.core.connect_get_namespaced_pod_proxy_with_path(
+                f"{pod}:{port}", namespace, path
+            )
+            return text
+
+        return await self._run(f"scrape pod {namespace}/{pod}:{port}/{path}", call)
+
     async def pod(self, namespace: str, name: str) -> KubeObject | None:
         """One pod, or None when there is none by that name."""
 
