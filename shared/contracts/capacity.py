@@ -94,6 +94,19 @@ class PendingPod(_Read):
     reason: str | None = Field(description="The scheduler's message, if it gave one")
 
 
+class WorkloadCost(_Read):
+    """What the running pods of one job, or of one team's namespace, cost at list prices: each
+    pod's share of its node (its GPUs of the node's, or its memory on a node without GPUs) x the
+    node's price per hour; so far = that x the time since the pod started."""
+
+    namespace: str
+    name: str = Field(description="The job (label hyperpilot.dev/job) or the team")
+    pods: int = Field(description="Its running pods")
+    cost_per_hour: float = Field(description="USD/h now")
+    running_hours: float = Field(description="Since its first pod started")
+    cost_so_far: float = Field(description="USD: per pod, its share x price x its running time")
+
+
 class ClusterCapacity(_Read):
     cluster: str
     resources: Resources
@@ -103,6 +116,12 @@ class ClusterCapacity(_Read):
     cost_per_hour: float = Field(description="Sum of the priced groups, USD/h")
     unpriced_instance_types: list[str] = Field(description="Instance types with no list price")
     prices: PriceSource
+    jobs: list[WorkloadCost] = Field(
+        default_factory=list, description="Per job with running pods (label hyperpilot.dev/job)"
+    )
+    teams: list[WorkloadCost] = Field(
+        default_factory=list, description="Per team namespace (hyperpod-ns-<team>)"
+    )
 
 
 class ClusterSummary(_Read):

@@ -13,6 +13,8 @@ import json
 import time
 from typing import Any
 
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 from mcp import Client as McpClient
 from typer.testing import CliRunner
 
@@ -20,6 +22,8 @@ from hyperpilot.cli import app as cli_app
 from mcp_svc.client import Gateway
 from mcp_svc.config import McpSettings
 from mcp_svc.server import build_server
+from sim.aws import SimulatedAws
+from sim.k8s import KubeWorld
 from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
 
 P5 = "ml.p5.48xlarge"
@@ -33,7 +37,7 @@ def _prices(api: Client) -> dict[str, Any]:
 
 
 def test_dry_runs_say_what_they_add_at_the_price_lists_prices(
-    created_cluster: tuple[RunningStack, str],
+    created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
 ) -> None:
     stack, cluster = created_cluster
     api = stack.client
@@ -76,6 +80,52 @@ def test_dry_runs_say_what_they_add_at_the_price_lists_prices(
     # the capacity read prices its groups from the same table
     assert current["prices"] == source
     assert current["cost_per_hour"] == round(gpu["nodes"] * hourly[gpu["instance_type"]], 4)
+
+    # a job's running pod in a team's namespace costs its share of its node while it runs
+    kube = sim_aws.ctx.kube
+    assert isinstance(kube, KubeWorld)
+    core: Any = k8s.CoreV1Api(  # untyped here: bodies are plain manifests
+        k8s_config.new_client_from_config_dict(kube.api_server(cluster).kubeconfig())  # type: ignore[no-untyped-call]
+    )
+    namespace = "hyperpod-ns-cost-team"
+    core.create_namespace(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    node = api.get(f"/api/v1/clusters/{cluster}/capacity").json()["nodes"][0]
+    gpus = node["resources"]["gpus"]["total"]
+    wanted = {"nvidia.com/gpu": "1"}
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "worker-0", "labels": {"hyperpilot.dev/job": "priced"}},
+            "spec": {
+                "nodeName": node["name"],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "public.ecr.aws/docker/library/busybox:latest",
+                        "command": ["sh", "-c", "sleep infinity"],
+                        "resources": {"requests": wanted, "limits": wanted},
+                    }
+                ],
+            },
+        },
+    )
+    deadline = time.monotonic() + 60
+    while core.read_namespaced_pod("worker-0", namespace).status.phase != "Running":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(1)
+    costs = api.get(f"/api/v1/clusters/{cluster}/capacity").json()
+    (job,) = [j for j in costs["jobs"] if j["name"] == "priced"]
+    assert job["namespace"] == namespace and job["pods"] == 1
+    assert job["cost_per_hour"] == round(hourly[node["instance_type"]] / gpus, 4)
+    assert job["running_hours"] > 0 and job["cost_so_far"] > 0
+    (team,) = [t for t in costs["teams"] if t["name"] == "cost-team"]
+    assert team["cost_per_hour"] == job["cost_per_hour"]
+    core.delete_namespaced_pod("worker-0", namespace)
 
 
 def test_search_buy_and_use_a_training_plan(created_cluster: tuple[RunningStack, str]) -> None:

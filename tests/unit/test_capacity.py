@@ -241,3 +241,40 @@ def test_the_fleet_sums_the_readable_clusters() -> None:
     three = view.clusters[1]
     assert not three.readable and three.error == "EKS cluster three does not exist"
     assert two.pending_gpus == 8 and two.nodes == 2
+
+
+def test_jobs_and_teams_cost_their_share_of_the_nodes_for_their_running_time() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)
+
+    def running(
+        name: str, gpus: int, ns: str, job: str | None, hours: float, memory: str | None = None
+    ) -> dict[str, Any]:
+        made = pod(name, on="a", gpus=gpus, memory=memory)
+        made["metadata"]["namespace"] = ns
+        if job:
+            made["metadata"]["labels"] = {capacity.JOB_LABEL: job}
+        made["status"]["phase"] = "Running"
+        made["status"]["startTime"] = (now - timedelta(hours=hours)).isoformat()
+        return made
+
+    nodes = [node("a", gpus=8)]  # ml.p5.48xlarge at 113.068/h
+    pods = [
+        running("w0", 4, "hyperpod-ns-team-a", "llama", 2),
+        running("w1", 2, "hyperpod-ns-team-a", "llama", 1),
+        running("solo", 2, "hyperpod-ns-team-b", None, 3),
+        running("cpu", 0, "default", "cpu-only", 1, "64Gi"),  # no GPUs: its memory's share
+    ]
+    cap = capacity.cluster_capacity("c1", nodes, pods, PRICES, now)
+    jobs = {j.name: j for j in cap.jobs}
+    hour = 113.068
+    assert jobs["llama"].pods == 2 and jobs["llama"].cost_per_hour == round(6 / 8 * hour, 4)
+    assert jobs["llama"].running_hours == 2.0
+    assert jobs["llama"].cost_so_far == round(4 / 8 * hour * 2 + 2 / 8 * hour * 1, 4)
+    assert jobs["cpu-only"].cost_per_hour == round(64 / 2048 * hour, 4)
+    teams = {t.name: t for t in cap.teams}
+    assert sorted(teams) == ["team-a", "team-b"]
+    assert teams["team-a"].cost_so_far == jobs["llama"].cost_so_far
+    assert teams["team-b"].cost_so_far == round(2 / 8 * hour * 3, 4)
+    assert capacity.cluster_capacity("c1", nodes, pods, PRICES).jobs == []  # no clock, no cost

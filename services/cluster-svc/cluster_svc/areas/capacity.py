@@ -9,6 +9,7 @@ and `unreadable` (clusters the gateway could not name an EKS cluster for, with w
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -63,7 +64,7 @@ def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
         nodes, pods, table = await asyncio.gather(
             client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client), prices.table()
         )
-        return cluster_capacity(cluster, nodes, pods, table)
+        return cluster_capacity(cluster, nodes, pods, table, datetime.now(UTC))
 
     async def capacity(request: dict[str, Any]) -> Any:
         answer = await read(_name(request, "cluster"), _name(request, "eks_cluster"))

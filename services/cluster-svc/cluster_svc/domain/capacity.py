@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
 from cluster_svc.domain.prices import PriceTable
+from shared.boundary import TEAM_NAMESPACE_PREFIX
 from shared.contracts.capacity import (
     NO_RESOURCES,
     Amount,
@@ -30,6 +33,7 @@ from shared.contracts.capacity import (
     NodeCapacity,
     PendingPod,
     Resources,
+    WorkloadCost,
 )
 
 GPU = "nvidia.com/gpu"
@@ -40,6 +44,7 @@ HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 INSTANCE_ID_LABEL = "sagemaker.amazonaws.com/instance-id"
 TYPE_LABEL = "node.kubernetes.io/instance-type"
 TERMINATED = frozenset({"Succeeded", "Failed"})
+JOB_LABEL = "hyperpilot.dev/job"
 UNGROUPED = "ungrouped"
 
 # ---- quantities --------------------------------------------------------------------------------
@@ -210,14 +215,98 @@ def _group(name: str, nodes: list[NodeCapacity], prices: PriceTable) -> GroupCap
     )
 
 
+@dataclass
+class _Spend:
+    pods: int = 0
+    per_hour: float = 0.0
+    hours: float = 0.0
+    so_far: float = 0.0
+
+    def add(self, per_hour: float, hours: float) -> None:
+        self.pods += 1
+        self.per_hour += per_hour
+        self.hours = max(self.hours, hours)
+        self.so_far += per_hour * hours
+
+    def view(self, namespace: str, name: str) -> WorkloadCost:
+        return WorkloadCost(
+            namespace=namespace,
+            name=name,
+            pods=self.pods,
+            cost_per_hour=round(self.per_hour, 4),
+            running_hours=round(self.hours, 4),
+            cost_so_far=round(self.so_far, 4),
+        )
+
+
+def _started(pod: Mapping[str, Any]) -> datetime | None:
+    raw = (pod.get("status") or {}).get("startTime")
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _share(wanted: Mapping[str, Decimal], node: Mapping[str, Any]) -> float:
+    """The pod's part of its node: its GPUs of the node's, or its memory where it has none."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    for name in (GPU, MEMORY):
+        total = quantity(allocatable[name]) if name in allocatable else Decimal(0)
+        if total > 0 and (name == MEMORY or wanted.get(GPU, Decimal(0)) > 0):
+            return float(min(wanted.get(name, Decimal(0)) / total, Decimal(1)))
+    return 0.0
+
+
+def workload_costs(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    prices: PriceTable,
+    now: datetime,
+) -> tuple[list[WorkloadCost], list[WorkloadCost]]:
+    """(per job, per team) cost of the running pods at list prices (see `WorkloadCost`)."""
+    by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
+    jobs: dict[tuple[str, str], _Spend] = {}
+    teams: dict[str, _Spend] = {}
+    for pod in pods:
+        status = pod.get("status") or {}
+        node = by_name.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        if node is None or status.get("phase") != "Running":
+            continue
+        node_type = ((node.get("metadata") or {}).get("labels") or {}).get(TYPE_LABEL)
+        price = prices.instance(node_type)
+        started = _started(pod)
+        if price is None or started is None:
+            continue
+        per_hour = _share(pod_requests(pod.get("spec") or {}), node) * price
+        hours = max((now - started).total_seconds() / 3600, 0.0)
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        job = (meta.get("labels") or {}).get(JOB_LABEL)
+        if job:
+            jobs.setdefault((namespace, str(job)), _Spend()).add(per_hour, hours)
+        if namespace.startswith(TEAM_NAMESPACE_PREFIX):
+            teams.setdefault(namespace, _Spend()).add(per_hour, hours)
+    return (
+        [spend.view(ns, name) for (ns, name), spend in sorted(jobs.items())],
+        [
+            spend.view(ns, ns.removeprefix(TEAM_NAMESPACE_PREFIX))
+            for ns, spend in sorted(teams.items())
+        ],
+    )
+
+
 def cluster_capacity(
     cluster: str,
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
     prices: PriceTable,
+    now: datetime | None = None,
 ) -> ClusterCapacity:
     """Capacity of one cluster from its Nodes and Pods as the API serves them (camelCase)."""
     node_list = list(nodes)
+    pods = list(pods)
     names = {str((n.get("metadata") or {}).get("name", "")) for n in node_list}
     used: dict[str, dict[str, Decimal]] = {name: {} for name in names}
     counts: dict[str, int] = dict.fromkeys(names, 0)
@@ -259,7 +348,20 @@ def cluster_capacity(
             {g.instance_type or "unknown" for g in groups if g.cost_per_hour is None}
         ),
         prices=prices.source,
+        **_costs(node_list, pods, prices, now),
     )
+
+
+def _costs(
+    nodes: list[Mapping[str, Any]],
+    pods: list[Mapping[str, Any]],
+    prices: PriceTable,
+    now: datetime | None,
+) -> dict[str, list[WorkloadCost]]:
+    if now is None:  # no clock given: no running-time costs
+        return {}
+    jobs, teams = workload_costs(nodes, pods, prices, now)
+    return {"jobs": jobs, "teams": teams}
 
 
 # ---- the fleet ---------------------------------------------------------------------------------
