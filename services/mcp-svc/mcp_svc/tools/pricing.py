@@ -29,7 +29,12 @@ FIELDS = (
     "start_after",
     "end_before",
 )
-When = Annotated[str | None, Field(description="ISO 8601, e.g. 2026-12-03T00:00:00Z")]
+StartAfter = Annotated[
+    str | None, Field(description="Earliest start, ISO 8601, e.g. 2026-12-03T00:00:00Z")
+]
+EndBefore = Annotated[
+    str | None, Field(description="Latest end, ISO 8601, e.g. 2026-12-20T00:00:00Z")
+]
 
 
 class Prices(ToolResult):
@@ -72,8 +77,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         instance_count: PlanCount,
         duration_days: PlanDays,
         target: PlanTarget = "hyperpod-cluster",
-        start_after: When = None,
-        end_before: When = None,
+        start_after: StartAfter = None,
+        end_before: EndBefore = None,
     ) -> Offerings:
         """Training plan offerings (reserved capacity) with their zone, window and upfront fee;
         buy one with buy_training_plan (dry run first)."""
@@ -106,8 +111,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             str, Field(description="The upfront fee (USD) the dry run shows, to confirm it")
         ],
         target: PlanTarget = "hyperpod-cluster",
-        start_after: When = None,
-        end_before: When = None,
+        start_after: StartAfter = None,
+        end_before: EndBefore = None,
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
