@@ -9,7 +9,7 @@ the purchase is refused unless the fee confirmed is the fee AWS offers.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Literal, Self
 
@@ -80,11 +80,23 @@ class OfferingSearch(Spec):
             )
         return value
 
+    @field_validator("start_after", "end_before")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """A time without a zone is UTC."""
+        if value is None or value.tzinfo is not None:
+            return value
+        return value.replace(tzinfo=UTC)
+
     @model_validator(mode="after")
     def _window(self) -> Self:
-        if self.start_after and self.end_before and self.end_before <= self.start_after:
+        if self.end_before is None:
+            return self
+        earliest = max(self.start_after or datetime.now(UTC), datetime.now(UTC))
+        if self.end_before <= earliest:
             raise RuleViolation(
-                "end_before is not after start_after", "give a window longer than the duration"
+                "end_before is not after start_after and now",
+                "give a window that ends in the future, longer than the duration",
             )
         return self
 
