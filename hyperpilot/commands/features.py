@@ -110,6 +110,7 @@ def parse_pool(text: str) -> dict[str, Any]:
     "set",
     epilog=examples(
         "hyperpilot features set --training-operator --wait",
+        "hyperpilot features set --hami --dry-run",
         "hyperpilot features set --observability --dry-run",
         "hyperpilot features set --tiered-checkpointing --checkpoint-memory-percentage 20 --dry-run",
         "hyperpilot features set --no-autoscaling -c llm-training --wait",
@@ -136,6 +137,10 @@ def set_(
             "--inference-operator/--no-inference-operator",
             show_default=False,
         ),
+    ] = None,
+    hami: Annotated[
+        bool | None,
+        ContractOption(FeaturesChange, "hami", "--hami/--no-hami", show_default=False),
     ] = None,
     observability: Annotated[
         bool | None,
@@ -195,6 +200,8 @@ def set_(
         body["training_operator"] = training_operator
     if inference_operator is not None:
         body["inference_operator"] = inference_operator
+    if hami is not None:
+        body["hami"] = hami
     if observability is not None:
         body["observability"] = observability
     if container_insights is not None:

@@ -150,6 +150,11 @@ class FeaturesChange(Spec):
         None,
         description="Container Insights: the CloudWatch observability EKS add-on",
     )
+    hami: bool | None = Field(
+        None,
+        description="HAMi GPU sharing (scheduler, device plugin on nodes labelled gpu=on): "
+        "jobs' gpu_memory_mib and gpu_cores need it",
+    )
     tiered_checkpointing: TieredCheckpointingChange | None = Field(
         None, description="Managed tiered checkpointing: enabled and/or memory_percentage"
     )
@@ -163,7 +168,7 @@ class FeaturesChange(Spec):
             raise RuleViolation(
                 "the change names no feature",
                 "send at least one of training_operator, inference_operator, "
-                "tiered_checkpointing, autoscaling, observability, container_insights, spaces",
+                "tiered_checkpointing, autoscaling, observability, container_insights, spaces, hami",
             )
         return self
 

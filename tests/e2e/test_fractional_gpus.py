@@ -241,24 +241,26 @@ def test_hami_shares_are_refused_until_hami_runs_then_placed_per_device(
     _poll(lambda: _node_of(server, "shared"))
     share = {"gpus": 1, "gpu_memory_mib": 20000, "gpu_cores": 40}
     refused = api.post(f"/api/v1/clusters/{cluster}/jobs", _job("share-a", "shared", share))
-    assert refused.status_code == 422 and "HAMi does not share" in refused.text
-    # HAMi installed as its chart does (the device plugin DaemonSet on gpu=on nodes)
-    server.apply(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": "hami-device-plugin", "namespace": "kube-system"},
-            "spec": {
-                "selector": {"matchLabels": {"app": "hami-device-plugin"}},
-                "template": {
-                    "metadata": {"labels": {"app": "hami-device-plugin"}},
-                    "spec": {
-                        "nodeSelector": {"gpu": "on"},
-                        "containers": [{"name": "plugin", "image": "projecthami/hami:v2.5.0"}],
-                    },
-                },
-            },
-        }
+    assert refused.status_code == 422, refused.text
+    assert "HAMi is not installed" in refused.text and "features set --hami" in refused.text
+    # HAMi installed as a managed feature: the dry run lists its chart's objects, then the
+    # operation applies them (the webhook once the scheduler is available)
+    features = f"/api/v1/clusters/{cluster}/features"
+    dry = api.http.patch(features, json={"hami": True}, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    planned = {(o["kind"], o["name"]) for o in dry.json()["plan"]["objects"]}
+    assert ("DaemonSet", "hami-device-plugin") in planned
+    assert ("Deployment", "hami-scheduler") in planned
+    accepted = api.http.patch(features, json={"hami": True})
+    assert accepted.status_code == 202, accepted.text
+    assert api.wait(accepted.json()["operation_id"], timeout=120)["status"] == "succeeded"
+    hami = api.get(features).json()["hami"]
+    assert hami["enabled"] and hami["installed_by_hyperpilot"] and hami["scheduler_available"]
+    assert (
+        server.store.get(
+            "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", "hami-webhook"
+        )
+        is not None
     )
     node = _poll(
         lambda: (

@@ -20,6 +20,8 @@ from workload_svc.domain.render import GROUP_LABEL, HPJ_API, HPJ_KIND, JOB_LABEL
 
 KubeObject = dict[str, Any]
 USABLE = ("active", "imported")
+# HAMi's device plugin DaemonSet (its chart, release hami in kube-system): HAMi is installed
+HAMI_PLUGIN = ("hami-device-plugin", "kube-system")
 KUEUE_API = "kueue.x-k8s.io/v1beta1"  # the LocalQueue and WorkloadPriorityClass of a team
 
 
@@ -218,6 +220,7 @@ class Clusters:
                 [s for s in sorted(set(secrets)) if not await kube.secret_exists(namespace, s)]
             ),
             hyperpod=await self.hyperpod_facts(cluster) if elastic else None,
+            hami_installed=await kube.get("apps/v1", "DaemonSet", *HAMI_PLUGIN) is not None,
             namespace=namespace,
             team_queue=None
             if team is None

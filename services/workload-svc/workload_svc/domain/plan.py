@@ -67,6 +67,9 @@ class ClusterFacts:
     namespace: str = NAMESPACE
     team_queue: bool | None = None
     priority_class: bool | None = None
+    # whether HAMi's device plugin DaemonSet (kube-system/hami-device-plugin) exists (None:
+    # not read)
+    hami_installed: bool | None = None
 
 
 def violation(field_name: str, message: str, hint: str) -> PermanentError:
@@ -126,6 +129,25 @@ def check_fractions(group: str, facts_of: GroupFacts, resources: Resources) -> b
     return True
 
 
+def check_hami_installed(facts: ClusterFacts, resources: Resources | None) -> None:
+    """A HAMi share (gpu_memory_mib, gpu_cores) on a cluster without HAMi is refused with the
+    way to install it."""
+    if resources is None or facts.hami_installed is not False:
+        return
+    for name, value in (
+        ("gpu_memory_mib", resources.gpu_memory_mib),
+        ("gpu_cores", resources.gpu_cores),
+    ):
+        if value is not None:
+            raise violation(
+                f"resources.{name}",
+                "HAMi is not installed on this cluster, so no GPU is shared by memory or cores",
+                'turn HAMi on (PATCH /api/v1/clusters/{name}/features {"hami": true}, or'
+                " hyperpilot features set --hami) and label the group gpu=on; or request"
+                " whole GPUs, or a MIG partition (mig_profile)",
+            )
+
+
 def check_placement(
     group: str | None,
     gpus: int,
@@ -142,6 +164,7 @@ def check_placement(
             "create the cluster with Hyperpilot (it binds the bucket), or create the"
             " PersistentVolume and the claim s3-claim for the Mountpoint S3 CSI driver",
         )
+    check_hami_installed(facts, resources)
     if group is None:
         return notes
     facts_of = facts.groups.get(group)

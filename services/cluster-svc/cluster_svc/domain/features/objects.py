@@ -14,6 +14,7 @@ from cluster_svc.domain.components.objects import TOLERATE_ALL, container, deplo
 from cluster_svc.domain.components.objects import namespace as namespace_object
 from cluster_svc.domain.components.objects import service_account as service_account_object
 from cluster_svc.domain.components.schema import OPEN, crd
+from cluster_svc.domain.features.hami import hami_refs
 from cluster_svc.domain.identity import role_name
 from shared.contracts.features import NodePoolSpec
 
@@ -25,6 +26,7 @@ FEATURES = (
     "spaces",
     "observability",
     "container_insights",
+    "hami",
 )
 
 CERT_MANAGER = "cert-manager"
@@ -328,4 +330,5 @@ def watched(names: Names) -> list[Ref]:
     refs.append(object_ref(node_class(())))
     refs.append(object_ref(node_pool()))
     refs += [crd_ref(n) for n in KARPENTER_CRDS]
+    refs += hami_refs()
     return refs

@@ -14,6 +14,13 @@ from cluster_svc.domain.features.actual import (
     tiered_enabled,
     training_enabled,
 )
+from cluster_svc.domain.features.hami import (
+    HAMI_COMPONENT,
+    HAMI_NAMESPACE,
+    hami_enabled,
+    hami_objects,
+    scheduler_available,
+)
 from cluster_svc.domain.features.objects import (
     CERT_MANAGER,
     CHECKPOINT_ACCOUNT,
@@ -59,6 +66,7 @@ def diff(actual: Actual, change: FeaturesChange) -> dict[str, FieldChange]:
     compare("observability", observability_enabled(actual.addons), change.observability)
     compare("container_insights", insights_enabled(actual.addons), change.container_insights)
     compare("spaces", spaces_enabled(actual), change.spaces)
+    compare("hami", hami_enabled(dict(actual.objects)), change.hami)
     if change.tiered_checkpointing is not None:
         on = tiered_enabled(actual)
         compare("tiered_checkpointing.enabled", on, change.tiered_checkpointing.enabled)
@@ -197,6 +205,7 @@ def describe(names: Names, actual: Actual) -> dict[str, Any]:
             "status": actual.addons.get(TRAINING_ADDON),
             "requires": {CERT_MANAGER: actual.addons.get(CERT_MANAGER)},
         },
+        "hami": hami_view(actual),
         "spaces": {
             "enabled": spaces_enabled(actual),
             "addon": SPACES_ADDON,
@@ -242,6 +251,23 @@ def describe(names: Names, actual: Actual) -> dict[str, Any]:
             "instance_groups": list(hyperpod.instance_groups) if hyperpod else [],
             "scope": AUTOSCALING_SCOPE,
         },
+    }
+
+
+def hami_view(actual: Actual) -> dict[str, Any]:
+    """HAMi as the cluster has it: on when its device plugin runs, whether Hyperpilot put it
+    there, its scheduler's readiness and the node label its device plugin runs on."""
+    objects = dict(actual.objects)
+    plugin = next(o for o in hami_objects() if o["kind"] == "DaemonSet")
+    scheduler = next(o for o in hami_objects() if o["kind"] == "Deployment")
+    found = objects.get(object_ref(plugin))
+    return {
+        "enabled": hami_enabled(objects),
+        "version": object_version(found),
+        "installed_by_hyperpilot": found is not None and is_managed(found, HAMI_COMPONENT),
+        "scheduler_available": scheduler_available(objects.get(object_ref(scheduler))),
+        "namespace": HAMI_NAMESPACE,
+        "node_label": "gpu=on",
     }
 
 

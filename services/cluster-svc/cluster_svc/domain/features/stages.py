@@ -77,6 +77,7 @@ TITLES = {
     "observability": "HyperPod observability: Prometheus and Grafana workspaces, then the add-on",
     "container_insights": "Container Insights (CloudWatch observability add-on)",
     "spaces": "SageMaker Spaces add-on (cert-manager first)",
+    "hami": "HAMi GPU sharing: scheduler and device plugin, then its webhook",
 }
 
 
@@ -109,6 +110,7 @@ def update_features_workflow(port: FeaturePort) -> Workflow[Any]:
             feature_stage(port, "spaces", needs=("training_operator",)),
             feature_stage(port, "observability"),
             feature_stage(port, "container_insights"),
+            feature_stage(port, "hami"),
         ),
         on_finish=features_updated,
     )

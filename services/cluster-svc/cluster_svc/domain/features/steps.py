@@ -10,6 +10,7 @@ from typing import Any
 
 from cluster_svc.domain.components.base import KubeObject, is_managed, object_ref, object_version
 from cluster_svc.domain.features.actual import Actual, HyperPodActual
+from cluster_svc.domain.features.hami import hami_steps
 from cluster_svc.domain.features.objects import (
     ADDON_FAILED,
     ADDON_READY,
@@ -478,7 +479,31 @@ def feature_steps(names: Names, actual: Actual, change: FeaturesChange, feature:
     if feature == "autoscaling" and change.autoscaling is not None:
         scaling = change.autoscaling
         return autoscaling_steps(names, actual, scaling.enabled, scaling.node_pools)
+    if feature == "hami" and change.hami is not None:
+        return hami_feature_steps(actual, change.hami)
     return []
+
+
+def hami_feature_steps(actual: Actual, enabled: bool) -> list[Step]:
+    """HAMi's chart objects in dependency order (features/hami.py), as steps."""
+    try:
+        planned = hami_steps(dict(actual.objects), enabled)
+    except ValueError as exc:
+        kind, name = exc.args
+        raise _invalid(
+            "hami",
+            f"HAMi's {kind} {name} was installed by another tool",
+            "remove it with the tool that installed it (helm uninstall hami -n kube-system)",
+        ) from None
+    steps: list[Step] = []
+    for action, what in planned:
+        if action == "apply":
+            steps.append(Apply(what))
+        elif action == "remove":
+            steps.append(Remove(what))
+        else:
+            steps.append(Wait(what))
+    return steps
 
 
 def until_wait(steps: Sequence[Step]) -> tuple[list[Step], Wait | None]:
