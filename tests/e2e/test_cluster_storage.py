@@ -1,20 +1,27 @@
 """Storage as a list of claims, end to end against the simulated AWS and Kubernetes: a bucket
 and an FSx for Lustre file system made directly through boto3 (not Hyperpilot) are attached as
 claims (dry run first, the file system's real MountName and DNSName in its PersistentVolume), a
-new bucket is created for a third claim; a job mounts the second bucket and the FSx where it
+new bucket is created for a third claim through the CLI; a job mounts the second bucket and the FSx where it
 asks; bad mounts and FSx settings are refused with the field; a claim in use cannot be removed
-(409 naming the job); deleting the cluster deletes the bucket Hyperpilot created and leaves the
-pre-existing bucket and file system in place (simulator inventory before and after)."""
+(409 naming the job); a claim deleted with kubectl and a bucket deleted in S3 are
+DriftDetected (refresh), the first restored by an operation (dry run first), the second accepted
+(the claim forgotten); deleting the cluster leaves the pre-existing bucket and file system in
+place (simulator inventory before and after)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from sim.testing import aws_client
-from tests.e2e.conftest import Client, RunningStack, cluster_spec, unique
+from tests.cli.conftest import Cli
+from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
 
 
 def _storage(cluster: str) -> str:
@@ -51,7 +58,7 @@ def _file_system(sim_aws: SimulatedAws) -> dict[str, Any]:
 
 
 def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
-    running_stack: RunningStack, sim_aws: SimulatedAws
+    running_stack: RunningStack, sim_aws: SimulatedAws, tmp_path: Path
 ) -> None:
     api = running_stack.client
     cluster = unique("store")
@@ -94,10 +101,18 @@ def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
         "dnsname": lustre["DNSName"],
         "mountname": mount_name,
     }
-    plan = _added(api, cluster, {"kind": "s3", "claim": "scratch", "bucket": new_bucket,
-                                 "create": True})  # fmt: skip
-    assert next(c["operation"] for c in plan["calls"]) == "CreateBucket"
+    # The third through the CLI (the real binary): dry run, then the change, then the list.
+    cli = Cli(running_stack.stack.url, TOKEN, tmp_path / "config")
+    attach = ("storage", "attach", "scratch", "--bucket", new_bucket, "--create", "-c", cluster)
+    cli_dry = cli.run(*attach, "--dry-run", "-o", "json")
+    assert cli_dry.returncode == 0, cli_dry.stderr
+    assert '"CreateBucket"' in cli_dry.stdout
+    made = cli.run(*attach, "--wait", "-o", "json")
+    assert made.returncode == 0, made.stderr
     s3.head_bucket(Bucket=new_bucket)
+    shown = cli.run("storage", "claims", "-c", cluster)
+    assert shown.returncode == 0, shown.stderr
+    assert "scratch" in shown.stdout and mount_name in shown.stdout
 
     listed = {c["claim"]: c for c in api.get(_storage(cluster)).json()}
     assert list(listed) == ["s3-claim", "datasets", "lustre", "scratch"]
@@ -196,16 +211,61 @@ def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
         "scratch",
     ]
 
+    # Drift: a claim deleted with kubectl and a created bucket deleted in S3 are
+    # found by the watcher (refresh); the claim is restored (dry run first), the bucket accepted.
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps(server.kubeconfig()))
+    kubectl = Path(sys.executable).parent / "kubectl"
+    deleted_pvc = subprocess.run(
+        [str(kubectl) if kubectl.exists() else "kubectl", "--kubeconfig", str(config),
+         "delete", "pvc", "lustre", "-n", "default"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert deleted_pvc.returncode == 0, deleted_pvc.stderr
+    s3.delete_bucket(Bucket=new_bucket)
+    refreshed = api.post(f"/api/v1/clusters/{cluster}/refresh")
+    assert refreshed.status_code == 200, refreshed.text
+    drifted = {d["field"]: d for d in refreshed.json()["differences"]}
+    assert drifted["storage.lustre.claim"]["actual"] == "absent"
+    assert drifted["storage.scratch.bucket"] == {
+        **drifted["storage.scratch.bucket"],
+        "recorded": new_bucket,
+        "actual": "absent",
+    }
+    events: list[dict[str, Any]] = []
+    while rows := api.get(
+        "/api/v1/events", params={"after": events[-1]["seq"] if events else 0, "limit": 1000}
+    ).json():
+        events += rows
+    detected = [e["payload"] for e in events if e["type"] == "DriftDetected"]
+    assert {"cluster": cluster, "field": "storage.lustre.claim"}.items() <= next(
+        p for p in detected if p["field"] == "storage.lustre.claim"
+    ).items()
+    restore = f"/api/v1/clusters/{cluster}/drift/restore"
+    dry = api.post(restore, {"field": "storage.lustre.claim"}, params={"dry_run": "true"})
+    assert dry.status_code == 200, dry.text
+    assert "PersistentVolumeClaim" in [o["kind"] for o in dry.json()["plan"]["objects"]]
+    restored = api.post(restore, {"field": "storage.lustre.claim"})
+    assert restored.status_code == 202, restored.text
+    assert api.wait(restored.json()["operation_id"], timeout=60)["status"] == "succeeded"
+    pvc = server.get("v1", "PersistentVolumeClaim", "lustre", "default")
+    assert pvc is not None and pvc["status"]["phase"] == "Bound"
+    accepted = api.post(
+        f"/api/v1/clusters/{cluster}/drift/accept", {"fields": ["storage.scratch.bucket"]}
+    )
+    assert accepted.status_code == 200, accepted.text
+    after_drift = api.post(f"/api/v1/clusters/{cluster}/refresh").json()
+    assert after_drift["drifted"] is False, after_drift
+    assert [c["claim"] for c in api.get(_storage(cluster)).json()] == ["s3-claim", "lustre"]
+
     # Deleting the cluster: what the claims created goes, what they found stays.
     before = sim_aws.inventory()
-    assert lustre_id in before["fsx"] and new_bucket in before["s3_buckets"]
+    assert lustre_id in before["fsx"] and existing_bucket in before["s3_buckets"]
     deleted = api.delete(f"/api/v1/clusters/{cluster}")
     done = api.wait(deleted.json()["operation_id"], timeout=240)
     assert done["status"] == "succeeded", done
     after = sim_aws.inventory()
     assert lustre_id in after["fsx"]
     assert existing_bucket in after["s3_buckets"]
-    assert new_bucket not in after["s3_buckets"]
     claims_stage = done["result"]["delete_claims"]
-    assert claims_stage["deleted"] == [new_bucket]
-    assert sorted(claims_stage["kept"]) == [lustre_id]
+    assert claims_stage["kept"] == [lustre_id]

@@ -139,7 +139,8 @@ def test_drift_is_detected_shown_restored_and_accepted(
         time.sleep(0.2)
     assert drift["drifted"] is False and drift["differences"] == []
     addons = [c for c in dependency_set(name, "us-east-1") if c.kind == "eks-addon"]
-    assert drift["aws_calls_last_observation"] == 1 + len(addons)  # DescribeCluster + add-ons
+    # DescribeCluster, one DescribeAddon per add-on, one HeadBucket for the storage claim s3-claim
+    assert drift["aws_calls_last_observation"] == 1 + len(addons) + 1
 
     # 1. A group scaled directly in AWS: detected within the interval, shown on the cluster.
     seq = _last_seq(api)

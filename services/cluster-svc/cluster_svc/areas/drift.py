@@ -2,10 +2,12 @@
 record with its actual state, within a declared AWS call budget, and its reads.
 
 Each observation of a cluster makes 1 SageMaker DescribeCluster call plus 1 EKS DescribeAddon
-call per EKS add-on of the dependency set (5 today): 6 AWS calls. Manifest components are read
-from the cluster's Kubernetes API (not AWS). A cluster is observed every DRIFT_WATCH_SECONDS
-(default 300 s: 72 AWS calls per cluster per hour when idle), and never more often than its
-budget DRIFT_AWS_CALLS_PER_CLUSTER_HOUR (default 120) allows for what its last observation cost.
+call per EKS add-on of the dependency set (5 today): 6 AWS calls, and 1 more per storage claim
+(S3 HeadBucket, or FSx DescribeFileSystems of its id): 7 for a cluster with its own bucket only.
+Manifest components and the claims' PVs and PVCs are read from the cluster's Kubernetes API
+(not AWS). A cluster is observed every DRIFT_WATCH_SECONDS (default 300 s: 84 AWS calls per
+hour for an idle cluster with its own bucket only), and never more often than its budget
+DRIFT_AWS_CALLS_PER_CLUSTER_HOUR (default 120) allows for what its last observation cost.
 
 Read routes: `qry.cluster.drift` (`cluster`): the stored differences and watch figures;
 `qry.cluster.drift_refresh` (`cluster`): observe now, then answer as `drift`;
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -27,8 +30,16 @@ from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.sagemaker import SageMakerClusters
 from cluster_svc.areas import Area
 from cluster_svc.domain.cluster_workflow import ClusterPorts
+from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.dependencies import AddonApi, AddonState, Reconciler, Target, dependency_set
-from cluster_svc.domain.drift import Actual, ActualComponent, ActualGroup, due
+from cluster_svc.domain.drift import (
+    Actual,
+    ActualClaim,
+    ActualComponent,
+    ActualGroup,
+    RecordedClaim,
+    due,
+)
 from cluster_svc.records.drift import (
     DriftTarget,
     accept_actual,
@@ -116,12 +127,42 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
             except StageError as exc:
                 log.info("components not observable", cluster=access.name, error=str(exc))
             calls += counted.calls
+        claims = None
+        if target.access is not None and target.recorded.claims:
+            claims = await observe_claims(target.access, target.recorded.claims)
+            calls += len(target.recorded.claims)
         return Actual(
             hyperpod_status=described.status if described else None,
             groups=groups,
             components=components,
             aws_calls=calls,
+            claims=claims,
         )
+
+    async def observe_claims(
+        access: ClusterAccess, recorded: Mapping[str, RecordedClaim]
+    ) -> dict[str, ActualClaim] | None:
+        """Each claim's PVC and PV (Kubernetes) and its bucket or file system (1 AWS call)."""
+        kube = ports.kube(access)
+        found: dict[str, ActualClaim] = {}
+        try:
+            for name, claim in recorded.items():
+                pvc = await kube.get("v1", "PersistentVolumeClaim", name, "default")
+                pv = (
+                    await kube.get("v1", "PersistentVolume", claim.volume) if claim.volume else None
+                )
+                if claim.kind == "s3" and claim.bucket:
+                    source: bool | None = await ports.buckets.exists(claim.bucket)
+                elif claim.file_system_id:
+                    fs = await ports.fsx.describe(claim.file_system_id)
+                    source = fs is not None and fs.lifecycle != "DELETING"
+                else:
+                    source = None
+                found[name] = ActualClaim(pvc is not None, pv is not None, source)
+        except StageError as exc:
+            log.info("storage claims not observable", cluster=access.name, error=str(exc))
+            return None
+        return found
 
     async def observe_and_record(pool: asyncpg.Pool, target: DriftTarget) -> int:
         try:

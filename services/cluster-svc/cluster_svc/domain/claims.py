@@ -217,6 +217,14 @@ def add_storage_workflow(
         for obj, existing in zip(wanted, found, strict=True):
             if existing is not None and (conflict := claim_conflict(obj, existing)):
                 raise conflict
+        claim = next((f for f in found if f and f["kind"] == "PersistentVolumeClaim"), None)
+        stale = [f is not None and released(f, claim) for f in found]
+        for obj, is_stale in zip(wanted, stale, strict=True):
+            if is_stale:
+                # Its claim was deleted (a Retain volume keeps the old claim's uid and binds no
+                # other): the volume is made again; the bucket or file system is not touched.
+                await client.delete(*object_ref(obj))
+        found = [None if is_stale else f for f, is_stale in zip(found, stale, strict=True)]
         missing = [obj for obj, existing in zip(wanted, found, strict=True) if existing is None]
         for obj in missing:
             await client.apply(obj)
@@ -550,3 +558,15 @@ def delete_claims_stage(
         run,
         poll,
     )
+
+
+def released(obj: KubeObject, claim: KubeObject | None) -> bool:
+    """A PersistentVolume of Hyperpilot's whose claim is gone: Released, or bound by uid to a
+    claim other than `claim` (the one there now, if any)."""
+    if obj.get("kind") != "PersistentVolume" or not is_managed(obj, COMPONENT):
+        return False
+    if (obj.get("status") or {}).get("phase") == "Released":
+        return True
+    bound_uid = ((obj.get("spec") or {}).get("claimRef") or {}).get("uid")
+    current_uid = ((claim or {}).get("metadata") or {}).get("uid")
+    return bool(bound_uid) and bound_uid != current_uid

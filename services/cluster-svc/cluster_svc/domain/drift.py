@@ -7,8 +7,10 @@ stores the differences with their events. Nothing here changes AWS or Kubernetes
 is reported, and the user accepts the actual value or restores the recorded one.
 
 Compared: the HyperPod cluster (present, status), each instance group (present, instance type,
-count: the target count HyperPod is working towards), and each dependency component recorded
-as present (EKS add-ons through DescribeAddon, manifest components through their objects).
+count: the target count HyperPod is working towards), each dependency component recorded
+as present (EKS add-ons through DescribeAddon, manifest components through their objects), and
+each available storage claim (its PersistentVolumeClaim and PersistentVolume in Kubernetes, its
+S3 bucket through HeadBucket or FSx for Lustre file system through DescribeFileSystems).
 """
 
 from __future__ import annotations
@@ -40,6 +42,28 @@ class Recorded:
     hyperpod_cluster: str
     groups: Mapping[str, RecordedGroup]
     components: Mapping[str, Mapping[str, str]]  # name -> {version, status}
+    claims: Mapping[str, RecordedClaim] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecordedClaim:
+    """An available storage claim: what backs it and the PersistentVolume it is bound to."""
+
+    claim: str
+    kind: str  # s3 | fsx
+    source: str  # default | existing | created
+    bucket: str | None = None
+    file_system_id: str | None = None
+    volume: str | None = None
+
+
+@dataclass(frozen=True)
+class ActualClaim:
+    """What an observation found of a claim; None: not read (nothing is concluded)."""
+
+    claim_present: bool | None
+    volume_present: bool | None
+    source_present: bool | None
 
 
 @dataclass(frozen=True)
@@ -63,6 +87,7 @@ class Actual:
     groups: Mapping[str, ActualGroup] | None
     components: Mapping[str, ActualComponent] | None = None
     aws_calls: int = 0
+    claims: Mapping[str, ActualClaim] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +143,33 @@ def differences(recorded: Recorded, actual: Actual) -> dict[str, Difference]:
                     {"version": entry.get("version"), "status": entry.get("status")},
                     {"version": seen.version, "status": seen.state},
                 )
+    if actual.claims is not None:
+        found.update(claim_differences(recorded.claims, actual.claims))
+    return found
+
+
+PRESENT_VALUE = "present"
+
+
+def claim_differences(
+    recorded: Mapping[str, RecordedClaim], actual: Mapping[str, ActualClaim]
+) -> dict[str, Difference]:
+    """`storage.<claim>.claim|volume|bucket|file_system`: a claim's PVC, its PV, or what backs
+    it, recorded and gone."""
+    found: dict[str, Difference] = {}
+    for name, claim in recorded.items():
+        seen = actual.get(name)
+        if seen is None:
+            continue
+        if seen.claim_present is False:
+            found[f"storage.{name}.claim"] = Difference(PRESENT_VALUE, ABSENT)
+        if seen.volume_present is False and claim.volume:
+            found[f"storage.{name}.volume"] = Difference(claim.volume, ABSENT)
+        if seen.source_present is False:
+            if claim.kind == "s3":
+                found[f"storage.{name}.bucket"] = Difference(claim.bucket, ABSENT)
+            else:
+                found[f"storage.{name}.file_system"] = Difference(claim.file_system_id, ABSENT)
     return found
 
 

@@ -14,12 +14,14 @@ from cluster_svc.domain.drift import (
     Actual,
     Difference,
     Recorded,
+    RecordedClaim,
     RecordedGroup,
     differences,
     drift_changes,
 )
 from shared.contracts.drift import DriftAccepted
 from shared.operations import append_event
+from shared.storage_claims import cluster_claims
 
 _LOCK = "hyperpilot.drift:"
 
@@ -59,6 +61,7 @@ async def drift_targets(pool: asyncpg.Pool, name: str | None = None) -> list[Dri
                 "SELECT component, version, status FROM cluster_components WHERE cluster = $1",
                 row["name"],
             )
+            claims = [c for c in await cluster_claims(conn, row["name"]) if c.status == "available"]
             resources = dict(row["resources"] or {})
             hyperpod = (resources.get("hyperpod_cluster") or {}).get("cluster_name") or row["name"]
             access = None
@@ -77,6 +80,12 @@ async def drift_targets(pool: asyncpg.Pool, name: str | None = None) -> list[Dri
                         components={
                             c["component"]: {"version": c["version"], "status": c["status"]}
                             for c in components
+                        },
+                        claims={
+                            c.claim: RecordedClaim(
+                                c.claim, c.kind, c.source, c.bucket, c.file_system_id, c.volume
+                            )
+                            for c in claims
                         },
                     ),
                     region=row["region"],
@@ -246,8 +255,30 @@ async def _write_actual(
             str(actual.get("version") or ""),
             "accepted as found by the drift watcher",
         )
+    elif kind == "storage":
+        await _forget_claim(conn, cluster, rest.rpartition(".")[0])
     elif kind == "hyperpod_cluster":
         await conn.execute(
             "UPDATE clusters SET status = 'hyperpod_missing', updated_at = now() WHERE name = $1",
             cluster,
+        )
+
+
+async def _forget_claim(conn: asyncpg.Connection, cluster: str, claim: str) -> None:
+    """Accepting a storage claim's drift (its PVC, PV, bucket or file system gone): the record
+    no longer has the claim. An added claim's row goes; the cluster's own claim is dropped from
+    the create's record (nothing in AWS or Kubernetes is touched)."""
+    deleted = await conn.execute(
+        "DELETE FROM cluster_storage WHERE cluster = $1 AND claim = $2", cluster, claim
+    )
+    if deleted != "DELETE 0":
+        return
+    for key in ("pvc_name", "fsx_pvc_name"):
+        await conn.execute(
+            "UPDATE clusters SET resources = jsonb_set(resources, ARRAY['storage', $3::text],"
+            " 'null'::jsonb), updated_at = now() WHERE name = $1"
+            " AND resources->'storage'->>$3::text = $2",
+            cluster,
+            claim,
+            key,
         )

@@ -22,7 +22,9 @@ from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.storage import (
     AddStorage,
+    FsxStorage,
     RemoveStorage,
+    S3Storage,
     StorageAdd,
     StorageClaim,
     StorageTarget,
@@ -229,3 +231,51 @@ async def delete_resources(pool: asyncpg.Pool, cluster: records.ClusterRecord) -
             "claims": [c.model_dump(mode="json") for c in added],
         }
     }
+
+
+def _not_restorable(field: str, why: str) -> ApiError:
+    return field_error(
+        "field",
+        "restorable",
+        f"{field} {why}",
+        "accept the actual value (POST .../drift/accept: the claim is forgotten), then add the"
+        " storage again if it is wanted",
+    )
+
+
+async def restore_claim(
+    pool: asyncpg.Pool, cluster: records.ClusterRecord, field: str
+) -> AddStorage:
+    """The operation that puts a drifted claim back (`storage.<claim>.<what>`): the claim added
+    again, which finds what still exists and makes what is missing. A bucket or file system
+    Hyperpilot did not make is never recreated."""
+    name = field.split(".")[1]
+    claims = await claims_of(pool, cluster.name)
+    found = next((c for c in claims if c.claim == name), None)
+    if found is None:
+        raise _not_restorable(field, f"names no claim of cluster {cluster.name}")
+    if found.source == "default":
+        raise _not_restorable(field, "is the cluster's own storage, made by its create")
+    gone = field.endswith((".bucket", ".file_system"))
+    if gone and found.source == "existing":
+        raise _not_restorable(
+            field, "was deleted outside Hyperpilot, which does not recreate what it did not make"
+        )
+    storage: StorageAdd
+    if found.kind == "s3":
+        storage = S3Storage(
+            kind="s3", claim=name, bucket=str(found.bucket), create=found.source == "created"
+        )
+    elif gone:
+        raise _not_restorable(
+            field, "was a file system made for the claim; its settings are not kept to remake it"
+        )
+    else:
+        storage = FsxStorage(kind="fsx", claim=name, file_system_id=found.file_system_id)
+    return AddStorage(
+        cluster=cluster.name,
+        region=cluster.region,
+        target=_target(cluster.usable(PURPOSE)),
+        storage=storage,
+        existing=[c.claim for c in claims if c.claim != name],
+    )

@@ -15,6 +15,7 @@ from gateway.deps import Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.records import ClusterRecord
+from gateway.routes.cluster_storage import restore_claim
 from gateway.routes.clusters import ClusterNamePath
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS, MUTATION_ERRORS
 from gateway.routing import PrefixedRoute
@@ -28,6 +29,7 @@ from shared.contracts.instance_groups import (
     NewInstanceGroup,
     UpdateInstanceGroup,
 )
+from shared.contracts.storage import AddStorage
 
 router = APIRouter(
     route_class=PrefixedRoute,
@@ -138,6 +140,8 @@ def restore_kind(field: str) -> type[Command]:
     attribute = rest.rpartition(".")[2]
     if kind == "components":
         return ReconcileDependencies
+    if kind == "storage":
+        return AddStorage
     if kind == "instance_groups" and attribute == "count":
         return UpdateInstanceGroup
     if kind == "instance_groups" and attribute == "present":
@@ -152,7 +156,7 @@ def restore_kind(field: str) -> type[Command]:
     status_code=202,
     responses=ACCEPTED,
     summary="Restore a drifted field's recorded value with the operation that sets it"
-    " (instance group count or presence, dependencies); dry run first",
+    " (instance group count or presence, dependencies, storage claims); dry run first",
 )
 async def restore_drift(
     name: ClusterNamePath, body: RestoreDrift, request: Request, mutation: OperatorMutation
@@ -170,6 +174,8 @@ async def restore_drift(
                 f"{body.field} is not drifted on cluster {name}",
                 f"GET /api/v1/clusters/{name}/drift lists the drifted fields (refresh first)",
             )
+        if body.field.startswith("storage."):
+            return await restore_claim(mutation.pool, cluster, body.field)
         async with mutation.pool.acquire() as conn:
             groups = {g.name: g.spec for g in await records.instance_groups(conn, name)}
         return restore_command(cluster, body.field, difference, groups)

@@ -19,8 +19,18 @@ from mcp_svc.results import (
     page_note,
     page_of,
 )
-from mcp_svc.tools.common import DryRun, Region, RequestId, body_of, count, named, submit
+from mcp_svc.tools.common import (
+    ClusterRef,
+    DryRun,
+    Region,
+    RequestId,
+    body_of,
+    count,
+    named,
+    submit,
+)
 from shared.boundary import api_path
+from shared.contracts.storage import StorageAdd
 
 BucketName = Annotated[
     str,
@@ -49,6 +59,8 @@ class BucketDescription(ToolResult):
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
+    register_claims(server, gateway)
+
     @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets")
     async def list_storage_buckets(
         limit: PageLimit = PAGE, page_token: PageToken = None
@@ -109,5 +121,78 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             path=api_path("storage", "buckets", name),
             body=None,
             what=f"deletion of bucket {name}",
+            dry_run=dry_run,
+        )
+
+
+class Claim(Passthrough):
+    claim: str = Field(description="The claim's name")
+    kind: str = Field(description="s3 or fsx")
+    source: str = Field(description="default, existing (kept) or created")
+    status: str = Field(description="e.g. available")
+    bucket: str | None = Field(None, description="S3 bucket")
+    file_system_id: str | None = Field(None, description="FSx id")
+
+
+class ClaimList(ToolResult):
+    claims: list[Claim] = Field(description="The claims")
+
+
+def register_claims(server: HyperpilotServer, gateway: Gateway) -> None:
+    @server.read_tool(area="storage", rest="GET /api/v1/clusters/{name}/storage")
+    async def list_cluster_storage(cluster: ClusterRef) -> ClaimList:
+        """A cluster's storage claims (S3, FSx): what workloads mount in `volumes`."""
+        rows = await gateway.get(api_path("clusters", cluster, "storage"))
+        claims = [Claim.model_validate(r) for r in rows]
+        summary = f"{cluster}: {count(len(claims), 'claim')}" + (
+            ": " + named([f"{c.claim} ({c.kind}, {c.source})" for c in claims]) if claims else "."
+        )
+        return ClaimList(summary=summary, claims=claims)
+
+    @server.write_tool(
+        area="storage", rest="POST /api/v1/clusters/{name}/storage", body_param="storage"
+    )
+    async def add_cluster_storage(
+        cluster: ClusterRef,
+        storage: Annotated[
+            StorageAdd,
+            Field(
+                description='e.g. {"kind": "s3", "claim": "data", "bucket": "b"}'
+                ' or {"kind": "fsx", "claim": "l", "file_system_id": "fs-..."}'
+            ),
+        ],
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Attach an existing bucket or FSx (kept forever), or create one (deleted with it)."""
+        return await submit(
+            gateway,
+            tool="add_cluster_storage",
+            arguments={"cluster": cluster, "storage": storage, "request_id": request_id},
+            method="POST",
+            path=api_path("clusters", cluster, "storage"),
+            body=storage.model_dump(mode="json", exclude_unset=True),
+            what=f"storage claim {storage.claim} on {cluster}",
+            dry_run=dry_run,
+        )
+
+    @server.write_tool(
+        area="storage", rest="DELETE /api/v1/clusters/{name}/storage/{claim}", destructive=True
+    )
+    async def remove_cluster_storage(
+        cluster: ClusterRef,
+        claim: Annotated[str, Field(description="The claim")],
+        dry_run: DryRun = False,
+        request_id: RequestId = None,
+    ) -> OperationStarted:
+        """Remove a claim (refused while mounted); what it created is deleted: confirm first."""
+        return await submit(
+            gateway,
+            tool="remove_cluster_storage",
+            arguments={"cluster": cluster, "claim": claim, "request_id": request_id},
+            method="DELETE",
+            path=api_path("clusters", cluster, "storage", claim),
+            body=None,
+            what=f"removal of storage claim {claim} from {cluster}",
             dry_run=dry_run,
         )
