@@ -22,7 +22,7 @@ from cluster_svc.domain.capacity import cluster_capacity
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.features.steps import Step
 from cluster_svc.domain.governance.actual import GovernanceActual
-from cluster_svc.domain.governance.pending import JobRef, PendingFacts, explain
+from cluster_svc.domain.governance.pending import JobRef, PendingFacts, explain, team_usage
 from cluster_svc.domain.governance.stages import workflows
 from cluster_svc.domain.governance.steps import (
     GovernanceRefusal,
@@ -94,7 +94,15 @@ def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
             raise _invalid(exc, "target") from exc
 
     async def teams(request: dict[str, Any]) -> Any:
-        return teams_read(await live.observe(_target(request)))
+        target = _target(request)
+        actual = await live.observe(target)
+        read = teams_read(actual)
+        if read["teams"]:
+            client = await live.client(target.eks_cluster)
+            usage = team_usage(await kueue_objects(client, "clusterqueues"))
+            for team in read["teams"]:
+                team["usage"] = usage.get(team["name"], [])
+        return read
 
     async def pending(request: dict[str, Any]) -> Any:
         target = _target(request)

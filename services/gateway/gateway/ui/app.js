@@ -18,6 +18,8 @@ import * as models from "./views/models.js";
 import * as software from "./views/software.js";
 import * as mlflow from "./views/mlflow.js";
 import * as plans from "./views/plans.js";
+import * as spaces from "./views/spaces.js";
+import * as teams from "./views/teams.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
 export const routes = [
@@ -29,6 +31,8 @@ export const routes = [
   [/^\/clusters\/([^/]+)\/diagnostics$/, diagnostics, "Diagnostics"],
   [/^\/clusters\/([^/]+)\/models$/, models, "Model downloads"],
   [/^\/clusters\/([^/]+)\/software$/, software, "Software update"],
+  [/^\/clusters\/([^/]+)\/spaces$/, spaces, "Spaces"],
+  [/^\/clusters\/([^/]+)\/teams$/, teams, "Teams"],
   [/^\/mlflow$/, mlflow, "MLflow"],
   [/^\/training-plans$/, plans, "Training plans"],
   [/^\/endpoints$/, inference, "Endpoints"],

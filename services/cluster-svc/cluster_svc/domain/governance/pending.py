@@ -550,3 +550,38 @@ def _scheduling(
         pod=pod.model_dump(mode="json"),
         nodes_that_fit=[n.name for n in fit],
     )
+
+
+def _accelerator(resource: str) -> bool:
+    return resource in (GPU, "aws.amazon.com/neuron") or resource.startswith("nvidia.com/mig-")
+
+
+def team_usage(queues: Sequence[KubeObject]) -> dict[str, list[dict[str, Any]]]:
+    """Per team, from its ClusterQueue as Kueue reports it: for each instance type (flavor) and
+    accelerator resource (GPUs, Neuron devices, MIG partitions) it has quota of or uses, its
+    quota, what its admitted workloads use, what of that is borrowed, and its idle quota that
+    others may borrow."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for queue in queues:
+        rows: list[dict[str, Any]] = []
+        for group in (queue.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for res in flavor.get("resources") or []:
+                    name = str(res.get("name") or "")
+                    if not _accelerator(name):
+                        continue
+                    found = flavor_quota(queue, str(flavor.get("name")), name)
+                    if found is None or not (found.nominal or found.used):
+                        continue
+                    rows.append(
+                        {
+                            "instance_type": flavor.get("name"),
+                            "resource": name,
+                            "quota": found.nominal,
+                            "used": found.used,
+                            "borrowed": found.borrowed,
+                            "idle": found.idle,
+                        }
+                    )
+        out[_queue_team(queue)] = rows
+    return out
