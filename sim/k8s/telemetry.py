@@ -11,7 +11,9 @@ What the numbers follow (nothing is random):
   number picks the value), its framebuffer fills over the first five steps to 72 % of the
   device and its power draw follows the utilization. A container that holds GPUs without
   stepping (a hung program, a model server at rest) keeps its memory at 0 % utilization, which is
-  what a stall looks like; a GPU nobody holds is idle: no memory used, idle power.
+  what a stall looks like; a GPU nobody holds is idle: no memory used, idle power. A model
+  server (vLLM, SGLang, ...) holds 90 % of its GPU's memory and is busy with the requests the
+  API server's proxy handed it (20 % per request a second over the last 10 s).
 - XID errors are injected (`inject_xid`, the `/_sim/faults/xid` admin action): the GPU's
   `DCGM_FI_DEV_XID_ERRORS` is the last XID code from then on; XID 79 (the GPU fell off the bus)
   and 48 (a double-bit ECC error) also stop the GPU (utilization 0).
@@ -37,8 +39,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sim.k8s.controllers.programs import SERVING
 from sim.k8s.gpu_devices import _MODEL, GPU_MEMORY_MIB, _family
 from sim.k8s.instances import capacity
+from sim.k8s.operators.traffic import traffic_of
 from sim.k8s.quantity import parse
 from sim.k8s.store import Obj
 
@@ -53,6 +57,9 @@ FILL_STEPS = 5  # steps until a training program's framebuffer is full
 TRAINING_MEMORY = 0.72  # share of the device a training program holds
 STOPPING_XIDS = frozenset({48, 79})
 GRADIENT_BYTES = 64 * 1024 * 1024  # bytes one step all-reduces over each EFA device
+SERVING_MEMORY = 0.9  # vLLM's default --gpu-memory-utilization: a model server holds 90 %
+UTIL_PER_REQUEST = 20.0  # % utilization per request a second a model server answers
+REQUEST_WINDOW = 10.0  # seconds of requests a model server's utilization follows
 # (idle, max) power in W per GPU family (the devices' TDP; idle as nvidia-smi reports at rest)
 POWER = {
     "p4d": (55.0, 400.0),
@@ -150,6 +157,17 @@ class Telemetry:
             self._efa[(node, f"{_efa_device(0)}/rdma_read_wr_err")] += count
             self._efa[(node, f"{_efa_device(0)}/retrans_pkts")] += count * 16
 
+    def _requests(self, meta: Obj, now: float) -> float:
+        """Requests per second the pod's server received over the last `REQUEST_WINDOW` s."""
+        since = now - REQUEST_WINDOW
+        served = traffic_of(self.server).requests
+        count = sum(
+            1
+            for when, namespace, name, _ in served
+            if when >= since and namespace == meta["namespace"] and name == meta["name"]
+        )
+        return count / REQUEST_WINDOW
+
     def forget(self, uid: str) -> None:
         with self._lock:
             for key in [k for k in self._steps if k[0] == uid]:
@@ -212,7 +230,10 @@ class Telemetry:
                     "pod": str(meta["name"]),
                 }
                 steps = holder.steps
-                if steps is None:
+                if steps is None and _serves(holder.pod, holder.container):
+                    used = total * SERVING_MEMORY
+                    util = min(100.0, UTIL_PER_REQUEST * self._requests(meta, now))
+                elif steps is None:
                     used = total * TRAINING_MEMORY
                 else:
                     used = total * TRAINING_MEMORY * min(1.0, steps.count / FILL_STEPS)
@@ -260,6 +281,12 @@ class Telemetry:
         if "efa-exporter" in image:
             return self.efa(node)
         return None
+
+
+def _serves(pod: Obj, name: str) -> bool:
+    container: Obj = next((c for c in pod["spec"].get("containers") or [] if c["name"] == name), {})
+    args = " ".join(map(str, (container.get("command") or []) + (container.get("args") or [])))
+    return bool(SERVING.search(f"{container.get('image', '')} {args}"))
 
 
 def _instance_type(node: Obj) -> str:

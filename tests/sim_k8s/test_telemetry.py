@@ -56,6 +56,7 @@ def _serving(core: client.CoreV1Api, node: str) -> bool:
 
 
 def _admin(cluster: ApiServer, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST JSON to the API server with the cluster's token (the admin API, a pod proxy)."""
     config = cluster.kubeconfig()
     token = config["users"][0]["user"]["token"]
     ctx = ssl.create_default_context(cadata=cluster.ca.cert_pem.bytes().decode())
@@ -125,3 +126,51 @@ def test_training_steps_drive_gpus_and_xid_shows(
     efa = _scrape(core, "efa-exporter", _name(1))
     assert 'node_amazonefa_rdma_read_wr_err{device="rdmap16s27",port="1"} 1' in efa
     core.delete_namespaced_pod("trainer", "default", grace_period_seconds=0)
+
+
+def test_a_model_server_holds_its_memory_and_its_requests_drive_its_gpu(
+    cluster: ApiServer, core: client.CoreV1Api
+) -> None:
+    cluster.sync_nodes([_node(3, "ml.g5.xlarge")])
+    server: dict[str, Any] = {
+        "metadata": {"name": "vllm-0", "labels": {"app": "vllm"}},
+        "spec": {
+            "nodeName": _name(3),
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "vllm/vllm-openai:v0.8.5",
+                    "args": ["--model", "Qwen/Qwen2.5-0.5B"],
+                    "ports": [{"containerPort": 8000}],
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+        },
+    }
+    core.create_namespaced_pod("default", server)  # type: ignore[arg-type]
+    eventually(lambda: _serving(core, _name(3)))
+
+    def held() -> str:
+        text = _scrape(core, "dcgm-exporter", _name(3))
+        assert 'pod="vllm-0"' in text
+        return text
+
+    at_rest = eventually(held, timeout=30)
+    assert _samples(at_rest, "DCGM_FI_DEV_GPU_UTIL") == {"0": 0}
+    assert _samples(at_rest, "DCGM_FI_DEV_FB_USED")["0"] == round(23028 * 0.9)
+    eventually(
+        lambda: (
+            getattr(core.read_namespaced_pod("vllm-0", "default").status, "phase", None)
+            == "Running"
+        )
+    )
+    for _ in range(5):
+        status, _ = _admin(
+            cluster,
+            "/api/v1/namespaces/default/pods/vllm-0:8000/proxy/v1/completions",
+            {"prompt": "hi"},
+        )
+        assert status == 200
+    busy = _samples(_scrape(core, "dcgm-exporter", _name(3)), "DCGM_FI_DEV_GPU_UTIL")
+    assert busy["0"] == 10.0  # 5 requests over the last 10 s: 0.5 a second, 20 % each
+    core.delete_namespaced_pod("vllm-0", "default", grace_period_seconds=0)
