@@ -249,37 +249,57 @@ def _started(pod: Mapping[str, Any]) -> datetime | None:
         return None
 
 
-def _share(wanted: Mapping[str, Decimal], node: Mapping[str, Any]) -> float:
-    """The pod's part of its node: its GPUs of the node's, or its memory where it has none."""
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    for name in (GPU, MEMORY):
-        total = quantity(allocatable[name]) if name in allocatable else Decimal(0)
-        if total > 0 and (name == MEMORY or wanted.get(GPU, Decimal(0)) > 0):
-            return float(min(wanted.get(name, Decimal(0)) / total, Decimal(1)))
-    return 0.0
+@dataclass(frozen=True)
+class _NodeRate:
+    """What a node's pods share: its price per hour, its GPUs and memory."""
+
+    price: float
+    gpus: Decimal
+    memory: Decimal
+
+    @classmethod
+    def of(cls, node: Mapping[str, Any], prices: PriceTable) -> _NodeRate | None:
+        meta = node.get("metadata") or {}
+        price = prices.instance((meta.get("labels") or {}).get(TYPE_LABEL))
+        if price is None:
+            return None
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        gpus = quantity(allocatable[GPU]) if GPU in allocatable else Decimal(0)
+        memory = quantity(allocatable[MEMORY]) if MEMORY in allocatable else Decimal(0)
+        return cls(price, gpus, memory)
+
+    def per_hour(self, wanted: Mapping[str, Decimal]) -> float:
+        """The pod's part of the node's price: its GPUs of the node's, or its memory's part
+        where it asks no GPUs."""
+        asked_gpus = wanted.get(GPU, Decimal(0))
+        if self.gpus > 0 and asked_gpus > 0:
+            share = asked_gpus / self.gpus
+        elif self.memory > 0:
+            share = wanted.get(MEMORY, Decimal(0)) / self.memory
+        else:
+            return 0.0
+        return float(min(share, Decimal(1))) * self.price
+
+
+Running = tuple[Mapping[str, Any], Mapping[str, Decimal], str]  # pod, its requests, its node
 
 
 def workload_costs(
     nodes: Iterable[Mapping[str, Any]],
-    pods: Iterable[Mapping[str, Any]],
+    running: Iterable[Running],
     prices: PriceTable,
     now: datetime,
 ) -> tuple[list[WorkloadCost], list[WorkloadCost]]:
     """(per job, per team) cost of the running pods at list prices (see `WorkloadCost`)."""
-    by_name = {str((n.get("metadata") or {}).get("name", "")): n for n in nodes}
+    rates = {str((n.get("metadata") or {}).get("name", "")): _NodeRate.of(n, prices) for n in nodes}
     jobs: dict[tuple[str, str], _Spend] = {}
     teams: dict[str, _Spend] = {}
-    for pod in pods:
-        status = pod.get("status") or {}
-        node = by_name.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-        if node is None or status.get("phase") != "Running":
-            continue
-        node_type = ((node.get("metadata") or {}).get("labels") or {}).get(TYPE_LABEL)
-        price = prices.instance(node_type)
+    for pod, wanted, node_name in running:
+        rate = rates.get(node_name)
         started = _started(pod)
-        if price is None or started is None:
+        if rate is None or started is None:
             continue
-        per_hour = _share(pod_requests(pod.get("spec") or {}), node) * price
+        per_hour = rate.per_hour(wanted)
         hours = max((now - started).total_seconds() / 3600, 0.0)
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
@@ -306,7 +326,7 @@ def cluster_capacity(
 ) -> ClusterCapacity:
     """Capacity of one cluster from its Nodes and Pods as the API serves them (camelCase)."""
     node_list = list(nodes)
-    pods = list(pods)
+    running: list[Running] = []
     names = {str((n.get("metadata") or {}).get("name", "")) for n in node_list}
     used: dict[str, dict[str, Decimal]] = {name: {} for name in names}
     counts: dict[str, int] = dict.fromkeys(names, 0)
@@ -323,6 +343,8 @@ def cluster_capacity(
             counts[bound] += 1
             for name, qty in wanted.items():
                 used[bound][name] = used[bound].get(name, Decimal(0)) + qty
+            if now is not None and (pod.get("status") or {}).get("phase") == "Running":
+                running.append((pod, wanted, bound))
     views = sorted(
         (
             _node_view(n, used[str(n["metadata"]["name"])], counts[str(n["metadata"]["name"])])
@@ -348,19 +370,19 @@ def cluster_capacity(
             {g.instance_type or "unknown" for g in groups if g.cost_per_hour is None}
         ),
         prices=prices.source,
-        **_costs(node_list, pods, prices, now),
+        **_costs(node_list, running, prices, now),
     )
 
 
 def _costs(
     nodes: list[Mapping[str, Any]],
-    pods: list[Mapping[str, Any]],
+    running: list[Running],
     prices: PriceTable,
     now: datetime | None,
 ) -> dict[str, list[WorkloadCost]]:
     if now is None:  # no clock given: no running-time costs
         return {}
-    jobs, teams = workload_costs(nodes, pods, prices, now)
+    jobs, teams = workload_costs(nodes, running, prices, now)
     return {"jobs": jobs, "teams": teams}
 
 
