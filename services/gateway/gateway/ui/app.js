@@ -19,6 +19,7 @@ import * as software from "./views/software.js";
 import * as mlflow from "./views/mlflow.js";
 import * as plans from "./views/plans.js";
 import * as spaces from "./views/spaces.js";
+import * as spaces from "./views/spaces.js";
 import * as teams from "./views/teams.js";
 
 // [pattern, view, title]; pages for other areas register here with their own module.
@@ -31,6 +32,7 @@ export const routes = [
   [/^\/clusters\/([^/]+)\/diagnostics$/, diagnostics, "Diagnostics"],
   [/^\/clusters\/([^/]+)\/models$/, models, "Model downloads"],
   [/^\/clusters\/([^/]+)\/software$/, software, "Software update"],
+  [/^\/clusters\/([^/]+)\/spaces$/, spaces, "Spaces"],
   [/^\/clusters\/([^/]+)\/spaces$/, spaces, "Spaces"],
   [/^\/clusters\/([^/]+)\/teams$/, teams, "Teams"],
   [/^\/mlflow$/, mlflow, "MLflow"],

@@ -113,6 +113,7 @@ export async function render(main, [name]) {
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/models`, class: "button secondary" }, "Model downloads"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/spaces`, class: "button secondary" }, "Spaces"),
+      h("a", { href: `#/clusters/${encodeURIComponent(name)}/spaces`, class: "button secondary" }, "Spaces"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/software`, class: "button secondary" }, "Software update"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/teams`, class: "button secondary" }, "Teams"),
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),

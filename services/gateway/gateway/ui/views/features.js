@@ -18,6 +18,7 @@ const FEATURES = [
   ["inference_operator", "HyperPod inference operator", "Deploys models as endpoints on the cluster."],
   ["tiered_checkpointing", "Tiered checkpointing", "Checkpoints to node memory first, then to S3."],
   ["autoscaling", "Managed autoscaling", "Scales instance groups with HyperPod's managed Karpenter."],
+  ["spaces", "SageMaker Spaces", "JupyterLab and Code Editor spaces on the cluster."],
 ];
 const LABELS = Object.fromEntries(FEATURES.map(([key, label]) => [key, label]));
 const onOff = (v) => (v === true ? "on" : v === false ? "off" : v === null || v === undefined ? "not set" : String(v));
@@ -28,6 +29,7 @@ function stateLine(key, state) {
   if (key === "inference_operator") return state.version ? `version ${state.version}` : "";
   if (key === "tiered_checkpointing") return state.memory_percentage ? `${state.memory_percentage}% of memory` : "";
   if (key === "autoscaling") return state.status || "";
+  if (key === "spaces") return state.status || "";
   return "";
 }
 
