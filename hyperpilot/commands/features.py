@@ -138,6 +138,10 @@ def set_(
             show_default=False,
         ),
     ] = None,
+    spaces: Annotated[
+        bool | None,
+        ContractOption(FeaturesChange, "spaces", "--spaces/--no-spaces", show_default=False),
+    ] = None,
     hami: Annotated[
         bool | None,
         ContractOption(FeaturesChange, "hami", "--hami/--no-hami", show_default=False),
@@ -200,6 +204,8 @@ def set_(
         body["training_operator"] = training_operator
     if inference_operator is not None:
         body["inference_operator"] = inference_operator
+    if spaces is not None:
+        body["spaces"] = spaces
     if hami is not None:
         body["hami"] = hami
     if observability is not None:
