@@ -57,7 +57,9 @@ def record_node_fault(server: ApiServer, instance_id: str, reason: str, message:
 
 
 def clear_node_fault(server: ApiServer, instance_id: str) -> None:
-    """The fault healed (a reboot cleared it): the Node loses its fault-type/fault-reason."""
+    """The fault healed (a reboot cleared it): the Node loses its fault-type/fault-reason, and
+    its GPUs their last XID (the driver reloads with the reboot)."""
+    server.telemetry.clear_node(f"hyperpod-{instance_id}")
 
     def clear() -> None:
         node = server.store.get("nodes", "", f"hyperpod-{instance_id}")

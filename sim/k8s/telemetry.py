@@ -168,9 +168,17 @@ class Telemetry:
         )
         return count / REQUEST_WINDOW
 
-    def forget(self, uid: str) -> None:
+    def clear_node(self, node: str) -> None:
+        """A reboot: the node's GPUs report no XID any more."""
         with self._lock:
-            for key in [k for k in self._steps if k[0] == uid]:
+            for key in [k for k in self._xid if k[0] == node]:
+                del self._xid[key]
+
+    def _prune(self) -> None:
+        """Forget the steps of pods that are gone."""
+        alive = {str(p["metadata"].get("uid")) for p in self.server.store.items("pods")}
+        with self._lock:
+            for key in [k for k in self._steps if k[0] not in alive]:
                 del self._steps[key]
 
     # ---- the exporters' answers --------------------------------------------------------------
@@ -205,6 +213,7 @@ class Telemetry:
     def dcgm(self, node_name: str) -> str:
         """dcgm-exporter's `/metrics` on the node, in the Prometheus text format."""
         node = self._node(node_name)
+        self._prune()
         family = _family(_instance_type(node))
         gpus = self._gpus(node)
         total = GPU_MEMORY_MIB.get(family, 16384)

@@ -14,6 +14,7 @@ from kubernetes import client
 
 from sim.interfaces import SimNode
 from sim.k8s import ApiServer
+from sim.k8s.node_faults import clear_node_fault
 from tests.sim_k8s.conftest import eventually
 
 NS = "hyperpod-observability"
@@ -174,3 +175,14 @@ def test_a_model_server_holds_its_memory_and_its_requests_drive_its_gpu(
     busy = _samples(_scrape(core, "dcgm-exporter", _name(3)), "DCGM_FI_DEV_GPU_UTIL")
     assert busy["0"] == 10.0  # 5 requests over the last 10 s: 0.5 a second, 20 % each
     core.delete_namespaced_pod("vllm-0", "default", grace_period_seconds=0)
+
+
+def test_a_reboot_clears_the_xid(cluster: ApiServer, core: client.CoreV1Api) -> None:
+    cluster.sync_nodes([_node(4, "ml.g5.xlarge")])
+    eventually(lambda: _serving(core, _name(4)))
+    cluster.telemetry.inject_xid(_name(4), 0, 48)
+    text = _scrape(core, "dcgm-exporter", _name(4))
+    assert _samples(text, "DCGM_FI_DEV_XID_ERRORS") == {"0": 48}
+    clear_node_fault(cluster, "i-0" + f"{4:016x}")  # what HyperPod's reboot of the node does
+    text = _scrape(core, "dcgm-exporter", _name(4))
+    assert _samples(text, "DCGM_FI_DEV_XID_ERRORS") == {"0": 0}
