@@ -11,6 +11,7 @@ import { fallbackTypes, kedaTriggers, managedOptions } from "../endpoint_options
 import { instanceTypePicker } from "../instance_picker.js";
 import { dryRun, planLines } from "../plan.js";
 import { onChange } from "../store.js";
+import { endpointCharts } from "./metrics_chart.js";
 
 const SERVICES = [
   ["internal", "Internal (inside the cluster)"],
@@ -259,6 +260,7 @@ async function detail(main, cluster, name) {
     }
   }
 
+  const charts = endpointCharts(cluster, name);
   const prompt = h("textarea", { id: "tryit-prompt", rows: "3" }, "Say hello in one sentence.");
   const answer = h("pre", { class: "answer", "aria-live": "polite" });
   const tryForm = h("form", { "aria-label": "Try the endpoint" },
@@ -284,7 +286,12 @@ async function detail(main, cluster, name) {
     section("Scaling and service", scaleForm),
     section("Call it", h("pre", { class: "curl", role: "group", "aria-label": "curl example" }, curlExample(url))),
     section("Try it", tryForm),
+    section("GPUs of its pods", charts.element),
   );
   await load();
-  return onChange(load, { cluster });
+  const stopLive = onChange(load, { cluster });
+  return () => {
+    stopLive();
+    charts.stop();
+  };
 }

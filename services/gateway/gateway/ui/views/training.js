@@ -8,6 +8,7 @@ import {
 } from "../dom.js";
 import { recipeFields } from "../recipe_fields.js";
 import { onChange } from "../store.js";
+import { jobCharts } from "./metrics_chart.js";
 
 export async function render(main, [cluster, job]) {
   if (job) return detail(main, cluster, job);
@@ -175,11 +176,13 @@ async function detail(main, cluster, jobName) {
     }
   };
   const logsSlot = h("div", {}, h("p", { class: "hint logs-waiting" }, "Logs appear when the job's pods start."));
-  main.append(section("Events", events), logsSlot);
+  const charts = jobCharts(cluster, jobName);
+  main.append(section("GPUs", charts.element), section("Events", events), logsSlot);
   await refresh();
   const stopLive = onChange(refresh, { cluster });
   return () => {
     stopLive();
+    charts.stop();
     if (viewer) viewer.stop();
   };
 }
