@@ -41,6 +41,7 @@ from shared.contracts.gpu import (
     check_share,
 )
 from shared.contracts.spec import Spec
+from shared.contracts.storage import STORAGE_NAMESPACE, Volumes, check_volumes
 from shared.secrets import check_env
 from shared.validation import RuleViolation
 
@@ -479,6 +480,26 @@ class EndpointSpec(Spec):
         description="task governance: a priority class of the cluster's scheduler config (with"
         " team)",
     )
+    volumes: Volumes = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _volumes(self) -> Self:
+        if not self.volumes:
+            return self
+        check_volumes(self.volumes, default_mounted=False)
+        if self.kind not in ("container", "sglang"):
+            raise RuleViolation(
+                f"volumes: a {self.kind} endpoint's pods are made by its operator",
+                "mount storage claims on a self-managed (container or sglang) endpoint, or drop"
+                " volumes",
+            )
+        if self.namespace != STORAGE_NAMESPACE:
+            raise RuleViolation(
+                f"volumes: storage claims live in namespace {STORAGE_NAMESPACE}, and this"
+                f" endpoint runs in {self.namespace}",
+                f"deploy it in namespace {STORAGE_NAMESPACE} (no team) to mount claims",
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -219,19 +219,21 @@ class VolumeMount(Spec):
         return normal
 
 
-def check_volumes(volumes: Sequence[VolumeMount]) -> None:
-    """No claim or path twice, no path inside another, nothing over the default /s3 mount."""
+def check_volumes(volumes: Sequence[VolumeMount], *, default_mounted: bool = True) -> None:
+    """No claim or path twice, no path inside another, and (where every pod mounts the default
+    claim at /s3: jobs and downloads) nothing over /s3 nor the default claim again."""
     claims = [v.claim for v in volumes]
     if repeated := sorted({c for c in claims if claims.count(c) > 1}):
         raise RuleViolation(
             f"volumes: claim {', '.join(repeated)} is mounted twice", "mount each claim once"
         )
-    if DEFAULT_CLAIM in claims:
+    if default_mounted and DEFAULT_CLAIM in claims:
         raise RuleViolation(
             f"volumes: {DEFAULT_CLAIM} is already mounted at {DEFAULT_MOUNT} in every pod",
             f"drop {DEFAULT_CLAIM} from volumes",
         )
-    paths = [DEFAULT_MOUNT, *(v.mount_path for v in volumes)]
+    paths = [DEFAULT_MOUNT] if default_mounted else []
+    paths += [v.mount_path for v in volumes]
     for i, a in enumerate(paths):
         for b in paths[i + 1 :]:
             if a == b or a.startswith(b + "/") or b.startswith(a + "/"):

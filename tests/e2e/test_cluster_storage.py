@@ -38,6 +38,11 @@ def _added(api: Client, cluster: str, body: dict[str, Any]) -> dict[str, Any]:
     return dict(dry.json()["plan"])
 
 
+def listed_type(api: Client, cluster: str) -> str:
+    described = api.get(f"/api/v1/clusters/{cluster}").json()
+    return str(described["spec"]["instance_groups"][0]["instance_type"])
+
+
 def _file_system(sim_aws: SimulatedAws) -> dict[str, Any]:
     ec2 = aws_client(sim_aws, "ec2")
     subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
@@ -142,6 +147,7 @@ def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
         "name": "two-sources",
         "instance_group": "gpu",
         "script": "code/train.py",
+        "args": ["--max_steps", "100000"],  # runs until cancelled
         "resources": {"gpus": 1},
     }
     jobs = f"/api/v1/clusters/{cluster}/jobs"
@@ -184,6 +190,26 @@ def test_claims_are_attached_mounted_guarded_and_outlive_the_cluster(
     assert mounts[claims["lustre"]]["mountPath"] == "/fsx"
     assert mounts[claims["lustre"]]["readOnly"] is True
     assert pod["status"]["phase"] == "Running"
+
+    # An endpoint mounts claims too: its Deployment in the plan, an unknown claim refused.
+    endpoint: dict[str, Any] = {
+        "name": "serve-fsx",
+        "instance_type": listed_type(api, cluster),
+        "gpus": 1,
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+        "volumes": [{"claim": "lustre", "mount_path": "/models", "read_only": True}],
+    }
+    planned = api.post(
+        "/api/v1/endpoints", endpoint, params={"cluster": cluster, "dry_run": "true"}
+    )
+    assert planned.status_code == 200, planned.text
+    deployment = next(o for o in planned.json()["plan"]["objects"] if o["kind"] == "Deployment")
+    template = deployment["body"]["spec"]["template"]["spec"]
+    assert template["volumes"][0]["persistentVolumeClaim"]["claimName"] == "lustre"
+    assert template["containers"][0]["volumeMounts"][0]["mountPath"] == "/models"
+    unknown = {**endpoint, "volumes": [{"claim": "nowhere", "mount_path": "/models"}]}
+    refused = api.post("/api/v1/endpoints", unknown, params={"cluster": cluster})
+    assert refused.status_code == 422 and "volumes.0.claim" in refused.text, refused.text
 
     # A claim in use stays; the cluster's own claim goes only with the cluster.
     busy = api.delete(f"{_storage(cluster)}/datasets")

@@ -239,3 +239,20 @@ def test_only_what_a_claim_created_is_deleted() -> None:
         asyncio.run(delete_source("c", retagged, buckets, lustre))  # type: ignore[arg-type]
     plan = remove_plan(RemoveStorage(cluster="c", region="us-east-1", target=TARGET, claim=found))
     assert plan.calls == [] and "stays" in plan.notes[0]
+
+
+def test_endpoint_volumes_are_for_self_managed_pods_in_namespace_default() -> None:
+    from shared.contracts.inference import EndpointSpec
+
+    base: dict[str, Any] = {
+        "name": "e",
+        "instance_type": "ml.g5.8xlarge",
+        "gpus": 1,
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+    }
+    volumes = [{"claim": "s3-claim", "mount_path": "/s3"}]  # not mounted by default here
+    assert EndpointSpec.model_validate({**base, "volumes": volumes}).volumes[0].claim == "s3-claim"
+    with pytest.raises(ValidationError, match="storage claims live in namespace default"):
+        EndpointSpec.model_validate({**base, "team": "ml", "volumes": volumes})
+    with pytest.raises(ValidationError, match="mounted twice"):
+        EndpointSpec.model_validate({**base, "volumes": volumes * 2})

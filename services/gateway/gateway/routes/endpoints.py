@@ -30,6 +30,7 @@ from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.records import EndpointRecord
+from gateway.routes.cluster_storage import checked_volumes
 from gateway.routes.models import ACCEPTED
 from gateway.routing import PrefixedRoute
 from shared.boundary import model_id
@@ -96,7 +97,10 @@ async def _mutate(
     async def build() -> Command:
         await _cluster(mutation.pool, cluster_name)
         record = await records.endpoint(mutation.pool, cluster_name, name) if known else None
-        return command(cluster_name, record)
+        built = command(cluster_name, record)
+        if isinstance(built, DeployEndpoint):
+            await checked_volumes(mutation.pool, cluster_name, built.spec.volumes)
+        return built
 
     return await plan_then_accept(
         request.app.state.bus,

@@ -200,18 +200,30 @@ def worker_deployment(spec: EndpointSpec) -> KubeObject:
             "failureThreshold": 3,
         },
     }
+    pod_spec: KubeObject = {
+        **_placement(spec),
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [container],
+    }
+    if spec.volumes:
+        pod_spec["volumes"] = [
+            {
+                "name": object_name("storage", str(i), field="volumes"),
+                "persistentVolumeClaim": {"claimName": v.claim, "readOnly": v.read_only},
+            }
+            for i, v in enumerate(spec.volumes)
+        ]
+        container["volumeMounts"] = [
+            {
+                "name": object_name("storage", str(i), field="volumes"),
+                "mountPath": v.mount_path,
+                "readOnly": v.read_only,
+            }
+            for i, v in enumerate(spec.volumes)
+        ]
     deployment_spec: KubeObject = {
         "selector": {"matchLabels": selector},
-        "template": {
-            "metadata": {"labels": pod_labels},
-            "spec": {
-                **_placement(spec),
-                "tolerations": [
-                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-                ],
-                "containers": [container],
-            },
-        },
+        "template": {"metadata": {"labels": pod_labels}, "spec": pod_spec},
     }
     if spec.autoscaling is None:
         deployment_spec["replicas"] = spec.replicas
