@@ -1,5 +1,5 @@
 // Training: submit a job from a recipe, the cluster's jobs, one job with its restart budget,
-// MLflow link, events and live logs over WebSocket (follow, pause, search, download).
+// MLflow link and metrics charts, events and live logs over WebSocket (follow, pause, search, download).
 
 import { get, post, del, token } from "../api.js";
 import {
@@ -7,6 +7,7 @@ import {
   operationLink, section, showErrors, when,
 } from "../dom.js";
 import { recipeFields } from "../recipe_fields.js";
+import { metricsPanel } from "./job_metrics.js";
 import { onChange } from "../store.js";
 import { jobCharts } from "./metrics_chart.js";
 
@@ -145,6 +146,7 @@ async function detail(main, cluster, jobName) {
 
   let job = null;
   let viewer = null;
+  let metrics = null;
   const paint = () => {
     const budget = job.restart_budget || { used: job.restarts, allowed: job.budget };
     cancel.hidden = FINISHED.includes(job.status);
@@ -164,6 +166,12 @@ async function detail(main, cluster, jobName) {
       return;
     }
     paint();
+    // a job reporting to MLflow charts its run's loss and throughput above the logs
+    if (job.mlflow && !metrics) {
+      metrics = metricsPanel(base);
+      logsSlot.before(metrics.element);
+    }
+    if (metrics) metrics.refresh();
     get(`${base}/events`).then((items) => fill(events, ...(items || []).slice(-20).map((e) => {
       const p = e.payload || {};
       const detail = e.message || p.message || p.stage || p.reason || p.kind || "";
