@@ -24,6 +24,7 @@ from workload_svc.metrics import Metrics
 from workload_svc.queries import Reads
 from workload_svc.run_reads import RunReads
 from workload_svc.spaces import Spaces
+from workload_svc.terminal import Terminal
 from workload_svc.watcher import StatusWatcher
 
 
@@ -66,7 +67,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         read_routes={query_subject("workload", "metrics"): metrics.query},
         companions=(scrape_metrics,),
     )
-    return [jobs, observed, Spaces(clusters).area()]
+    return [jobs, observed, Spaces(clusters).area(), Terminal(clusters).area()]
 
 
 # Quiet: a query may carry a secret (hf_token, store_secret).

@@ -4,6 +4,7 @@
 
 import { get, query } from "../api.js";
 import { clearErrors, elapsed, field, fill, formError, h, nextId, section, showErrors } from "../dom.js";
+import { podTerminal } from "./terminal.js";
 
 const enc = encodeURIComponent;
 const FINE = new Set(["Running", "Completed", "Succeeded"]);
@@ -52,7 +53,7 @@ export async function render(main, [name]) {
     h("p", { class: "crumbs" }, h("a", { href: "#/clusters" }, "Clusters"), " / ",
       h("a", { href: `#/clusters/${enc(name)}` }, name), " / Diagnostics"),
     h("h1", {}, `Diagnostics of ${name}`),
-    h("p", { class: "hint" }, "Read-only: pods, Kubernetes events and container logs, as kubectl shows them."),
+    h("p", { class: "hint" }, "Pods, Kubernetes events and container logs, as kubectl shows them; an operator opens a pod's terminal."),
   );
 
   // Namespaces seen in the answers, offered by both namespace inputs.
@@ -102,7 +103,14 @@ export async function render(main, [name]) {
                 "aria-label": `Log of ${p.name}`,
                 "aria-controls": logSection.id,
                 onclick: () => openLog(p),
-              }, "Log")));
+              }, "Log"),
+              " ",
+              h("button", {
+                type: "button",
+                class: "small secondary",
+                "aria-label": `Terminal of ${p.name}`,
+                onclick: () => openTerminal(p),
+              }, "Terminal")));
           }))
         : h("p", {}, `No pods in ${everywhere ? "any namespace" : `namespace ${answer.namespace}`}${answer.selector ? ` matching ${answer.selector}` : ""}.`));
     } catch (error) {
@@ -244,7 +252,23 @@ export async function render(main, [name]) {
     loadEvents();
   }
 
-  main.append(nsList, section("Pods", podsForm, podsBox), logSection, eventsSection);
+  // ---- a pod's terminal (operators; the gateway refuses others and audits each session) ----
+  const terminalHeading = h("h2", { tabindex: "-1" }, "Terminal");
+  const terminalBox = h("div");
+  const terminalSection = h("section", { class: "card", "aria-labelledby": nextId("terminal"), hidden: true },
+    terminalHeading, terminalBox);
+  terminalSection.setAttribute("aria-labelledby", terminalHeading.id = nextId("terminal-heading"));
+  let session = null;
+  function openTerminal(p) {
+    if (session) session.close();
+    session = podTerminal(name, p);
+    terminalHeading.textContent = `Terminal of ${p.namespace}/${p.name}`;
+    fill(terminalBox, session.element);
+    terminalSection.hidden = false;
+    terminalHeading.focus();
+  }
+
+  main.append(nsList, section("Pods", podsForm, podsBox), logSection, terminalSection, eventsSection);
   await Promise.all([loadPods(), loadEvents()]);
-  return undefined;
+  return () => { if (session) session.close(); };
 }
