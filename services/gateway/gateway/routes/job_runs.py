@@ -12,6 +12,7 @@ from gateway.accept import refusal_mapper
 from gateway.deps import Pool, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.routes.models import LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.workloads import JOB_NAME_PATTERN
@@ -49,6 +50,7 @@ async def _ask(request: Request, name: str, body: dict[str, Any]) -> dict[str, A
 
 @router.get(
     "/clusters/{name}/jobs/{job}/runs",
+    responses=LIVE_READ_ERRORS,
     summary="The job's MLflow runs (newest first) with their latest metrics; with metric, that"
     " metric's history by step (of run_id, or of the newest run)",
 )
