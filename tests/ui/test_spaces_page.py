@@ -1,7 +1,8 @@
 """The spaces page in Chromium against the real stack: with the Spaces add-on on, an operator
 creates a GPU space with the bucket's claim mounted from the form, sees it Running without a
 reload, opens it through the gateway (its JupyterLab page shown in the page) and stops it;
-another principal's page lists nothing of it."""
+another principal's page lists nothing of it. On the diagnostics page an operator opens a pod's
+terminal and runs `echo hi`; a viewer's terminal is refused; the sessions are audited."""
 
 from __future__ import annotations
 
