@@ -706,6 +706,7 @@ def test_control_plane_policies_are_least_privilege(aws: Aws, local_stack: Deplo
         "ecr",
         "servicequotas",
         "ssm",
+        "pricing",  # list prices (pricing:GetProducts)
     }
 
 
