@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 import asyncpg
 
@@ -79,19 +80,28 @@ _TAKE = (
 
 # The same without borrowing: the row changes only if the refilled bucket holds $4 tokens.
 _TRY = (
-    "INSERT INTO aws_call_buckets AS b (key, capacity, refill_per_second, tokens, calls)"
-    " SELECT $1::text, $2::float8, $3::float8, $2::float8 - $4::float8, $4::float8::bigint"
+    "INSERT INTO aws_call_buckets AS b (key, capacity, refill_per_second, tokens, calls,"
+    " updated_at)"
+    " SELECT $1::text, $2::float8, $3::float8, $2::float8 - $4::float8, $4::float8::bigint,"
+    " COALESCE($5::timestamptz, clock_timestamp())"
     " WHERE $4::float8 <= $2::float8"
     " ON CONFLICT (key) DO UPDATE SET"
     "  capacity = excluded.capacity, refill_per_second = excluded.refill_per_second,"
     "  tokens = LEAST(excluded.capacity, b.tokens"
-    "   + EXTRACT(EPOCH FROM clock_timestamp() - b.updated_at) * excluded.refill_per_second)"
+    "   + EXTRACT(EPOCH FROM excluded.updated_at - b.updated_at) * excluded.refill_per_second)"
     "   - $4::float8,"
-    "  updated_at = clock_timestamp(), calls = b.calls + $4::float8::bigint"
+    "  updated_at = excluded.updated_at, calls = b.calls + $4::float8::bigint"
     " WHERE LEAST(excluded.capacity, b.tokens"
-    "   + EXTRACT(EPOCH FROM clock_timestamp() - b.updated_at) * excluded.refill_per_second)"
+    "   + EXTRACT(EPOCH FROM excluded.updated_at - b.updated_at) * excluded.refill_per_second)"
     "   >= $4::float8"
     " RETURNING tokens"
+)
+
+# Calls made beyond what was taken (an observation dearer than foreseen): always recorded, the
+# bucket going below zero if need be, so the next observations wait for it.
+_CHARGE = (
+    "UPDATE aws_call_buckets SET tokens = tokens - $2::float8,"
+    " calls = calls + $2::float8::bigint WHERE key = $1"
 )
 
 # A throttling answer: nobody's next token comes before `$2` seconds from now.
@@ -240,9 +250,17 @@ class WatchBudget:
     """
 
     def __init__(
-        self, pool: asyncpg.Pool, watcher: str, per_hour: float, burst: float | None = None
+        self,
+        pool: asyncpg.Pool,
+        watcher: str,
+        per_hour: float,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.pool = pool
+        # The refill's clock: PostgreSQL's (None), or the caller's (an hour simulated faster).
+        self.clock = clock
         self.watcher = watcher
         self.per_hour = _positive("per_hour", per_hour)
         self.burst = _positive("burst", burst if burst is not None else max(1.0, per_hour / 6))
@@ -258,5 +276,12 @@ class WatchBudget:
                 max(self.burst, calls),
                 self.per_hour / 3600.0,
                 float(calls),
+                self.clock() if self.clock is not None else None,
             )
         return left is not None
+
+    async def charge(self, cluster: str, calls: float) -> None:
+        """Record `calls` made beyond what `spend` took (the bucket may go below zero)."""
+        if calls > 0:
+            async with self.pool.acquire() as conn:
+                await conn.execute(_CHARGE, watch_key(self.watcher, cluster), float(calls))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -109,3 +110,18 @@ async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg
     assert await budget.spend("team-c", 11)
     spent: dict[str, Any] = {b.key: b.calls for b in await figures(pool, "watch:")}
     assert spent == {"watch:nodes:team-a": 4, "watch:nodes:team-b": 2, "watch:nodes:team-c": 11}
+
+
+async def test_a_watch_budget_refills_on_its_clock_and_records_calls_beyond_the_spend(
+    pool: asyncpg.Pool,
+) -> None:
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
+    budget = WatchBudget(pool, "nodes", per_hour=60.0, burst=10.0, clock=lambda: now[0])
+    assert await budget.spend("big", 10)
+    await budget.charge("big", 2)  # the listing took two pages more than foreseen
+    now[0] += timedelta(minutes=2)  # 2 calls refilled: the debt of 2 paid, nothing left
+    assert not await budget.spend("big", 1)
+    now[0] += timedelta(minutes=1)
+    assert await budget.spend("big", 1)
+    [spent] = await figures(pool, "watch:nodes:big")
+    assert spent.calls == 13

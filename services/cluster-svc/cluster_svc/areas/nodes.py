@@ -283,6 +283,8 @@ class NodeWatcher:
         )
         mode = recovery.mode if recovery is not None else None
         read_in_full(watch, self.clock(), instances, mode, newest, kube_ids)
+        # The listing took more pages than the last one: those calls are spent too.
+        await self.budget.charge(cluster.name, full_cost(watch) - (0 if watch.events else 1) - cost)
 
     async def _cluster(self, cluster: records.WatchedCluster) -> int:
         watch = self.clusters.setdefault(cluster.name, ClusterWatch())
