@@ -200,6 +200,8 @@ def test_every_tool_parameter_is_its_rest_field(
     problems: list[str] = []
     compared = 0
     for info in server.catalog.values():
+        if info.rest is None:  # answered by the server itself (get_tool_schema)
+            continue
         operation = operation_of(openapi, info.rest)
         # The complete schema (the listed one leaves out what its markers say, see
         # mcp_svc.registry.reference and listed_as); the arguments are validated by it.

@@ -17,7 +17,6 @@ from kubernetes import config as k8s_config
 from mcp import Client, StdioServerParameters
 
 from mcp_svc.registry import ERROR_META
-from mcp_svc.results import COMPLETION
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from tests.e2e.conftest import RunningStack, unique
@@ -172,7 +171,9 @@ async def test_create_cluster_playbook_builds_a_cluster_and_polls_it_to_completi
     playbook_cluster: dict[str, Any], module_stack: RunningStack
 ) -> None:
     run = playbook_cluster
-    assert COMPLETION in (run["tools"]["create_cluster"].description or "")
+    # The list outlines the body by its field names; the playbook's call fills them in.
+    body = run["tools"]["create_cluster"].input_schema["properties"]["cluster"]
+    assert "Fields: name, availability_zone_id, instance_groups (required)" in body["description"]
     # Inspect before creating: the playbook's order.
     calls = [c for i, c in enumerate(run["calls"]) if i == 0 or c != run["calls"][i - 1]]
     assert calls == [

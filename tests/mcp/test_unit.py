@@ -21,7 +21,6 @@ from mcp_svc.config import McpConfigError, McpSettings, load_settings
 from mcp_svc.errors import from_response, from_validation, render
 from mcp_svc.reference import render as render_reference
 from mcp_svc.registry import ERROR_META
-from mcp_svc.results import COMPLETION
 from mcp_svc.server import build_server
 from mcp_svc.terms import field_in_tool_terms
 from shared.config import Settings
@@ -206,6 +205,8 @@ async def test_every_tool_over_a_route_with_dry_run_offers_it(fake: FakeGateway)
     server = server_with(fake, allow_write=False)
     previewable = 0
     for info in server.catalog.values():
+        if info.rest is None:  # answered by the server itself (get_tool_schema)
+            continue
         method, path = info.rest.split(" ", 1)
         operation = paths[shape(path)][method.lower()]
         offers = any(p["name"] == "dry_run" for p in operation.get("parameters", []))
@@ -268,19 +269,22 @@ async def test_every_mutating_tool_names_its_status_tool(fake: FakeGateway) -> N
     tools = {t.name: t for t in await server.list_tools()}
     for info in server.catalog.values():
         tool = tools[info.name]
-        assert tool.annotations.read_only_hint is (not info.mutating)
+        # A mutation leaves readOnlyHint at the MCP default (false).
+        assert tool.annotations.read_only_hint is (None if info.mutating else True)
         assert all(p.get("description") for p in tool.input_schema["properties"].values()), (
             info.name
         )
+        # Only a contract's output schema is listed (get_operation's).
+        assert (tool.output_schema is not None) is info.listed_result, info.name
         if info.mutating and info.status_tool == "get_operation":
-            assert tool.description.endswith(COMPLETION), info.name
-            # The one mutation result (OperationStarted) is not listed 30 times.
-            assert tool.output_schema is None, info.name
+            # Its result names get_operation and the call to make: the description does not.
+            assert "Completion" not in (tool.description or ""), info.name
             continue
         # Every result's `summary` is its text content: said once (the instructions), not in
-        # each schema; the rest of the result is listed.
-        assert tool.output_schema and tool.output_schema["properties"], info.name
-        assert "summary" not in tool.output_schema["properties"], info.name
+        # each schema; the rest of the result is in its schema (the reference's tables).
+        result = server.result_schema(info.name)
+        assert result and result["properties"], info.name
+        assert "summary" not in result["properties"], info.name
         if info.mutating:
             assert info.status_tool in tools and info.status_tool in tool.description
 
@@ -511,7 +515,9 @@ async def test_each_route_placeholder_is_a_required_argument_of_its_tool() -> No
         assert len(route.path_arguments) == len(route.holes), route.tool
         required = set(tools[route.tool].input_schema.get("required", []))
         assert set(route.path_arguments.values()) <= required, route.tool
-        method, path = server.catalog[route.tool].rest.split(" ", 1)
+        rest = server.catalog[route.tool].rest
+        assert rest is not None  # the vocabulary holds only tools over a route
+        method, path = rest.split(" ", 1)
         call = server.vocabulary.tool_call(method, path.split("?")[0])
         assert call is not None and call.split("(")[0] == route.tool
 
@@ -601,7 +607,6 @@ async def test_a_wait_without_a_progress_token_waits_at_most_45_seconds(
     schema = tools["get_operation"].input_schema["properties"]
     assert "ctx" not in schema and schema["wait_seconds"]["default"] <= 45
     assert "at most 45" in schema["wait_seconds"]["description"]
-    assert "wait_seconds=45" in COMPLETION
 
 
 # ---- settings -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from mcp_types import ListToolsResult
 
 from mcp_svc.config import McpSettings
 from mcp_svc.registry import HyperpilotServer
+from mcp_svc.results import STATUS_TOOL
 from mcp_svc.server import build_server
 
 
@@ -127,7 +128,7 @@ async def render(server: HyperpilotServer) -> str:
         "  same pydantic models as the REST bodies) get the same wording.",
         "  An argument the tool does not have is refused by name (rule `extra_forbidden`, the",
         "  hint lists the tool's arguments) and nothing is sent: it is never silently dropped.",
-        "- **Results** are typed (each tool's output schema) with a `summary`: the text content",
+        "- **Results** are typed (each tool's pydantic model) with a `summary`: the text content",
         "  of a result is that one paragraph, and the data is in `structuredContent` only (not",
         "  repeated as JSON text; `summary` is in every result, so no output schema lists it).",
         "  No result is over 16 KB without a way to the rest: every list tool takes `limit` and",
@@ -137,21 +138,44 @@ async def render(server: HyperpilotServer) -> str:
         "  `list_kubernetes_events` keeps the newest events that fit and counts the older ones it",
         "  left out (`older_left_out`); the log tools keep the newest lines within `max_bytes` and",
         "  say `truncated`.",
-        "  A tool whose completion get_operation decides lists no output schema: its result is",
-        "  the same for all of them, `summary`, `operation_id` (null for a dry run), `status_tool`,",
+        "  A tool whose completion get_operation decides has the same result as all of them:",
+        "  `summary`, `operation_id` (null for a dry run), `status_tool`,",
         "  `next_step`, `created`, `idempotency_key`, `status_url` and, for a dry run, `dry_run`,",
-        "  `noop`, `diff`, `notes` and `plan`. A REST object nested in a result is listed as an",
-        "  object: its fields are the REST API's.",
+        "  `noop`, `diff`, `notes` and `plan`. A REST object nested in a result is an object: its",
+        "  fields are the REST API's.",
         "- **Schemas** are lean: no `title`s; an argument whose default is null is listed as its",
         "  type (leaving it out is the null), a boolean's `false` default is unsaid; input",
-        "  schemas have `additionalProperties: false`. A parameter that names an existing object",
-        "  (a cluster, group, endpoint, job, pod, node or operation an earlier result gave) lists",
-        "  no pattern or lengths: they are still checked, and a bad value is refused naming the",
-        "  rule. `update_endpoint`'s `change` and `add_instance_group`'s `group` are listed by the",
-        "  fields they share with `deploy_endpoint`'s `endpoint` and `create_cluster`'s instance",
-        "  group, whose schemas are listed once. The tables below are the complete schemas.",
-        "  `tools/list` is bounded by a test (`tests/mcp/test_tool_list.py`) and measured by",
-        "  `make bench`.",
+        "  schemas have `additionalProperties: false`. The tables below are the complete schemas.",
+        "- **What `tools/list` carries, and what it leaves out.** An agent's host loads the whole",
+        "  list into the model's context before the first call, with every tool of every server",
+        "  it runs, so the list is kept to what an agent needs to choose a tool and compose a",
+        "  call (under 60,000 bytes: `tests/mcp/test_tool_list.py` fails past it, `make bench`",
+        "  records it against the goal); everything else is one `get_tool_schema` call away, and",
+        "  every rule is still checked when a tool is called, a bad value refused naming the",
+        "  field, the rule and what to send. The rules live in the registry",
+        "  (`mcp_svc.registry.input_schema`), so a tool added later follows them unasked:",
+        "  - every argument is listed with its type, description, enum, default and bounds, and",
+        "    so are the fields of an object argument (a REST body) whose listing stays under",
+        "    500 bytes;",
+        "  - an object inside an argument (or a list or map of them), and an object argument",
+        "    bigger than that (`create_cluster`'s `cluster`, `submit_training_job`'s `job`,",
+        "    `deploy_endpoint`'s `endpoint`), is listed by its description and its field names,",
+        "    the required ones first: `get_tool_schema(tool, field)` gives it with its types,",
+        "    enums, defaults and rules (server instructions, rule 7). The cost is a call before",
+        "    filling in a nested object; the gain is half the list;",
+        "  - a union of objects told apart by one `const` field (a job's recipes) is listed as one",
+        "    object: that field's values, and each field once, tagged with the kinds that take it;",
+        "  - format rules (patterns, lengths, item counts) are not listed: a name comes from a",
+        "    result or from the user, and the refusal names the rule;",
+        "  - an output schema is listed only where the structured result is a contract a client",
+        "    program branches on: `get_operation` (`status`, `terminal`), which decides every",
+        "    mutation. Every other result is still structured content made by its model, with",
+        '    its summary as text, and its fields are in the tables below ("Result"); a client',
+        "    that validates results against a listed schema (the TypeScript SDK does) checks",
+        "    get_operation's. A host plans with input schemas, not output schemas, which were a",
+        "    third of the list;",
+        "  - a mutation's description does not repeat how it completes: its result names",
+        "    `get_operation` and the call to make (`next_step`), and so do the instructions.",
         "- **Settings.** A setting holding an unexpanded `${...}` (an agent config's placeholder",
         "  its client did not substitute) stops the start with a message naming the setting.",
         "- **Transports.** stdio (what agent configs launch) or streamable HTTP at `/mcp`",
@@ -179,7 +203,8 @@ async def render(server: HyperpilotServer) -> str:
         )
         out.append(
             f"| [`{info.name}`](#{info.name}) | {info.area} | {kind} |"
-            f" {f'`{info.status_tool}`' if info.status_tool else '-'} | `{_cell(info.rest)}` |"
+            f" {f'`{info.status_tool}`' if info.status_tool else '-'} |"
+            f" {f'`{_cell(info.rest)}`' if info.rest else 'none (the server answers it)'} |"
         )
     area = None
     for info in infos:
@@ -191,9 +216,16 @@ async def render(server: HyperpilotServer) -> str:
         out.append(
             f"**{'Mutating' if info.mutating else 'Read-only'}**"
             + (f" · status tool `{info.status_tool}`" if info.status_tool else "")
-            + f" · REST `{info.rest}`"
+            + (f" · REST `{info.rest}`" if info.rest else " · answered by the server itself")
         )
         out += ["", tool.description or "", "", *_parameters(server.full_inputs[info.name])]
+        # A mutation that get_operation decides has the one result said at the top.
+        shared = info.mutating and info.status_tool == STATUS_TOOL
+        result = None if shared else server.result_schema(info.name)
+        if result is not None and result.get("properties"):
+            listed = " (listed in tools/list)" if info.listed_result else ""
+            out += ["", f"Result{listed}, besides `summary`:", ""]
+            out += _fields(result, {}, "result field")
     if server.skills:
         out += [
             "",

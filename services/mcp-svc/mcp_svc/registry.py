@@ -27,7 +27,7 @@ from mcp_svc.config import require_http_token
 from mcp_svc.errors import ToolFailure, UnknownArguments, WritesDisabled, from_validation
 from mcp_svc.http_auth import BearerAuth
 from mcp_svc.http_guard import HostOriginGuard, transport_security
-from mcp_svc.results import COMPLETION, REFERENCE, STATUS_TOOL
+from mcp_svc.results import REFERENCE, STATUS_TOOL
 from mcp_svc.terms import Route, Vocabulary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,7 +40,8 @@ ERROR_META = "hyperpilot/error"
 class ToolInfo:
     name: str
     area: str
-    rest: str
+    # The REST route it wraps (None: the server answers it itself, as get_tool_schema).
+    rest: str | None
     mutating: bool
     status_tool: str | None
     destructive: bool = False
@@ -48,6 +49,8 @@ class ToolInfo:
     parameters: tuple[str, ...] = ()
     # The fields of the `body_param` model (none for a union such as a job's recipes).
     body_fields: tuple[str, ...] = ()
+    # Whether tools/list carries its output schema (see `HyperpilotServer.list_tools`).
+    listed_result: bool = False
 
     @property
     def previewable(self) -> bool:
@@ -72,9 +75,13 @@ class HyperpilotServer(MCPServer):
     @property
     def vocabulary(self) -> Vocabulary:
         """The catalog's routes, to word REST errors in the tools' terms."""
-        if self._vocabulary is None or len(self._vocabulary.routes) != len(self.catalog):
+        if self._vocabulary is None or len(self._vocabulary.routes) != len(
+            [i for i in self.catalog.values() if i.rest is not None]
+        ):
             self._vocabulary = Vocabulary(
-                Route.of(i.name, i.rest, i.parameters, i.body_fields) for i in self.catalog.values()
+                Route.of(i.name, i.rest, i.parameters, i.body_fields)
+                for i in self.catalog.values()
+                if i.rest is not None
             )
         return self._vocabulary
 
@@ -87,9 +94,20 @@ class HyperpilotServer(MCPServer):
                 self._full_inputs[name] = input_schema(raw, listing=False)
         return self._full_inputs
 
-    def read_tool(self, *, area: str, rest: str) -> Callable[[F], F]:
-        """Register a read-only tool; its docstring is its description."""
-        return self._register(area=area, rest=rest, mutating=False, status_tool=None)
+    def result_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's result schema as its model gives it (lean; listed or not)."""
+        tool = self._tool_manager.get_tool(name)
+        return tool.fn_metadata.output_schema if tool is not None else None
+
+    def read_tool(
+        self, *, area: str, rest: str | None, listed_result: bool = False
+    ) -> Callable[[F], F]:
+        """Register a read-only tool; its docstring is its description. `listed_result`: its
+        result is a contract a client program branches on (get_operation's `terminal`), so its
+        output schema is listed."""
+        return self._register(
+            area=area, rest=rest, mutating=False, status_tool=None, listed_result=listed_result
+        )
 
     def write_tool(
         self,
@@ -116,18 +134,19 @@ class HyperpilotServer(MCPServer):
         self,
         *,
         area: str,
-        rest: str,
+        rest: str | None,
         mutating: bool,
         status_tool: str | None,
         destructive: bool = False,
         body_param: str | None = None,
+        listed_result: bool = False,
     ) -> Callable[[F], F]:
         def decorate(fn: F) -> F:
             name = fn.__name__
             description = paragraphs(inspect.getdoc(fn) or name)
-            if mutating and status_tool == STATUS_TOOL:
-                description = f"{description}\n\n{COMPLETION}"
-            elif mutating:
+            # A mutation decided by get_operation says so in its result (`status_tool`,
+            # `next_step`) and in the server's instructions (rule 3): not in each description.
+            if mutating and status_tool != STATUS_TOOL:
                 description = f"{description}\n\nCompletion: immediate; confirm with {status_tool}."
             # The arguments a caller passes (the MCP context, injected by the SDK, is none).
             context = find_context_parameter(fn)
@@ -158,6 +177,7 @@ class HyperpilotServer(MCPServer):
                     body_param,
                     parameters,
                     tuple(body.get("properties", {})),
+                    listed_result,
                 )
                 if tool.fn_metadata.output_schema is not None:
                     tool.fn_metadata.output_schema = output_schema(tool.fn_metadata.output_schema)
@@ -166,13 +186,16 @@ class HyperpilotServer(MCPServer):
         return decorate
 
     async def list_tools(self) -> list[Tool]:
-        """The tools as listed: a mutation's result (`OperationStarted`, the same for some 30
-        tools) is still structured content, validated against its model, but its schema is not
-        listed; the server instructions (rule 3) and each description say what to read in it."""
+        """The tools as listed. An output schema is listed only where the structured result is
+        a contract a client program branches on (`listed_result`: get_operation, whose
+        `terminal` and `status` decide every mutation). Every other result is still structured
+        content, made and checked by its pydantic model, with its text a one-paragraph summary
+        of it; its fields are in docs/mcp-tools.md. A host reads a result, it does not plan with
+        its schema, and the schemas of the rest were a third of the list."""
         tools = await super().list_tools()
         for tool in tools:
             info = self.catalog.get(tool.name)
-            if info is not None and info.mutating and info.status_tool == STATUS_TOOL:
+            if info is not None and not info.listed_result:
                 tool.output_schema = None
         return tools
 
@@ -233,11 +256,12 @@ class HyperpilotServer(MCPServer):
 
 def hints(mutating: bool, destructive: bool) -> ToolAnnotations:
     """The hints a tool differs from the MCP defaults in (not read-only, destructive, not
-    idempotent, open world); read-only is always stated. A read is idempotent and destructive
-    by no definition, so only its closed world is added."""
+    idempotent, open world): a read is read-only (idempotent and destructive by no definition;
+    many read AWS live, so the open world of the default is no lie); a mutation is not
+    read-only by default, so only whether it destroys and that a repeat is safe are said."""
     if not mutating:
-        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=True)
+        return ToolAnnotations(read_only_hint=True)
+    return ToolAnnotations(destructive_hint=destructive, idempotent_hint=True)
 
 
 def paragraphs(text: str) -> str:
@@ -294,7 +318,11 @@ _NULL = {"type": "null"}
 # its description only, which names the tool parameter whose schema it shares (update_endpoint's
 # change has the fields of deploy_endpoint's endpoint), so that schema is listed once.
 LISTED_AS = "x-hyperpilot-listed-as"
-_FORMAT = frozenset({"pattern", "minLength", "maxLength"})
+# Format rules: checked when a call is made and refused naming the rule, not listed (an agent
+# takes a name from a result or from the user; a regular expression tells it nothing more).
+_FORMAT = frozenset(
+    {"pattern", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
+)
 
 
 def reference() -> dict[str, Any]:
@@ -311,13 +339,175 @@ def input_schema(schema: dict[str, Any], listing: bool = True) -> dict[str, Any]
     """A tool's arguments as listed: no titles, `X | None = None` as an optional X (leaving it
     out is the null), a boolean's `false` default unsaid, and `additionalProperties: false` (an
     unknown argument is refused, see `call_tool`). Every part is written once: nested models in
-    place, and a part that would repeat (a field every recipe of a job has, a model two fields
-    take) as one `$defs` entry. With `listing` false the markers are only removed: the
-    complete schema, for the reference."""
-    marked = _marked(schema) if listing else _unmarked(schema)
-    lean: dict[str, Any] = _hoisted(_lean(_inlined(marked), _NOISE, listing=listing))
+    place, and a part that would repeat (a field two arguments take) as one `$defs` entry.
+
+    What an agent needs to compose a call is listed; the rest of the complete schema is a
+    get_tool_schema call away, and every rule is still checked when the tool is called (a bad
+    value is refused naming the field, the rule and what to send instead):
+    - each argument with its type, description, enum, default and bounds; the fields of an
+      object argument (a REST body) likewise;
+    - an object inside such a body (or a list or map of them) by its description and its field
+      names, required ones first (`_outlined`);
+    - a union of objects told apart by a `const` field (a job's recipes) as one object: that
+      field's values, each field once, tagged with the kinds that take it (`_merged`);
+    - no format rules (patterns, lengths, item counts: `_FORMAT`).
+    With `listing` false the markers are only removed: the complete schema, for get_tool_schema
+    and the reference."""
+    if not listing:
+        complete: dict[str, Any] = _hoisted(
+            _lean(_inlined(_unmarked(schema)), _NOISE, listing=False)
+        )
+        complete["additionalProperties"] = False
+        return complete
+    listed = _outlined(_merged(_unformatted(_inlined(_marked(schema)))))
+    lean: dict[str, Any] = _hoisted(_lean(listed, _NOISE, listing=True))
     lean["additionalProperties"] = False
     return lean
+
+
+def _object_of(node: Any) -> dict[str, Any] | None:
+    """The object schema a property holds: itself, its items, its map's values, or the
+    non-null arm of `X | None`."""
+    if not isinstance(node, dict):
+        return None
+    if isinstance(node.get("properties"), dict):
+        return node
+    for inner in (node.get("items"), node.get("additionalProperties")):
+        held = _object_of(inner)
+        if held is not None:
+            return held
+    for arm in node.get("anyOf", []):
+        held = _object_of(arm)
+        if held is not None:
+            return held
+    return None
+
+
+def _outline(prop: dict[str, Any], held: dict[str, Any]) -> dict[str, Any]:
+    """A nested object listed by its description and field names (required ones said so)."""
+    required = [f for f in held.get("required", []) if f in held["properties"]]
+    optional = [f for f in held["properties"] if f not in required]
+    fields = ", ".join(required) + (" (required)" if required else "")
+    fields += ("; " if required and optional else "") + ", ".join(optional)
+    said = str(prop.get("description") or held.get("description") or "").strip().rstrip(".")
+    kind = prop.get("type")
+    if not isinstance(kind, str):
+        arms = [a.get("type") for a in prop.get("anyOf", []) if isinstance(a, dict)]
+        kind = next((k for k in arms if isinstance(k, str) and k != "null"), "object")
+    outline: dict[str, Any] = {
+        "type": kind,
+        "description": f"{said}. Fields: {fields}".lstrip(". "),
+    }
+    for key in ("default",):
+        if key in prop:
+            outline[key] = prop[key]
+    return outline
+
+
+# An object argument (a REST body) whose fields alone would be more than this many bytes of
+# the list (a job's recipes, an endpoint's kinds) is outlined too: get_tool_schema has it whole.
+BODY_BYTES = 500
+
+
+def _outlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The arguments, and the fields of an object argument, as they are; an object below
+    those, and an object argument bigger than BODY_BYTES, outlined (`_outline`)."""
+
+    def fields(node: Any, depth: int) -> Any:
+        if isinstance(node, list):
+            return [fields(item, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: field(prop, depth) for name, prop in value.items()}
+            elif key in _VALUES:
+                out[key] = value
+            else:
+                out[key] = fields(value, depth)
+        return out
+
+    def field(prop: Any, depth: int) -> Any:
+        held = _object_of(prop)
+        if held is not None and depth >= 1:
+            return _outline(prop, held)
+        listed = fields(prop, depth + 1)
+        if held is not None and len(_compact(listed)) > BODY_BYTES:
+            return _outline(prop, held)
+        return listed
+
+    outlined: dict[str, Any] = fields(schema, 0)
+    return outlined
+
+
+def _merged(node: Any) -> Any:
+    """Each union of objects that one `const` field tells apart as one object (see
+    `input_schema`): a host need not pick an arm, and the fields the arms share are said once."""
+    if isinstance(node, list):
+        return [_merged(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: v if k in _VALUES else _merged(v) for k, v in node.items()}
+    key = "oneOf" if "oneOf" in node else "anyOf"
+    arms = node.get(key)
+    if not isinstance(arms, list) or len(arms) < 2:
+        return node
+    if not all(isinstance(a, dict) and isinstance(a.get("properties"), dict) for a in arms):
+        return node
+    shared = set.intersection(*(set(a["properties"]) for a in arms))
+    tag = next(
+        (
+            f
+            for f in arms[0]["properties"]
+            if f in shared and all("const" in a["properties"][f] for a in arms)
+        ),
+        None,
+    )
+    if tag is None:
+        return node
+    kinds = [a["properties"][tag]["const"] for a in arms]
+    fields: dict[str, Any] = {}
+    takers: dict[str, list[Any]] = {}
+    for kind, arm in zip(kinds, arms, strict=True):
+        for name, prop in arm["properties"].items():
+            if name == tag:
+                continue
+            takers.setdefault(name, []).append(kind)
+            if name not in fields:
+                fields[name] = prop
+            elif fields[name] != prop:  # an arm's own default (epochs): said by get_tool_schema
+                fields[name] = {k: v for k, v in fields[name].items() if k != "default"}
+    for name, who in takers.items():
+        if len(who) < len(arms):
+            said = str(fields[name].get("description", "")).strip()
+            fields[name] = {**fields[name], "description": f"({', '.join(who)}) {said}".strip()}
+    always = [
+        r
+        for r in arms[0].get("required", [])
+        if r != tag and all(r in a.get("required", []) for a in arms)
+    ]
+    common = {tag, *always}
+    own = [
+        f"{kind}: {', '.join(r for r in arm.get('required', []) if r not in common)}"
+        for kind, arm in zip(kinds, arms, strict=True)
+        if any(r not in common for r in arm.get("required", []))
+    ]
+    described = str(arms[0]["properties"][tag].get("description", "")).strip().rstrip(".")
+    said = (
+        "; ".join(x for x in (described, "each also requires " + "; ".join(own)) if x)
+        if own
+        else described
+    )
+    kind_type = {"string": "string", "integer": "integer"}.get(
+        str(arms[0]["properties"][tag].get("type", "string")), "string"
+    )
+    merged = {k: v for k, v in node.items() if k != key}
+    merged["type"] = "object"
+    merged["properties"] = {tag: {"type": kind_type, "enum": kinds, "description": said}, **fields}
+    merged["required"] = [tag, *always]
+    merged["additionalProperties"] = False
+    return merged
 
 
 def _marked(node: Any) -> Any:
@@ -342,11 +532,23 @@ def _unmarked(node: Any) -> Any:
 
 
 def _unformatted(node: Any) -> Any:
+    """The schema without format rules (`_FORMAT`) and REFERENCE markers; property names and
+    values (a default, an enum) are kept as they are."""
     if isinstance(node, list):
         return [_unformatted(item) for item in node]
     if not isinstance(node, dict):
         return node
-    return {k: _unformatted(v) for k, v in node.items() if k not in _FORMAT and k != REFERENCE}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _FORMAT or key == REFERENCE:
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            out[key] = {name: _unformatted(sub) for name, sub in value.items()}
+        elif key in _VALUES:
+            out[key] = value
+        else:
+            out[key] = _unformatted(value)
+    return out
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
@@ -512,3 +714,46 @@ def _lean(
             single = omitted_is_null and listing
             lean = {**other, **lean, "type": kind if single else [kind, "null"]}
     return lean
+
+
+def schema_part(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    """The part of a complete input schema (`full_inputs`) a field path names (`job.resources`,
+    `cluster.instance_groups.taints`: a list's items and a map's values are passed through),
+    with its references in place. A union (a job's recipes) is looked into arm by arm: one
+    schema if the arms that have the field agree, else each of theirs (`anyOf`).
+
+    Raises `KeyError` naming the part not found and the fields there are."""
+    defs: dict[str, Any] = schema.get("$defs", {})
+
+    def resolved(node: Any) -> Any:
+        return _inlined({**node, "$defs": defs}) if isinstance(node, dict) else node
+
+    def holders(node: dict[str, Any]) -> list[dict[str, Any]]:
+        """The objects whose properties a path part is looked up in."""
+        node = resolved(node)
+        if isinstance(node.get("properties"), dict):
+            return [node]
+        found: list[dict[str, Any]] = []
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                found += holders(node[key])
+        for key in ("anyOf", "oneOf"):
+            for arm in node.get(key, []):
+                if isinstance(arm, dict):
+                    found += holders(arm)
+        return found
+
+    node: dict[str, Any] = schema
+    walked: list[str] = []
+    for part in [p for p in path.replace("[]", "").split(".") if p]:
+        objects = holders(node)
+        matches = [o["properties"][part] for o in objects if part in o["properties"]]
+        if not matches:
+            known = sorted({f for o in objects for f in o["properties"]})
+            where = ".".join(walked) or "the arguments"
+            raise KeyError((".".join([*walked, part]), where, known))
+        distinct = [m for i, m in enumerate(matches) if m not in matches[:i]]
+        node = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+        walked.append(part)
+    part_schema: dict[str, Any] = _inlined({**node, "$defs": defs})
+    return part_schema

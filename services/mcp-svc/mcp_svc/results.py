@@ -22,7 +22,6 @@ STATUS_TOOL: Literal["get_operation"] = "get_operation"
 # The longest one get_operation call waits: under the 60 s a client commonly allows a request
 # (the TypeScript SDK's default), with room for the answer.
 MAX_WAIT_SECONDS = 45
-COMPLETION = f"Completion: get_operation(operation_id, wait_seconds={MAX_WAIT_SECONDS})."
 
 
 class ToolResult(BaseModel):
@@ -115,7 +114,7 @@ PageToken = Annotated[
     Field(
         max_length=600,
         json_schema_extra={REFERENCE: True},
-        description="A next_page_token (omitted: the first page)",
+        description="A next_page_token; omitted: the first page",
     ),
 ]
 
@@ -169,7 +168,7 @@ class Paged(ToolResult):
 
 OffsetToken = Annotated[
     str | None,
-    Field(pattern=r"^[0-9]{1,7}$", description="A next_page_token (omitted: the first page)"),
+    Field(pattern=r"^[0-9]{1,7}$", description="A next_page_token; omitted: the first page"),
 ]
 
 

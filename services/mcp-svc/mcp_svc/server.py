@@ -26,6 +26,8 @@ Rules:
 3. Every mutating tool returns an operation_id and names its status tool. Poll
    get_operation(operation_id, wait_seconds=45) until `terminal` is true, and report the
    terminal status, not the submission. The status tool waits: no sleep is needed.
+   With dry_run=true a mutating tool only answers its plan (changing nothing), which works
+   on a read-only server too.
 4. Repeating a mutating call with the same arguments returns the same operation while nothing
    else changed its target; it never repeats the change. Leave `request_id` unset, or set it to
    name a request for good (a retry with it always returns that operation), or a new value to
@@ -35,6 +37,9 @@ Rules:
 6. A result's text is a one-paragraph summary (also its `summary` field); the data is its
    structured content. A long list comes in pages: pass next_page_token back as page_token
    (an event log: next_after as after, while `more` is true).
+7. The tool list names the fields of an object inside a tool's arguments (and of a large
+   argument such as create_cluster's cluster) without their schemas: get_tool_schema(tool,
+   field) gives one with its types, enums, defaults and rules before you fill it in.
 
 The playbooks for whole tasks (create a cluster, add an instance group, enable managed
 features, submit training, deploy inference, diagnose NCCL failures, node health or a failed

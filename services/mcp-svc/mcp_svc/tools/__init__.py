@@ -22,6 +22,7 @@ from mcp_svc.tools import (
     nodes,
     operations,
     pricing,
+    schemas,
     spaces,
     storage,
     training,
@@ -48,4 +49,5 @@ AREAS: tuple[tuple[str, Register], ...] = (
     ("inference", inference.register),
     ("operations", operations.register),
     ("events", events.register),
+    ("tools", schemas.register),
 )

@@ -55,9 +55,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ],
         region: Region = None,
     ) -> AdoptionInspection:
-        """Read an existing EKS cluster for adoption, changing nothing: its version,
-        networking, node groups, add-ons, access entries and OIDC provider, what HyperPod still
-        needs and what stops an adoption. Show it to the user before adopt_cluster."""
+        """Read an existing EKS cluster for adoption, changing nothing: version, networking, node
+        groups, add-ons, access entries, OIDC, what HyperPod still needs and what blocks it. Show
+        it to the user before adopt_cluster."""
         found = await gateway.get(
             "/api/v1/inspect/adoption", {"eks_cluster_name": eks_cluster_name, "region": region}
         )
@@ -78,19 +78,15 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def adopt_cluster(
         cluster: Annotated[
             AdoptSpec,
-            Field(
-                description="eks_cluster_name, availability_zone_id, instance_groups; bucket"
-                " optional"
-            ),
+            Field(description="The EKS cluster and the HyperPod instance groups to add to it"),
         ],
         region: Region = None,
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Adopt an EKS cluster Hyperpilot did not create: add the access entries, missing
-        dependencies, a HyperPod cluster (its own compute subnets, security group, execution
-        role) and its instance groups. Run with dry_run first and confirm with the user; a
-        later delete_cluster removes only what the adoption added."""
+        """Adopt an EKS cluster Hyperpilot did not create: add access entries, missing
+        dependencies, a HyperPod cluster and its instance groups. Run with dry_run first and
+        confirm with the user; a later delete_cluster removes only what the adoption added."""
         body: dict[str, Any] = cluster.model_dump(mode="json", exclude_unset=True)
         if region is not None:
             body["region"] = region

@@ -159,8 +159,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: Annotated[
             ClusterSpec,
             Field(
-                description="The cluster: name, availability_zone_id (pick from"
-                " list_availability_zones / list_instance_types), instance_groups"
+                description="The cluster; its zone and instance types from"
+                " list_availability_zones / list_instance_types"
             ),
         ],
         region: Region = None,
@@ -168,8 +168,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Create an EKS + HyperPod cluster (network, IAM, bucket, EKS, add-ons, HyperPod, storage)
-        as one operation of recorded stages. Inspect first and ask the user only for zone, instance
-        type, count and capacity type; the live account is checked before anything is created."""
+        as one operation. Inspect first and ask the user only for zone, instance type, count and
+        capacity type."""
         return await submit(
             gateway,
             tool="create_cluster",

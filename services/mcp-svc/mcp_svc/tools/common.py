@@ -12,15 +12,16 @@ from mcp_svc.client import Gateway, idempotency_key
 from mcp_svc.registry import reference
 from mcp_svc.results import OperationStarted, planned, started
 from shared.contracts.cluster import NAME_PATTERN, REGION_PATTERN
+from shared.contracts.workloads import JOB_NAME_PATTERN
 
 Region = Annotated[
     str | None,
     Field(
         pattern=REGION_PATTERN,
-        description="AWS region code, e.g. us-east-1; the control plane's region if omitted",
+        description="e.g. us-east-1; omitted: the control plane's region",
     ),
 ]
-DryRun = Annotated[bool, Field(description="Plan only; allowed read-only")]
+DryRun = Annotated[bool, Field(description="Plan only (rule 3)")]
 ClusterRef = Annotated[
     str,
     Field(
@@ -28,7 +29,7 @@ ClusterRef = Annotated[
         min_length=1,
         max_length=63,
         pattern=NAME_PATTERN,
-        description="A cluster, as list_clusters names it",
+        description="From list_clusters",
     ),
 ]
 GroupName = Annotated[
@@ -38,7 +39,17 @@ GroupName = Annotated[
         min_length=1,
         max_length=63,
         pattern=NAME_PATTERN,
-        description="Name of an instance group of the cluster (see list_instance_groups)",
+        description="From list_instance_groups",
+    ),
+]
+JobName = Annotated[
+    str,
+    Field(
+        json_schema_extra=reference(),
+        min_length=1,
+        max_length=40,
+        pattern=JOB_NAME_PATTERN,
+        description="From list_training_jobs",
     ),
 ]
 RequestId = Annotated[
@@ -46,7 +57,7 @@ RequestId = Annotated[
     Field(
         max_length=64,
         pattern=r"^[A-Za-z0-9._-]+$",
-        description="Usually unset (instructions, rule 4)",
+        description="Usually unset (rule 4)",
     ),
 ]
 

@@ -163,9 +163,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             ),
         ] = MCP_DEFAULT_EVENTS,
     ) -> KubeEvents:
-        """Kubernetes events of a cluster, newest last: scheduling, image pulls, volumes, BackOff
-        exit codes, NotReady nodes, operator restarts. Filter by namespace, object and type (start
-        with type=Warning)."""
+        """A cluster's Kubernetes events, newest last (scheduling, image pulls, BackOff exit codes,
+        NotReady nodes). Filter by namespace, object and type (start with type=Warning)."""
         raw = await gateway.get(
             api_path("clusters", cluster, "kubernetes-events"),
             {
@@ -224,8 +223,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         page_token: PageToken = None,
     ) -> PodList:
         """Pods with their kubectl status (CrashLoopBackOff, OOMKilled, Pending...), node,
-        readiness, restarts and each container's state and last termination. Paged; the summary
-        names the troubled pods of every page."""
+        readiness, restarts and containers' states. Paged; the summary names the troubled pods
+        of every page."""
         raw = await gateway.get(
             api_path("clusters", cluster, "pods"), {"namespace": namespace, "selector": selector}
         )
@@ -278,9 +277,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ] = False,
         max_bytes: MaxBytes = LOG_BYTES,
     ) -> PodLog:
-        """The last lines of a container's log in any namespace; with previous=true, the log
-        of the instance that crashed before the last restart (the error is usually at its
-        end)."""
+        """The last lines of a container's log in any namespace; previous=true: the crashed
+        instance's log before the last restart (the error is usually at its end)."""
         text, headers = await gateway.get_text(
             api_path("clusters", cluster, "pods", namespace, pod, "logs"),
             {"container": container, "tail": tail_lines, "previous": previous},

@@ -43,9 +43,8 @@ class Features(ToolResult):
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="features", rest="GET /api/v1/clusters/{name}/features")
     async def get_features(cluster: ClusterRef) -> Features:
-        """The actual state of each managed feature, read live from AWS and the cluster:
-        training operator, inference operator, tiered checkpointing (with its identity chain)
-        and managed autoscaling. Read it before changing any."""
+        """Each managed feature's actual state, read live (training and inference operators, tiered
+        checkpointing, managed autoscaling). Read it before changing any."""
         raw = await gateway.get(api_path("clusters", cluster, "features"))
         states = {
             name: ("on" if (raw.get(name) or {}).get("enabled") else "off") for name in FEATURES

@@ -10,11 +10,10 @@ from pydantic import Field
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer, reference
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, JobName, RequestId, count, submit
 from mcp_svc.tools.inference import EndpointName
 from shared.boundary import GOVERNED_NAME_PATTERN, api_path
 from shared.contracts.governance import NewTeam, TaskGovernanceChange, TeamChange
-from shared.contracts.workloads import JOB_NAME_PATTERN
 
 TeamName = Annotated[
     str,
@@ -23,17 +22,7 @@ TeamName = Annotated[
         min_length=1,
         max_length=40,
         pattern=GOVERNED_NAME_PATTERN,
-        description="A team of the cluster, as list_teams names it",
-    ),
-]
-JobName = Annotated[
-    str,
-    Field(
-        json_schema_extra=reference(),
-        min_length=1,
-        max_length=40,
-        pattern=JOB_NAME_PATTERN,
-        description="A job of the cluster, as list_jobs names it",
+        description="From list_teams",
     ),
 ]
 

@@ -39,7 +39,7 @@ EndpointName = Annotated[
         min_length=1,
         max_length=40,
         pattern=ENDPOINT_NAME_PATTERN,
-        description="Name of an endpoint (see list_endpoints)",
+        description="From list_endpoints",
     ),
 ]
 ClusterOption = Annotated[
@@ -182,10 +182,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             EndpointSpec,
             Field(
                 description=(
-                    "The endpoint: name, instance_type, gpus (per replica: ask the user, never"
-                    " infer), replicas, kind (container with engine vllm/sglang/custom, sglang"
-                    " with router/autoscaling, managed, jumpstart), service (internal, external,"
-                    " model_pool) and the model source"
+                    "gpus per replica: ask the user, never infer; kind: container (engine vllm,"
+                    " sglang or custom), sglang (router, autoscaling), managed or jumpstart;"
+                    " service: internal, external or model_pool"
                 )
             ),
         ],
@@ -193,9 +192,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Deploy (or update) an inference endpoint: a vLLM, SGLang or custom container (internal,
-        external or model-pool service, optional SGLang router with KEDA), or managed (HyperPod
-        inference operator, JumpStart). The GPU count per replica comes from the user."""
+        """Deploy (or update) an inference endpoint: a vLLM, SGLang or custom container, an SGLang
+        router with KEDA, or managed (HyperPod inference operator, JumpStart). The GPU count per
+        replica comes from the user."""
         return await submit(
             gateway,
             tool="deploy_endpoint",

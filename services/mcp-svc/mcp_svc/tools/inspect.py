@@ -109,8 +109,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def list_availability_zones(
         region: Region = None, limit: PageLimit = PAGE, page_token: PageToken = None
     ) -> ZoneList:
-        """List the region's Availability Zones with their zone ids (the ids are what cluster
-        specs take). Offer these to the user as the choice of where capacity lives."""
+        """The region's Availability Zones and their zone ids (what cluster specs take). Offer
+        these to the user as where capacity lives."""
         rows = await gateway.get("/api/v1/inspect/availability-zones", {"region": region})
         every = [Zone.model_validate(r) for r in rows]
         zones, next_token = page_of(every, lambda z: z.zone_id, limit, page_token)
@@ -142,8 +142,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ] = DEFAULT_TYPES,
         page_token: PageToken = None,
     ) -> InstanceTypeList:
-        """List HyperPod instance types offered in the region, or in one zone, each with every
-        zone id that offers it, by name, a page at a time. Offer only these to the user."""
+        """HyperPod instance types offered in the region or one zone, with the zone ids offering
+        each, a page at a time. Offer only these to the user."""
         rows = await gateway.get(
             "/api/v1/inspect/instance-types",
             {"availability_zone_id": availability_zone_id, "region": region},

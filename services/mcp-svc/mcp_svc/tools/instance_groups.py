@@ -31,11 +31,10 @@ from shared.contracts.instance_groups import (
 # name here, its schema once (with create_cluster).
 _MORE = sorted(set(NewInstanceGroup.model_fields) - set(InstanceGroupSpec.model_fields))
 GROUP_LISTED = (
-    "The group, each field as an item of create_cluster's cluster.instance_groups takes it:"
-    f" {', '.join(InstanceGroupSpec.model_fields)} (name, instance_type from"
-    " list_instance_types and count required; the zone, capacity_type and interface_type are"
-    f" fixed for its life); and {', '.join(_MORE)}: the S3 prefix of the group's lifecycle"
-    " scripts, the cluster's if omitted"
+    "The group, as an item of create_cluster's cluster.instance_groups (name, instance_type"
+    " from list_instance_types and count required; the zone, capacity_type and"
+    f" interface_type fixed for its life), and {', '.join(_MORE)}: the S3 prefix of its"
+    " lifecycle scripts, the cluster's if omitted"
 )
 
 

@@ -29,7 +29,7 @@ NodeIdList = Annotated[
     Field(
         min_length=1,
         max_length=MAX_NODES,
-        description="HyperPod node ids (EC2 instance ids like i-0123456789abcdef0, from list_nodes)",
+        description="Node ids (i-0123456789abcdef0) from list_nodes",
     ),
 ]
 NodeId = Annotated[
@@ -91,10 +91,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ] = DEFAULT_NODES_PAGE,
         page_token: PageToken = None,
     ) -> NodeList:
-        """List a cluster's nodes with one health verdict each (HyperPod instance status,
-        Kubernetes conditions, HyperPod health labels and taints) and the next step for an
-        unhealthy one. The first step of any node diagnosis; paged, the summary counts them
-        all."""
+        """A cluster's nodes, each with one health verdict (HyperPod status, Kubernetes conditions,
+        health labels, taints) and the next step for an unhealthy one. The first step of a node
+        diagnosis; paged, the summary counts all."""
         raw = await gateway.get(api_path("clusters", cluster, "nodes"), {"health": health})
         nodes = [Node.model_validate(n) for n in raw.get("nodes", [])]
         page, next_token = page_of(nodes, lambda n: n.node_id, limit, page_token)

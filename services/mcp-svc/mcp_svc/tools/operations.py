@@ -204,7 +204,9 @@ async def report(
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
-    @server.read_tool(area="operations", rest="GET /api/v1/operations/{id}?wait=")
+    @server.read_tool(
+        area="operations", rest="GET /api/v1/operations/{id}?wait=", listed_result=True
+    )
     async def get_operation(
         operation_id: OperationId,
         wait_seconds: Annotated[
@@ -212,11 +214,10 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             Field(
                 ge=0,
                 description=(
-                    "Wait up to this many seconds for the operation to reach a terminal status"
-                    f" before answering (0: answer now; at most {MAX_WAIT_SECONDS}: a larger"
-                    f" value waits {MAX_WAIT_SECONDS}). Use it instead of sleeping. With a"
-                    " progressToken the wait sends progress notifications naming the running"
-                    f" stage, at least every {PROGRESS_EVERY_SECONDS:g} s."
+                    "Seconds to wait for a terminal status (0: answer now; at most"
+                    f" {MAX_WAIT_SECONDS}). Use it instead of sleeping; with a progressToken,"
+                    " progress notifications name the running stage at least every"
+                    f" {PROGRESS_EVERY_SECONDS:g} s."
                 ),
             ),
         ] = 30,

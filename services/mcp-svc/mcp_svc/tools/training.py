@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from mcp_svc.client import Gateway
-from mcp_svc.registry import HyperpilotServer, reference
+from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import (
     LOG_BYTES,
     PAGE,
@@ -24,26 +24,14 @@ from mcp_svc.results import (
     page_of,
     tail_fitted,
 )
-from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, named, submit
+from mcp_svc.tools.common import ClusterRef, DryRun, JobName, RequestId, count, named, submit
 from mcp_svc.tools.events import After
 from shared.boundary import api_path
 from shared.contracts.workloads import (
-    JOB_NAME_PATTERN,
     JobSpec,
     ModelDownloadSpec,
     TrackingServerSpec,
 )
-
-JobName = Annotated[
-    str,
-    Field(
-        json_schema_extra=reference(),
-        min_length=1,
-        max_length=40,
-        pattern=JOB_NAME_PATTERN,
-        description="Name of a job on the cluster (see list_training_jobs)",
-    ),
-]
 
 
 class Job(Passthrough):
