@@ -3,7 +3,8 @@ record with its actual state, within a declared AWS call budget, and its reads.
 
 Each observation of a cluster makes 1 SageMaker DescribeCluster call plus 1 EKS DescribeAddon
 call per EKS add-on of the dependency set (5 today): 6 AWS calls, and 1 more per storage claim
-(S3 HeadBucket, or FSx DescribeFileSystems of its id): 7 for a cluster with its own bucket only.
+(S3 HeadBucket, or FSx DescribeFileSystems of its id): 7 for a cluster with its own bucket only;
+1 more per managed feature recorded on (the Spaces add-on, the checkpointing and autoscaler roles).
 Manifest components and the claims' PVs and PVCs are read from the cluster's Kubernetes API
 (not AWS). A cluster is observed every DRIFT_WATCH_SECONDS (default 300 s: 84 AWS calls per
 hour for an idle cluster with its own bucket only), and never more often than its budget
@@ -33,6 +34,8 @@ from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import ClusterAccess
 from cluster_svc.domain.dependencies import AddonApi, AddonState, Reconciler, Target, dependency_set
 from cluster_svc.domain.drift import (
+    FEATURE_ADDONS,
+    FEATURE_ROLES,
     Actual,
     ActualClaim,
     ActualComponent,
@@ -40,6 +43,7 @@ from cluster_svc.domain.drift import (
     RecordedClaim,
     due,
 )
+from cluster_svc.domain.identity import role_name
 from cluster_svc.records.drift import (
     DriftTarget,
     accept_actual,
@@ -127,6 +131,10 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
             except StageError as exc:
                 log.info("components not observable", cluster=access.name, error=str(exc))
             calls += counted.calls
+        features = None
+        if target.recorded.features and target.access is not None:
+            features, feature_calls = await observe_features(target)
+            calls += feature_calls
         claims = None
         if target.access is not None and target.recorded.claims:
             claims = await observe_claims(target.access, target.recorded.claims)
@@ -137,7 +145,29 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
             components=components,
             aws_calls=calls,
             claims=claims,
+            features=features,
         )
+
+    async def observe_features(target: DriftTarget) -> tuple[dict[str, bool] | None, int]:
+        """Each feature recorded on: its add-on (DescribeAddon) or role (GetRole), 1 call."""
+        assert target.access is not None
+        found: dict[str, bool] = {}
+        calls = 0
+        try:
+            for name, enabled in target.recorded.features.items():
+                if not enabled:
+                    continue
+                calls += 1
+                if name in FEATURE_ADDONS:
+                    state = await ports.addons.describe(target.access.name, FEATURE_ADDONS[name])
+                    found[name] = state is not None
+                else:
+                    role = role_name(target.recorded.cluster, FEATURE_ROLES[name])
+                    found[name] = await ports.iam.role(role) is not None
+        except StageError as exc:
+            log.info("features not observable", cluster=target.recorded.cluster, error=str(exc))
+            return None, calls
+        return found, calls
 
     async def observe_claims(
         access: ClusterAccess, recorded: Mapping[str, RecordedClaim]

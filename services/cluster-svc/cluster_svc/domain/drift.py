@@ -15,7 +15,7 @@ S3 bucket through HeadBucket or FSx for Lustre file system through DescribeFileS
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,46 @@ class Recorded:
     groups: Mapping[str, RecordedGroup]
     components: Mapping[str, Mapping[str, str]]  # name -> {version, status}
     claims: Mapping[str, RecordedClaim] = field(default_factory=dict)
+    features: Mapping[str, bool] = field(default_factory=dict)  # feature -> recorded enabled
+
+
+# What each watched managed feature leaves in AWS while it is on: an EKS add-on or an IAM role
+# (the role's suffix, `identity.role_name(cluster, suffix)`). The training operator's add-on is
+# in the dependency set, watched as the component it is (components.<name>).
+FEATURE_ADDONS = {"spaces": "amazon-sagemaker-spaces"}
+FEATURE_ROLES = {"tiered_checkpointing": "ckpt", "autoscaling": "autoscaler"}
+
+
+def recorded_features(
+    updates: Sequence[Mapping[str, Any]], accepted: Sequence[str]
+) -> dict[str, bool]:
+    """Each watched feature's recorded state: the last requested value of the FeaturesUpdated
+    events (`changed`, in order), and off once a drift of it was accepted (`accepted`: the
+    features of DriftAccepted fields, in order after the updates they followed)."""
+    state: dict[str, bool] = {}
+    for changed in updates:
+        for key, change in changed.items():
+            name, _, attribute = key.partition(".")
+            if name not in FEATURE_ADDONS and name not in FEATURE_ROLES:
+                continue
+            if attribute in ("", "enabled") and isinstance(change, Mapping):
+                state[name] = bool(change.get("requested"))
+    for name in accepted:
+        state[name] = False
+    return state
+
+
+def feature_differences(
+    recorded: Mapping[str, bool], actual: Mapping[str, bool]
+) -> dict[str, Difference]:
+    """`features.<feature>.addon|role`: a feature recorded on whose add-on or role is gone."""
+    found: dict[str, Difference] = {}
+    for name, enabled in recorded.items():
+        if not enabled or actual.get(name) is not False:
+            continue
+        what = "addon" if name in FEATURE_ADDONS else "role"
+        found[f"features.{name}.{what}"] = Difference(PRESENT_VALUE, ABSENT)
+    return found
 
 
 @dataclass(frozen=True)
@@ -88,6 +128,7 @@ class Actual:
     components: Mapping[str, ActualComponent] | None = None
     aws_calls: int = 0
     claims: Mapping[str, ActualClaim] | None = None
+    features: Mapping[str, bool] | None = None  # feature -> its add-on or role is there
 
 
 @dataclass(frozen=True)
@@ -145,6 +186,8 @@ def differences(recorded: Recorded, actual: Actual) -> dict[str, Difference]:
                 )
     if actual.claims is not None:
         found.update(claim_differences(recorded.claims, actual.claims))
+    if actual.features is not None:
+        found.update(feature_differences(recorded.features, actual.features))
     return found
 
 

@@ -18,6 +18,7 @@ from cluster_svc.domain.drift import (
     RecordedGroup,
     differences,
     drift_changes,
+    recorded_features,
 )
 from shared.contracts.drift import DriftAccepted
 from shared.operations import append_event
@@ -62,6 +63,7 @@ async def drift_targets(pool: asyncpg.Pool, name: str | None = None) -> list[Dri
                 row["name"],
             )
             claims = [c for c in await cluster_claims(conn, row["name"]) if c.status == "available"]
+            features = await _recorded_features(conn, row["name"])
             resources = dict(row["resources"] or {})
             hyperpod = (resources.get("hyperpod_cluster") or {}).get("cluster_name") or row["name"]
             access = None
@@ -81,6 +83,7 @@ async def drift_targets(pool: asyncpg.Pool, name: str | None = None) -> list[Dri
                             c["component"]: {"version": c["version"], "status": c["status"]}
                             for c in components
                         },
+                        features=features,
                         claims={
                             c.claim: RecordedClaim(
                                 c.claim, c.kind, c.source, c.bucket, c.file_system_id, c.volume
@@ -282,3 +285,28 @@ async def _forget_claim(conn: asyncpg.Connection, cluster: str, claim: str) -> N
             claim,
             key,
         )
+
+
+async def _recorded_features(conn: asyncpg.Connection, cluster: str) -> dict[str, bool]:
+    """The watched features' recorded state, from this cluster's FeaturesUpdated and
+    DriftAccepted events (the features area keeps no table of its own)."""
+    rows = await conn.fetch(
+        "SELECT type, payload FROM events WHERE type IN ('FeaturesUpdated', 'DriftAccepted')"
+        " AND payload->>'cluster' = $1 ORDER BY seq",
+        cluster,
+    )
+    updates: list[dict[str, Any]] = []
+    accepted: list[str] = []
+    for row in rows:
+        payload = dict(row["payload"] or {})
+        if row["type"] == "FeaturesUpdated":
+            updates.append(dict(payload.get("changed") or {}))
+            named = {key.split(".")[0] for key in updates[-1]}
+            accepted = [a for a in accepted if a not in named]
+        else:
+            accepted += [
+                str(f).split(".")[1]
+                for f in payload.get("fields") or {}
+                if str(f).startswith("features.")
+            ]
+    return recorded_features(updates, accepted)

@@ -23,6 +23,7 @@ from shared.contracts.cluster import ClusterSpec
 from shared.contracts.commands import Command
 from shared.contracts.dependencies import ReconcileDependencies
 from shared.contracts.drift import DriftFields, RestoreDrift
+from shared.contracts.features import FeaturesChange, UpdateFeatures
 from shared.contracts.instance_groups import (
     AddInstanceGroup,
     InstanceGroupChange,
@@ -133,6 +134,25 @@ def restore_command(
     raise _not_restorable(field, "cannot be restored by an operation")
 
 
+def restore_feature(cluster: ClusterRecord, field: str) -> UpdateFeatures:
+    """A feature recorded on whose add-on or role was removed: turned on again (the features
+    change plans only what is missing)."""
+    feature = field.split(".")[1]
+    on: dict[str, Any] = {feature: {"enabled": True}}
+    if feature in ("training_operator", "inference_operator", "spaces"):
+        on = {feature: True}
+    try:
+        changes = FeaturesChange.model_validate(on)
+    except ValueError as exc:
+        raise _not_restorable(field, "names no managed feature") from exc
+    return UpdateFeatures(
+        cluster=cluster.name,
+        region=cluster.usable("restoring a feature").region,
+        target=cluster.feature_target(),
+        changes=changes,
+    )
+
+
 def restore_kind(field: str) -> type[Command]:
     """The command that restores a field (known before anything live is read, so a retry is
     answered by the retry rule first)."""
@@ -142,6 +162,8 @@ def restore_kind(field: str) -> type[Command]:
         return ReconcileDependencies
     if kind == "storage":
         return AddStorage
+    if kind == "features":
+        return UpdateFeatures
     if kind == "instance_groups" and attribute == "count":
         return UpdateInstanceGroup
     if kind == "instance_groups" and attribute == "present":
@@ -176,6 +198,8 @@ async def restore_drift(
             )
         if body.field.startswith("storage."):
             return await restore_claim(mutation.pool, cluster, body.field)
+        if body.field.startswith("features."):
+            return restore_feature(cluster, body.field)
         async with mutation.pool.acquire() as conn:
             groups = {g.name: g.spec for g in await records.instance_groups(conn, name)}
         return restore_command(cluster, body.field, difference, groups)
