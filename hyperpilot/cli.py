@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import sys
 import time
@@ -167,7 +168,8 @@ def up(
             f"  UI and REST API:  {stack.url}   (API docs: {stack.url}/docs)\n"
             f"  admin token:      {state_dir / 'admin-token'}\n"
             f"  simulated AWS:    {stack.aws_endpoint_url}\n"
-            f"  logs:             {state_dir}/*.log\n\n"
+            f"  logs:             {state_dir}/*.log\n"
+            f"  metrics:          {metrics_note()}\n\n"
             f"  export HYPERPILOT_URL={stack.url} HYPERPILOT_TOKEN=$(cat {state_dir / 'admin-token'})\n\n"
             "Ctrl-C stops everything."
         )
@@ -180,6 +182,14 @@ def up(
         typer.echo("stopping...")
         stack.stop()
         typer.echo("stopped.")
+
+
+def metrics_note() -> str:
+    """Where GET /clusters/{name}/metrics/query gets its samples on this machine."""
+    found = shutil.which("prometheus")
+    if found is None:
+        return "scraped by workload-svc (no prometheus binary installed; docs/observability.md)"
+    return f"scraped by workload-svc ({found} is installed but not started by this stack)"
 
 
 @app.command(rich_help_panel="Local stack", epilog=examples("hyperpilot down"))

@@ -97,3 +97,12 @@ def test_features_set_sends_the_observability_flags(sent: list[httpx.Request]) -
     assert result.exit_code == 0, result.output
     [patch] = [r for r in sent if r.method == "PATCH"]
     assert json.loads(patch.content) == {"observability": True, "container_insights": False}
+
+
+def test_make_up_says_where_the_metrics_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperpilot import cli
+
+    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
+    assert "no prometheus binary installed" in cli.metrics_note()
+    monkeypatch.setattr(cli.shutil, "which", lambda name: "/usr/bin/prometheus")
+    assert "/usr/bin/prometheus is installed but not started" in cli.metrics_note()
