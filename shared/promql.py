@@ -19,6 +19,7 @@ HTTP API's `data` (`resultType` vector or matrix, `[timestamp, "value"]` pairs).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
@@ -271,23 +272,45 @@ def selectors(expr: Expr) -> list[Selector]:
 # ---- evaluation ------------------------------------------------------------------------------
 
 
-def _select(series: Series, selector: Selector) -> list[tuple[dict[str, str], Sequence[Any]]]:
-    found = []
+Selected = list[tuple[dict[str, str], Sequence[tuple[float, float]]]]
+
+
+def _select(series: Series, selector: Selector, cache: dict[int, Selected] | None) -> Selected:
+    """The series the selector matches, each with its samples as a list (bisected by time);
+    `cache` keeps them for the other steps of a range query."""
+    if cache is not None and id(selector) in cache:
+        return cache[id(selector)]
+    found: Selected = []
     for labels, samples in series.items():
         named = dict(labels)
         if named.get("__name__") != selector.metric:
             continue
         if all(m.matches(named) for m in selector.matchers):
-            found.append((named, samples))
+            found.append((named, list(samples)))
+    if cache is not None:
+        cache[id(selector)] = found
     return found
 
 
-def _window(samples: Sequence[tuple[float, float]], start: float, end: float) -> list[float]:
-    return [v for t, v in samples if start < t <= end]
+def _span(samples: Sequence[tuple[float, float]], start: float, end: float) -> Sequence[Any]:
+    """The samples in (start, end], found by bisection (samples are oldest first)."""
+    low = bisect.bisect_right(samples, start, key=lambda s: s[0])
+    high = bisect.bisect_right(samples, end, key=lambda s: s[0])
+    return samples[low:high]
+
+
+def _newest(samples: Sequence[tuple[float, float]], at: float) -> float | None:
+    """The newest sample at or before `at` within the lookback, unless it is a staleness
+    marker (NaN: the series ended)."""
+    index = bisect.bisect_right(samples, at, key=lambda s: s[0])
+    if not index:
+        return None
+    when, value = samples[index - 1]
+    return value if when > at - LOOKBACK and not math.isnan(value) else None
 
 
 def _timed(samples: Sequence[tuple[float, float]], start: float, end: float) -> list[Any]:
-    return [(t, v) for t, v in samples if start < t <= end and not math.isnan(v)]
+    return [(t, v) for t, v in _span(samples, start, end) if not math.isnan(v)]
 
 
 def _range_value(name: str, samples: list[tuple[float, float]], window: float) -> float | None:
@@ -312,20 +335,22 @@ def _range_value(name: str, samples: list[tuple[float, float]], window: float) -
     return pick[name](values)
 
 
-def instant(expr: Expr, series: Series, at: float) -> list[tuple[dict[str, str], float]]:
+def instant(
+    expr: Expr, series: Series, at: float, cache: dict[int, Selected] | None = None
+) -> list[tuple[dict[str, str], float]]:
     """The query's value at `at`: (labels, value) per resulting series."""
     if isinstance(expr, Selector):
         out = []
-        for labels, samples in _select(series, expr):
-            recent = _window(samples, at - LOOKBACK, at)
-            if recent and not math.isnan(recent[-1]):  # NaN: a staleness marker
-                out.append((labels, recent[-1]))
+        for labels, samples in _select(series, expr, cache):
+            value = _newest(samples, at)
+            if value is not None:
+                out.append((labels, value))
         return out
     if isinstance(expr, Function):
         window = expr.arg.window
         assert window is not None
         out = []
-        for labels, samples in _select(series, expr.arg):
+        for labels, samples in _select(series, expr.arg, cache):
             value = _range_value(expr.name, _timed(samples, at - window, at), window)
             if value is not None:
                 kept = {k: v for k, v in labels.items() if k != "__name__"}
@@ -333,9 +358,9 @@ def instant(expr: Expr, series: Series, at: float) -> list[tuple[dict[str, str],
         return out
     if isinstance(expr, Comparison):
         check = COMPARE[expr.op]
-        return [(k, v) for k, v in instant(expr.arg, series, at) if check(v, expr.threshold)]
+        return [(k, v) for k, v in instant(expr.arg, series, at, cache) if check(v, expr.threshold)]
     groups: dict[Labels, list[float]] = {}
-    for labels, value in instant(expr.arg, series, at):
+    for labels, value in instant(expr.arg, series, at, cache):
         if expr.without:
             key = tuple(
                 sorted(
@@ -381,9 +406,10 @@ def matrix(expr: Expr, series: Series, start: float, end: float, step: float) ->
             "widen step or narrow the range",
         )
     rows: dict[Labels, list[list[Any]]] = {}
+    cache: dict[int, Selected] = {}
     for index in range(points):
         at = start + index * step
-        for labels, value in instant(expr, series, at):
+        for labels, value in instant(expr, series, at, cache):
             key = tuple(sorted(labels.items()))
             rows.setdefault(key, []).append([round(at, 3), _number(value)])
     return {
