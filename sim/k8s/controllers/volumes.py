@@ -42,6 +42,26 @@ class VolumeController(Controller):
             if _pending(c)
         ]
 
+    def deleted(self, event: WatchEvent) -> None:
+        """A claim deleted: the Retain volume bound to it becomes Released, and keeps its
+        claimRef (with the old claim's uid), so no other claim binds it until an administrator
+        clears it or remakes the volume ("Reclaiming: Retain", kubernetes.io/docs/concepts/
+        storage/persistent-volumes/#retain)."""
+        if event.key != "persistentvolumeclaims":
+            return
+        uid = event.obj["metadata"].get("uid")
+        for pv in self.store.items("persistentvolumes"):
+            ref = pv["spec"].get("claimRef") or {}
+            if (
+                uid
+                and ref.get("uid") == uid
+                and pv["spec"].get("persistentVolumeReclaimPolicy") == "Retain"
+                and (pv.get("status") or {}).get("phase") == "Bound"
+            ):
+                released = clone(pv)
+                released["status"] = {"phase": "Released"}
+                self.update_status("persistentvolumes", released)
+
     def _matches(self, pv: Obj, pvc: Obj) -> bool:
         if (pv.get("status") or {}).get("phase") != "Available" or pv["metadata"].get(
             "deletionTimestamp"
