@@ -20,6 +20,8 @@ FEATURES = (
     "tiered_checkpointing",
     "autoscaling",
     "spaces",
+    "observability",
+    "container_insights",
 )
 
 
@@ -38,6 +40,12 @@ class Features(ToolResult):
         None, description="Managed autoscaling: its actual state"
     )
     spaces: dict[str, Any] | None = Field(None, description="Spaces add-on: its actual state")
+    observability: dict[str, Any] | None = Field(
+        None, description="Observability add-on, its Prometheus and Grafana workspaces"
+    )
+    container_insights: dict[str, Any] | None = Field(
+        None, description="Container Insights add-on: its actual state"
+    )
 
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
