@@ -14,11 +14,14 @@ INVALID_PARAMETER_VALUE 400).
 A request without a SigV4 `Authorization` for `sagemaker-mlflow` in the server's region, or with
 an `X-Amz-Date` more than 15 minutes off (SigV4's allowed skew), is refused with 403 before any
 operation runs (the SigV4 signing guide: "Authenticating Requests (AWS Signature Version 4)").
-The signature itself is not recomputed here.
+When the simulator knows the access key's secret (its conventional static key, or credentials
+its STS issued), the signature is recomputed and a mismatch is 403; other keys are taken on
+their word.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
 import threading
@@ -109,9 +112,15 @@ def _now_ms() -> int:
 class MlflowApi:
     """WSGI handler of `/api/2.0/mlflow/...`; `servers()` names the tracking servers by ARN."""
 
-    def __init__(self, region: str, servers: Callable[[], dict[str, dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        region: str,
+        servers: Callable[[], dict[str, dict[str, Any]]],
+        secret_of: Callable[[str], str | None] = lambda _key: None,
+    ) -> None:
         self.region = region
         self.servers = servers
+        self.secret_of = secret_of  # an access key's secret, when the simulator knows it
         self.stores: dict[str, Store] = {}
         self.lock = threading.Lock()
 
@@ -120,7 +129,9 @@ class MlflowApi:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
-            store = self._authorized(environ)
+            length = str(environ.get("CONTENT_LENGTH") or "0")
+            raw = environ["wsgi.input"].read(int(length)) if length.isdigit() else b""
+            store = self._authorized(environ, raw)
             path = str(environ.get("PATH_INFO", ""))
             operation = path.split("/mlflow/", 1)[1].strip("/")
             method = str(environ.get("REQUEST_METHOD", "GET"))
@@ -130,8 +141,6 @@ class MlflowApi:
                     for k, v in parse_qs(str(environ.get("QUERY_STRING", ""))).items()
                 }
             else:
-                length = str(environ.get("CONTENT_LENGTH") or "0")
-                raw = environ["wsgi.input"].read(int(length)) if length.isdigit() else b""
                 try:
                     params = json.loads(raw or b"{}")
                 except ValueError:
@@ -164,7 +173,7 @@ class MlflowApi:
         )
         return [payload]
 
-    def _authorized(self, environ: dict[str, Any]) -> Store:
+    def _authorized(self, environ: dict[str, Any], body: bytes) -> Store:
         """The server's store once the request is signed for it; else 403 (or 404: no server)."""
         header = str(environ.get("HTTP_AUTHORIZATION") or "")
         if not header:
@@ -205,6 +214,13 @@ class MlflowApi:
             raise MlflowError(403, "Forbidden", "Signature expired: X-Amz-Date is over 15 min off")
         if not stamp.startswith(found["date"]):
             raise MlflowError(403, "Forbidden", "the credential's date is not X-Amz-Date's")
+        secret = self.secret_of(found["key"])
+        if secret is not None and not _signature_matches(environ, body, found, stamp, secret):
+            raise MlflowError(
+                403,
+                "Forbidden",
+                "The request signature we calculated does not match the signature you provided",
+            )
         arn = str(environ.get(ARN_HEADER) or "")
         if not arn:
             raise MlflowError(
@@ -367,6 +383,38 @@ class MlflowApi:
         if start + limit < len(points):
             answer["next_page_token"] = str(start + limit)
         return answer
+
+
+def _signature_matches(
+    environ: dict[str, Any], body: bytes, found: re.Match[str], stamp: str, secret: str
+) -> bool:
+    """SigV4 recomputed over the headers the request signed (botocore's canonical request and
+    string to sign), compared with the signature it carries."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    headers: dict[str, str] = {}
+    for name in found["headers"].split(";"):
+        key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
+        if key == "CONTENT_TYPE" and key not in environ:
+            key = "HTTP_CONTENT_TYPE"
+        headers[name] = str(environ.get(key, ""))
+    query = str(environ.get("QUERY_STRING", ""))
+    url = f"http://{headers.get('host', 'localhost')}{environ.get('PATH_INFO', '')}"
+    request = AWSRequest(
+        method=str(environ.get("REQUEST_METHOD", "GET")),
+        url=url + (f"?{query}" if query else ""),
+        data=body or None,
+        headers=headers,
+    )
+    request.context["timestamp"] = stamp
+    token = headers.get("x-amz-security-token")
+    auth = SigV4Auth(Credentials(found["key"], secret, token), SERVICE, found["region"])
+    expected = auth.signature(
+        auth.string_to_sign(request, auth.canonical_request(request)), request
+    )
+    return hmac.compare_digest(expected, found["signature"])
 
 
 def _run_name_filter(text: str) -> str | None:

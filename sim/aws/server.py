@@ -45,6 +45,21 @@ class _QuietRequestHandler(MotoRequestHandler):
         return None
 
 
+def known_secret(access_key: str) -> str | None:
+    """The secret of an access key the simulator knows: moto's conventional static key, or
+    credentials its STS issued (AssumeRole, AssumeRoleWithWebIdentity)."""
+    from moto.sts.models import sts_backends
+
+    if access_key == "testing":
+        return "testing"
+    for regions in list(sts_backends.values()):
+        for backend in list(regions.values()):
+            role = backend.get_assumed_role_from_access_key(access_key)
+            if role is not None:
+                return str(role.secret_access_key)
+    return None
+
+
 class SimulatedAws:
     """The simulated AWS of one account and region, served over HTTP."""
 
@@ -85,7 +100,9 @@ class SimulatedAws:
         self.simulated_operations = sorted(f"{s}:{o}" for s, o in handlers)
         admin = AdminApi(self.ctx, self.inventory, lambda: self.endpoint_url)
         moto_app = DomainDispatcherApplication(create_backend_app)
-        self.mlflow = MlflowApi(region, lambda: self.sagemaker_extras.tracking_servers)
+        self.mlflow = MlflowApi(
+            region, lambda: self.sagemaker_extras.tracking_servers, known_secret
+        )
         self.app = FrontApp(self.ctx, handlers, moto_app, admin, self.mlflow)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None

@@ -32,6 +32,7 @@ def call(
     *,
     service: str = "sagemaker-mlflow",
     sign: bool = True,
+    credentials: Credentials = CREDENTIALS,
 ) -> tuple[int, Any]:
     url = f"{sim.endpoint_url}/api/2.0/mlflow/{operation}"
     body = b""
@@ -46,7 +47,7 @@ def call(
     }
     request = AWSRequest(method=method, url=url, data=body or None, headers=headers)
     if sign:
-        SigV4Auth(CREDENTIALS, service, sim.region).add_auth(request)
+        SigV4Auth(credentials, service, sim.region).add_auth(request)
     prepared = urllib.request.Request(
         url, data=body or None, method=method, headers=dict(request.headers.items())
     )
@@ -149,3 +150,44 @@ def test_unsigned_and_misscoped_requests_are_refused(sim: SimulatedAws, server_a
     other = server_arn.rsplit("/", 1)[0] + "/absent"
     status, body = call(sim, other, "POST", "experiments/create", {"name": "x"})
     assert status == 404 and body["error_code"] == "RESOURCE_DOES_NOT_EXIST"
+
+
+def test_a_signature_is_recomputed_when_the_simulator_knows_the_key(
+    sim: SimulatedAws, server_arn: str
+) -> None:
+    """The conventional static key and STS-issued credentials are checked: a wrong secret is
+    refused as AWS refuses it."""
+    known = Credentials("testing", "testing")
+    status, _ = call(
+        sim, server_arn, "POST", "experiments/create", {"name": "k"}, credentials=known
+    )
+    assert status == 200
+    status, found = call(
+        sim,
+        server_arn,
+        "GET",
+        "experiments/get-by-name",
+        {"experiment_name": "k"},
+        credentials=known,
+    )
+    assert status == 200 and found["experiment"]["name"] == "k"
+    wrong = Credentials("testing", "not-the-secret")
+    status, body = call(
+        sim, server_arn, "POST", "experiments/create", {"name": "w"}, credentials=wrong
+    )
+    assert status == 403 and "signature we calculated does not match" in body["message"]
+    issued = aws_client(sim, "sts").assume_role_with_web_identity(
+        RoleArn="arn:aws:iam::111111111111:role/any",
+        RoleSessionName="pod",
+        WebIdentityToken="header.payload.signature",
+    )["Credentials"]
+    pod = Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+    assert (
+        call(sim, server_arn, "POST", "experiments/create", {"name": "p"}, credentials=pod)[0]
+        == 200
+    )
+    forged = Credentials(issued["AccessKeyId"], "forged", issued["SessionToken"])
+    assert (
+        call(sim, server_arn, "POST", "experiments/create", {"name": "f"}, credentials=forged)[0]
+        == 403
+    )
