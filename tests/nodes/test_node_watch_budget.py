@@ -160,3 +160,32 @@ async def test_a_deleted_node_is_seen_through_kubernetes_and_polled_until_gone(
     calls.clear()
     await watcher.once()
     assert calls == {"ListClusterEvents": 1}  # settled again
+
+
+async def test_a_new_event_is_read_on_credit_then_the_debt_is_waited_out(
+    pool: asyncpg.Pool,
+    sim: SimulatedAws,
+    hyperpod: HyperPodCluster,
+    counted: tuple[HyperPodNodes, Counter[str]],
+) -> None:
+    port, calls = counted
+    await _watched(pool, hyperpod)
+    clock = Clock()
+    # 4 calls of burst, 1 an hour of refill: the first read (3), one check left.
+    budget = WatchBudget(pool, "nodes", per_hour=1.0, burst=4.0)
+    watcher = NodeWatcher(pool, port, budget, clock=clock)
+    await watcher.once()
+    victim = watcher.clusters["w1"].instances[0].node_id
+    with inject_fault(sim, "node_failure", cluster=hyperpod.arn, node_ids=[victim]):
+        pass
+    calls.clear()
+    clock.now += 5
+    assert await watcher.once() >= 1  # the check, then the read it found needed, on credit
+    assert calls == {"ListClusterEvents": 2, "ListClusterNodes": 1, "DescribeCluster": 1}
+    calls.clear()
+    for _ in range(5):
+        clock.now += 5
+        await watcher.once()
+    assert sum(calls.values()) == 0  # the debt: nothing until the refill has repaid it
+    [spent] = await figures(pool, "watch:nodes:w1")
+    assert spent.calls == 7 and spent.tokens < 0

@@ -268,13 +268,19 @@ class NodeWatcher:
         kube_ids: frozenset[str] | None,
     ) -> None:
         arn = cluster.hyperpod_cluster_arn
-        if next_step(watch, self.clock(), self.resync) == "events":
+        checked = next_step(watch, self.clock(), self.resync) == "events"
+        if checked:
             if not await self.budget.spend(cluster.name, 1):
                 return
             if not saw_newest(watch, await self._newest(arn, watch)) and watch.events:
                 return
         cost = full_cost(watch) - (0 if watch.events else 1)
-        if not await self.budget.spend(cluster.name, cost):
+        if checked and watch.events:
+            # A new event, found by a check the budget could pay for: the read that follows is
+            # borrowed (at most one read's worth of debt, repaid before the next check), so a
+            # change is seen within a check's refill, not after a full read's.
+            await self.budget.charge(cluster.name, cost)
+        elif not await self.budget.spend(cluster.name, cost):
             return
         # The newest event first: one that lands during the listing is newer, and read again.
         newest = await self._newest(arn, watch) if watch.events else None
