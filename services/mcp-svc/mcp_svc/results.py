@@ -114,7 +114,7 @@ PageToken = Annotated[
     Field(
         max_length=600,
         json_schema_extra={REFERENCE: True},
-        description="A next_page_token; omitted: the first page",
+        description="A result's next_page_token",
     ),
 ]
 
@@ -168,7 +168,7 @@ class Paged(ToolResult):
 
 OffsetToken = Annotated[
     str | None,
-    Field(pattern=r"^[0-9]{1,7}$", description="A next_page_token; omitted: the first page"),
+    Field(pattern=r"^[0-9]{1,7}$", description="A result's next_page_token"),
 ]
 
 

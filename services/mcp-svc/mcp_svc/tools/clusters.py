@@ -185,7 +185,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def import_cluster(
         cluster: Annotated[
             ImportSpec,
-            Field(description="eks_cluster_name (list_account_clusters), hyperpod_cluster_name"),
+            Field(description="eks_cluster_name from list_account_clusters"),
         ],
         region: Region = None,
         dry_run: DryRun = False,
@@ -228,8 +228,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def delete_cluster(
         name: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
-        """Delete what Hyperpilot created for a cluster, in reverse dependency order; an imported
-        cluster is only forgotten. Needs an admin token; always confirm with the user first."""
+        """Delete what Hyperpilot created for a cluster, in reverse dependency order (an imported
+        cluster is only forgotten). Admin token; always confirm with the user first."""
         return await submit(
             gateway,
             tool="delete_cluster",

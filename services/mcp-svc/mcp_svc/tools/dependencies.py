@@ -66,8 +66,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: ClusterRef, dry_run: DryRun = False, request_id: RequestId = None
     ) -> OperationStarted:
         """Install or upgrade the components of a Hyperpilot-created cluster that differ from the
-        declared set; what matches is left alone. Pass a new request_id to reconcile again after a
-        finished run."""
+        declared set. Pass a new request_id to reconcile again after a finished run."""
         return await submit(
             gateway,
             tool="reconcile_dependencies",

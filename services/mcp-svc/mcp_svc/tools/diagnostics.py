@@ -270,8 +270,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             bool,
             Field(
                 description=(
-                    "Read the log of the container's instance before its last restart: what it"
-                    " printed before it crashed (list_pods shows restart counts)"
+                    "The log of the instance before the last restart: what it printed before it"
+                    " crashed"
                 )
             ),
         ] = False,

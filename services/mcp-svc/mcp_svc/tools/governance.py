@@ -76,9 +76,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.read_tool(area="task governance", rest="GET /api/v1/clusters/{name}/jobs/{job}/pending")
     async def explain_pending(cluster: ClusterRef, job: JobName) -> Pending:
-        """Why a job is pending: Kueue's admission, the team's quota and borrowing, other
-        teams' idle quota, priorities, free GPUs per node, node health and events, with the
-        fixes."""
+        """Why a job is pending: Kueue's admission, the team's quota and borrowing, others' idle
+        quota, priorities, free GPUs per node, node health and events, with the fixes."""
         raw = await gateway.get(api_path("clusters", cluster, "jobs", job, "pending"))
         return Pending(
             summary=str(raw.get("summary")),

@@ -94,9 +94,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Add an instance group to an active cluster in one operation (its /20 subnet found or
-        made in the zone). Ask the user for instance type, count, zone and capacity type; check
-        offerings and quota first."""
+        """Add an instance group to an active cluster (its /20 subnet found or made in the zone).
+        Ask the user for instance type, count, zone and capacity type; check offerings and quota
+        first."""
         return await submit(
             gateway,
             tool="add_instance_group",

@@ -202,8 +202,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Start a deep health check (stress, EFA connectivity) on nodes, instance groups or the
-        whole cluster. Nodes under check do not accept work: confirm with the user."""
+        """Start a deep health check (stress, EFA connectivity) on nodes, groups or the whole
+        cluster. Nodes under check take no work: confirm with the user."""
         arguments = {
             "cluster": cluster,
             "node_ids": node_ids,

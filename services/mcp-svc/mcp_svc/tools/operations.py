@@ -229,9 +229,9 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         ] = False,
         ctx: Context[Any, Any] | None = None,
     ) -> Operation:
-        """The status tool of every mutating tool: an operation with its stages, long-polled
-        until it is terminal (succeeded, failed, cancelled, noop) or wait_seconds pass. Call it
-        again while `terminal` is false; report to the user only a terminal status."""
+        """The status tool of every mutation: an operation and its stages, long-polled until
+        terminal (succeeded, failed, cancelled, noop) or wait_seconds pass. Call again while
+        `terminal` is false; report only a terminal status."""
         wait = min(wait_seconds, MAX_WAIT_SECONDS)
         events = "true" if include_events else "false"
         path = api_path("operations", operation_id)
@@ -325,8 +325,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.write_tool(area="operations", rest="POST /api/v1/operations/{id}/cancel")
     async def cancel_operation(operation_id: OperationId) -> CancelRequested:
-        """Stop an operation: no new stage starts. Cloud work already submitted is not rolled
-        back (delete the resource to remove it). A cancelled operation can be retried."""
+        """Stop an operation: no new stage starts; cloud work already submitted is not rolled back.
+        A cancelled operation can be retried."""
         arguments = {"operation_id": operation_id}
         raw = await gateway.mutate(
             "POST",

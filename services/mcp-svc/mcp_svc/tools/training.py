@@ -165,15 +165,15 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             bool,
             Field(
                 description=(
-                    "Read the log of the pod's container before its last restart in place"
-                    " (a pod the training operator recreated has none: read its events)"
+                    "The log before the container's last restart in place (a recreated pod has"
+                    " none: read its events)"
                 )
             ),
         ] = False,
         max_bytes: MaxBytes = LOG_BYTES,
     ) -> JobLog:
-        """One pod's log: the last lines from `from_line` on, and where to continue. Read it to
-        find the error a job failed with (NCCL, out of memory, a script traceback)."""
+        """One pod's log: the last lines from `from_line` on, and where to continue. Read it for
+        the error a job failed with (NCCL, out of memory, a traceback)."""
         text, headers = await gateway.get_text(
             api_path("clusters", cluster, "jobs", job, "logs"),
             {"pod": pod, "from": from_line, "previous": previous},
@@ -204,8 +204,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             Field(
                 description=(
                     "The job, by recipe: pytorch (script), llama-factory, ms-swift (SFT/LoRA"
-                    " of a model in the shared bucket) or verl (RL as a RayJob); name,"
-                    " instance_group, replicas, resources.gpus. Paths are in the shared bucket,"
+                    " of a model in the shared bucket) or verl (RL as a RayJob). Paths are in the"
+                    " shared bucket,"
                     " mounted at /s3. Credentials go in secret_env by reference (a Kubernetes"
                     " Secret and key the user wrote, or a Secrets Manager ARN), never in env."
                 )
@@ -274,18 +274,18 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             ModelDownloadSpec,
             Field(
                 description=(
-                    "name (of the download job), repo_id (Hugging Face, e.g. Qwen/Qwen2.5-7B),"
-                    " revision, target (default models/<repo name>), token_secret for gated"
-                    " models (a Secret the user stored through the UI or CLI)"
+                    "repo_id: Hugging Face, e.g. Qwen/Qwen2.5-7B; target: models/<repo name> if"
+                    " omitted; token_secret: for a gated model, a Secret the user stored (UI or"
+                    " CLI)"
                 )
             ),
         ],
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
-        """Pull a Hugging Face model into the cluster's shared bucket with a Kubernetes Job.
-        Gated models need a token Secret, which the user stores through the UI or CLI (a token
-        never passes through the agent)."""
+        """Pull a Hugging Face model into the cluster's shared bucket with a Kubernetes Job. A
+        gated model needs a token Secret the user stores through the UI or CLI (never through
+        the agent)."""
         return await submit(
             gateway,
             tool="download_model",
@@ -350,8 +350,8 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             TrackingServerSpec,
             Field(
                 description=(
-                    "name, artifact_store_uri (s3://bucket/prefix), role_arn (the role the"
-                    " server uses to reach the store), size (Small, Medium, Large)"
+                    "artifact_store_uri: s3://bucket/prefix; role_arn: the role the server"
+                    " reaches it with"
                 )
             ),
         ],
