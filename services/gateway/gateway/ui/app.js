@@ -17,8 +17,7 @@ import * as tokens from "./views/tokens.js";
 import * as models from "./views/models.js";
 import * as software from "./views/software.js";
 import * as mlflow from "./views/mlflow.js";
-import * as plans from "./views/plans.js";
-import * as spaces from "./views/spaces.js";
+import * as trainingPlans from "./views/training_plans.js";
 import * as spaces from "./views/spaces.js";
 import * as teams from "./views/teams.js";
 
@@ -33,10 +32,9 @@ export const routes = [
   [/^\/clusters\/([^/]+)\/models$/, models, "Model downloads"],
   [/^\/clusters\/([^/]+)\/software$/, software, "Software update"],
   [/^\/clusters\/([^/]+)\/spaces$/, spaces, "Spaces"],
-  [/^\/clusters\/([^/]+)\/spaces$/, spaces, "Spaces"],
   [/^\/clusters\/([^/]+)\/teams$/, teams, "Teams"],
   [/^\/mlflow$/, mlflow, "MLflow"],
-  [/^\/training-plans$/, plans, "Training plans"],
+  [/^\/training-plans$/, trainingPlans, "Training plans"],
   [/^\/endpoints$/, inference, "Endpoints"],
   [/^\/endpoints\/([^/]+)\/([^/]+)$/, inference, "Endpoint"],
   [/^\/operations$/, operations, "Operations"],

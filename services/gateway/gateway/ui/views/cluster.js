@@ -13,6 +13,7 @@ import { instanceTypePicker } from "../instance_picker.js";
 import { featuresPanel } from "./features.js";
 import { driftPanel } from "./drift.js";
 import { storageClaimsPanel } from "./storage_claims.js";
+import { plansThatFit } from "./training_plans.js";
 
 function table(caption, columns, rows) {
   return h(
@@ -113,7 +114,6 @@ export async function render(main, [name]) {
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/diagnostics`, class: "button secondary" }, "Diagnostics"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/models`, class: "button secondary" }, "Model downloads"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/spaces`, class: "button secondary" }, "Spaces"),
-      h("a", { href: `#/clusters/${encodeURIComponent(name)}/spaces`, class: "button secondary" }, "Spaces"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/software`, class: "button secondary" }, "Software update"),
       h("a", { href: `#/clusters/${encodeURIComponent(name)}/teams`, class: "button secondary" }, "Teams"),
       h("a", { href: "#/endpoints", class: "button secondary" }, "Inference endpoints")),
@@ -210,6 +210,13 @@ export async function render(main, [name]) {
     const picker = instanceTypePicker("Instance type", "instance_type");
     const type = picker.select;
     const count = h("input", { name: "count", type: "number", min: "0", value: "1" });
+    // a training plan: the Active plans reserving this type in the cluster's zone
+    const plan = h("select", { name: "training_plan_arn" }, h("option", { value: "" }, "None (on-demand)"));
+    let plans = [];
+    const paintPlans = () => fill(plan, h("option", { value: "" }, "None (on-demand)"),
+      ...plansThatFit(plans, type.value, zone).map((p) => h("option", { value: p.arn },
+        `${p.name} (${p.available_instance_count} of ${p.total_instance_count} available)`)));
+    type.addEventListener("change", paintPlans);
     const form = h(
       "form",
       { novalidate: true, "aria-label": "Add an instance group" },
@@ -218,6 +225,7 @@ export async function render(main, [name]) {
         field("Count", count, { field: "count" }),
       ),
       picker.element,
+      field("Training plan", plan, { field: "training_plan_arn", hint: "Active plans for this type in the cluster's zone" }),
       formError(),
       h("button", { type: "submit" }, "Add group"),
     );
@@ -227,16 +235,19 @@ export async function render(main, [name]) {
         types.filter((t) => !zone || (t.availability_zone_ids || []).includes(zone)),
         (cluster.spec && cluster.spec.instance_groups && cluster.spec.instance_groups[0] || {}).instance_type,
       ))
-      .catch(() => picker.message("Instance types unavailable"));
+      .catch(() => picker.message("Instance types unavailable"))
+      .then(() => get("/inspect/training-plans"))
+      .then((found) => {
+        plans = found;
+        paintPlans();
+      }, () => {});
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearErrors(form);
+      const group = { name: gname.value.trim(), instance_type: type.value, count: Number(count.value) };
+      if (plan.value) Object.assign(group, { capacity_type: "training-plan", training_plan_arn: plan.value, availability_zone_id: zone });
       try {
-        const accepted = await post(`${base}/instance-groups`, {
-          name: gname.value.trim(),
-          instance_type: type.value,
-          count: Number(count.value),
-        });
+        const accepted = await post(`${base}/instance-groups`, group);
         started(`Add ${gname.value.trim()}`, accepted);
         form.reset();
       } catch (error) {
