@@ -1,9 +1,11 @@
 """The SageMaker Spaces add-on in the emulator: a Workspace (workspace.jupyter.org/v1alpha1)
 becomes a GPU pod mounting its claim, Available, answering HTTP through the service proxy;
-Stopped scales it to zero; the schema refuses what the CRD refuses; idle shutdown's rule."""
+Stopped scales it to zero; the schema refuses what the CRD refuses; idle shutdown stops a
+space whose last request is older than its timeout."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from sim.interfaces import SimNode
 from sim.k8s import ApiServer
-from sim.k8s.operators.spaces import idle_expired
+from sim.k8s.operators.spaces import activity_of, idle_expired
 from tests.sim_k8s.conftest import eventually
 from tests.sim_k8s.test_operators import call
 
@@ -125,3 +127,29 @@ def test_idle_shutdown_counts_from_the_last_request() -> None:
     assert idle_expired(spec, idle_since=1000.0, now=1000.0 + 30 * 60)
     assert not idle_expired({**spec, "idleShutdown": {"enabled": False}}, 0.0, 10**6)
     assert not idle_expired({**spec, "desiredStatus": "Stopped"}, 0.0, 10**6)
+
+
+def test_an_idle_space_is_stopped_by_the_operator(
+    spaces: ApiServer, custom: client.CustomObjectsApi
+) -> None:
+    body = _workspace(
+        "idle",
+        desiredStatus="Running",
+        idleShutdown={"enabled": True, "idleTimeoutInMinutes": 30},
+    )
+    custom.create_namespaced_custom_object(*WS, "default", "workspaces", body)
+    eventually(lambda: _status(custom, "idle").get("Available") == "True", timeout=30)
+    status, _ = call(spaces, "GET", "/api/v1/namespaces/default/services/idle:8888/proxy/lab")
+    assert status == 200
+    # its last request was 31 minutes ago: the next resync stops it
+    activity_of(spaces).touch("default", "idle", at=time.monotonic() - 31 * 60)
+    eventually(
+        lambda: (
+            custom.get_namespaced_custom_object(*WS, "default", "workspaces", "idle")["spec"][
+                "desiredStatus"
+            ]
+            == "Stopped"
+        ),
+        timeout=30,
+    )
+    eventually(lambda: _status(custom, "idle").get("Stopped") == "True", timeout=30)
