@@ -26,6 +26,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("bench.logs", (), 150),
     ("bench.k8s_api", ("--seconds", "10"), 90),
     ("bench.mcp_tools", (), 60),
+    ("bench.capacity", ("--runs", "15"), 1500),
     ("bench.fleet", (), 1200),
 )
 

@@ -431,7 +431,35 @@ def rows() -> list[Row]:
                     _met(tools["largest_result_bytes"] <= tools["result_goal_bytes"]),
                 )
             )
+    out += capacity_rows()
     return out
+
+
+def capacity_rows() -> list[Row]:
+    """Issue 25: the capacity and pending reads, 500 nodes / 5,000 pods against 10 / 100."""
+    cap = _load("capacity")
+    if cap is None:
+        return [_missing("25", "capacity and pending reads at 500 nodes", "capacity")]
+    small, large = cap["small"], cap["large"]
+    rows = []
+    for read, path in (
+        ("capacity", "GET /clusters/{name}/capacity"),
+        ("pending", "GET /clusters/{name}/jobs/{job}/pending"),
+    ):
+        ours, floor = large[read]["p95_ms"], small[read]["p95_ms"]
+        rows.append(
+            Row(
+                "25",
+                f"{read} read (`{path}`'s Kubernetes reads and join, `bench/capacity.py`), p95, "
+                f"{large['nodes']} nodes / {large['pods_counted']:,} pods",
+                _ms(ours),
+                f"{_ms(floor)} ({small['nodes']} nodes / {small['pods_counted']} pods)",
+                _ratio(ours, floor),
+                f"<= {cap['goal_ratio']:.0f}x",
+                _met(ours / floor <= cap["goal_ratio"]),
+            )
+        )
+    return rows
 
 
 def k8s_rows() -> list[str]:
