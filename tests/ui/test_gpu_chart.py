@@ -1,4 +1,5 @@
-"""The job page's GPU chart in Chromium follows a training job: with observability on, the
+"""The job page's GPU chart in Chromium follows a training job: with observability turned on
+from the features panel (its plan, then its stage in the progress panel), the
 utilization line of the job's node climbs to the busy range while the job steps, and ends once
 the job is cancelled (its pods gone); the memory chart shows what the job holds.
 
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import RunningStack
-from tests.e2e.test_features import _apply
 from tests.e2e.test_observability import train
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,17 @@ def test_the_gpu_chart_follows_a_training_job(
 ) -> None:
     stack, name = created_cluster
     api = stack.client
-    _apply(stack, name, {"observability": True})
+    # observability on from the cluster page's features panel: its plan, then its stage
+    page.goto(f"/#/clusters/{name}")
+    page.get_by_role("switch", name="HyperPod observability").check()
+    plan = page.get_by_role("list", name="Plan of the change")
+    expect(plan).to_contain_text("HyperPod observability: off -> on")
+    expect(plan).to_contain_text("CreateWorkspace")
+    page.get_by_role("button", name="Apply changes").click()
+    page.get_by_role("link", name="Follow the operation").click()
+    stage = page.locator(".stage[data-stage='observability']")
+    expect(stage).to_have_attribute("data-status", "succeeded", timeout=120_000)
+    expect(page.locator(".op-summary .status-succeeded")).to_be_visible(timeout=60_000)
     train(api, name, "chart-job", steps=4000)
 
     page.goto(f"/#/clusters/{name}/jobs/chart-job")

@@ -19,6 +19,8 @@ const FEATURES = [
   ["tiered_checkpointing", "Tiered checkpointing", "Checkpoints to node memory first, then to S3."],
   ["autoscaling", "Managed autoscaling", "Scales instance groups with HyperPod's managed Karpenter."],
   ["spaces", "SageMaker Spaces", "JupyterLab and Code Editor spaces on the cluster."],
+  ["observability", "HyperPod observability", "GPU and EFA metrics into Amazon Managed Prometheus, dashboards in Grafana."],
+  ["container_insights", "Container Insights", "Cluster and container metrics and logs in CloudWatch."],
 ];
 const LABELS = Object.fromEntries(FEATURES.map(([key, label]) => [key, label]));
 const onOff = (v) => (v === true ? "on" : v === false ? "off" : v === null || v === undefined ? "not set" : String(v));
@@ -30,6 +32,11 @@ function stateLine(key, state) {
   if (key === "tiered_checkpointing") return state.memory_percentage ? `${state.memory_percentage}% of memory` : "";
   if (key === "autoscaling") return state.status || "";
   if (key === "spaces") return state.status || "";
+  if (key === "observability") {
+    const grafana = state.grafana_workspace && state.grafana_workspace.url;
+    return [state.status, grafana ? `Grafana ${grafana}` : ""].filter(Boolean).join(", ");
+  }
+  if (key === "container_insights") return state.status || "";
   return "";
 }
 
