@@ -2,11 +2,14 @@
 training-plan offerings): a bad search is answered at its field; a search lists offerings with
 their upfront fees; an admin buys one through the confirmation dialog, which shows the fee and
 the dry-run plan, and the plan appears in the list without a reload (the event stream), bought
-in AWS at the fee shown; a viewer searches the same offerings and has no Buy button."""
+in AWS at the fee shown; a viewer searches the same offerings and has no Buy button. On a built
+cluster, the add-group form offers an Active plan of the chosen type in the cluster's zone and
+adds the group on it; the plans page then names the group using the plan."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -103,3 +106,65 @@ def test_search_buy_and_list_a_training_plan_and_a_viewer_cannot_buy(
     expect(other.get_by_text("Buying a plan needs an admin token")).to_be_visible()
     expect(other.get_by_role("button", name="Buy")).to_have_count(0)
     context.close()
+
+
+def test_an_instance_group_is_added_on_a_plan_from_the_add_group_form(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    stack, cluster = created_cluster
+    api = stack.client
+    zone_id = api.get(f"/api/v1/clusters/{cluster}").json()["spec"]["availability_zone_id"]
+    zones = {
+        z["zone_id"]: z["zone_name"] for z in api.get("/api/v1/inspect/availability-zones").json()
+    }
+    search = {"instance_type": P5, "instance_count": 1, "duration_days": 1}
+    found = api.get("/api/v1/training-plans/offerings", params=search).json()
+    offering = next(o for o in found if o["availability_zone"] == zones[zone_id])
+    name = unique("ui-group-plan")
+    body = {
+        "name": name,
+        "offering_id": offering["offering_id"],
+        "search": search,
+        "confirm_upfront_fee": offering["upfront_fee"],
+    }
+    bought = api.post("/api/v1/training-plans", body)
+    assert bought.status_code == 202, bought.text
+    assert api.wait(bought.json()["operation_id"], timeout=60)["status"] == "succeeded"
+    deadline = time.monotonic() + 60
+    while True:
+        plan = next(
+            p for p in api.get("/api/v1/inspect/training-plans").json() if p["name"] == name
+        )
+        if plan["status"] == "Active":
+            break
+        assert time.monotonic() < deadline, plan
+        time.sleep(0.5)
+
+    page.goto(f"/#/clusters/{cluster}")
+    page.get_by_text("Add an instance group").click()
+    form = page.get_by_role("form", name="Add an instance group")
+    form.get_by_label("Group name").fill("reserved")
+    form.get_by_label("Instance type").select_option(P5)
+    choice = form.get_by_label("Training plan")
+    expect(choice.locator(f"option[value='{plan['arn']}']")).to_have_count(1)
+    choice.select_option(plan["arn"])
+    form.get_by_role("button", name="Add group").click()
+    deadline = time.monotonic() + 120
+    while True:
+        groups = {
+            g["name"]: g for g in api.get(f"/api/v1/clusters/{cluster}/instance-groups").json()
+        }
+        if "reserved" in groups:
+            break
+        assert time.monotonic() < deadline, "the group was not added"
+        time.sleep(0.5)
+    kind = "cluster.add_instance_group"
+    ops = api.get("/api/v1/operations", params={"target_id": cluster, "kind": kind}).json()
+    (adding,) = ops["items"]
+    assert adding["source"] == "ui" and adding["request"]["training_plan_arn"] == plan["arn"]
+    assert api.wait(adding["id"], timeout=180)["status"] == "succeeded"
+    spec = groups["reserved"]["spec"]
+    assert spec["capacity_type"] == "training-plan" and spec["training_plan_arn"] == plan["arn"]
+
+    page.goto("/#/training-plans")
+    expect(page.locator(f"tr[data-plan='{name}']")).to_contain_text(f"{cluster}/reserved")
