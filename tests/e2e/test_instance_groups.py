@@ -239,6 +239,16 @@ def test_add_scale_update_software_and_delete_a_group(
         "ClusterName": name,
         "InstanceGroupsToDelete": ["extra"],
     }
+    # the deletion's cost: what the group's instances save per hour at list prices
+    extra = _groups(sim_aws, name)["extra"]
+    hourly = {
+        t["instance_type"]: t["price_per_hour"]
+        for t in api.get("/api/v1/prices").json()["instance_types"]
+    }
+    saved = round(extra["CurrentCount"] * hourly[extra["InstanceType"]], 4)
+    cost = delete_plan.json()["plan"]["cost"]
+    assert cost["adds_per_hour"] == -saved and saved > 0
+    assert f"saves ${saved:,.2f}/h" in delete_plan.json()["plan"]["notes"][-1]
     assert "extra" in _groups(sim_aws, name)
     deleted = api.delete(f"/api/v1/clusters/{name}/instance-groups/extra")
     assert deleted.status_code == 202, deleted.text

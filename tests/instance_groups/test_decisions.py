@@ -160,6 +160,15 @@ def test_an_unknown_group_is_a_problem_on_the_group() -> None:
 def test_delete_sends_only_the_group_to_delete() -> None:
     decision = decide_delete(cluster(details(), details("cpu")), "cpu")
     assert decision.calls[0].params == {"ClusterName": "hp-one", "InstanceGroupsToDelete": ["cpu"]}
+    # the diff says what goes with the group, for the plan's cost
+    assert {k: (c.actual, c.requested) for k, c in decision.diff.items()} == {
+        "instance_group": ("cpu", None),
+        "count": (2, 0),
+        "instance_type": ("ml.g5.8xlarge", None),
+    }
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp"
+    planned = decide_delete(cluster(details(), details("cpu", TrainingPlanArn=arn)), "cpu")
+    assert planned.diff["training_plan_arn"].actual == arn
     assert_valid("UpdateCluster", decision.calls[0].params)
     assert decide_delete(cluster(), "gone").noop
     last = decide_delete(cluster(), "gpu")

@@ -134,3 +134,35 @@ def test_scaling_prices_the_instances_added_or_removed(table: PriceTable) -> Non
     assert down.notes[-1] == "saves $9.18/h at list prices (2026-11-20)"
     same = Plan(command="UpdateInstanceGroup", target="x", noop=True)
     assert with_cost(same, table) == same  # nothing priced: no cost line
+
+
+def test_deleting_a_group_saves_its_instances_unless_they_are_prepaid(table: PriceTable) -> None:
+    def delete(**extra: FieldChange) -> Plan:
+        return Plan(
+            command="DeleteInstanceGroup",
+            target="llm/instance-groups/gpu",
+            noop=False,
+            diff={
+                "instance_group": FieldChange(actual="gpu", requested=None),
+                "count": FieldChange(actual=3, requested=0),
+                "instance_type": FieldChange(actual="ml.g5.8xlarge", requested=None),
+                **extra,
+            },
+            calls=[
+                PlannedCall(
+                    service="sagemaker",
+                    operation="UpdateCluster",
+                    params={"ClusterName": "llm", "InstanceGroupsToDelete": ["gpu"]},
+                )
+            ],
+        )
+
+    gone = with_cost(delete(), table)
+    assert gone.cost is not None and gone.cost.adds_per_hour == -9.18
+    (item,) = gone.cost.items
+    assert item.description == "instance group gpu: -3 x ml.g5.8xlarge" and item.quantity == -3
+    assert gone.notes[-1] == "saves $9.18/h at list prices (2026-11-20)"
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp"
+    prepaid = with_cost(delete(training_plan_arn=FieldChange(actual=arn, requested=None)), table)
+    assert prepaid.cost is not None and prepaid.cost.adds_per_hour == 0.0
+    assert "on training plan tp (prepaid)" in prepaid.cost.items[0].description

@@ -9,7 +9,8 @@ The table carries its source: the API, the endpoint's region, the price list's p
 and when it was read.
 
 A plan's cost (`plan_cost`) sums the priced resources its AWS calls add: instance groups
-(instances added x the type's hourly price), NAT gateways and FSx file systems; resources with
+(instances added or removed x the type's hourly price; a deleted group's instances from the
+deletion's diff), NAT gateways and FSx file systems; resources with
 no price in the table are listed as unpriced, never counted as free.
 """
 
@@ -163,6 +164,18 @@ def _instance_items(
     return items
 
 
+def _deleted_items(plan: Plan) -> list[tuple[str, str, str, int, str | None]]:
+    """The group an instance-group deletion removes, with its instances (the deletion's diff:
+    `count` N -> 0, `instance_type`, `training_plan_arn` when it has one)."""
+    diff = plan.diff
+    group, count, kind = diff.get("instance_group"), diff.get("count"), diff.get("instance_type")
+    if group is None or count is None or kind is None or not isinstance(count.actual, int):
+        return []
+    on_plan = diff.get("training_plan_arn")
+    arn = str(on_plan.actual) if on_plan is not None and on_plan.actual else None
+    return [("instance_group", str(group.actual), str(kind.actual), -count.actual, arn)]
+
+
 def _rounded(value: float) -> float:
     return round(value, 4)
 
@@ -174,9 +187,12 @@ def plan_cost(plan: Plan, prices: PriceTable) -> PlanCost | None:
     for call in plan.calls:
         params = call.params
         if call.service == "sagemaker" and call.operation in ("CreateCluster", "UpdateCluster"):
-            for kind, name, instance_type, delta, plan_arn in _instance_items(
+            changed = _instance_items(
                 plan, params.get("InstanceGroups") or [], call.operation == "CreateCluster"
-            ):
+            )
+            if params.get("InstanceGroupsToDelete"):
+                changed += _deleted_items(plan)
+            for kind, name, instance_type, delta, plan_arn in changed:
                 unit = prices.instance(instance_type)
                 what = f"instance group {name}: {delta:+d} x {instance_type}"
                 if plan_arn:  # paid up front with the plan: nothing by the hour

@@ -21,8 +21,11 @@ export async function dryRun(method, path, body) {
 // plans about one group (its count change or its deletion).
 export function planLines(plan, { group, count } = {}) {
   const lines = [];
+  // a deletion's diff also carries the group's count and type: its one line says them
+  const deleting = (plan.diff || {}).instance_group?.requested === null && typeof count === "number";
   for (const [key, change] of Object.entries(plan.diff || {})) {
     const { actual, requested } = change || {};
+    if (deleting && key !== "instance_group") continue;
     if (key === "count" && typeof actual === "number" && typeof requested === "number") {
       const delta = requested - actual;
       const effect = delta < 0 ? `${nodes(-delta)} terminated` : `${nodes(delta)} added`;

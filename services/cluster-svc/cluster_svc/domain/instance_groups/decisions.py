@@ -147,8 +147,19 @@ def decide_delete(cluster: DescribedCluster, group: str) -> Decision:
             ]
         )
     request = {"ClusterName": cluster.name, "InstanceGroupsToDelete": [group]}
+    details = cluster.groups[group]
+    # what goes with the group: its instances (the cost of the plan is what they save)
+    removed = {
+        "instance_group": FieldChange(actual=group, requested=None),
+        "count": FieldChange(actual=int(details.get("CurrentCount", 0)), requested=0),
+        "instance_type": FieldChange(actual=details.get("InstanceType"), requested=None),
+    }
+    if details.get("TrainingPlanArn"):
+        removed["training_plan_arn"] = FieldChange(
+            actual=details["TrainingPlanArn"], requested=None
+        )
     return Decision(
-        diff={"instance_group": FieldChange(actual=group, requested=None)},
+        diff=removed,
         calls=[PlannedCall(service="sagemaker", operation="UpdateCluster", params=request)],
     )
 
