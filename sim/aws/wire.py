@@ -62,6 +62,7 @@ _SIGNING_ALIASES = {
     "execute-api": "apigateway",
     "elasticloadbalancing": "elbv2",
     "events": "events",
+    "aps": "amp",  # Amazon Managed Service for Prometheus signs as aps; botocore names it amp
 }
 
 

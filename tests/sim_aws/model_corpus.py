@@ -29,11 +29,26 @@ from botocore import xform_name
 from botocore.model import OperationModel, Shape
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("sagemaker", "eks", "ec2", "iam", "s3", "fsx", "sts", "secretsmanager")
+SERVICES = (
+    "sagemaker",
+    "eks",
+    "ec2",
+    "iam",
+    "s3",
+    "fsx",
+    "sts",
+    "secretsmanager",
+    "amp",
+    "grafana",
+)
 # Operations the product names at run time rather than in an adapter's source: the node
-# actions' batch calls (cluster_svc/domain/nodes/actions.py, BATCH_OPERATIONS).
+# actions' batch calls (cluster_svc/domain/nodes/actions.py, BATCH_OPERATIONS) and the steps
+# of managed features.
 NAMED_ELSEWHERE = {
-    "sagemaker": {"BatchRebootClusterNodes", "BatchReplaceClusterNodes", "BatchDeleteClusterNodes"}
+    "sagemaker": {"BatchRebootClusterNodes", "BatchReplaceClusterNodes", "BatchDeleteClusterNodes"},
+    # the observability feature's workspace steps (cluster_svc/domain/features/observability.py)
+    "amp": {"CreateWorkspace", "DeleteWorkspace"},
+    "grafana": {"CreateWorkspace", "DeleteWorkspace"},
 }
 # The validation error code of each protocol (sim.aws.validation).
 CODES = {
@@ -43,6 +58,10 @@ CODES = {
     "ec2": {"MissingParameter", "InvalidParameterValue"},
     "rest-xml": {"InvalidArgument"},
 }
+# rest-json services whose API reference names ValidationException for input that breaks the
+# model (https://docs.aws.amazon.com/prometheus/latest/APIReference/CommonErrors.html, and each
+# Amazon Managed Grafana action's Errors section), not EKS's InvalidParameterException.
+SERVICE_CODES = {"amp": {"ValidationException"}, "grafana": {"ValidationException"}}
 PER_OPERATION = 60
 _SESSION = botocore.session.get_session()
 
