@@ -5,6 +5,7 @@ the instance status; this only writes what a diagnosis reads)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sim.k8s.store import Obj, clone
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from sim.k8s.server import ApiServer
 
 AGENT = "sagemaker-health-monitoring-agent"
+XID = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")  # the kernel's line: "NVRM: Xid (PCI:...): 79, ..."
 FAULT_LABELS = ("sagemaker.amazonaws.com/fault-type", "sagemaker.amazonaws.com/fault-reason")
 
 # What a CUDA or NCCL program on the node prints when the device under it fails, and the
@@ -40,6 +42,7 @@ def record_node_fault(server: ApiServer, instance_id: str, reason: str, message:
         if node is None:
             return
         server.events.record(node, reason, message, "Warning", AGENT)
+        _exported(server, name, reason, message)
         resource, line = PROGRAM_LINES.get(reason, ("", ""))
         if not line:
             return
@@ -54,6 +57,19 @@ def record_node_fault(server: ApiServer, instance_id: str, reason: str, message:
                     server.logs.write(meta["namespace"], meta["name"], container["name"], line)
 
     server.run_on_loop(record)
+
+
+def _exported(server: ApiServer, node: str, reason: str, message: str) -> None:
+    """What the node's exporters show of the fault: the kernel's Xid as the first GPU's
+    DCGM_FI_DEV_XID_ERRORS, an EFA error as the EFA exporter's error counters."""
+    xid = XID.search(message)
+    try:
+        if reason == "GpuXidError" and xid is not None:
+            server.telemetry.inject_xid(node, 0, int(xid.group(1)))
+        elif reason == "EfaError":
+            server.telemetry.inject_efa_errors(node)
+    except ValueError:
+        pass  # a node without GPUs or EFA devices exports nothing of it
 
 
 def clear_node_fault(server: ApiServer, instance_id: str) -> None:

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from sim.interfaces import SimNode
 from sim.k8s import ApiServer
-from sim.k8s.node_faults import clear_node_fault
+from sim.k8s.node_faults import clear_node_fault, record_node_fault
 from tests.sim_k8s.conftest import eventually
 
 NS = "hyperpod-observability"
@@ -186,3 +186,12 @@ def test_a_reboot_clears_the_xid(cluster: ApiServer, core: client.CoreV1Api) -> 
     clear_node_fault(cluster, "i-0" + f"{4:016x}")  # what HyperPod's reboot of the node does
     text = _scrape(core, "dcgm-exporter", _name(4))
     assert _samples(text, "DCGM_FI_DEV_XID_ERRORS") == {"0": 0}
+    # a HyperPod hardware fault (sim.aws.hyperpod.hardware) shows its Xid in the exporter too
+    line = "NVRM: Xid (PCI:0000:a8:00): 79, pid=<unknown>, name=<unknown>, GPU has fallen off"
+    record_node_fault(cluster, "i-0" + f"{4:016x}", "GpuXidError", line)
+    eventually(
+        lambda: (
+            _samples(_scrape(core, "dcgm-exporter", _name(4)), "DCGM_FI_DEV_XID_ERRORS")
+            == {"0": 79}
+        )
+    )
