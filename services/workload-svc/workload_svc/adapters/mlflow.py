@@ -16,7 +16,6 @@ import os
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -158,6 +157,9 @@ class MlflowRuns:
             return dict(request.headers.items())
 
         signed_headers = await in_thread("sign MLflow request", signed)
+        # imported here: a service process loads httpx only once it reads MLflow (shared/slim.py)
+        import httpx
+
         try:
             async with httpx.AsyncClient(timeout=15) as client:
                 answer = await client.request(
