@@ -9,6 +9,7 @@ from cluster_svc.domain.nodes.watch_plan import (
     idle_calls_per_hour,
     kubernetes_disagrees,
     next_step,
+    only_resync_due,
     pages_for,
     read_in_full,
     saw_newest,
@@ -68,3 +69,12 @@ def test_a_node_in_flux_keeps_the_cluster_polled_until_it_settles() -> None:
     assert next_step(watch, 5.0, 600.0) == "full"
     read_in_full(watch, 5.0, moving[:1], None, "e")
     assert next_step(watch, 10.0, 600.0) == "events"
+
+
+def test_only_the_resync_is_due_when_nothing_says_the_cluster_changed() -> None:
+    watch = ClusterWatch()
+    assert not only_resync_due(watch)  # never read: a first read, not a resync
+    read_in_full(watch, 0.0, nodes(3), None, "e")
+    assert only_resync_due(watch)
+    saw_newest(watch, "e2")
+    assert not only_resync_due(watch)

@@ -34,6 +34,7 @@ from cluster_svc.domain.nodes.watch_plan import (
     full_cost,
     kubernetes_disagrees,
     next_step,
+    only_resync_due,
     read_in_full,
     saw_newest,
 )
@@ -269,6 +270,13 @@ class NodeWatcher:
     ) -> None:
         arn = cluster.hyperpod_cluster_arn
         checked = next_step(watch, self.clock(), self.resync) == "events"
+        if not checked and only_resync_due(watch):
+            # The resync, once a call is affordable, the rest on credit as for an event: saving
+            # up for the whole read would stop the checks (or starve the resync) meanwhile.
+            if await self.budget.spend(cluster.name, 1):
+                await self.budget.charge(cluster.name, full_cost(watch) - 1)
+                await self._read(cluster, watch, kube_ids, full_cost(watch))
+            return
         if checked:
             if not await self.budget.spend(cluster.name, 1):
                 return
@@ -282,6 +290,17 @@ class NodeWatcher:
             await self.budget.charge(cluster.name, cost)
         elif not await self.budget.spend(cluster.name, cost):
             return
+        await self._read(cluster, watch, kube_ids, cost)
+
+    async def _read(
+        self,
+        cluster: records.WatchedCluster,
+        watch: ClusterWatch,
+        kube_ids: frozenset[str] | None,
+        cost: int,
+    ) -> None:
+        """A full read of the cluster's AWS side, `cost` calls of it already taken."""
+        arn = cluster.hyperpod_cluster_arn
         # The newest event first: one that lands during the listing is newer, and read again.
         newest = await self._newest(arn, watch) if watch.events else None
         instances, recovery = await asyncio.gather(

@@ -69,6 +69,14 @@ def in_flux(watch: ClusterWatch) -> bool:
     return any(i.status not in SETTLED for i in watch.instances)
 
 
+def only_resync_due(watch: ClusterWatch) -> bool:
+    """The full read is due for the resync alone (nothing says the cluster changed): it is
+    made once one call is affordable, the rest taken on credit."""
+    return (
+        watch.observed_at is not None and not watch.changed and watch.events and not in_flux(watch)
+    )
+
+
 def kubernetes_disagrees(watch: ClusterWatch, kube_ids: frozenset[str]) -> bool:
     """Mark the cluster changed if a node joined or left its Kubernetes cluster since the last
     full read (a node that never registers does not keep it changed): True if so."""
