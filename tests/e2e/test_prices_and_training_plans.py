@@ -247,7 +247,7 @@ def test_mcp_and_the_cli_show_the_same_prices_and_buy_behind_the_fee(
             dry = await client.call_tool(
                 "buy_training_plan",
                 {
-                    **search,
+                    "search": search,
                     "name": unique("mcp-plan"),
                     "offering_id": first["offering_id"],
                     "confirm_upfront_fee": first["upfront_fee"],

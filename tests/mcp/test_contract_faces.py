@@ -35,6 +35,9 @@ CONSTRAINTS = (
 )
 # Arguments only a tool has: how it calls (a preview, its request id), not what it sends.
 TOOL_ONLY = {"dry_run", "request_id"}
+# Arguments that choose which of a tool's routes it calls (the last path segment): one tool
+# for POST .../spaces/{space}/start and .../stop.
+ROUTE_CHOICE = {("set_space_status", "action")}
 # Arguments of one tool that REST has not: the tool pages or cuts a result it reads whole, to
 # keep each result under 16 KB.
 TOOL_PAGING = {
@@ -218,7 +221,9 @@ def test_every_tool_parameter_is_its_rest_field(
         fields = (body or {}).get("properties", {})
         for name in list(params)[holes:]:
             rest_name = REST_NAME.get((info.name, name), name)
-            if (info.name, name) in TOOL_PAGING or (name in TOOL_ONLY and name in query):
+            if (info.name, name) in TOOL_PAGING | ROUTE_CHOICE or (
+                name in TOOL_ONLY and name in query
+            ):
                 continue
             if rest_name == "body" or name == info.body_param:
                 assert body is not None, f"{info.name}: {info.rest} takes no body"

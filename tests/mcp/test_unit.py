@@ -215,8 +215,8 @@ async def test_every_tool_over_a_route_with_dry_run_offers_it(fake: FakeGateway)
     # the accepting routes, PUT and PATCH node-recovery being one tool: 27, the 4 of task
     # governance (task-governance, teams create, update, delete), 2 more of adoption and drift,
     # the 4 of spaces (create, update, start or stop, delete), and the 2 of storage claims (add,
-    # remove)
-    assert previewable == 39
+    # remove), and buying a training plan
+    assert previewable == 40
     async with Client(server) as client:
         preview = await client.call_tool(
             "create_storage_bucket", {"name": "team-data", "dry_run": True}

@@ -24,7 +24,7 @@ from gateway.auth import Principal
 from gateway.deps import Mutation, OperatorMutation, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
@@ -101,7 +101,11 @@ async def _on_space(
     )
 
 
-@router.get("/{name}/spaces", summary="The cluster's spaces you own (an admin: every space)")
+@router.get(
+    "/{name}/spaces",
+    summary="The cluster's spaces you own (an admin: every space)",
+    responses=LIVE_READ_ERRORS,
+)
 async def list_spaces(name: ClusterNamePath, request: Request, principal: Viewer) -> Any:
     await records.cluster(request.app.state.pool, name)
     found: list[dict[str, Any]] = await query(
@@ -139,7 +143,11 @@ async def create_space(
     )
 
 
-@router.get("/{name}/spaces/{space}", summary="A space: settings, status, URL, port-forward")
+@router.get(
+    "/{name}/spaces/{space}",
+    summary="A space: settings, status, URL, port-forward",
+    responses=LIVE_READ_ERRORS,
+)
 async def describe_space(
     name: ClusterNamePath, space: SpacePath, request: Request, principal: Viewer
 ) -> Any:
@@ -216,6 +224,7 @@ async def delete_space(
     "/{name}/spaces/{space}/lab/{path:path}",
     summary="The space's web app, through the gateway, for its owner only",
     response_class=Response,
+    responses=LIVE_READ_ERRORS,
 )
 async def open_space(
     name: ClusterNamePath, space: SpacePath, path: str, request: Request, principal: Viewer

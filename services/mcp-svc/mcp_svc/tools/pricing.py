@@ -11,6 +11,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
 from mcp_svc.tools.common import DryRun, RequestId, count, named, submit
+from shared.contracts.training_plans import OFFERING_PATTERN, PLAN_NAME_PATTERN, OfferingSearch
 
 PlanType = Annotated[
     str, Field(description="An instance type training plans reserve, e.g. ml.p5.48xlarge")
@@ -102,32 +103,31 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
 
     @server.write_tool(area="cost", rest="POST /api/v1/training-plans")
     async def buy_training_plan(
-        name: Annotated[str, Field(description="The new plan's name")],
-        offering_id: Annotated[str, Field(description="From search_training_plan_offerings")],
-        instance_type: PlanType,
-        instance_count: PlanCount,
-        duration_days: PlanDays,
-        confirm_upfront_fee: Annotated[
-            str, Field(description="The upfront fee (USD) the dry run shows, to confirm it")
+        name: Annotated[str, Field(pattern=PLAN_NAME_PATTERN, description="The new plan's name")],
+        offering_id: Annotated[
+            str,
+            Field(pattern=OFFERING_PATTERN, description="From search_training_plan_offerings"),
         ],
-        target: PlanTarget = "hyperpod-cluster",
-        start_after: StartAfter = None,
-        end_before: EndBefore = None,
+        search: Annotated[
+            OfferingSearch, Field(description="The search that showed the offering, as sent")
+        ],
+        confirm_upfront_fee: Annotated[
+            str | None,
+            Field(description="The upfront fee (USD) the dry run shows; a dry run needs none"),
+        ] = None,
         dry_run: DryRun = False,
         request_id: RequestId = None,
     ) -> OperationStarted:
         """Buy a training plan offering (spends its upfront fee): the search it came from, the
         offering, and the fee the dry run shows. Use the plan's ARN for an instance group with
         capacity_type training-plan."""
-        search = _search(
-            instance_type, instance_count, duration_days, target, start_after, end_before
-        )
-        body = {
+        body: dict[str, Any] = {
             "name": name,
             "offering_id": offering_id,
-            "search": search,
-            "confirm_upfront_fee": confirm_upfront_fee,
+            "search": search.model_dump(mode="json", exclude_none=True),
         }
+        if confirm_upfront_fee is not None:
+            body["confirm_upfront_fee"] = confirm_upfront_fee
         return await submit(
             gateway,
             tool="buy_training_plan",

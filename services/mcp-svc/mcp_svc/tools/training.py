@@ -303,10 +303,21 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         job: JobName,
         metric: Annotated[
             str | None,
-            Field(max_length=250, pattern=r"^[\w./ -]+$", description="e.g. loss, tokens_per_sec"),
+            Field(
+                min_length=1,
+                max_length=250,
+                pattern=r"^[\w./ -]+$",
+                description="e.g. loss, tokens_per_sec",
+            ),
         ] = None,
         run_id: Annotated[
-            str | None, Field(pattern=r"^[0-9a-zA-Z]{1,64}$", description="default: newest")
+            str | None,
+            Field(
+                min_length=1,
+                max_length=64,
+                pattern=r"^[0-9a-zA-Z]+$",
+                description="default: newest",
+            ),
         ] = None,
     ) -> JobRuns:
         """A job's MLflow runs on its SageMaker tracking server; with metric, its history."""

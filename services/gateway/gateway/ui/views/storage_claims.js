@@ -80,7 +80,7 @@ export function storageClaimsPanel(name, status) {
     fill(list, claims.length
       ? h("div", { class: "table-wrap" }, h("table", { class: "list storage-claims" },
         h("caption", { class: "visually-hidden" }, "Storage claims"),
-        h("thead", {}, h("tr", {}, ...["Claim", "Kind", "Source", "Bucket or file system", "Status", ""].map((c) => h("th", { scope: "col" }, c)))),
+        h("thead", {}, h("tr", {}, ...["Claim", "Kind", "Source", "Bucket or file system", "Status", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, ...claims.map((c) => h("tr", {},
           h("td", { "data-label": "Claim" }, h("code", {}, c.claim)),
           h("td", { "data-label": "Kind" }, c.kind === "fsx" ? "FSx for Lustre" : "S3"),

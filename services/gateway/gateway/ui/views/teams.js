@@ -123,7 +123,7 @@ export async function render(main, [cluster]) {
   const policy = h("p", { class: "hint" });
   const body = h("tbody");
   const table = h("table", { class: "list", "aria-label": "Teams" },
-    h("thead", {}, h("tr", {}, ...["Team", "Quota", "Usage", "Sharing", "Preemption", "Status", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("thead", {}, h("tr", {}, ...["Team", "Quota", "Usage", "Sharing", "Preemption", "Status", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
     body);
   const editor = h("div");
   main.append(
