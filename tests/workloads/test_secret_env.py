@@ -373,7 +373,11 @@ async def run(workflow: Workflow, command: dict[str, Any]) -> dict[str, Done]:
 def test_the_secrets_stage_runs_after_the_check_and_before_the_apply() -> None:
     workflow = submit_workflow(FakeCluster(), SubmitJob.kind(), FakeSecretsManager({}))
     assert workflow.topological_order() == ["check", "secrets", "mlflow_access", "apply"]
-    assert {s.name: s.needs for s in workflow.stages}["apply"] == ("check", "secrets", "mlflow_access")
+    assert {s.name: s.needs for s in workflow.stages}["apply"] == (
+        "check",
+        "secrets",
+        "mlflow_access",
+    )
     download = submit_workflow(FakeCluster(), "workload.download")
     assert [s.name for s in download.stages] == ["check", "apply"]
 
