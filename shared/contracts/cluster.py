@@ -138,7 +138,9 @@ class InstanceGroupSpec(Spec):
     labels: dict[str, str] = Field(
         default_factory=dict, description="Kubernetes labels of the nodes"
     )
-    taints: list[Taint] = Field(default_factory=list, max_length=50)
+    taints: list[Taint] = Field(
+        default_factory=list, max_length=50, description="Kubernetes taints of the nodes"
+    )
     mig_profile: str | None = Field(
         None,
         pattern=MIG_PROFILE_PATTERN,

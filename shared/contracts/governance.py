@@ -104,18 +104,20 @@ class TaskGovernanceChange(Spec):
 
 class MigPartition(Spec):
     profile: str = Field(pattern=MIG_PATTERN, description="a MIG profile, e.g. mig-1g.10gb")
-    count: int = Field(ge=0, le=10_000_000)
+    count: int = Field(ge=0, le=10_000_000, description="partitions of the profile")
 
 
 class QuotaResource(Spec):
     """One instance type of a team's quota: whole instances (count), or accelerators, vCPUs,
     memory or MIG partitions of that type."""
 
-    instance_type: str = Field(pattern=INSTANCE_TYPE_PATTERN, examples=["ml.p5.48xlarge"])
+    instance_type: str = Field(
+        pattern=INSTANCE_TYPE_PATTERN, examples=["ml.p5.48xlarge"], description="the type"
+    )
     count: int | None = Field(None, ge=0, le=10_000_000, description="instances")
     accelerators: int | None = Field(None, ge=0, le=10_000_000, description="GPUs / chips")
-    vcpu: float | None = Field(None, ge=0, le=10_000_000)
-    memory_gib: float | None = Field(None, ge=0, le=10_000_000)
+    vcpu: float | None = Field(None, ge=0, le=10_000_000, description="vCPUs")
+    memory_gib: float | None = Field(None, ge=0, le=10_000_000, description="memory, GiB")
     mig: MigPartition | None = Field(None, description="MIG partitions of the type's GPUs")
 
     @model_validator(mode="after")
@@ -179,7 +181,7 @@ class TeamSettings(Spec):
     )
     fair_share_weight: int | None = Field(None, ge=0, le=100, description="0-100")
     active: bool | None = Field(None, description="ActivationState Enabled|Disabled")
-    description: str | None = Field(None, max_length=1024)
+    description: str | None = Field(None, max_length=1024, description="free text")
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
@@ -195,7 +197,12 @@ class TeamSettings(Spec):
 class NewTeam(TeamSettings):
     """A team: a compute quota on the cluster, its namespace hyperpod-ns-<name>."""
 
-    name: str = Field(max_length=40, pattern=GOVERNED_NAME_PATTERN, examples=["team-a"])
+    name: str = Field(
+        max_length=40,
+        pattern=GOVERNED_NAME_PATTERN,
+        examples=["team-a"],
+        description="the team's name (namespace hyperpod-ns-<name>)",
+    )
     resources: list[QuotaResource] | None = Field(
         min_length=1, max_length=MAX_QUOTA_RESOURCES, description="the quota per instance type"
     )

@@ -117,8 +117,14 @@ class ContainerSpec(Spec):
     image: str | None = Field(
         None, min_length=3, max_length=255, description="default: the engine's official image"
     )
-    command: list[str] = Field(default_factory=list, max_length=64)
-    args: list[str] = Field(default_factory=list, max_length=128)
+    command: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="default: the engine's launcher; custom: required (or args)",
+    )
+    args: list[str] = Field(
+        default_factory=list, max_length=128, description="extra server arguments, appended"
+    )
     model: str | None = Field(
         None,
         min_length=1,
@@ -126,7 +132,11 @@ class ContainerSpec(Spec):
         description="the model served (Hugging Face id or a path), passed as --model",
     )
     port: int = Field(0, ge=0, le=65535, description="0: the engine's default port")
-    env: dict[str, str] = Field(default_factory=dict, max_length=64)
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="environment variables; no credentials (use hf_token_secret)",
+    )
     hf_token_secret: str | None = Field(
         None,
         max_length=253,
@@ -189,18 +199,22 @@ class ContainerSpec(Spec):
 class RouterSpec(Spec):
     """The SGLang router in front of the workers."""
 
-    policy: Literal["cache_aware", "round_robin", "random", "power_of_two"] = "cache_aware"
-    port: int = Field(30000, ge=1024, le=65535)
-    replicas: int = Field(1, ge=1, le=8)
-    service: Literal["external", "internal"] = "internal"
+    policy: Literal["cache_aware", "round_robin", "random", "power_of_two"] = Field(
+        "cache_aware", description="how the router picks a worker"
+    )
+    port: int = Field(30000, ge=1024, le=65535, description="the router's port")
+    replicas: int = Field(1, ge=1, le=8, description="router pods")
+    service: Literal["external", "internal"] = Field(
+        "internal", description="external: a load balancer; internal: in-cluster only"
+    )
 
 
 class AutoscalingSpec(Spec):
     """A KEDA ScaledObject on the serving metrics in Prometheus: running and queued requests,
     and, when set, the request rate and the GPU utilization (DCGM exporter) per replica."""
 
-    min_replicas: int = Field(1, ge=0, le=64)
-    max_replicas: int = Field(4, ge=1, le=64)
+    min_replicas: int = Field(1, ge=0, le=64, description="lower bound (0: scale to zero)")
+    max_replicas: int = Field(4, ge=1, le=64, description="upper bound, >= min_replicas")
     requests_per_replica: float = Field(
         10.0, gt=0, description="target running requests per worker"
     )
@@ -209,7 +223,10 @@ class AutoscalingSpec(Spec):
     rate_window_seconds: int = Field(60, ge=10, le=600, description="QPS window")
     gpu_utilization: float | None = Field(None, gt=0, le=100, description="target GPU % per worker")
     prometheus_address: str = Field(
-        "http://prometheus-server.monitoring.svc.cluster.local:80", min_length=8, max_length=255
+        "http://prometheus-server.monitoring.svc.cluster.local:80",
+        min_length=8,
+        max_length=255,
+        description="the Prometheus KEDA queries",
     )
 
     @model_validator(mode="after")
@@ -225,13 +242,27 @@ class AutoscalingSpec(Spec):
 class ModelSource(Spec):
     """Where a managed endpoint's model comes from."""
 
-    type: Literal["s3", "fsx", "huggingface"]
-    s3_bucket: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
-    region: str | None = Field(None, pattern=r"^[a-z]{2}-[a-z]+-[0-9]$")
-    fsx_file_system_id: str | None = Field(None, pattern=r"^fs-[0-9a-f]{8,17}$")
-    fsx_mount_name: str | None = Field(None, min_length=1, max_length=64)
-    hf_model_id: str | None = Field(None, min_length=1, max_length=255)
-    model_location: str | None = Field(None, min_length=1, max_length=1024)
+    type: Literal["s3", "fsx", "huggingface"] = Field(
+        description="s3 needs s3_bucket, fsx fsx_file_system_id, huggingface hf_model_id"
+    )
+    s3_bucket: str | None = Field(
+        None, pattern=r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$", description="type s3: the bucket"
+    )
+    region: str | None = Field(
+        None, pattern=r"^[a-z]{2}-[a-z]+-[0-9]$", description="the bucket's; default us-east-1"
+    )
+    fsx_file_system_id: str | None = Field(
+        None, pattern=r"^fs-[0-9a-f]{8,17}$", description="type fsx: e.g. fs-0123456789abcdef0"
+    )
+    fsx_mount_name: str | None = Field(
+        None, min_length=1, max_length=64, description="the FSx for Lustre mount name"
+    )
+    hf_model_id: str | None = Field(
+        None, min_length=1, max_length=255, description="type huggingface: e.g. Qwen/Qwen3-0.6B"
+    )
+    model_location: str | None = Field(
+        None, min_length=1, max_length=1024, description="the model's path in the source"
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> Self:
@@ -252,9 +283,11 @@ class ModelSource(Spec):
 class KvCacheSpec(Spec):
     """Managed tiered KV caching: L1 on the instance, L2 in the tiered-storage backend."""
 
-    l1: bool = True
-    l2: bool = False
-    l2_backend: Literal["tieredstorage"] = "tieredstorage"
+    l1: bool = Field(True, description="KV cache in instance memory")
+    l2: bool = Field(False, description="KV cache in the L2 backend")
+    l2_backend: Literal["tieredstorage"] = Field(
+        "tieredstorage", description="the L2 backend (when l2)"
+    )
 
 
 CaptureMode = Literal["Input", "Output"]
@@ -272,7 +305,9 @@ class TlsSpec(Spec):
         None, max_length=512, pattern=S3_URI_PATTERN, description="self-signed cert store"
     )
     acm_certificate_arn: str | None = Field(
-        None, pattern=r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$"
+        None,
+        pattern=r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$",
+        description="ACM certificate for domain_name (set both)",
     )
     domain_name: str | None = Field(
         None, max_length=253, pattern=DOMAIN_PATTERN, description="lowercase, not a wildcard"
@@ -306,14 +341,22 @@ class DataCaptureSpec(Spec):
     s3_uri: str | None = Field(
         None, max_length=512, pattern=S3_URI_PATTERN, description="default: tls.certificate_s3_uri"
     )
-    sagemaker_endpoint: bool = False
-    load_balancer: bool = False
-    model_pod: bool = True
+    sagemaker_endpoint: bool = Field(False, description="capture at the SageMaker endpoint")
+    load_balancer: bool = Field(False, description="keep the load balancer's access logs")
+    model_pod: bool = Field(True, description="capture at the model pods")
     capture: list[CaptureMode] = Field(
-        default_factory=lambda: list(CAPTURE_MODES), min_length=1, max_length=2
+        default_factory=lambda: list(CAPTURE_MODES),
+        min_length=1,
+        max_length=2,
+        description="Input, Output or both (default)",
     )
-    sampling_percentage: int = Field(100, ge=0, le=100)
-    kms_key_id: str | None = Field(None, max_length=2048, pattern=r"^[a-zA-Z0-9:/_-]+$")
+    sampling_percentage: int = Field(100, ge=0, le=100, description="% of requests captured")
+    kms_key_id: str | None = Field(
+        None,
+        max_length=2048,
+        pattern=r"^[a-zA-Z0-9:/_-]+$",
+        description="KMS key for the captured data",
+    )
 
     @model_validator(mode="after")
     def _some_tier(self) -> Self:
@@ -328,14 +371,22 @@ class DataCaptureSpec(Spec):
 class CloudWatchTrigger(Spec):
     """A CloudWatch metric the operator's autoscaler scales on (cloudWatchTriggerList)."""
 
-    name: str = Field(pattern=r"^[a-z0-9-]+$", max_length=63)
+    name: str = Field(
+        pattern=r"^[a-z0-9-]+$", max_length=63, description="unique among the triggers"
+    )
     namespace: str = Field(min_length=1, max_length=255, description="e.g. AWS/SageMaker")
-    metric_name: str = Field(min_length=1, max_length=255)
-    dimensions: dict[str, str] = Field(default_factory=dict, max_length=30)
-    target_value: float = Field(gt=0)
-    stat: Literal["Average", "Sum", "Minimum", "Maximum", "SampleCount"] = "Average"
-    metric_type: Literal["Average", "Value"] = "Average"
-    period_seconds: int = Field(300, ge=60, le=86400)
+    metric_name: str = Field(min_length=1, max_length=255, description="the CloudWatch metric")
+    dimensions: dict[str, str] = Field(
+        default_factory=dict, max_length=30, description="metric dimensions, name to value"
+    )
+    target_value: float = Field(gt=0, description="the value per replica to scale to")
+    stat: Literal["Average", "Sum", "Minimum", "Maximum", "SampleCount"] = Field(
+        "Average", description="the statistic read"
+    )
+    metric_type: Literal["Average", "Value"] = Field(
+        "Average", description="Average: per replica; Value: as a whole"
+    )
+    period_seconds: int = Field(300, ge=60, le=86400, description="statistic period")
 
 
 def _capture_location(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> None:
@@ -350,7 +401,7 @@ def _capture_location(tls: TlsSpec | None, capture: DataCaptureSpec | None) -> N
 class PdRole(Spec):
     """The prefill or the decode workers of a disaggregated endpoint."""
 
-    replicas: int = Field(1, ge=1, le=64)
+    replicas: int = Field(1, ge=1, le=64, description="pods of this role")
     gpus: int | None = Field(None, ge=1, le=8, description="default: the endpoint's gpus")
     args: list[str] = Field(default_factory=list, max_length=32, description="extra vLLM args")
 
@@ -359,32 +410,43 @@ class PdSpec(Spec):
     """Disaggregated prefill and decode (pdSpec): the operator runs separate prefill and decode
     Deployments and routes long prompts through remote prefill."""
 
-    prefill: PdRole = Field(default_factory=PdRole)
-    decode: PdRole = Field(default_factory=PdRole)
+    prefill: PdRole = Field(default_factory=PdRole, description="the prefill workers")
+    decode: PdRole = Field(default_factory=PdRole, description="the decode workers")
     routing_threshold: int = Field(
         4096, ge=0, le=1_000_000, description="prompt tokens from which prefill is remote"
     )
-    same_az: bool = True
+    same_az: bool = Field(True, description="prefill and decode in one AZ")
 
 
 class ManagedSpec(Spec):
     """An InferenceEndpointConfig: model, worker image, caching, routing, scaling, load balancer,
     TLS and DNS, data capture."""
 
-    model_name: str = Field(min_length=1, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9\-.]*$")
-    model_source: ModelSource
-    kv_cache: KvCacheSpec | None = None
-    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = None
-    autoscaling: AutoscalingSpec | None = None
+    model_name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-zA-Z0-9][a-zA-Z0-9\-.]*$",
+        description="the model's name (SM_MODEL_ID)",
+    )
+    model_source: ModelSource = Field(description="where the model is loaded from")
+    kv_cache: KvCacheSpec | None = Field(None, description="tiered KV cache; default: none")
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = Field(
+        None, description="intelligent routing; default: none"
+    )
+    autoscaling: AutoscalingSpec | None = Field(None, description="replica bounds; default: none")
     load_balancer: bool = Field(True, description="an ALB in front of the endpoint")
-    health_check_path: str = Field("/health", pattern=r"^/[A-Za-z0-9/_\-.]*$")
-    metrics: bool = True
-    tls: TlsSpec | None = None
-    data_capture: DataCaptureSpec | None = None
+    health_check_path: str = Field(
+        "/health", pattern=r"^/[A-Za-z0-9/_\-.]*$", description="the load balancer's probe"
+    )
+    metrics: bool = Field(True, description="the operator's metrics collection")
+    tls: TlsSpec | None = Field(None, description="certificate and DNS record")
+    data_capture: DataCaptureSpec | None = Field(None, description="capture requests to S3")
     cloudwatch_triggers: list[CloudWatchTrigger] = Field(
         default_factory=list, max_length=8, description="needs autoscaling"
     )
-    disaggregation: PdSpec | None = None
+    disaggregation: PdSpec | None = Field(
+        None, description="separate prefill and decode workers; not with autoscaling"
+    )
 
     @model_validator(mode="after")
     def _options(self) -> Self:
@@ -411,13 +473,20 @@ class JumpStartSpec(Spec):
     """A JumpStartModel: a SageMaker JumpStart model the operator deploys, with the same tiered
     KV cache and intelligent routing options as a managed endpoint."""
 
-    model_id: str = Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9\-_.]*$")
-    model_version: str | None = Field(None, max_length=32)
-    accept_eula: bool = False
-    kv_cache: KvCacheSpec | None = None
-    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = None
-    tls: TlsSpec | None = None
-    data_capture: DataCaptureSpec | None = None
+    model_id: str = Field(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9\-_.]*$",
+        description="the JumpStart model id",
+    )
+    model_version: str | None = Field(None, max_length=32, description="default: the latest")
+    accept_eula: bool = Field(False, description="accept the model's EULA (gated models)")
+    kv_cache: KvCacheSpec | None = Field(None, description="tiered KV cache; default: none")
+    routing_strategy: Literal["prefixaware", "kvaware", "session", "roundrobin"] | None = Field(
+        None, description="intelligent routing; default: none"
+    )
+    tls: TlsSpec | None = Field(None, description="certificate and DNS record")
+    data_capture: DataCaptureSpec | None = Field(None, description="capture requests to S3")
 
     @model_validator(mode="after")
     def _options(self) -> Self:
@@ -428,18 +497,23 @@ class JumpStartSpec(Spec):
 class EndpointSpec(Spec):
     """One inference endpoint on a cluster. `gpus` is the GPU count of one replica."""
 
-    name: str = Field(pattern=ENDPOINT_NAME_PATTERN, min_length=1, max_length=40)
+    name: str = Field(
+        pattern=ENDPOINT_NAME_PATTERN,
+        min_length=1,
+        max_length=40,
+        description="the endpoint's name (a DNS label)",
+    )
     namespace: str = Field("default", pattern=NAMESPACE_PATTERN, description=NAMESPACE_DESCRIPTION)
-    kind: EndpointKind = "container"
+    kind: EndpointKind = Field("container", description="container, sglang, managed or jumpstart")
     instance_type: str = Field(pattern=ML_INSTANCE_PATTERN, description="e.g. ml.g5.8xlarge")
     fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] = Field(
         default_factory=list,
         max_length=4,
         description="other acceptable types, by preference",
     )
-    container: ContainerSpec | None = None
-    managed: ManagedSpec | None = None
-    jumpstart: JumpStartSpec | None = None
+    container: ContainerSpec | None = Field(None, description="kinds container and sglang")
+    managed: ManagedSpec | None = Field(None, description="kind managed")
+    jumpstart: JumpStartSpec | None = Field(None, description="kind jumpstart")
     gpus: int | None = Field(
         None,
         ge=1,
@@ -447,10 +521,14 @@ class EndpointSpec(Spec):
         validate_default=True,
         description="GPUs per replica: required, never inferred",
     )
-    replicas: int = Field(1, ge=0, le=64)
-    service: ServiceShape = "internal"
-    router: RouterSpec | None = None
-    autoscaling: AutoscalingSpec | None = None
+    replicas: int = Field(1, ge=0, le=64, description="serving pods (sglang: workers)")
+    service: ServiceShape = Field(
+        "internal", description="external (load balancer), internal, or model_pool"
+    )
+    router: RouterSpec | None = Field(None, description="kind sglang only")
+    autoscaling: AutoscalingSpec | None = Field(
+        None, description="KEDA scaling (container, sglang)"
+    )
     mig_profile: str | None = Field(
         None,
         pattern=MIG_PROFILE_PATTERN,
@@ -634,7 +712,7 @@ class EndpointSpec(Spec):
 
 class EndpointTarget(Spec):
     cluster: str = Field(pattern=NAME_PATTERN)
-    name: str = Field(pattern=ENDPOINT_NAME_PATTERN)
+    name: str = Field(pattern=ENDPOINT_NAME_PATTERN, description="the endpoint's name")
     namespace: str = Field("default", pattern=NAMESPACE_PATTERN, description=NAMESPACE_DESCRIPTION)
 
     @field_validator("namespace")
@@ -678,14 +756,19 @@ class PoolAssignment(PoolWorker):
 class ContainerChange(Spec):
     """Fields of the serving container to change; the merged container is checked as a whole."""
 
-    engine: Engine | None = None
-    image: str | None = Field(None, min_length=3, max_length=255)
-    command: list[str] | None = Field(None, max_length=64)
-    args: list[str] | None = Field(None, max_length=128)
-    model: str | None = Field(None, min_length=1, max_length=255)
-    port: int | None = Field(None, ge=0, le=65535)
-    env: dict[str, str] | None = Field(None, max_length=64)
-    hf_token_secret: str | None = Field(None, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
+    engine: Engine | None = Field(None, description="vllm, sglang, or custom")
+    image: str | None = Field(None, min_length=3, max_length=255, description="the image")
+    command: list[str] | None = Field(None, max_length=64, description="replaces the command")
+    args: list[str] | None = Field(None, max_length=128, description="replaces the args")
+    model: str | None = Field(None, min_length=1, max_length=255, description="the model served")
+    port: int | None = Field(None, ge=0, le=65535, description="0: the engine's default")
+    env: dict[str, str] | None = Field(None, max_length=64, description="replaces the env")
+    hf_token_secret: str | None = Field(
+        None,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Secret (key `token`) with the HF token",
+    )
 
     @field_validator("env")
     @classmethod
@@ -697,18 +780,20 @@ class EndpointChange(Spec):
     """A change to a deployed endpoint: only the fields sent change (nested ones too); the
     merged spec passes every rule of a deploy."""
 
-    instance_type: str | None = Field(None, pattern=ML_INSTANCE_PATTERN)
-    fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] | None = (
-        Field(None, max_length=4)
+    instance_type: str | None = Field(
+        None, pattern=ML_INSTANCE_PATTERN, description="e.g. ml.g5.8xlarge"
     )
-    gpus: int | None = Field(None, ge=1, le=8)
-    replicas: int | None = Field(None, ge=0, le=64)
-    service: ServiceShape | None = None
-    container: ContainerChange | None = None
-    router: RouterSpec | None = None
-    autoscaling: AutoscalingSpec | None = None
-    managed: ManagedSpec | None = None
-    jumpstart: JumpStartSpec | None = None
+    fallback_instance_types: list[Annotated[str, Field(pattern=ML_INSTANCE_PATTERN)]] | None = (
+        Field(None, max_length=4, description="replaces the fallback types")
+    )
+    gpus: int | None = Field(None, ge=1, le=8, description="GPUs per replica")
+    replicas: int | None = Field(None, ge=0, le=64, description="serving pods")
+    service: ServiceShape | None = Field(None, description="external, internal or model_pool")
+    container: ContainerChange | None = Field(None, description="container fields to change")
+    router: RouterSpec | None = Field(None, description="router fields, merged")
+    autoscaling: AutoscalingSpec | None = Field(None, description="KEDA scaling, merged")
+    managed: ManagedSpec | None = Field(None, description="the managed spec, merged")
+    jumpstart: JumpStartSpec | None = Field(None, description="the jumpstart spec, merged")
 
     @model_validator(mode="after")
     def _something(self) -> Self:

@@ -75,10 +75,14 @@ class InstanceGroupChange(Spec):
         "nvidia.com/mig.config), or disabled for whole GPUs",
     )
     # Fixed for the group's life: accepted only when equal to the actual value.
-    instance_type: str | None = Field(None, pattern=ML_INSTANCE_PATTERN)
-    capacity_type: CapacityType | None = None
-    training_plan_arn: str | None = Field(None, pattern=TRAINING_PLAN_ARN_PATTERN)
-    interface_type: InterfaceType | None = None
+    instance_type: str | None = Field(
+        None, pattern=ML_INSTANCE_PATTERN, description="fixed: only the current value"
+    )
+    capacity_type: CapacityType | None = Field(None, description="fixed: only the current value")
+    training_plan_arn: str | None = Field(
+        None, pattern=TRAINING_PLAN_ARN_PATTERN, description="fixed: only the current value"
+    )
+    interface_type: InterfaceType | None = Field(None, description="fixed: only the current value")
 
     @field_validator("labels")
     @classmethod
@@ -108,7 +112,7 @@ class BatchSize(Spec):
     type: Literal["count", "percentage"] = Field(
         "count", description="count: instances per batch; percentage: of the group's capacity"
     )
-    value: int = Field(1, ge=1, le=MAX_INSTANCES)
+    value: int = Field(1, ge=1, le=MAX_INSTANCES, description="instances, or 1-100 %")
 
     @model_validator(mode="after")
     def _percentage(self) -> Self:
@@ -131,7 +135,9 @@ class SoftwareUpdateSpec(Spec):
         description="AMI to move to (an ami-... id); the latest HyperPod release if omitted",
     )
     batch_size: BatchSize = Field(default_factory=BatchSize, description="Nodes per batch")
-    rollback_batch_size: BatchSize | None = None
+    rollback_batch_size: BatchSize | None = Field(
+        None, description="Nodes per rollback batch; omitted: not sent"
+    )
     wait_interval_seconds: int = Field(
         0, ge=0, le=3600, description="Pause between batches, seconds"
     )

@@ -105,17 +105,25 @@ class _Quantities(Spec):
 class SpaceSpec(_Quantities):
     """A new space: what it runs, on what resources, with which claims mounted."""
 
-    name: str = Field(min_length=1, max_length=40, pattern=SPACE_NAME_PATTERN)
-    display_name: str | None = Field(None, min_length=1, max_length=100)
-    app_type: Literal["jupyterlab", "code-editor"] = "jupyterlab"
+    name: str = Field(
+        min_length=1, max_length=40, pattern=SPACE_NAME_PATTERN, description="the space's name"
+    )
+    display_name: str | None = Field(
+        None, min_length=1, max_length=100, description="shown in the UI; default: name"
+    )
+    app_type: Literal["jupyterlab", "code-editor"] = Field(
+        "jupyterlab", description="the IDE the space runs"
+    )
     image: str | None = Field(
         None, min_length=1, max_length=500, description="Container image; default per app"
     )
     cpu: str | None = Field("2", max_length=20, description="CPU request, e.g. '2' or '500m'")
     memory: str | None = Field("8Gi", max_length=20, description="Memory, e.g. '8Gi'")
     gpu: int = Field(0, ge=0, le=8, description="Whole NVIDIA GPUs")
-    volumes: list[SpaceVolume] = Field(default_factory=list, max_length=8)
-    idle_shutdown: IdleShutdown | None = None
+    volumes: list[SpaceVolume] = Field(
+        default_factory=list, max_length=8, description="storage claims to mount"
+    )
+    idle_shutdown: IdleShutdown | None = Field(None, description="default: none set")
 
     @model_validator(mode="after")
     def _distinct(self) -> Self:
@@ -135,12 +143,14 @@ def check_volumes(volumes: list[SpaceVolume]) -> None:
 class SpaceChange(_Quantities):
     """Only what changes; a running space restarts on the new settings."""
 
-    image: str | None = Field(None, min_length=1, max_length=500)
-    cpu: str | None = Field(None, max_length=20)
-    memory: str | None = Field(None, max_length=20)
-    gpu: int | None = Field(None, ge=0, le=8)
-    volumes: list[SpaceVolume] | None = Field(None, max_length=8)
-    idle_shutdown: IdleShutdown | None = None
+    image: str | None = Field(None, min_length=1, max_length=500, description="container image")
+    cpu: str | None = Field(None, max_length=20, description="CPU request, e.g. '2' or '500m'")
+    memory: str | None = Field(None, max_length=20, description="memory, e.g. '8Gi'")
+    gpu: int | None = Field(None, ge=0, le=8, description="whole NVIDIA GPUs")
+    volumes: list[SpaceVolume] | None = Field(
+        None, max_length=8, description="the claims mounted (the whole list)"
+    )
+    idle_shutdown: IdleShutdown | None = Field(None, description="idle stop settings")
 
     @model_validator(mode="after")
     def _something(self) -> Self:

@@ -405,7 +405,9 @@ TopologyLayer = Literal["network-node-layer-1", "network-node-layer-2", "network
 class Placement(Spec):
     """Which of the group's nodes, how close together."""
 
-    deep_health_check_passed: bool = False
+    deep_health_check_passed: bool = Field(
+        False, description="only nodes whose deep health check passed"
+    )
     topology: TopologyLayer | None = Field(None, description="pods under one network node")
     topology_required: bool = Field(False, description="else preferred")
 
@@ -420,16 +422,22 @@ class Placement(Spec):
 
 
 class JobBase(Spec):
-    name: str = Field(pattern=JOB_NAME_PATTERN, examples=["llama-sft"])
+    name: str = Field(
+        pattern=JOB_NAME_PATTERN, examples=["llama-sft"], description="the job's name"
+    )
     instance_group: str = Field(pattern=GROUP_PATTERN, description="placement: the pods' group")
     replicas: int = Field(1, ge=1, le=256, description="pods (nodes)")
     nproc_per_node: int | None = Field(None, ge=1, le=64, description="default: the GPUs")
-    image: str | None = Field(None, min_length=1, max_length=500)
-    resources: Resources = Field(default_factory=Resources)
-    placement: Placement = Field(default_factory=Placement)
-    run_policy: RunPolicy = Field(default_factory=RunPolicy)
-    elastic: ElasticPolicy | None = None
-    env: dict[str, str] = Field(default_factory=dict, max_length=50)
+    image: str | None = Field(
+        None, min_length=1, max_length=500, description="default: the recipe's image"
+    )
+    resources: Resources = Field(default_factory=Resources, description="per pod")
+    placement: Placement = Field(default_factory=Placement, description="which nodes")
+    run_policy: RunPolicy = Field(default_factory=RunPolicy, description="restarts")
+    elastic: ElasticPolicy | None = Field(None, description="default: fixed replicas")
+    env: dict[str, str] = Field(
+        default_factory=dict, max_length=50, description="no secrets (use secret_env)"
+    )
     secret_env: dict[str, SecretRef] = Field(
         default_factory=dict,
         max_length=50,
@@ -570,7 +578,7 @@ class JobBase(Spec):
 class PyTorchRecipe(JobBase):
     """A plain PyTorch script launched with torchrun on every node."""
 
-    recipe: Literal["pytorch"] = "pytorch"
+    recipe: Literal["pytorch"] = Field("pytorch", description="torchrun a script")
     script: str = Field(description="the training script, in the shared bucket")
     args: list[str] = Field(default_factory=list, max_length=100, description="script arguments")
 
@@ -598,7 +606,7 @@ class PyTorchRecipe(JobBase):
 class ShellRecipe(JobBase):
     """A bash script run on every worker, with torchrun's rendezvous environment."""
 
-    recipe: Literal["shell"] = "shell"
+    recipe: Literal["shell"] = Field("shell", description="a bash script")
     body: str = Field(min_length=1, max_length=16_000, description="the script bash runs")
 
     @field_validator("body")
@@ -620,7 +628,7 @@ class Hyperparameters(Spec):
     """Batch and sequence sizes of a fine-tuning recipe."""
 
     batch_size: int = Field(1, ge=1, le=1024, description="per device")
-    gradient_accumulation_steps: int = Field(8, ge=1, le=1024)
+    gradient_accumulation_steps: int = Field(8, ge=1, le=1024, description="per optimizer step")
     max_length: int = Field(2048, ge=16, le=1_048_576, description="tokens per sample")
     lora_rank: int = Field(8, ge=1, le=1024, description="with LoRA")
     max_steps: int | None = Field(None, ge=1, description="stop after; default: the epochs")
@@ -629,14 +637,16 @@ class Hyperparameters(Spec):
 class LlamaFactoryRecipe(JobBase):
     """Supervised fine-tuning with LLaMA-Factory (`llamafactory-cli train`)."""
 
-    recipe: Literal["llama-factory"] = "llama-factory"
+    recipe: Literal["llama-factory"] = Field("llama-factory", description="LLaMA-Factory SFT")
     model: str = Field(description="the model, a path in the shared bucket")
     dataset: str = Field(description="the dataset, a path in the shared bucket")
     template: str = Field("qwen", pattern=r"^[a-z0-9_.\-]{1,40}$", description="the chat template")
     finetuning_type: Literal["lora", "full", "freeze"] = Field("lora", description="how")
     epochs: float = Field(3.0, gt=0, le=1000, description="passes over the data")
-    learning_rate: float = Field(1e-4, gt=0, lt=1)
-    hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
+    learning_rate: float = Field(1e-4, gt=0, lt=1, description="the optimizer's")
+    hyperparameters: Hyperparameters = Field(
+        default_factory=Hyperparameters, description="batch, sequence, LoRA sizes"
+    )
     output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
@@ -655,7 +665,7 @@ def _rewards() -> list[RewardFunc]:
 class MsSwiftRecipe(JobBase):
     """Fine-tuning with MS-Swift: `swift sft`, or GRPO (`swift rlhf --rlhf_type grpo`)."""
 
-    recipe: Literal["ms-swift"] = "ms-swift"
+    recipe: Literal["ms-swift"] = Field("ms-swift", description="MS-Swift")
     algorithm: Literal["sft", "grpo"] = Field("sft", description="the training method")
     model: str = Field(description="the model, a path in the shared bucket")
     dataset: str = Field(description="the dataset, a path in the shared bucket")
@@ -668,8 +678,10 @@ class MsSwiftRecipe(JobBase):
     )
     num_generations: int = Field(8, ge=2, le=64, description="with grpo: completions per prompt")
     epochs: float = Field(1.0, gt=0, le=1000, description="passes over the data")
-    learning_rate: float = Field(1e-4, gt=0, lt=1)
-    hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
+    learning_rate: float = Field(1e-4, gt=0, lt=1, description="the optimizer's")
+    hyperparameters: Hyperparameters = Field(
+        default_factory=Hyperparameters, description="batch, sequence, LoRA sizes"
+    )
     output: str | None = Field(None, description="where the result goes, in the shared bucket")
 
     @field_validator("model", "dataset", "output")
@@ -681,7 +693,7 @@ class MsSwiftRecipe(JobBase):
 class VerlRecipe(JobBase):
     """Reinforcement learning with VERL on a KubeRay RayJob (head + GPU workers)."""
 
-    recipe: Literal["verl"] = "verl"
+    recipe: Literal["verl"] = Field("verl", description="VERL on a RayJob")
     model: str = Field(description="the model, a path in the shared bucket")
     train_files: str = Field(description="training data (parquet), in the shared bucket")
     val_files: str = Field(description="validation data (parquet), in the shared bucket")
@@ -721,9 +733,14 @@ RECIPES = ("pytorch", "shell", "llama-factory", "ms-swift", "verl")
 class ModelDownloadSpec(Spec):
     """A Hugging Face model pulled into the shared bucket by a Kubernetes Job."""
 
-    name: str = Field(pattern=JOB_NAME_PATTERN)
-    repo_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    revision: str = Field("main", pattern=r"^[A-Za-z0-9_.\-/]{1,100}$")
+    name: str = Field(pattern=JOB_NAME_PATTERN, description="the download Job's name")
+    repo_id: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$",
+        description="Hugging Face repo, e.g. Qwen/Qwen2.5-7B",
+    )
+    revision: str = Field(
+        "main", pattern=r"^[A-Za-z0-9_.\-/]{1,100}$", description="branch, tag or commit"
+    )
     target: str | None = Field(None, description="default: models/<repo name>")
     token_secret: str | None = Field(
         None,
@@ -731,7 +748,9 @@ class ModelDownloadSpec(Spec):
         pattern=SECRET_PATTERN,
         description="a Secret made by POST .../secrets/hf-token",
     )
-    instance_group: str | None = Field(None, pattern=GROUP_PATTERN)
+    instance_group: str | None = Field(
+        None, pattern=GROUP_PATTERN, description="the group the Job runs on; default: any node"
+    )
     volumes: Volumes = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -908,17 +927,24 @@ class SecretStored(Event):
 class TrackingServerSpec(Spec):
     """A SageMaker managed MLflow tracking server recipes report throughput and loss to."""
 
-    name: str = Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$", max_length=256)
+    name: str = Field(
+        pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$",
+        max_length=256,
+        description="the tracking server's name",
+    )
     artifact_store_uri: str = Field(
         pattern=r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$",
         examples=["s3://my-bucket/mlflow"],
+        description="s3://bucket/prefix for artifacts",
     )
     role_arn: str = Field(
         pattern=r"^arn:aws[a-z\-]*:iam::\d{12}:role/.+$",
         description="the role the server uses to reach the artifact store",
     )
-    size: Literal["Small", "Medium", "Large"] = "Small"
-    mlflow_version: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$")
+    size: Literal["Small", "Medium", "Large"] = Field("Small", description="server size")
+    mlflow_version: str | None = Field(
+        None, pattern=r"^\d+\.\d+(\.\d+)?$", description="default: SageMaker's"
+    )
 
 
 class CreateTrackingServer(Command):
