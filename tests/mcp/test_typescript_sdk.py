@@ -167,7 +167,7 @@ def test_a_bad_argument_is_a_visible_validation_error(seen: dict[str, Any], tran
     text = tool_error(seen[transport]["read_only"]["bad_argument"])
     assert text.startswith("validation_error: availability_zone_id:")
     assert "- availability_zone_id [string_pattern_mismatch]" in text
-    assert "(hint: use a value matching" in text
+    assert "is not in the form this field takes (hint: use an Availability Zone ID such as" in text
 
     # The gateway's refusal, worded with the tool's argument (REST says query.selector).
     text = tool_error(seen[transport]["read_only"]["bad_selector"])

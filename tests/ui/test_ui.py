@@ -89,7 +89,11 @@ def test_validation_errors_shown_at_their_fields(page: Page) -> None:
     name.fill("-not-a-name")
     page.get_by_role("button", name="Create cluster").click()
     error = page.locator(f"#{name.get_attribute('id')}-error")
-    expect(error).to_contain_text("should match pattern")
+    # in words, not the regular expression
+    expect(error).to_contain_text(
+        "is not in the form this field takes — use 1 to 63 letters, digits and hyphens,"
+        " starting and ending with a letter or digit"
+    )
     expect(name).to_have_attribute("aria-invalid", "true")
     expect(name).to_be_focused()
 

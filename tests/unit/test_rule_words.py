@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from shared.contracts.cluster import NAME_PATTERN
+from shared.pattern_words import pattern_hint, schema_message
 from shared.validation import bounds_hint, items_hint, length_hint, rule_message
 
 
@@ -40,3 +42,20 @@ def test_other_rules_keep_their_sentence_and_get_their_way_out() -> None:
     assert rule_message({"type": "value_error", "msg": "Value error, no such group"}) == (
         "no such group"
     )
+
+
+class Named(BaseModel):
+    name: str = Field(pattern=NAME_PATTERN)
+    other: str = Field("a", pattern=r"^[a-c]+$")
+
+
+def test_a_name_pattern_is_said_in_words_and_an_unlisted_one_by_its_expression() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Named.model_validate({"name": "-bad", "other": "z"})
+    name, other = (dict(e) for e in caught.value.errors())
+    assert schema_message(name) == "is not in the form this field takes"
+    assert pattern_hint(name["ctx"]["pattern"]) == (  # type: ignore[index]
+        "use 1 to 63 letters, digits and hyphens, starting and ending with a letter or digit"
+    )
+    assert schema_message(other) == "String should match pattern '^[a-c]+$'"
+    assert pattern_hint(other["ctx"]["pattern"]) == "use a value matching ^[a-c]+$"  # type: ignore[index]

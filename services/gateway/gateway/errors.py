@@ -18,7 +18,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from shared.db import CONNECTION_ERRORS
 from shared.errors import DatabaseUnavailable
 from shared.logging import get_logger
-from shared.validation import RuleViolation, bounds_hint, items_hint, length_hint, rule_message
+from shared.pattern_words import pattern_hint, schema_message
+from shared.validation import RuleViolation, bounds_hint, items_hint, length_hint
 
 log = get_logger("gateway.errors")
 
@@ -97,7 +98,7 @@ def _hint(err: dict[str, Any], request: Request) -> str:
         allowed = _allowed_fields(request)
         return "remove this field" + (f"; accepted fields: {', '.join(allowed)}" if allowed else "")
     if rule == "string_pattern_mismatch":
-        return f"use a value matching {ctx.get('pattern')}"
+        return pattern_hint(ctx.get("pattern"))
     if rule in ("string_too_short", "string_too_long"):
         return length_hint(ctx)
     if rule in ("too_short", "too_long"):
@@ -124,7 +125,7 @@ def field_name(loc: tuple[Any, ...]) -> str:
 
 
 def _message(err: dict[str, Any]) -> str:
-    return rule_message(err)
+    return schema_message(err)
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -17,7 +17,8 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from shared.validation import bounds_hint, items_hint, length_hint, rule_message
+from shared.pattern_words import pattern_hint, schema_message
+from shared.validation import bounds_hint, items_hint, length_hint
 
 _TYPE_HINTS = {
     "missing": "add this field",
@@ -128,7 +129,7 @@ def _hint(err: dict[str, Any]) -> str:
     if rule == "extra_forbidden":
         return "remove this field"
     if rule == "string_pattern_mismatch":
-        return f"use a value matching {ctx.get('pattern')}"
+        return pattern_hint(ctx.get("pattern"))
     if rule in ("string_too_short", "string_too_long"):
         return length_hint(ctx)
     if rule in ("too_short", "too_long"):
@@ -157,7 +158,7 @@ def from_validation(exc: ValidationError, body_param: str | None = None) -> Tool
         {
             "field": location(tuple(err.get("loc", ()))),
             "rule": err.get("type", "invalid"),
-            "message": rule_message(dict(err)),
+            "message": schema_message(dict(err)),
             "hint": _hint(dict(err)),
         }
         for err in exc.errors()
