@@ -17,6 +17,7 @@ from sim.k8s.errors import ApiError, not_found
 from sim.k8s.http import Request, Response
 from sim.k8s.operators.spaces import CONTAINER, NAME_LABEL, activity_of
 from sim.k8s.operators.traffic import traffic_of
+from sim.k8s.serving_metrics import INFERENCE_PATHS, is_vllm, serving_of
 from sim.k8s.store import Obj
 
 if TYPE_CHECKING:
@@ -87,7 +88,17 @@ def serve(
     exported = server.telemetry.exporter_answer(pod, container, path) if method == "GET" else None
     if exported is not None:  # an exporter's scrape is not logged (Prometheus scrapes often)
         return 200, exported.encode(), "text/plain; version=0.0.4"
+    if method == "GET" and path.split("?", 1)[0] == "/metrics" and is_vllm(container):
+        # vLLM serves its Prometheus metrics on its API port (sim.k8s.serving_metrics)
+        text = serving_of(server).exposition(pod, container, _model_name(container))
+        return 200, text.encode(), "text/plain; version=0.0.4"
+    inference = method == "POST" and path in INFERENCE_PATHS and is_vllm(container)
+    if inference:
+        serving_of(server).started(pod, container)
+    began = time.perf_counter()
     status, body = _answer(container, method, path, raw)
+    if inference:
+        serving_of(server).finished(pod, container, time.perf_counter() - began, status)
     workspace = (pod["metadata"].get("labels") or {}).get(NAME_LABEL)
     if workspace and container["name"] == CONTAINER:
         # a space's JupyterLab: any request is activity (what idle shutdown reads)
@@ -127,12 +138,7 @@ def _answer(container: Obj, method: str, path: str, raw: bytes) -> tuple[int, An
             "object": "list",
             "data": [{"id": model, "object": "model", "owned_by": "sim"}],
         }
-    if method == "POST" and path in (
-        "/v1/chat/completions",
-        "/v1/completions",
-        "/invocations",
-        "/generate",
-    ):
+    if method == "POST" and path in INFERENCE_PATHS:
         try:
             request = orjson.loads(raw or b"{}")
         except orjson.JSONDecodeError:

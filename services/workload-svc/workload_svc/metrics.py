@@ -6,7 +6,11 @@ No Prometheus server is needed: once a cluster is queried, its exporter pods (dc
 server's pod proxy every `SCRAPE_SECONDS`, as Prometheus's Kubernetes pod discovery would, while
 the cluster keeps being queried (`IDLE_SECONDS`). Each sample carries the labels the exporter
 gave it plus `cluster`, `job` (the exporter) and `instance` (node:port); `MAX_WINDOW` of
-samples is kept per series. The store belongs to one replica: a second workload-svc scrapes on
+samples is kept per series. With the exporters there, the add-on's collector also scrapes the
+ready vLLM model servers of the endpoints (pods labelled `hyperpilot.dev/role=worker`, their
+`http` port, `/metrics`), job `model-server`, instance pod:port, with the pod's `namespace`,
+`pod` and `endpoint` (its `hyperpilot.dev/endpoint` label), as Kubernetes pod discovery's
+relabelling gives them. The store belongs to one replica: a second workload-svc scrapes on
 its own.
 """
 
@@ -17,6 +21,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,6 +43,10 @@ from workload_svc.access import Clusters, Kube
 log = get_logger("workload_svc.metrics")
 
 SCRAPE_SECONDS = 2.0
+MODEL_SERVER_JOB = "model-server"
+ENDPOINT_LABEL = "hyperpilot.dev/endpoint"
+WORKER_SELECTOR = "hyperpilot.dev/role=worker"
+VLLM = "vllm"  # the model servers whose metrics are scraped (vLLM's names, sim.k8s.serving_metrics)
 IDLE_SECONDS = 900.0  # a cluster nobody queried for this long stops being scraped
 
 
@@ -85,19 +94,23 @@ class Metrics:
             store = self.stores.setdefault(cluster, ClusterSeries())
             kube = await self.clusters.kube(cluster, any_status=True)
             targets = await _targets(kube)
+            if targets:  # the collector runs with the exporters: the model servers too
+                targets += await _model_servers(kube)
             at = self.clock()
             answers = await asyncio.gather(
-                *(_scrape_one(kube, cluster, *target) for target in targets),
+                *(_scrape_one(kube, cluster, target) for target in targets),
                 return_exceptions=True,
             )
-            store.targets = [f"{node}:{port}" for _, _, node, port in targets]
+            store.targets = [target.instance for target in targets]
             store.errors = {}
-            for (_, pod, node, port), answer in zip(targets, answers, strict=True):
+            for target, answer in zip(targets, answers, strict=True):
                 if isinstance(answer, BaseException):
-                    store.errors[f"{node}:{port}"] = str(answer)[:200]
-                    log.info("scrape failed", cluster=cluster, pod=pod, error=str(answer)[:200])
+                    store.errors[target.instance] = str(answer)[:200]
+                    log.info(
+                        "scrape failed", cluster=cluster, pod=target.pod, error=str(answer)[:200]
+                    )
                     continue
-                store.add(at, f"{node}:{port}", answer)
+                store.add(at, target.instance, answer)
             return store
 
     async def run(self) -> None:
@@ -171,8 +184,20 @@ class Metrics:
         }
 
 
-async def _targets(kube: Kube) -> list[tuple[str, str, str, int]]:
-    """(exporter, pod, node, port) of every running exporter pod."""
+@dataclass(frozen=True)
+class Target:
+    """One pod port the collector scrapes, and the labels its samples get."""
+
+    job: str
+    namespace: str
+    pod: str
+    port: int
+    instance: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+async def _targets(kube: Kube) -> list[Target]:
+    """The exporters: every running dcgm-exporter and EFA exporter pod."""
     found = []
     for exporter, port in EXPORTERS:
         pods = await kube.pods(OBSERVABILITY_NAMESPACE, f"app.kubernetes.io/name={exporter}")
@@ -182,15 +207,53 @@ async def _targets(kube: Kube) -> list[tuple[str, str, str, int]]:
             )
             phase = (pod.get("status") or {}).get("phase")
             if node and phase == "Running":
-                found.append((exporter, str(pod["metadata"]["name"]), str(node), port))
+                name = str(pod["metadata"]["name"])
+                found.append(
+                    Target(exporter, OBSERVABILITY_NAMESPACE, name, port, f"{node}:{port}")
+                )
     return found
 
 
-async def _scrape_one(
-    kube: Kube, cluster: str, exporter: str, pod: str, node: str, port: int
-) -> list[tuple[Labels, float]]:
-    text = await kube.scrape(OBSERVABILITY_NAMESPACE, pod, port)
-    extra = {CLUSTER_LABEL: cluster, "job": exporter, "instance": f"{node}:{port}"}
+async def _model_servers(kube: Kube) -> list[Target]:
+    """The ready vLLM model servers of the endpoints, on their `http` port."""
+    found = []
+    for pod in await kube.pods_in(None, WORKER_SELECTOR):
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        containers = spec.get("containers") or []
+        main = containers[0] if containers else {}
+        words = " ".join(map(str, [main.get("image", ""), *(main.get("command") or [])]))
+        ports = main.get("ports") or []
+        port = next((p for p in ports if p.get("name") == "http"), ports[0] if ports else None)
+        if not ready or VLLM not in words.lower() or port is None:
+            continue
+        number = int(port.get("containerPort") or port.get("container_port") or 0)
+        labels = {
+            "namespace": str(meta.get("namespace", "")),
+            "pod": str(meta.get("name", "")),
+            "endpoint": str((meta.get("labels") or {}).get(ENDPOINT_LABEL, "")),
+        }
+        found.append(
+            Target(
+                MODEL_SERVER_JOB,
+                labels["namespace"],
+                labels["pod"],
+                number,
+                f"{labels['pod']}:{number}",
+                tuple(labels.items()),
+            )
+        )
+    return found
+
+
+async def _scrape_one(kube: Kube, cluster: str, target: Target) -> list[tuple[Labels, float]]:
+    text = await kube.scrape(target.namespace, target.pod, target.port)
+    extra = dict(target.labels) | {
+        CLUSTER_LABEL: cluster,
+        "job": target.job,
+        "instance": target.instance,
+    }
     samples = []
     for labels, value in exposition(text):
         merged = dict(labels) | extra

@@ -1,6 +1,7 @@
 // Cluster detail: summary, instance groups (add, scale, delete), nodes (health; reboot,
-// replace, delete), storage buckets, dependencies, and the Advanced Features panel; links to
-// its training jobs and its diagnostics (views/diagnostics.js).
+// replace, delete), storage buckets, dependencies, the Advanced Features panel and, with
+// observability on, a GPU utilization heatmap per node (views/gpu_heatmap.js); links to its
+// training jobs and its diagnostics (views/diagnostics.js).
 
 import { del, get, patch, post, put } from "../api.js";
 import {
@@ -11,6 +12,7 @@ import { dryRun, planLines } from "../plan.js";
 import { onChange, watch } from "../store.js";
 import { instanceTypePicker } from "../instance_picker.js";
 import { featuresPanel } from "./features.js";
+import { gpuHeatmap } from "./gpu_heatmap.js";
 import { driftPanel } from "./drift.js";
 import { storageClaimsPanel } from "./storage_claims.js";
 import { plansThatFit } from "./training_plans.js";
@@ -439,8 +441,9 @@ export async function render(main, [name]) {
 
   const features = featuresPanel(name);
   const claims = storageClaimsPanel(name, status);
+  const heatmap = gpuHeatmap(name);
   main.append(
-    h("div", { class: "grid" }, groupsSection, features.element, nodesSection, depsSection, storageSection, claims.element),
+    h("div", { class: "grid" }, groupsSection, features.element, nodesSection, heatmap.element, depsSection, storageSection, claims.element),
   );
   // a cluster that is not active (being made, or its creation cancelled) has no such part yet:
   // said plainly, next to the summary's operation and the next steps, not as a red refusal
@@ -455,6 +458,7 @@ export async function render(main, [name]) {
     onChange(features.reload, { cluster: name }),
     drift.stop,
     claims.stop,
+    heatmap.stop,
   ];
   startNodes();
   await loadStorage();

@@ -286,7 +286,7 @@ async function detail(main, cluster, name) {
     section("Scaling and service", scaleForm),
     section("Call it", h("pre", { class: "curl", role: "group", "aria-label": "curl example" }, curlExample(url))),
     section("Try it", tryForm),
-    section("GPUs of its pods", charts.element),
+    section("Requests, replicas and GPUs", charts.element),
   );
   await load();
   const stopLive = onChange(load, { cluster });

@@ -1,7 +1,8 @@
 // Live metric charts (SVG, no library): a range query of the cluster's metrics route drawn as
 // one line per series, read again every few seconds. A job page shows its GPUs' utilization
-// and memory per node; an endpoint page its pods' GPUs. Needs the observability feature: when
-// it is off the chart says so.
+// and memory per node; an endpoint page its requests a second, latency (p50/p95 from vLLM's
+// histogram), ready replicas and its pods' GPUs. Needs the observability feature: when it is
+// off the chart says so.
 
 import { get, query } from "../api.js";
 import { h } from "../dom.js";
@@ -14,7 +15,10 @@ const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"
 const REFRESH_MS = 3000;
 const ENDED_S = 15; // a live series has a point every step (5 s) and a sample every scrape
 
-function svg(tag, attrs = {}) {
+// a value as a label: whole numbers as they are, small fractions (0.2 requests/s) with two digits
+const fmt = (v) => (Math.abs(v) < 10 && !Number.isInteger(v) ? v.toFixed(2) : String(Math.round(v)));
+
+export function svg(tag, attrs = {}) {
   const el = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
   return el;
@@ -35,7 +39,7 @@ export function drawChart(series, { max = null, unit = "" } = {}) {
     const gy = PAD.top + hgt - frac * hgt;
     root.append(svg("line", { x1: PAD.left, x2: WIDTH - PAD.right, y1: gy, y2: gy, stroke: "#d0d7de", "stroke-width": "1" }));
     const label = svg("text", { x: PAD.left - 4, y: gy + 4, "text-anchor": "end", "font-size": "11", fill: "#57606a" });
-    label.textContent = `${Math.round(top * frac)}${unit}`;
+    label.textContent = `${fmt(top * frac)}${unit}`;
     root.append(label);
   }
   series.forEach((s, i) => {
@@ -53,7 +57,7 @@ export function drawChart(series, { max = null, unit = "" } = {}) {
 }
 
 // the line's colour (set through the CSSOM: the page's policy refuses style attributes)
-function swatch(color) {
+export function swatch(color) {
   const el = h("span", { class: "swatch", "aria-hidden": "true" });
   el.style.background = color;
   return el;
@@ -62,11 +66,12 @@ function swatch(color) {
 function legend(series, unit) {
   return h("ul", { class: "plain chart-legend" }, ...series.map((s, i) => h("li", { "data-series": s.label },
     swatch(COLORS[i % COLORS.length]),
-    `${s.label}: `, h("strong", {}, s.now === null ? "ended" : `${Math.round(s.now)}${unit}`))));
+    `${s.label}: `, h("strong", {}, s.now === null ? "ended" : `${fmt(s.now)}${unit}`))));
 }
 
-// A live chart of `promql` over the last `window`; `labelOf(metric)` names a series.
-export function liveChart(cluster, { title, promql, labelOf, max = null, unit = "", window = "5m", step = "5s" }) {
+// A live chart of `promql` over the last `window`; `labelOf(metric)` names a series, or
+// `seriesOf(result)` turns the whole answer into series ([{label, points}]).
+export function liveChart(cluster, { title, promql, labelOf, seriesOf = null, max = null, unit = "", window = "5m", step = "5s" }) {
   const frame = h("figure", { class: "metric-chart", "data-chart": title });
   const caption = h("figcaption", {}, title);
   const body = h("div", { class: "chart-body" }, h("p", { class: "hint" }, "Reading metrics…"));
@@ -76,7 +81,7 @@ export function liveChart(cluster, { title, promql, labelOf, max = null, unit = 
   async function paint() {
     try {
       const answer = await get(`/clusters/${encodeURIComponent(cluster)}/metrics/query${query({ query: promql, window, step })}`);
-      const series = answer.data.result.map((r) => ({
+      const series = seriesOf ? seriesOf(answer.data.result) : answer.data.result.map((r) => ({
         label: labelOf(r.metric),
         points: r.values.map(([t, v]) => [Number(t), Number(v)]),
       }));
@@ -105,11 +110,57 @@ const node = (m) => (m.Hostname || "?").replace(/^hyperpod-/, "");
 
 const podLabel = (m) => m.pod || "?";
 
-// The GPU charts of an endpoint: its pods' utilization (a model server is busy with the
-// requests it answers) and the memory each holds.
+// histogram_quantile as Prometheus computes it: `buckets` [[le, cumulative count]] sorted by
+// le (the last +Inf); linear within the bucket the rank falls in, whose lower bound is the
+// previous bucket's (0 for the first); in the +Inf bucket, the last finite bound. null: no data.
+export function quantile(q, buckets) {
+  const total = buckets.length ? buckets[buckets.length - 1][1] : 0;
+  if (!(total > 0)) return null;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const [le, count] of buckets) {
+    if (count >= rank) {
+      if (le === Infinity) return lower;
+      return count === below ? le : lower + (le - lower) * ((rank - below) / (count - below));
+    }
+    lower = le;
+    below = count;
+  }
+  return lower;
+}
+
+// p50 and p95 (ms) at each step of `sum by (le) (rate(..._bucket[w]))` over a range
+export function latencySeries(result) {
+  const steps = new Map();
+  for (const r of result) {
+    const le = r.metric.le === "+Inf" ? Infinity : Number(r.metric.le);
+    for (const [t, v] of r.values) {
+      if (!steps.has(t)) steps.set(t, []);
+      steps.get(t).push([le, Number(v)]);
+    }
+  }
+  const times = [...steps.keys()].sort((a, b) => a - b);
+  return [["p50", 0.5], ["p95", 0.95]].map(([label, q]) => ({
+    label,
+    points: times.flatMap((t) => {
+      const v = quantile(q, steps.get(t).sort((a, b) => a[0] - b[0]));
+      return v === null ? [] : [[Number(t), Math.round(v * 1000)]];
+    }),
+  }));
+}
+
+// The charts of an endpoint: the requests its vLLM servers answered a second, their latency
+// (p50/p95 of vllm:e2e_request_latency_seconds), its ready replicas (the model servers the
+// collector scrapes), and its pods' GPUs (a model server is busy with the requests it answers)
+// and the memory each holds.
 export function endpointCharts(cluster, endpoint) {
   const pods = `pod=~"${endpoint}-.*"`;
+  const served = `endpoint="${endpoint}"`;
   const charts = [
+    liveChart(cluster, { title: "Requests per second", promql: `sum(rate(vllm:request_success_total{${served}}[1m]))`, labelOf: () => "requests/s" }),
+    liveChart(cluster, { title: "Request latency (ms)", promql: `sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket{${served}}[1m]))`, seriesOf: latencySeries, unit: " ms" }),
+    liveChart(cluster, { title: "Ready replicas", promql: `count(vllm:num_requests_running{${served}})`, labelOf: () => "replicas" }),
     liveChart(cluster, { title: "GPU utilization per pod (%)", promql: `avg by (pod) (DCGM_FI_DEV_GPU_UTIL{${pods}})`, labelOf: podLabel, max: 100, unit: "%" }),
     liveChart(cluster, { title: "GPU memory held per pod (MiB)", promql: `sum by (pod) (DCGM_FI_DEV_FB_USED{${pods}})`, labelOf: podLabel }),
   ];
