@@ -21,6 +21,7 @@ const FEATURES = [
   ["spaces", "SageMaker Spaces", "JupyterLab and Code Editor spaces on the cluster."],
   ["observability", "HyperPod observability", "GPU and EFA metrics into Amazon Managed Prometheus, dashboards in Grafana."],
   ["container_insights", "Container Insights", "Cluster and container metrics and logs in CloudWatch."],
+  ["hami", "HAMi GPU sharing", "Shares GPUs by memory and cores (HAMi's scheduler; its device plugin on nodes labelled gpu=on)."],
 ];
 const LABELS = Object.fromEntries(FEATURES.map(([key, label]) => [key, label]));
 const onOff = (v) => (v === true ? "on" : v === false ? "off" : v === null || v === undefined ? "not set" : String(v));
@@ -37,6 +38,11 @@ function stateLine(key, state) {
     return [state.status, grafana ? `Grafana ${grafana}` : ""].filter(Boolean).join(", ");
   }
   if (key === "container_insights") return state.status || "";
+  if (key === "hami") {
+    if (!state.enabled) return "";
+    return [state.version ? `version ${state.version}` : "", state.scheduler_available ? "scheduler available" : "scheduler not available yet",
+      state.installed_by_hyperpilot === false ? "installed by another tool" : ""].filter(Boolean).join(", ");
+  }
   return "";
 }
 

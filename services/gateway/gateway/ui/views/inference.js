@@ -8,6 +8,7 @@ import {
   operationLink, section, showErrors, when,
 } from "../dom.js";
 import { fallbackTypes, kedaTriggers, managedOptions } from "../endpoint_options.js";
+import { gpuShareFields } from "../gpu_share.js";
 import { instanceTypePicker } from "../instance_picker.js";
 import { dryRun, planLines } from "../plan.js";
 import { onChange } from "../store.js";
@@ -87,6 +88,9 @@ export async function render(main, [cluster, name]) {
   const model = h("input", { name: "model", value: "Qwen/Qwen3-0.6B", autocomplete: "off", spellcheck: "false" });
   const replicas = h("input", { name: "replicas", type: "number", min: "1", value: "1" });
   const gpus = h("input", { name: "gpus", type: "number", min: "1", max: "8", value: "1" });
+  // whole GPUs, a MIG partition of the chosen type (on a group partitioned into it), a HAMi share
+  const sharing = gpuShareFields({ prefix: "", target: () => ({ instance_type: itype.value }) });
+  itype.addEventListener("change", sharing.update);
   const routerPolicy = h("select", { name: "router_policy" }, ...["cache_aware", "round_robin", "random", "power_of_two"].map((p) => h("option", { value: p }, p)));
   const routerField = field("Router policy", routerPolicy, { field: "router.policy" });
   const service = h("select", { name: "service" }, ...SERVICES.map(([value, text]) => h("option", { value }, text)));
@@ -120,6 +124,7 @@ export async function render(main, [cluster, name]) {
       field("Model", model, { field: "container.model" }),
       field("Replicas", replicas, { field: "replicas" }),
       field("GPUs per replica", gpus, { field: "gpus" })),
+    sharing.element,
     routerField,
     field("Service", service, { field: "service", hint: "Who reaches the endpoint: pods of the cluster, a load balancer, or a model pool's router." }),
     h("label", { class: "check" }, autoscale, " Scale with load (KEDA on the serving metrics)"),
@@ -141,6 +146,11 @@ export async function render(main, [cluster, name]) {
     if (kind.value === "sglang") spec.router = { policy: routerPolicy.value };
     if (service.value !== "internal") spec.service = service.value;
     fallbacks.apply(spec);
+    const unshared = sharing.apply(spec);
+    if (unshared) {
+      showErrors(form, { fields: [unshared] });
+      return;
+    }
     if (autoscale.checked) {
       const scalingSpec = { min_replicas: Number(minReplicas.value), max_replicas: Number(maxReplicas.value), requests_per_replica: Number(perReplica.value) };
       triggers.apply(scalingSpec);

@@ -6,10 +6,21 @@ import {
   announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h,
   operationLink, section, showErrors, when,
 } from "../dom.js";
+import { gpuShareFields } from "../gpu_share.js";
 import { recipeFields } from "../recipe_fields.js";
 import { metricsPanel } from "./job_metrics.js";
 import { onChange } from "../store.js";
 import { jobCharts } from "./metrics_chart.js";
+
+// A group's instance type and the MIG profile its nodes are partitioned into (null: none), from
+// its recorded spec: mig_profile, or HyperPod's nvidia.com/mig.config label (all-<profile>).
+function groupShare(group) {
+  if (!group) return null;
+  const spec = group.spec || {};
+  const config = (spec.labels || {})["nvidia.com/mig.config"];
+  const labelled = config && config !== "all-disabled" ? `mig-${config.replace(/^all-/, "")}` : null;
+  return { instance_type: group.instance_type, mig_profile: spec.mig_profile || labelled };
+}
 
 export async function render(main, [cluster, job]) {
   if (job) return detail(main, cluster, job);
@@ -53,6 +64,10 @@ export async function render(main, [cluster, job]) {
   const retries = h("input", { name: "job_max_retry_count", type: "number", min: "0", value: "3" });
   const mlflow = h("input", { name: "mlflow_tracking_uri", autocomplete: "off", spellcheck: "false" });
   const extra = h("textarea", { name: "extra", rows: "3", spellcheck: "false" });
+  // whole GPUs, a MIG partition of the chosen group's type, or a HAMi share
+  const sharing = gpuShareFields({ prefix: "resources.", target: () => groupShare(groups.find((g) => g.name === group.value)) });
+  group.addEventListener("change", sharing.update);
+  sharing.update();
   const scriptField = field("Script (pytorch)", script, { field: "script" });
   recipe.addEventListener("change", () => {
     scriptField.hidden = recipe.value !== "pytorch";
@@ -69,6 +84,7 @@ export async function render(main, [cluster, job]) {
       field("Replicas", replicas, { field: "replicas" }),
       field("GPUs per replica", gpus, { field: "resources.gpus" }),
       field("Restart budget (job retries)", retries, { field: "run_policy.job_max_retry_count" })),
+    sharing.element,
     typed.placement,
     h("details", {}, h("summary", {}, "More"),
       field("MLflow tracking URI", mlflow, { field: "mlflow_tracking_uri" }),
@@ -87,6 +103,11 @@ export async function render(main, [cluster, job]) {
       run_policy: { job_max_retry_count: Number(retries.value) },
     };
     if (recipe.value === "pytorch") spec.script = script.value.trim();
+    const unshared = sharing.apply(spec.resources);
+    if (unshared) {
+      showErrors(form, { fields: [unshared] });
+      return;
+    }
     typed.apply(spec);
     if (mlflow.value.trim()) spec.mlflow_tracking_uri = mlflow.value.trim();
     if (extra.value.trim()) {
