@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -63,7 +64,13 @@ def test_a_scale_down_asks_first_with_the_plan_in_words(
     row.get_by_role("button", name="Scale").click()
     dialog = page.get_by_role("dialog")
     plan = dialog.get_by_role("list", name="Plan")
-    expect(plan).to_have_text(f"gpu: {before} -> 0 nodes, {before} nodes terminated")
+    # the diff in words, then what the change saves at list prices (the Price List API's date)
+    expect(plan.get_by_role("listitem")).to_have_text(
+        [
+            f"gpu: {before} -> 0 nodes, {before} nodes terminated",
+            re.compile(r"^saves \$[0-9,]+\.[0-9]{2}/h at list prices \(\d{4}-\d{2}-\d{2}\)$"),
+        ]
+    )
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_have_count(0)
     assert sent == [], [r.url for r in sent]
