@@ -455,7 +455,8 @@ async def test_with_writes_off_every_mutating_tool_refuses_and_reads_work_over_s
     )
     async with Client(params) as client:
         tools = (await client.list_tools()).tools
-        mutating = [t for t in tools if t.annotations and t.annotations.read_only_hint is False]
+        # A mutation leaves readOnlyHint at the MCP default (false): only reads set it.
+        mutating = [t for t in tools if t.annotations and t.annotations.read_only_hint is None]
         reads = [t for t in tools if t.annotations and t.annotations.read_only_hint is True]
         assert len(mutating) >= 8 and len(reads) >= 14
         for tool in mutating:
@@ -503,6 +504,8 @@ def list_calls(cluster: str) -> dict[str, dict[str, Any]]:
         "list_pods": {**on, "namespace": "*"},
         "list_kubernetes_events": on,
         "list_teams": on,  # a cluster's teams are its compute quotas, one per team
+        "list_cluster_storage": on,
+        "list_spaces": on,
     }
 
 
