@@ -161,10 +161,26 @@ class Stack:
                 contextlib.suppress(OSError),
                 urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as response,
             ):
-                if response.status == 200:
+                if response.status == 200 and self._admin_token_works():
                     return
             time.sleep(0.05)
-        raise TimeoutError(f"the gateway did not answer {self.url}/healthz within {timeout}s")
+        raise TimeoutError(
+            f"the gateway did not answer {self.url}/healthz with the admin token working"
+            f" within {timeout}s"
+        )
+
+    def _admin_token_works(self) -> bool:
+        """The gateway stores the admin token in the background once PostgreSQL answers: the
+        stack is up when a request with it is accepted, not merely when the process answers."""
+        if not self.admin_token:
+            return True
+        request = urllib.request.Request(
+            f"{self.url}/api/v1/operations?limit=1",
+            headers={"Authorization": f"Bearer {self.admin_token}"},
+        )
+        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=2) as response:
+            return bool(response.status == 200)
+        return False
 
     def kill_service(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)

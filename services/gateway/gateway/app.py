@@ -13,7 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from gateway import errors
 from gateway.accept import close_accept_queue, open_accept_queue
-from gateway.auth import TokenVerifier, store_token
+from gateway.auth import TokenVerifier, hash_token, store_token
 from gateway.limits import BodySizeLimit, StorableInput
 from gateway.metrics import MetricsServer, RequestMetrics
 from gateway.ratelimit import MutationRateLimiter
@@ -44,6 +44,9 @@ async def _bootstrap_admin(app: FastAPI, settings: Settings) -> None:
         try:
             async with app.state.pool.acquire() as conn:
                 await store_token(conn, "admin", "admin", token.get_secret_value())
+            # A request that came before the row was stored cached the token as unknown;
+            # forget that, so the admin token works from now on, not after the cache expires.
+            app.state.tokens.ended(hash_token(token.get_secret_value()))
             return
         except Exception as exc:
             log.warning("cannot store the admin token yet", error=repr(exc))
