@@ -1167,7 +1167,9 @@ def test_a_secrets_manager_secret_is_copied_into_a_kubernetes_secret(
     }
     accepted = _submit(api, cluster, _pytorch("from-sm", secret_env=secret_env))
     op = api.get(f"/api/v1/operations/{accepted['operation_id']}").json()
-    assert [s["name"] for s in op["stages"]] == ["check", "secrets", "apply"]
+    stages = {s["name"]: s["status"] for s in op["stages"]}
+    assert list(stages) == ["check", "secrets", "mlflow_access", "apply"]
+    assert stages["mlflow_access"] == "noop"  # no MLflow tracking server: nothing granted
 
     obj = _custom_object(server, "HyperPodPyTorchJob", "from-sm")
     refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in _env_refs(obj)}
