@@ -73,7 +73,7 @@ class CountingBudget:
             self.requests += 1
 
     def report_throttled(self, region: str) -> None:
-        pass
+        """The simulator does not throttle the bench's calls: nothing to slow down."""
 
 
 def _make_clusters(sim: Any) -> dict[str, tuple[str, str]]:

@@ -206,6 +206,21 @@ async def explain_pending(
 ) -> Any:
     cluster = await records.cluster(pool, name)
     found = await records.job(pool, name, job)
+    return await _explain(
+        request, cluster, found.name, found.namespace, found.kind, found.api_version
+    )
+
+
+async def _explain(
+    request: Request,
+    cluster: records.ClusterRecord,
+    workload: str,
+    namespace: str,
+    kind: str,
+    api_version: str,
+) -> Any:
+    """cluster-svc's pending explainer for one workload object (a job, or an endpoint's
+    workers' Deployment)."""
     return await query(
         request.app.state.bus,
         "cluster",
@@ -213,10 +228,10 @@ async def explain_pending(
         {
             "target": target(cluster).model_dump(mode="json"),
             "job": {
-                "name": found.name,
-                "namespace": found.namespace,
-                "kind": found.kind,
-                "api_version": found.api_version,
+                "name": workload,
+                "namespace": namespace,
+                "kind": kind,
+                "api_version": api_version,
             },
         },
         timeout=20.0,
@@ -255,18 +270,6 @@ async def explain_endpoint_pending(
 ) -> Any:
     cluster = await records.cluster(pool, name)
     found = await records.endpoint(pool, name, endpoint)
-    return await query(
-        request.app.state.bus,
-        "cluster",
-        "pending",
-        {
-            "target": target(cluster).model_dump(mode="json"),
-            "job": {
-                "name": _workers(found),
-                "namespace": found.namespace,
-                "kind": "Deployment",
-                "api_version": "apps/v1",
-            },
-        },
-        timeout=20.0,
+    return await _explain(
+        request, cluster, _workers(found), found.namespace, "Deployment", "apps/v1"
     )
