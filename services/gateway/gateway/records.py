@@ -186,8 +186,28 @@ async def find_cluster(conn: asyncpg.Connection, name: str) -> ClusterRecord | N
 
 async def clusters(conn: asyncpg.Connection) -> list[ClusterRecord]:
     """Every cluster, oldest first."""
-    rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at")
+    rows = await conn.fetch("SELECT * FROM clusters ORDER BY created_at, name")
     return [ClusterRecord.of(r) for r in rows]
+
+
+async def clusters_page(
+    conn: asyncpg.Connection, after: tuple[datetime, str] | None, limit: int
+) -> tuple[list[ClusterRecord], int]:
+    """The clusters after `after` (created_at, name), oldest first, at most limit + 1 of them
+    (one more says there is a next page), and how many there are in all."""
+    if after is None:
+        rows = await conn.fetch(
+            "SELECT * FROM clusters ORDER BY created_at, name LIMIT $1", limit + 1
+        )
+    else:
+        rows = await conn.fetch(
+            "SELECT * FROM clusters WHERE (created_at, name) > ($1, $2)"
+            " ORDER BY created_at, name LIMIT $3",
+            *after,
+            limit + 1,
+        )
+    total: int = await conn.fetchval("SELECT count(*) FROM clusters")
+    return [ClusterRecord.of(r) for r in rows], total
 
 
 async def cluster(pool: asyncpg.Pool, name: str) -> ClusterRecord:
@@ -306,6 +326,32 @@ async def jobs(pool: asyncpg.Pool, cluster: str) -> list[JobRecord]:
     return [JobRecord(*r) for r in rows]
 
 
+async def jobs_page(
+    pool: asyncpg.Pool, cluster: str, after: tuple[datetime, str] | None, limit: int
+) -> tuple[list[JobRecord], int]:
+    """The cluster's jobs after `after` (created_at, name), oldest first, at most limit + 1
+    (one more says there is a next page), and how many the cluster has. Both reads walk the
+    index jobs_by_created (migration 0019), whatever the page."""
+    async with pool.acquire() as conn:
+        if after is None:
+            rows = await conn.fetch(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1"
+                " ORDER BY created_at, name LIMIT $2",
+                cluster,
+                limit + 1,
+            )
+        else:
+            rows = await conn.fetch(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1"
+                " AND (created_at, name) > ($2, $3) ORDER BY created_at, name LIMIT $4",
+                cluster,
+                *after,
+                limit + 1,
+            )
+        total: int = await conn.fetchval("SELECT count(*) FROM jobs WHERE cluster = $1", cluster)
+    return [JobRecord(*r) for r in rows], total
+
+
 async def job(pool: asyncpg.Pool, cluster: str, name: str) -> JobRecord:
     """The job by this name on the cluster; 404 if none."""
     async with pool.acquire() as conn:
@@ -368,6 +414,30 @@ async def endpoints(pool: asyncpg.Pool, cluster: str | None) -> list[EndpointRec
                 cluster or await active_cluster(conn),
             )
     return [EndpointRecord(*r) for r in rows]
+
+
+async def endpoints_page(
+    pool: asyncpg.Pool, cluster: str | None, after: tuple[str, str] | None, limit: int
+) -> tuple[list[EndpointRecord], int]:
+    """A page of `endpoints` (a cluster's, the active one's if None, every cluster's with "*")
+    after `after` (cluster, name), in that order, at most limit + 1 of them (one more says there
+    is a next page), and how many the list has. The primary key (cluster, name) is the index."""
+    async with pool.acquire() as conn:
+        every = cluster == "*"
+        named = None if every else cluster or await active_cluster(conn)
+        where = "TRUE" if every else "cluster = $1"
+        args: list[Any] = [] if every else [named]
+        total: int = await conn.fetchval(f"SELECT count(*) FROM endpoints WHERE {where}", *args)
+        if after is not None:
+            where += f" AND (cluster, name) > (${len(args) + 1}, ${len(args) + 2})"
+            args += after
+        rows = await conn.fetch(
+            f"SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE {where}"
+            f" ORDER BY cluster, name LIMIT ${len(args) + 1}",
+            *args,
+            limit + 1,
+        )
+    return [EndpointRecord(*r) for r in rows], total
 
 
 async def endpoint(pool: asyncpg.Pool, cluster: str, name: str) -> EndpointRecord:

@@ -7,11 +7,11 @@ import uuid
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from gateway import records
+from gateway import pages, records
 from gateway.accept import Reserve, plan_then_accept
 from gateway.deps import AdminMutation, Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
@@ -213,14 +213,28 @@ def _reserve(name: str, region: str, spec: Spec, *, managed: bool) -> Reserve:
 @router.get(
     "",
     response_model=None,
-    responses=ok(list[ClusterRead]),
-    summary="List clusters with their status; the active one is marked",
+    responses={**pages.paged(list[ClusterRead]), **pages.BAD_TOKEN},
+    summary="List clusters with their status, oldest first, a page at a time; the active one"
+    " is marked",
 )
-async def list_clusters(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+async def list_clusters(
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> list[dict[str, Any]]:
+    key = pages.key_of("clusters", page_token, 2)
+    after = None if key is None else (pages.instant(key[0]), key[1])
     async with pool.acquire() as conn:
-        found = await records.clusters(conn)
+        found, total = await records.clusters_page(conn, after, limit)
         active = await records.active_cluster(conn)
-    return [c.read(active) for c in found]
+    page = pages.send(response, "clusters", found, limit, total, _cluster_key)
+    return [c.read(active) for c in page]
+
+
+def _cluster_key(cluster: records.ClusterRecord) -> tuple[str, str]:
+    return cluster.created_at.isoformat(), cluster.name
 
 
 @router.get(

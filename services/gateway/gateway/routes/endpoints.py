@@ -20,18 +20,18 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from gateway import records
+from gateway import pages, records
 from gateway.accept import plan_then_accept, refusal_mapper
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
 from gateway.queries import query
 from gateway.records import EndpointRecord
 from gateway.routes.cluster_storage import checked_volumes
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.boundary import model_id
 from shared.contracts.cluster import NAME_PATTERN
@@ -138,16 +138,27 @@ async def deploy_endpoint(
     )
 
 
-@router.get("", summary="Endpoints of a cluster (or of every cluster with ?cluster=*)")
+@router.get(
+    "",
+    responses={**pages.paged(), **READ_ERRORS, **pages.BAD_TOKEN},
+    summary="Endpoints of a cluster (or of every cluster with ?cluster=*), a page at a time",
+)
 async def list_endpoints(
     pool: Pool,
     _: Viewer,
+    response: Response,
     cluster: Annotated[
         str | None,
         Query(max_length=63, description="the cluster; the active one if omitted; * for all"),
     ] = None,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
 ) -> list[dict[str, Any]]:
-    return [record.read() for record in await records.endpoints(pool, cluster)]
+    key = pages.key_of("endpoints", page_token, 2)
+    after = None if key is None else (key[0], key[1])
+    rows, total = await records.endpoints_page(pool, cluster, after, limit)
+    page = pages.send(response, "endpoints", rows, limit, total, lambda e: (e.cluster, e.name))
+    return [record.read() for record in page]
 
 
 @router.get("/{name}", summary="An endpoint: its record and, live, its status and pods")

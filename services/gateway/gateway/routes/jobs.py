@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gateway import records
+from gateway import pages, records
 from gateway.accept import plan_then_accept, refusal_mapper
 from gateway.auth import Principal
 from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Viewer
@@ -24,7 +24,7 @@ from gateway.errors import ApiError
 from gateway.limits import NonNegativeBigint
 from gateway.queries import query
 from gateway.routes.cluster_storage import checked_volumes
-from gateway.routes.models import ACCEPTED
+from gateway.routes.models import ACCEPTED, READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.commands import Command
@@ -113,9 +113,29 @@ async def submit_job(
     )
 
 
-@router.get("/clusters/{name}/jobs", summary="The cluster's jobs and their last observed status")
-async def list_jobs(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
-    return [job.read() for job in await records.jobs(pool, name)]
+@router.get(
+    "/clusters/{name}/jobs",
+    responses={**pages.paged(), **READ_ERRORS, **pages.BAD_TOKEN},
+    summary="The cluster's jobs and their last observed status, oldest first, a page at a time",
+)
+async def list_jobs(
+    name: ClusterNamePath,
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> list[dict[str, Any]]:
+    key = pages.key_of("jobs", page_token, 2)
+    after = None if key is None else (pages.instant(key[0]), key[1])
+    rows, total = await records.jobs_page(pool, name, after, limit)
+    page = pages.send(response, "jobs", rows, limit, total, _job_key)
+    return [job.read() for job in page]
+
+
+def _job_key(job: records.JobRecord) -> tuple[str, str]:
+    assert job.created_at is not None  # NOT NULL in the table
+    return job.created_at.isoformat(), job.name
 
 
 @router.get(
