@@ -9,7 +9,7 @@ NODE_STAMP := $(TS_DIR)/node_modules/.installed
 AXE_DIR := tests/ui/axe
 AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 
-.PHONY: install browser node-deps up down status test test-unit lint typecheck reliability bench bench-tools clean
+.PHONY: install browser prometheus node-deps up down status test test-unit lint typecheck reliability bench bench-tools clean
 
 # One development install: every service, the simulated world and the dev tools, pinned by
 # requirements.lock (compiled from pyproject.toml with `uv pip compile`).
@@ -20,13 +20,21 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP) browser node-deps
+install: $(STAMP) browser prometheus node-deps
 
 # The browser tests (tests/ui) drive Debian's chromium; no test tool downloads a browser.
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: the browser tests (tests/ui) will be skipped"
+
+# Debian's Prometheus server: `make up` starts it for the metrics route when it is installed
+# (else workload-svc answers PromQL-lite itself, and says so); tests/e2e/test_prometheus.py
+# needs it.
+prometheus:
+	@command -v prometheus >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends prometheus >/dev/null) \
+		|| echo "prometheus could not be installed: the metrics route will answer PromQL-lite from workload-svc"
 
 # The TypeScript MCP SDK's client for tests/mcp/test_typescript_sdk.py, pinned by
 # tests/mcp/ts/package-lock.json, and axe-core for the accessibility checks of tests/ui, pinned

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import sys
 import time
@@ -150,6 +149,7 @@ def up(
         nats_url=os.environ.get("NATS_URL"),
         aws_endpoint_url=os.environ.get("AWS_ENDPOINT_URL"),
         admin_token=token,
+        prometheus=True,
     )
     stopping = False
 
@@ -169,7 +169,7 @@ def up(
             f"  admin token:      {state_dir / 'admin-token'}\n"
             f"  simulated AWS:    {stack.aws_endpoint_url}\n"
             f"  logs:             {state_dir}/*.log\n"
-            f"  metrics:          {metrics_note()}\n\n"
+            f"  metrics:          {stack.metrics_source}\n\n"
             f"  export HYPERPILOT_URL={stack.url} HYPERPILOT_TOKEN=$(cat {state_dir / 'admin-token'})\n\n"
             "Ctrl-C stops everything."
         )
@@ -182,14 +182,6 @@ def up(
         typer.echo("stopping...")
         stack.stop()
         typer.echo("stopped.")
-
-
-def metrics_note() -> str:
-    """Where GET /clusters/{name}/metrics/query gets its samples on this machine."""
-    found = shutil.which("prometheus")
-    if found is None:
-        return "scraped by workload-svc (no prometheus binary installed; docs/observability.md)"
-    return f"scraped by workload-svc ({found} is installed but not started by this stack)"
 
 
 @app.command(rich_help_panel="Local stack", epilog=examples("hyperpilot down"))
@@ -227,6 +219,7 @@ def status() -> None:
     except Exception as exc:
         body = {"status": f"unreachable: {exc}"}
     typer.echo(f"  readiness: {json.dumps(body)}")
+    typer.echo(f"  metrics:   {state.get('metrics') or 'promql-lite, scraped by workload-svc'}")
 
 
 @app.command(

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,80 @@ class Postgres:
 
 def start_postgres(data_dir: Path) -> Postgres:
     return Postgres(data_dir=data_dir).start()
+
+
+def prometheus_binary() -> str | None:
+    """A Prometheus server on PATH (Debian's `prometheus` package: `make prometheus`), else
+    None: the metrics route then answers from workload-svc's in-process scraper."""
+    return shutil.which("prometheus")
+
+
+@dataclass
+class PrometheusServer:
+    """A Prometheus server on a free port, its configuration and data in `home`.
+
+    The configuration starts without scrape jobs; workload-svc writes the real one (one job per
+    cluster, its targets in file_sd files) into `home` and asks for a reload
+    (`--web.enable-lifecycle`: POST /-/reload)."""
+
+    home: Path
+    port: int
+    binary: str
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "prometheus.yml"
+
+    @property
+    def pid(self) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return None
+        return self.process.pid
+
+    def start(self, timeout: float = 60.0) -> PrometheusServer:
+        self.home.mkdir(parents=True, exist_ok=True)
+        if not self.config.exists():
+            self.config.write_text("global:\n  scrape_interval: 2s\nscrape_configs: []\n")
+        log = open(self.home / "prometheus.log", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={self.config}",
+                f"--storage.tsdb.path={self.home / 'data'}",
+                "--storage.tsdb.retention.time=6h",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--web.enable-lifecycle",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"prometheus exited with {self.process.returncode};"
+                    f" see {self.home / 'prometheus.log'}"
+                )
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as answer,
+            ):
+                if answer.status == 200:
+                    return self
+            time.sleep(0.1)
+        raise TimeoutError(f"prometheus at {self.url} was not ready within {timeout}s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

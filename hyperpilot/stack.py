@@ -21,7 +21,9 @@ from pathlib import Path
 from hyperpilot.infra import (
     NatsServer,
     Postgres,
+    PrometheusServer,
     free_port,
+    prometheus_binary,
     start_nats,
     start_postgres,
     wait_for_port,
@@ -54,10 +56,13 @@ class Stack:
     admin_token: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     services: tuple[tuple[str, str], ...] = SERVICES
+    # start a Prometheus server for the metrics route when its binary is installed
+    prometheus: bool = False
 
     postgres: Postgres | None = None
     nats: NatsServer | None = None
     sim: subprocess.Popen[bytes] | None = None
+    prometheus_server: PrometheusServer | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _replica_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -75,7 +80,24 @@ class Stack:
             self.nats_url = self.nats.url
         if self.aws_endpoint_url is None:
             self.aws_endpoint_url = self._start_sim()
+        binary = prometheus_binary() if self.prometheus else None
+        if binary is not None:
+            self.prometheus_server = PrometheusServer(
+                self.state_dir / "prometheus", free_port(), binary
+            ).start()
         _run_migrations(self.database_url)
+
+    @property
+    def metrics_source(self) -> str:
+        """What answers GET /clusters/{name}/metrics/query in this stack."""
+        if self.prometheus_server is not None:
+            return f"prometheus at {self.prometheus_server.url} ({self.prometheus_server.binary})"
+        if self.prometheus:
+            return (
+                "promql-lite, scraped by workload-svc: no prometheus binary is installed"
+                " (`make prometheus` installs Debian's package; then restart)"
+            )
+        return "promql-lite, scraped by workload-svc (this stack starts no Prometheus)"
 
     def _start_sim(self) -> str:
         port = free_port()
@@ -106,6 +128,9 @@ class Stack:
         }
         if self.admin_token:
             env["HYPERPILOT_ADMIN_TOKEN"] = self.admin_token
+        if self.prometheus_server is not None:  # workload-svc configures it and queries it
+            env["PROMETHEUS_URL"] = self.prometheus_server.url
+            env["PROMETHEUS_HOME"] = str(self.prometheus_server.home)
         return env
 
     def start_service(self, name: str) -> subprocess.Popen[bytes]:
@@ -204,6 +229,11 @@ class Stack:
             code = self.nats.process.returncode if self.nats.process else None
             self.nats.start()
             restarted.append(f"nats (exit {code})")
+        if self.prometheus_server is not None and self.prometheus_server.pid is None:
+            process = self.prometheus_server.process
+            code = process.returncode if process else None
+            self.prometheus_server.start()  # same port, same data and configuration
+            restarted.append(f"prometheus (exit {code})")
         for name, process in list(self.processes.items()):
             if process.poll() is not None:
                 restarted.append(f"{name} (exit {process.returncode})")
@@ -228,6 +258,8 @@ class Stack:
             pids["nats"] = self.nats.pid
         if self.sim is not None:
             pids["sim"] = self.sim.pid if self.sim.poll() is None else None
+        if self.prometheus_server is not None:
+            pids["prometheus"] = self.prometheus_server.pid
         for name, process in self.processes.items():
             pids[name] = process.pid if process.poll() is None else None
         return pids
@@ -253,6 +285,8 @@ class Stack:
             self.sim.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.sim.wait(10)
+        if self.prometheus_server is not None:
+            self.prometheus_server.stop()
         if self.nats is not None:
             self.nats.stop()
         if self.postgres is not None:
@@ -270,6 +304,7 @@ class Stack:
             "services": {name: p.pid for name, p in self.processes.items()},
             # every process the stack supervises, infrastructure included (None: not running)
             "processes": self.pids(),
+            "metrics": self.metrics_source,
         }
         (self.state_dir / "stack.json").write_text(json.dumps(state, indent=2))
 

@@ -269,6 +269,31 @@ def selectors(expr: Expr) -> list[Selector]:
     return selectors(expr.arg)  # an aggregation's or a comparison's argument
 
 
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _seconds(window: float) -> str:
+    return f"{int(window * 1000)}ms" if window != int(window) else f"{int(window)}s"
+
+
+def render(expr: Expr, scope: Matcher | None = None) -> str:
+    """The PromQL text of a parsed query, with `scope` added to every selector's matchers: how
+    a query is confined to one cluster's series before a Prometheus server evaluates it (the
+    caller's own matchers are kept; a series must match them and `scope`)."""
+    if isinstance(expr, Selector):
+        matchers = [*expr.matchers, *([scope] if scope is not None else [])]
+        inner = ",".join(f"{m.label}{m.op}{_quote(m.value)}" for m in matchers)
+        window = f"[{_seconds(expr.window)}]" if expr.window is not None else ""
+        return f"{expr.metric}{{{inner}}}{window}" if inner else f"{expr.metric}{window}"
+    if isinstance(expr, Function):
+        return f"{expr.name}({render(expr.arg, scope)})"
+    if isinstance(expr, Aggregation):
+        grouping = f" {'without' if expr.without else 'by'} ({','.join(expr.labels)})"
+        return f"{expr.op}{grouping if expr.labels or expr.without else ''} ({render(expr.arg, scope)})"
+    return f"{render(expr.arg, scope)} {expr.op} {_number(expr.threshold)}"
+
+
 # ---- evaluation ------------------------------------------------------------------------------
 
 

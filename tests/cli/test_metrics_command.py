@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -99,10 +100,13 @@ def test_features_set_sends_the_observability_flags(sent: list[httpx.Request]) -
     assert json.loads(patch.content) == {"observability": True, "container_insights": False}
 
 
-def test_make_up_says_where_the_metrics_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hyperpilot import cli
+def test_make_up_says_where_the_metrics_come_from(tmp_path: Path) -> None:
+    from hyperpilot.infra import PrometheusServer
+    from hyperpilot.stack import Stack
 
-    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
-    assert "no prometheus binary installed" in cli.metrics_note()
-    monkeypatch.setattr(cli.shutil, "which", lambda name: "/usr/bin/prometheus")
-    assert "/usr/bin/prometheus is installed but not started" in cli.metrics_note()
+    assert "this stack starts no Prometheus" in Stack(tmp_path).metrics_source
+    wanted = Stack(tmp_path, prometheus=True)  # as `hyperpilot up` asks, without the binary
+    assert "no prometheus binary is installed" in wanted.metrics_source
+    assert "make prometheus" in wanted.metrics_source
+    wanted.prometheus_server = PrometheusServer(tmp_path, 9999, "/usr/bin/prometheus")
+    assert wanted.metrics_source == "prometheus at http://127.0.0.1:9999 (/usr/bin/prometheus)"

@@ -62,7 +62,11 @@ class RunningStack:
 
 @contextlib.contextmanager
 def _stack(
-    state_dir: Path, database_url: str, sim: SimulatedAws, env: dict[str, str] | None = None
+    state_dir: Path,
+    database_url: str,
+    sim: SimulatedAws,
+    env: dict[str, str] | None = None,
+    prometheus: bool = False,
 ) -> Iterator[RunningStack]:
     nats = start_nats(state_dir / "nats")
     stack = Stack(
@@ -78,6 +82,7 @@ def _stack(
             "POLL_MAX_SECONDS": "0.5",
             **(env or {}),
         },
+        prometheus=prometheus,
     )
     stack.start_infra()
     stack.start_services()

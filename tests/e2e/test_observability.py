@@ -137,6 +137,8 @@ def test_gpu_metrics_follow_a_training_job_and_show_an_injected_xid(
         )
     )
     assert set(_values(idle).values()) == {0.0}, idle  # nothing runs: every GPU idle
+    # this stack starts no Prometheus server: workload-svc answers, and says so
+    assert idle["source"] == "promql-lite" and "no Prometheus server" in idle["note"], idle
     nodes = sorted({host for host, _ in _values(idle)})
     train(api, name, "obs-train", steps=3000)
 

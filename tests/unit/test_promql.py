@@ -7,12 +7,14 @@ import pytest
 from shared.promql import (
     Aggregation,
     Function,
+    Matcher,
     QueryError,
     Selector,
     exposition,
     instant,
     matrix,
     parse,
+    render,
     vector,
 )
 
@@ -100,3 +102,26 @@ def test_exposition() -> None:
         ((("__name__", "DCGM_FI_DEV_GPU_UTIL"), ("gpu", "0"), ("modelName", 'A "x"')), 93.0),
         ((("__name__", "node_amazonefa_rx_bytes"),), 1.5e6),
     ]
+
+
+@pytest.mark.parametrize(
+    ("query", "scoped"),
+    [
+        ("DCGM_FI_DEV_GPU_UTIL", 'DCGM_FI_DEV_GPU_UTIL{cluster="a"}'),
+        (
+            'avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL{pod=~"job-.*"})',
+            'avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL{pod=~"job-.*",cluster="a"})',
+        ),
+        ('rate(x{a!="b\\"c"}[5m]) > 0.5', 'rate(x{a!="b\\"c",cluster="a"}[300s]) > 0.5'),
+        (
+            "sum without (gpu) (max_over_time(y[90s]))",
+            'sum without (gpu) (max_over_time(y{cluster="a"}[90s]))',
+        ),
+        ('count(z{d=~"\\\\d+"})', 'count (z{d=~"\\\\d+",cluster="a"})'),
+    ],
+)
+def test_render_adds_the_scope_to_every_selector_and_parses_back(query: str, scoped: str) -> None:
+    expr = parse(query)
+    assert render(expr, Matcher("cluster", "=", "a")) == scoped
+    assert parse(render(expr)) == expr  # without a scope: the same query
+    assert parse(scoped) != expr

@@ -16,6 +16,7 @@ from workload_svc import records
 from workload_svc.access import Clusters
 from workload_svc.adapters.k8s import ClusterEndpoint, KubeClients
 from workload_svc.adapters.mlflow import MlflowIdentity, MlflowRuns
+from workload_svc.adapters.prometheus import Prometheus
 from workload_svc.adapters.sagemaker import TrackingServers
 from workload_svc.adapters.secretsmanager import SecretsManager
 from workload_svc.domain.mlflow import tracking_server_workflow
@@ -58,7 +59,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         read_routes={**reads.routes(), **runs.routes()},
         companions=(watch_jobs,),
     )
-    metrics = Metrics(clusters)
+    metrics = Metrics(clusters, prometheus=Prometheus.from_env())
 
     async def scrape_metrics(runtime: ServiceRuntime) -> None:
         await metrics.run()

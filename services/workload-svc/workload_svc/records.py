@@ -56,6 +56,16 @@ async def cluster(pool: asyncpg.Pool, name: str) -> Row | None:
     return None if row is None else dict(row)
 
 
+async def reachable_clusters(pool: asyncpg.Pool) -> list[str]:
+    """The clusters whose Kubernetes API is recorded and usable (active or imported)."""
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT name FROM clusters WHERE status IN ('active', 'imported')"
+            " AND endpoint IS NOT NULL AND ca_data IS NOT NULL ORDER BY name"
+        )
+    return [str(row["name"]) for row in rows]
+
+
 async def instance_groups(pool: asyncpg.Pool, cluster: str) -> dict[str, str]:
     """The cluster's instance groups: name -> instance type."""
     async with pool.acquire() as conn:

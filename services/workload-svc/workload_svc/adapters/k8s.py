@@ -46,6 +46,16 @@ class WorkloadKube(ClusterKube):
 
         return await self._run(f"scrape pod {namespace}/{pod}:{port}/{path}", call)
 
+    async def bearer(self) -> str:
+        """The bearer token this client sends (renewed when due): what a scraper outside the
+        client, a Prometheus server, authenticates with."""
+
+        def call() -> str:
+            value = self.api.configuration.get_api_key_with_prefix("authorization") or ""
+            return str(value).removeprefix("Bearer ").strip()
+
+        return await self._run("read the bearer token", call)
+
     async def pod(self, namespace: str, name: str) -> KubeObject | None:
         """One pod, or None when there is none by that name."""
 
