@@ -106,6 +106,9 @@ def _rows(path: str, n: int) -> list[dict[str, Any]]:
             "instance_type": "ml.p5.48xlarge",
             "count": 4,
             "note": NOTE,
+            # The sort key of the lists paged by cursor (clusters, jobs, endpoints).
+            "cluster": "c1",
+            "created_at": f"2026-12-01T00:00:00.{i:06d}+00:00",
         }
         for i in range(n)
     ]

@@ -22,6 +22,7 @@ from mcp_svc.client import Gateway
 from mcp_svc.config import McpSettings
 from mcp_svc.results import RESULT_BYTES
 from mcp_svc.server import build_server
+from shared import pages
 
 # Wide enough that a REST list of this many is several times 16 KB.
 N = 300
@@ -39,6 +40,7 @@ def clusters() -> list[dict[str, Any]]:
             "eks_cluster_arn": f"arn:aws:eks:us-east-1:123456789012:cluster/cluster-{i:03d}",
             "hyperpod_cluster_arn": f"arn:aws:sagemaker:us-east-1:123456789012:cluster/{i:012d}",
             "spec": {"note": NOTE},
+            "created_at": f"2026-12-01T00:{i // 60:02d}:{i % 60:02d}+00:00",
         }
         for i in range(N)
     ]
@@ -137,6 +139,7 @@ def jobs() -> list[dict[str, Any]]:
             "recipe": "pytorch",
             "status": "Running",
             "message": NOTE,
+            "created_at": f"2026-12-01T00:00:{i // 10:02d}.{i:06d}+00:00",
         }
         for i in range(N)
     ]
@@ -191,21 +194,27 @@ LOG_LINES = [f"step {i}: loss {i / 1000:.3f} {NOTE}" for i in range(2000)]
 LOG_LINES[1500] = "y" * 20_000
 
 
+Key = Callable[[dict[str, Any]], tuple[str, str]]
+
+
 class LongLists:
     """The gateway's REST lists, long: whole lists where REST sends them whole, and the
-    `after`/`limit` or `limit`/`offset` pages where REST pages."""
+    `after`/`limit`, `limit`/`offset` or `limit`/`page_token` pages where REST pages."""
 
     def __init__(self) -> None:
+        # REST lists paged by cursor (gateway/pages.py): the list, its rows and their sort key.
+        self.cursor: dict[str, tuple[str, Callable[[], list[dict[str, Any]]], Key]] = {
+            "/api/v1/clusters": ("clusters", clusters, lambda r: (r["created_at"], r["name"])),
+            "/api/v1/endpoints": ("endpoints", endpoints, lambda r: (r["cluster"], r["name"])),
+            "/api/v1/clusters/c1/jobs": ("jobs", jobs, lambda r: (r["created_at"], r["name"])),
+        }
         self.whole: dict[str, Callable[[], list[dict[str, Any]]]] = {
-            "/api/v1/clusters": clusters,
             "/api/v1/clusters/c1/dependencies": components,
-            "/api/v1/endpoints": endpoints,
             "/api/v1/inspect/availability-zones": zones,
             "/api/v1/inspect/training-plans": training_plans,
             "/api/v1/inspect/clusters": account_clusters,
             "/api/v1/clusters/c1/instance-groups": instance_groups,
             "/api/v1/storage/buckets": buckets,
-            "/api/v1/clusters/c1/jobs": jobs,
         }
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -213,6 +222,20 @@ class LongLists:
         query = {k: v[0] for k, v in parse_qs(request.url.query.decode()).items()}
         if path in self.whole:
             return httpx.Response(200, json=self.whole[path]())
+        if path in self.cursor:
+            kind, rows, key = self.cursor[path]
+            limit = int(query["limit"])
+            assert limit <= 1000, f"GET {path} takes limit <= 1000"
+            ordered = sorted(rows(), key=key)
+            if "page_token" in query:
+                after = pages.decode(kind, query["page_token"], 2)
+                ordered = [r for r in ordered if key(r) > after]
+            headers = {"x-total-count": str(N)}
+            if len(ordered) > limit:
+                headers["x-next-page-token"] = pages.encode(kind, key(ordered[limit - 1]))
+            return httpx.Response(200, json=ordered[:limit], headers=headers)
+        if path == "/api/v1/clusters/active":
+            return httpx.Response(200, json=clusters()[7])
         if path == "/api/v1/operations":
             offset, limit = int(query.get("offset", 0)), int(query["limit"])
             assert limit <= 500, "GET /api/v1/operations takes limit <= 500"

@@ -113,6 +113,16 @@ class Gateway:
         """A POST that changes nothing (a model invocation): no idempotency key."""
         return await self._request("POST", path, params=_present(params), json_body=body)
 
+    async def get_page(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[Any], str | None, int]:
+        """A page of a REST list paged by cursor: its rows, the next page's token (None on the
+        last page) and the rows of the whole list."""
+        response = await self._request("GET", path, params=_present(params), raw=True)
+        rows = response.json()
+        total = response.headers.get("x-total-count")
+        return rows, response.headers.get("x-next-page-token"), int(total or len(rows))
+
     async def get_text(
         self, path: str, params: Mapping[str, Any] | None = None
     ) -> tuple[str, dict[str, str]]:

@@ -7,14 +7,17 @@ breaks an older MCP service.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_svc.client import Gateway
+from shared import pages
 from shared.boundary import api_path
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 # The marker of a parameter that names an existing object (see mcp_svc.registry.reference).
 REFERENCE = "x-hyperpilot-reference"
 TERMINAL = ("succeeded", "failed", "cancelled", "noop")
@@ -148,6 +151,29 @@ def page_of(
     rest = [item for item in ordered if token is None or key(item) > token]
     shown = fitted(rest[:limit])
     return shown, key(shown[-1]) if len(rest) > len(shown) else None
+
+
+async def rest_page(
+    gateway: Gateway,
+    path: str,
+    params: dict[str, Any],
+    model: type[M],
+    cursor: tuple[str, Callable[[dict[str, Any]], Sequence[str]]],
+    limit: int,
+    token: str | None,
+) -> tuple[list[M], str | None, int]:
+    """A page of a REST list the gateway pages by cursor (shared/pages.py), passed through:
+    REST's token is the tool's. When PAGE_BYTES cut the page short, the next token is the one
+    REST gives after the last item shown (`cursor`: the list and the sort key of a row)."""
+    rows, next_token, total = await gateway.get_page(
+        path, {**params, "limit": limit, "page_token": token}
+    )
+    items = [model.model_validate(r) for r in rows]
+    shown = fitted(items)
+    if len(shown) < len(items):
+        kind, key = cursor
+        next_token = pages.encode(kind, key(rows[len(shown) - 1]))
+    return shown, next_token, total
 
 
 def offset_token(offset: int, shown: int, more: bool) -> str | None:

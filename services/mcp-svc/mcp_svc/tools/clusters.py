@@ -18,7 +18,7 @@ from mcp_svc.results import (
     Passthrough,
     ToolResult,
     page_note,
-    page_of,
+    rest_page,
 )
 from mcp_svc.tools.common import ClusterRef, DryRun, Region, RequestId, count, named, submit
 from shared.boundary import api_path
@@ -61,7 +61,7 @@ class ClusterDescribed(ClusterRead):
 
 
 class ClusterList(Paged):
-    clusters: list[ClusterRead] = Field(description="This page, by name")
+    clusters: list[ClusterRead] = Field(description="This page, oldest first")
     active: str | None = Field(description="Name of the active cluster, if any")
 
 
@@ -97,23 +97,37 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     async def list_clusters(limit: PageLimit = PAGE, page_token: PageToken = None) -> ClusterList:
         """List the clusters Hyperpilot knows (created or imported) with their status; the
         active one is marked. Call this first, before creating anything."""
-        rows = await gateway.get("/api/v1/clusters")
-        every = [ClusterRead.model_validate(r) for r in rows]
-        active = next((c.name for c in every if c.active), None)
-        clusters, next_token = page_of(every, lambda c: c.name, limit, page_token)
+        clusters, next_token, total = await rest_page(
+            gateway,
+            "/api/v1/clusters",
+            {},
+            ClusterRead,
+            ("clusters", lambda r: (r["created_at"], r["name"])),
+            limit,
+            page_token,
+        )
+        active = next((c.name for c in clusters if c.active), None)
+        if active is None and total > len(clusters):  # on another page, or none is active
+            try:
+                found = await gateway.get("/api/v1/clusters/active")
+            except GatewayError as exc:
+                if exc.error.get("code") != "no_active_cluster":
+                    raise
+                found = None
+            active = found.get("name") if isinstance(found, dict) else None
         if clusters:
             summary = (
-                f"{count(len(every), 'cluster')}"
-                f"{page_note(len(clusters), len(every), page_token, next_token)}: "
+                f"{count(total, 'cluster')}"
+                f"{page_note(len(clusters), total, page_token, next_token)}: "
                 + named([_one_line(c) for c in clusters])
             )
         else:
-            summary = "No clusters yet." if not every else "No clusters after page_token."
+            summary = "No clusters yet." if not total else "No clusters after page_token."
         return ClusterList(
             summary=summary,
             clusters=clusters,
             active=active,
-            total=len(every),
+            total=total,
             next_page_token=next_token,
         )
 

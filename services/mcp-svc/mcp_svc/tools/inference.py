@@ -19,7 +19,7 @@ from mcp_svc.results import (
     Passthrough,
     ToolResult,
     page_note,
-    page_of,
+    rest_page,
 )
 from mcp_svc.tools.common import DryRun, RequestId, count, named, submit
 from shared.boundary import DNS_SUBDOMAIN_PATTERN, api_path
@@ -109,13 +109,17 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         page_token: PageToken = None,
     ) -> EndpointList:
         """List inference endpoints with their status, replicas and address."""
-        rows = await gateway.get("/api/v1/endpoints", {"cluster": cluster})
-        every = [Endpoint.model_validate(r) for r in rows]
-        endpoints, next_token = page_of(
-            every, lambda e: f"{e.cluster or ''}/{e.name}", limit, page_token
+        endpoints, next_token, total = await rest_page(
+            gateway,
+            "/api/v1/endpoints",
+            {"cluster": cluster},
+            Endpoint,
+            ("endpoints", lambda r: (r["cluster"], r["name"])),
+            limit,
+            page_token,
         )
-        note = page_note(len(endpoints), len(every), page_token, next_token)
-        summary = f"{count(len(every), 'endpoint')}{note}" + (
+        note = page_note(len(endpoints), total, page_token, next_token)
+        summary = f"{count(total, 'endpoint')}{note}" + (
             ": "
             + named(
                 [
@@ -129,7 +133,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         return EndpointList(
             summary=summary,
             endpoints=endpoints,
-            total=len(every),
+            total=total,
             next_page_token=next_token,
         )
 

@@ -21,7 +21,7 @@ from mcp_svc.results import (
     ToolResult,
     fitted,
     page_note,
-    page_of,
+    rest_page,
     tail_fitted,
 )
 from mcp_svc.tools.common import ClusterRef, DryRun, JobName, RequestId, count, named, submit
@@ -59,7 +59,7 @@ class JobRuns(ToolResult):
 
 class JobList(Paged):
     cluster: str = Field(description="The cluster read")
-    jobs: list[Job] = Field(description="This page, by name")
+    jobs: list[Job] = Field(description="This page, oldest first")
 
 
 class JobDescription(ToolResult):
@@ -95,19 +95,21 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
     ) -> JobList:
         """List a cluster's training jobs with their last observed status and restarts."""
-        rows = await gateway.get(api_path("clusters", cluster, "jobs"))
-        every = [Job.model_validate(r) for r in rows]
-        jobs, next_token = page_of(every, lambda j: j.name, limit, page_token)
-        note = page_note(len(jobs), len(every), page_token, next_token)
-        summary = f"{cluster}: {count(len(every), 'job')}{note}" + (
+        jobs, next_token, total = await rest_page(
+            gateway,
+            api_path("clusters", cluster, "jobs"),
+            {},
+            Job,
+            ("jobs", lambda r: (r["created_at"], r["name"])),
+            limit,
+            page_token,
+        )
+        note = page_note(len(jobs), total, page_token, next_token)
+        summary = f"{cluster}: {count(total, 'job')}{note}" + (
             ": " + named([f"{j.name} ({j.status})" for j in jobs]) if jobs else "."
         )
         return JobList(
-            summary=summary,
-            cluster=cluster,
-            jobs=jobs,
-            total=len(every),
-            next_page_token=next_token,
+            summary=summary, cluster=cluster, jobs=jobs, total=total, next_page_token=next_token
         )
 
     @server.read_tool(area="training", rest="GET /api/v1/clusters/{name}/jobs/{job}")
