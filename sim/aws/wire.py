@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import uuid
 from collections.abc import Callable
@@ -26,9 +27,12 @@ from moto.core.parse import PROTOCOL_PARSERS, UNDEFINED, EC2QueryParser, QueryPa
 from moto.core.request import Request, determine_request_protocol
 from moto.core.routing import get_service_router
 from moto.core.utils import get_service_model
+from werkzeug.exceptions import NotFound
 
 from sim.aws.errors import AwsError
 from sim.aws.validation import Violation, refusal
+
+log = logging.getLogger(__name__)
 
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request")
 
@@ -139,7 +143,7 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
             )
             return req
     try:
-        operation, uri_params = get_service_router(req.service).match(request)
+        operation, uri_params = _route(req.service, request)
     except Exception:
         req.unrouted = True
         req.refused = _unknown_operation(
@@ -175,6 +179,26 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
     if req.protocol in ("json", "rest-json") and req.refused is None:
         _check_json_body(req, model, operation.name, body)
     return req
+
+
+def _route(service: str, request: Request) -> tuple[Any, dict[str, Any]]:
+    """moto's router for the request. Only werkzeug's NotFound means the model has no such
+    operation; anything else (seen once under load for a request AMP routes every day, and
+    not reproduced) is tried once more and logged, so it is never mistaken for an unknown
+    operation without a trace."""
+    try:
+        return get_service_router(service).match(request)
+    except NotFound:
+        raise
+    except Exception:
+        log.warning(
+            "routing %s %s %s failed; trying once more",
+            service,
+            request.method,
+            request.path,
+            exc_info=True,
+        )
+        return get_service_router(service).match(request)
 
 
 _NULL = "Value null at '{}' failed to satisfy constraint: Member must not be null"
