@@ -39,6 +39,15 @@ LOSS = re.compile(r"\bloss=([0-9.eE+-]+)")
 THROUGHPUT = re.compile(r"\btokens_per_sec=([0-9.eE+-]+)")
 STS_AUDIENCE = "sts.amazonaws.com"
 IDLE_SECONDS = 120.0  # a reporter whose program stopped stepping gives up after this long
+# The MLflow client retries a request that could not be sent or that answered 429 or 5xx
+# (mlflow/environment_variables.py: MLFLOW_HTTP_REQUEST_MAX_RETRIES = 7,
+# MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR = 2, MLFLOW_HTTP_REQUEST_TIMEOUT = 120 s); the same here,
+# with the backoff scaled down to the simulated world's pace.
+MAX_RETRIES = 7
+BACKOFF_SECONDS = 0.25
+BACKOFF_MAX_SECONDS = 4.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 def _env(container: Obj) -> dict[str, str]:
@@ -168,6 +177,20 @@ class Reporter:
         self.run_id = str(run["run"]["info"]["run_id"])
 
     def _call(self, method: str, operation: str, params: dict[str, Any]) -> Any:
+        """One REST call, retried as the MLflow client retries it."""
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return self._send(method, operation, params)
+            except urllib.error.HTTPError as exc:
+                if exc.code not in RETRIED_STATUSES or attempt == MAX_RETRIES:
+                    raise
+            except (urllib.error.URLError, TimeoutError, ConnectionError):
+                if attempt == MAX_RETRIES:
+                    raise
+            time.sleep(min(BACKOFF_SECONDS * 2**attempt, BACKOFF_MAX_SECONDS))
+        raise AssertionError("unreachable")
+
+    def _send(self, method: str, operation: str, params: dict[str, Any]) -> Any:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
@@ -187,7 +210,7 @@ class Reporter:
         prepared = urllib.request.Request(
             url, data=body or None, method=method, headers=dict(request.headers.items())
         )
-        with urllib.request.urlopen(prepared, timeout=10) as answer:
+        with urllib.request.urlopen(prepared, timeout=REQUEST_TIMEOUT_SECONDS) as answer:
             return json.loads(answer.read() or b"{}")
 
 
