@@ -15,7 +15,9 @@ from hyperpilot.client import UsageError
 from hyperpilot.commands.common import (
     Area,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Region,
     Wait,
     Yes,
@@ -23,6 +25,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.commands.complete import cluster_names
@@ -173,10 +176,10 @@ def render_cluster(c: dict[str, Any]) -> Any:
 @app.command(
     "list", epilog=examples("hyperpilot clusters list", "hyperpilot clusters list -o json")
 )
-def list_(output: Output = None) -> None:
-    """List clusters with their status; the active one is marked with *."""
+def list_(limit: Limit = None, page_token: PageToken = None, output: Output = None) -> None:
+    """List clusters with their status, oldest first; the active one is marked with *."""
     with client() as api:
-        rows = api.get(BASE)
+        rows = listed(api, BASE, limit, page_token)
     emit(rows, fmt(output), lambda r: table(r, LIST_COLUMNS) if r else "(no clusters)")
 
 

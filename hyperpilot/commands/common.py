@@ -124,6 +124,50 @@ Cluster = Annotated[
         show_default=False,
     ),
 ]
+Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="At most this many rows (default: every row, read a page at a time)",
+        show_default=False,
+    ),
+]
+PageToken = Annotated[
+    str | None,
+    typer.Option(
+        "--page-token",
+        help="Start after the rows already read: the token a --limit list printed",
+        show_default=False,
+    ),
+]
+# The most rows the gateway sends in one page of a list paged by cursor.
+PAGE = 1000
+
+
+def listed(
+    api: Client, path: str, limit: int | None, page_token: str | None, **params: Any
+) -> list[Any]:
+    """The rows of a REST list paged by cursor (X-Next-Page-Token): every page, or the first
+    `limit` rows; when rows are left, how to read them goes to stderr."""
+    rows: list[Any] = []
+    token = page_token
+    while True:
+        want = PAGE if limit is None else min(PAGE, limit - len(rows))
+        response = api.send("GET", path, params={**params, "limit": want, "page_token": token})
+        rows += response.json()
+        token = response.headers.get("x-next-page-token")
+        if token is None:
+            return rows
+        if limit is not None and len(rows) >= limit:
+            left = int(response.headers.get("x-total-count", len(rows))) - len(rows)
+            err_console().print(
+                f"{len(rows)} shown, more follow (about {left}): --page-token {token}",
+                highlight=False,
+            )
+            return rows
+
+
 Region = Annotated[
     str | None, typer.Option(help="AWS region (the control plane's region if omitted)")
 ]

@@ -13,13 +13,16 @@ from hyperpilot.commands.common import (
     Cluster,
     ContractOption,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     Yes,
     client,
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.output import Column, Format, details, emit, table
@@ -148,11 +151,13 @@ def deploy(
 def list_(
     cluster: Cluster = None,
     all_clusters: Annotated[bool, typer.Option("--all", help="Every cluster's endpoints")] = False,
+    limit: Limit = None,
+    page_token: PageToken = None,
     output: Output = None,
 ) -> None:
     """Endpoints of a cluster (the active one unless -c), or of every cluster with --all."""
     with client() as api:
-        rows = api.get(BASE, cluster="*" if all_clusters else cluster)
+        rows = listed(api, BASE, limit, page_token, cluster="*" if all_clusters else cluster)
     emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no endpoints)")
 
 

@@ -15,7 +15,9 @@ from hyperpilot.commands.common import (
     Cluster,
     ContractOption,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     Yes,
     active_cluster,
@@ -23,6 +25,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.output import Column, details, emit, table
@@ -56,12 +59,22 @@ def _base(cluster: str) -> str:
 
 
 @app.command(
-    "list", epilog=examples("hyperpilot jobs list", "hyperpilot jobs list -c llm-training -o json")
+    "list",
+    epilog=examples(
+        "hyperpilot jobs list",
+        "hyperpilot jobs list -c llm-training -o json",
+        "hyperpilot jobs list --limit 50",
+    ),
 )
-def list_(cluster: Cluster = None, output: Output = None) -> None:
-    """A cluster's jobs and their last observed status."""
+def list_(
+    cluster: Cluster = None,
+    limit: Limit = None,
+    page_token: PageToken = None,
+    output: Output = None,
+) -> None:
+    """A cluster's jobs and their last observed status, oldest first."""
     with client() as api:
-        rows = api.get(_base(active_cluster(api, cluster)))
+        rows = listed(api, _base(active_cluster(api, cluster)), limit, page_token)
     emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no jobs)")
 
 
