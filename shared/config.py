@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.regions import served_regions
 
 NATS_SCHEMES = ("nats://", "tls://")
 
@@ -20,7 +22,17 @@ class Settings(BaseSettings):
     nats_url: str = Field(
         "nats://127.0.0.1:4222", description="NATS server with JetStream (nats:// or tls://)"
     )
-    aws_region: str = "us-east-1"
+    aws_region: str = Field(
+        "us-east-1",
+        description="The default region; with HYPERPILOT_AWS_REGIONS set, the first one listed",
+    )
+    hyperpilot_aws_regions: str | None = Field(
+        None,
+        description=(
+            "The regions this control plane manages clusters in, separated by commas (e.g."
+            " us-east-1,us-west-2), the first being the default; unset: AWS_REGION alone"
+        ),
+    )
     aws_endpoint_url: str | None = Field(
         None, description="Unset for real AWS; the simulated world's endpoint otherwise"
     )
@@ -86,6 +98,32 @@ class Settings(BaseSettings):
     # Stage engine
     poll_initial_seconds: float = 0.05
     poll_max_seconds: float = 15.0
+    poll_max_evented_seconds: float = Field(
+        60.0,
+        gt=0,
+        description=(
+            "Longest poll interval of a wait AWS events cover (a HyperPod cluster's) while the"
+            " event queue is read; an event ends the wait at once"
+        ),
+    )
+
+    @property
+    def served_regions(self) -> tuple[str, ...]:
+        """The regions this control plane manages clusters in; the first is the default."""
+        return served_regions(self.hyperpilot_aws_regions, self.aws_region)
+
+    @model_validator(mode="after")
+    def _regions(self) -> Settings:
+        served = served_regions(self.hyperpilot_aws_regions, self.aws_region)
+        explicit = "aws_region" in self.model_fields_set
+        if self.hyperpilot_aws_regions and explicit and self.aws_region not in served:
+            raise ValueError(
+                f"AWS_REGION {self.aws_region} is not one of HYPERPILOT_AWS_REGIONS"
+                f" ({self.hyperpilot_aws_regions}): add it to the list, or leave AWS_REGION"
+                " unset (the first region listed is the default)"
+            )
+        self.aws_region = served[0]
+        return self
 
     @field_validator("nats_url")
     @classmethod

@@ -32,6 +32,7 @@ from shared.errors import StageError
 from shared.logging import configure_logging, get_logger
 from shared.outbox import OutboxRelay
 from shared.queries import BadRequest, QueryResponder, Route, temporary_hint
+from shared.regions import region_scope
 from shared.stages import Delivery, RetryPolicy, StageEngine, Workflow
 
 log = get_logger("shared.service")
@@ -124,9 +125,19 @@ def assemble(service: Service, runtime: ServiceRuntime) -> Assembled:
     return Assembled(
         workflows=_merge("command", (area.workflows for area in areas)),
         planners=planners,
-        routes=routes,
+        routes={subject: _in_region(route) for subject, route in routes.items()},
         companions=tuple(c for area in areas for c in area.companions),
     )
+
+
+def _in_region(route: Route) -> Route:
+    """A query naming a `region` (its cluster's) reads AWS in that region."""
+
+    async def scoped(request: dict[str, Any]) -> Any:
+        with region_scope(request.get("region") if isinstance(request, dict) else None):
+            return await route(request)
+
+    return scoped
 
 
 def plan_route(planners: dict[str, Planner]) -> Route:
@@ -143,14 +154,17 @@ def plan_route(planners: dict[str, Planner]) -> Route:
             )
         if not isinstance(payload, dict):
             raise BadRequest("payload is required", "send the command as a JSON object")
-        return (await planner(payload)).model_dump(mode="json")
+        with region_scope(payload.get("region")):
+            return (await planner(payload)).model_dump(mode="json")
 
     return plan
 
 
 def _run_workflow(engine: StageEngine, workflow: Workflow[Any]) -> Handler:
     async def handle(envelope: Envelope, delivery: Delivery) -> None:
-        await engine.run(workflow, envelope.correlation_id, envelope.payload, delivery)
+        # A command names its cluster's (or bucket's) region: its AWS calls go there.
+        with region_scope(envelope.payload.get("region")):
+            await engine.run(workflow, envelope.correlation_id, envelope.payload, delivery)
 
     return handle
 

@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument(
+        "--regions", default="", help="other regions served at the same endpoint, comma-separated"
+    )
+    parser.add_argument(
         "--kubernetes",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         aws_port=args.port,
         region=args.region,
         kubernetes=args.kubernetes,
+        regions=tuple(r.strip() for r in args.regions.split(",") if r.strip()),
     ).start()
     stop = threading.Event()
 

@@ -75,6 +75,7 @@ def simulated_aws(
     account_id: str = "123456789012",
     scope: str = "session",
     set_env: bool = True,
+    regions: tuple[str, ...] = (),
 ) -> Any:
     """A pytest fixture yielding a started SimulatedAws; with `set_env`, the process environment
     points boto3 at it (AWS_ENDPOINT_URL and test credentials) for the fixture's lifetime."""
@@ -82,7 +83,7 @@ def simulated_aws(
     @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
     def fixture() -> Iterator[SimulatedAws]:
         timing = get_profile(profile) if isinstance(profile, str) else profile
-        sim = SimulatedAws(timing, kube=kube, account_id=account_id).start()
+        sim = SimulatedAws(timing, kube=kube, account_id=account_id, regions=regions).start()
         saved = {key: os.environ.get(key) for key in aws_env(sim)}
         if set_env:
             os.environ.update(aws_env(sim))

@@ -29,6 +29,7 @@ class World:
         region: str = "us-east-1",
         *,
         kubernetes: bool = False,
+        regions: tuple[str, ...] = (),
     ) -> None:
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self._owned_kube: KubeWorld | None = None
@@ -38,7 +39,9 @@ class World:
             self._owned_kube = KubeWorld(self.profile, host=host, region=region)
             kube = self._owned_kube
         self.kube = kube
-        self.aws = SimulatedAws(self.profile, host=host, port=aws_port, kube=kube, region=region)
+        self.aws = SimulatedAws(
+            self.profile, host=host, port=aws_port, kube=kube, region=region, regions=regions
+        )
 
     @property
     def aws_endpoint_url(self) -> str:

@@ -333,19 +333,22 @@ class KubeClients(Generic[K]):
         self.kube = kube
         self.session = session or aws_session.session()
         self._dir = Path(tempfile.mkdtemp(prefix=f"{kube.FIELD_MANAGER}-"))
-        self._clients: dict[ClusterEndpoint, K] = {}
+        self._clients: dict[tuple[ClusterEndpoint, str], K] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, target: ClusterEndpoint) -> K:
+    def __call__(self, target: ClusterEndpoint, region: str | None = None) -> K:
+        """The client of `target`, its tokens signed for `region` (the cluster's; EKS names
+        are unique per region only), else for the clients' region."""
+        signing = region or self.region
         with self._lock:
-            found = self._clients.get(target)
+            found = self._clients.get((target, signing))
             if found is None:
-                tokens = EksTokens(self.session, target.eks_name, self.region, self.kube.SERVICE)
+                tokens = EksTokens(self.session, target.eks_name, signing, self.kube.SERVICE)
                 found = self.kube(
                     api_client(target, tokens, self._dir),
                     self._dir / f"{target.eks_name}-{len(self._clients)}.json",
                 )
-                self._clients[target] = found
+                self._clients[(target, signing)] = found
             return found
 
     def close(self) -> None:

@@ -7,8 +7,11 @@ the account.
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -22,7 +25,7 @@ from sim.aws.admin import AdminApi
 from sim.aws.context import SimContext
 from sim.aws.eks import Eks
 from sim.aws.faults import Faults
-from sim.aws.front import FrontApp, Handler
+from sim.aws.front import FrontApp, Handler, StartResponse, WsgiApp
 from sim.aws.grafana import Grafana
 from sim.aws.hyperpod import HyperPod
 from sim.aws.inventory import moto_inventory
@@ -36,6 +39,10 @@ from sim.interfaces import KubeHooks
 from sim.profile import TimeProfile
 
 DEFAULT_ACCOUNT_ID = "123456789012"
+# The region of a SigV4 request: its credential scope, in the Authorization header or, for a
+# presigned URL, in X-Amz-Credential (AWS General Reference, "Elements of an AWS API request
+# signature": <key>/<date>/<region>/<service>/aws4_request).
+_SCOPE_REGION = re.compile(r"Credential=[^/]+/\d{8}/([^/]+)/")
 
 
 class _QuietRequestHandler(MotoRequestHandler):
@@ -60,8 +67,48 @@ def known_secret(access_key: str) -> str | None:
     return None
 
 
+def signed_region(environ: dict[str, Any]) -> str | None:
+    """The region a request is signed for, if it is signed."""
+    match = _SCOPE_REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+    if match:
+        return match.group(1)
+    credential = parse_qs(str(environ.get("QUERY_STRING", ""))).get("X-Amz-Credential")
+    if credential:
+        parts = credential[0].split("/")
+        return parts[2] if len(parts) > 2 else None
+    return None
+
+
+class _ByRegion:
+    """One endpoint for several regions: a request goes to the simulation of the region it is
+    signed for, as each regional AWS endpoint answers for its own region only; the admin API
+    and unsigned requests to the home region's."""
+
+    def __init__(self, home: WsgiApp, regions: dict[str, WsgiApp]) -> None:
+        self.home = home
+        self.regions = regions
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        app = self.home
+        if self.regions and not str(environ.get("PATH_INFO", "")).startswith("/_sim/"):
+            app = self.regions.get(signed_region(environ) or "", self.home)
+        return app(environ, start_response)
+
+
+def _kube_in(kube: KubeHooks | None, region: str) -> KubeHooks | None:
+    """The Kubernetes emulator of `region`'s EKS clusters (an EKS cluster name is unique per
+    region, so two regions' clusters of one name are two API servers)."""
+    in_region = getattr(kube, "in_region", None)
+    if callable(in_region):
+        regional: KubeHooks = in_region(region)
+        return regional
+    return kube
+
+
 class SimulatedAws:
-    """The simulated AWS of one account and region, served over HTTP."""
+    """The simulated AWS of one account, served over HTTP: its home region, and any other
+    `regions`, each with its own EKS, HyperPod and SageMaker state (as moto keeps a backend
+    per account and region)."""
 
     def __init__(
         self,
@@ -72,11 +119,12 @@ class SimulatedAws:
         region: str = "us-east-1",
         *,
         account_id: str = DEFAULT_ACCOUNT_ID,
+        regions: tuple[str, ...] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.region = region
-        self.ctx = SimContext(profile, kube, region, account_id)
+        self.ctx = SimContext(profile, _kube_in(kube, region), region, account_id)
         self.eks = Eks(self.ctx)
         self.hyperpod = HyperPod(self.ctx, self.eks)
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
@@ -104,8 +152,26 @@ class SimulatedAws:
             region, lambda: self.sagemaker_extras.tracking_servers, known_secret
         )
         self.app = FrontApp(self.ctx, handlers, moto_app, admin, self.mlflow)
+        # the other regions: their own simulation each, behind this one's endpoint
+        self.regions = {
+            other: SimulatedAws(profile, host, kube=kube, region=other, account_id=account_id)
+            for other in dict.fromkeys(regions)
+            if other != region
+        }
+        self.wsgi = _ByRegion(self.app, {r: s.app for r, s in self.regions.items()})
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+
+    def in_region(self, region: str) -> SimulatedAws:
+        """The simulation of `region` (this one's, or another served region's)."""
+        if region == self.region:
+            return self
+        try:
+            return self.regions[region]
+        except KeyError:
+            raise KeyError(
+                f"region {region} is not simulated here: pass it in SimulatedAws(regions=...)"
+            ) from None
 
     @property
     def profile(self) -> TimeProfile:
@@ -134,19 +200,22 @@ class SimulatedAws:
         if self._server is not None:
             return self
         self._server = make_server(
-            self.host, self.port, self.app, threaded=True, request_handler=_QuietRequestHandler
+            self.host, self.port, self.wsgi, threaded=True, request_handler=_QuietRequestHandler
         )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="sim-aws-http", daemon=True
         )
         self._thread.start()
-        self.ctx.scheduler.start()
-        known = getattr(self.ctx.kube, "aws_endpoint_known", None)
-        if callable(known):
-            known(self.endpoint_url)
+        for sim in (self, *self.regions.values()):
+            sim.ctx.scheduler.start()
+            known = getattr(sim.ctx.kube, "aws_endpoint_known", None)
+            if callable(known):
+                known(self.endpoint_url)
         return self
 
     def stop(self) -> None:
+        for other in self.regions.values():
+            other.ctx.scheduler.stop()
         self.ctx.scheduler.stop()
         if self._server is not None:
             self._server.shutdown()

@@ -44,6 +44,29 @@ class KubeWorld:
         self.node_fault_listeners: list[Callable[[str, str, str], None]] = []
         self.lock = threading.Lock()
         self.aws_endpoint: str | None = None  # the simulated AWS, once it listens
+        self.regions: dict[str, KubeWorld] = {}  # the API servers of other regions' clusters
+
+    def in_region(self, region: str) -> KubeWorld:
+        """The emulator of `region`'s EKS clusters: an EKS cluster name is unique per region
+        only (Amazon EKS User Guide, "Create an Amazon EKS cluster": "The name must be unique
+        within the AWS Region and AWS account"), so each region keeps its own API servers,
+        their tokens signed for that region. The buckets pods mount are shared, as S3 is."""
+        if region == self.region:
+            return self
+        with self.lock:
+            found = self.regions.get(region)
+            if found is None:
+                found = KubeWorld(
+                    self.profile,
+                    self.host,
+                    facts=self.facts,
+                    region=region,
+                    credentials=self.credentials,
+                )
+                found.files = self.files
+                found.aws_endpoint = self.aws_endpoint
+                self.regions[region] = found
+        return found
 
     def aws_endpoint_known(self, url: str) -> None:
         """The simulated AWS listens at `url`: pods' AWS calls (STS, MLflow) go there."""
@@ -127,5 +150,8 @@ class KubeWorld:
         with self.lock:
             servers = list(self.servers.values())
             self.servers.clear()
+            others = list(self.regions.values())
+        for other in others:
+            other.close()
         for server in servers:
             server.stop()

@@ -131,7 +131,7 @@ async def test_bad_requests_say_what_to_send(client: NATS) -> None:
     other_region = await ask(client, AVAILABILITY_ZONES, {"region": "eu-west-1"})
     assert other_region["error"]["code"] == "invalid_request"
     assert other_region["error"]["message"] == (
-        "this control plane manages us-east-1; eu-west-1 is not served"
+        "region eu-west-1 is not served by this control plane (it serves us-east-1)"
     )
     bad_spec = await ask(client, CHECK_CREATE, {"spec": {"name": "x"}, "region": "us-east-1"})
     assert bad_spec["error"]["code"] == "invalid_request"

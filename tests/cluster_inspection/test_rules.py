@@ -33,6 +33,7 @@ class FakeAccount:
     """The reads of check_create, answered from fields a test sets."""
 
     region = "us-east-1"
+    served = ("us-east-1",)
 
     def __init__(self) -> None:
         self.zones = list(ZONES)
@@ -260,7 +261,10 @@ async def test_a_taken_name_and_a_missing_vpc_are_reported_together() -> None:
 async def test_another_region_is_refused_before_any_read() -> None:
     [problem] = await check_create(FakeAccount(), spec(), "eu-west-1")
     assert (problem.field, problem.rule) == ("region", "region_served")
-    assert problem.message == "this control plane manages us-east-1; eu-west-1 is not served"
+    assert problem.message == (
+        "region eu-west-1 is not served by this control plane (it serves us-east-1)"
+    )
+    assert problem.hint == "use one of us-east-1, or add eu-west-1 to HYPERPILOT_AWS_REGIONS"
 
 
 def test_several_problems_become_one_stage_error() -> None:

@@ -40,7 +40,8 @@ from shared.service import Area, Service, ServiceRuntime
 
 
 def areas(runtime: ServiceRuntime) -> list[Area]:
-    aws = AwsClients(runtime.settings.aws_region, runtime.settings.aws_endpoint_url)
+    settings = runtime.settings
+    aws = AwsClients(settings.aws_region, settings.aws_endpoint_url, settings.served_regions)
     ports = build_ports(aws)
     prices = PriceList(aws)
     lifecycle = Area(

@@ -14,7 +14,9 @@ from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN, Clust
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError, TemporaryError
 from shared.queries import BadRequest, Route, temporary_hint
+from shared.regions import check_served
 from shared.service import Area
+from shared.validation import RuleViolation
 
 AVAILABILITY_ZONES = query_subject("cluster", "availability_zones")
 INSTANCE_TYPES = query_subject("cluster", "instance_types")
@@ -30,6 +32,9 @@ class Inspecting(Protocol):
 
     @property
     def region(self) -> str: ...
+
+    @property
+    def served(self) -> tuple[str, ...]: ...
 
     async def availability_zones(self) -> list[dict[str, Any]]: ...
 
@@ -69,7 +74,7 @@ def _required(request: dict[str, Any], key: str, pattern: str, example: str) -> 
 
 
 def inspect_area(inspector: Inspecting, prices: PriceReads) -> Area:
-    """The inspect queries, answered with one inspector (its region is the one served)."""
+    """The inspect queries, answered with one inspector (in the region each query names)."""
     return Area(read_routes=Inspect(inspector, prices).routes())
 
 
@@ -89,12 +94,12 @@ class Inspect:
         }
 
     def _region(self, request: dict[str, Any]) -> None:
+        """The asked region is served (the reads then go to it, `shared.service`)."""
         region = request.get("region")
-        if region not in (None, self.inspector.region):
-            raise BadRequest(
-                f"this control plane manages {self.inspector.region}; {region} is not served",
-                f"ask about {self.inspector.region}, or run a cluster-svc configured for {region}",
-            )
+        try:
+            check_served(region if region is None else str(region), self.inspector.served)
+        except RuleViolation as exc:
+            raise BadRequest(str(exc), exc.hint) from exc
 
     async def _availability_zones(self, request: dict[str, Any]) -> Any:
         self._region(request)

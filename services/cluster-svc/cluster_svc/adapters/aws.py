@@ -22,6 +22,7 @@ from botocore.exceptions import (
 
 from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
+from shared.regions import scoped_region
 
 T = TypeVar("T")
 
@@ -70,10 +71,15 @@ def stage_error(exc: Exception) -> StageError:
 
 
 class AwsClients:
-    """One boto3 session per process; clients are thread-safe and cached per service."""
+    """One boto3 session per process; clients are thread-safe and cached per service and
+    region. A call goes to the region of the command or query it runs for (its cluster's,
+    `shared.regions.region_scope`), else to the default region."""
 
-    def __init__(self, region: str, endpoint_url: str | None = None) -> None:
-        self.region = region
+    def __init__(
+        self, region: str, endpoint_url: str | None = None, served: tuple[str, ...] = ()
+    ) -> None:
+        self.default_region = region
+        self.served = served or (region,)  # the regions the control plane manages clusters in
         self.endpoint_url = endpoint_url
         self._config = Config(
             user_agent_extra="hyperpilot/0.1",
@@ -82,6 +88,11 @@ class AwsClients:
             read_timeout=60,
         )
         self._clients: dict[tuple[str, str], Any] = {}
+
+    @property
+    def region(self) -> str:
+        """The region calls go to now: the running command's or query's, else the default."""
+        return scoped_region() or self.default_region
 
     def client(self, service: str, region: str | None = None) -> Any:
         """The client of `service` in the clients' region, or in `region` (a service served

@@ -79,7 +79,7 @@ def _quota_view(quota: dict[str, Any]) -> dict[str, Any]:
 
 
 class Inspector(InspectionReads):
-    """The account reads of one region, through the project's boto3 clients."""
+    """The account reads of the region asked about, through the project's boto3 clients."""
 
     def __init__(self, aws: AwsClients) -> None:
         self.aws = aws
@@ -87,6 +87,10 @@ class Inspector(InspectionReads):
     @property
     def region(self) -> str:
         return self.aws.region
+
+    @property
+    def served(self) -> tuple[str, ...]:
+        return self.aws.served
 
     async def _pages(
         self, service: str, operation: str, items: str, **params: Any

@@ -19,6 +19,7 @@ from cluster_svc.domain.components.base import ClusterAccess, KubeObject
 from shared.adapters.eks_kube import ClusterEndpoint, ClusterKube, KubeClients
 from shared.adapters.eks_kube import eks_token as shared_eks_token
 from shared.errors import StageError, TemporaryError
+from shared.regions import scoped_region
 
 
 def eks_token(session: boto3.session.Session, cluster_name: str, region: str) -> str:
@@ -79,7 +80,9 @@ class EksKubeFactory:
         self._clients = KubeClients(region, KubeClient, session)
 
     def __call__(self, access: ClusterAccess) -> KubeClient:
-        return self._clients(ClusterEndpoint(access.name, access.endpoint, access.ca_data))
+        return self._clients(
+            ClusterEndpoint(access.name, access.endpoint, access.ca_data), scoped_region()
+        )
 
     def close(self) -> None:
         self._clients.close()

@@ -55,6 +55,7 @@ from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.logging import get_logger
 from shared.queries import BadRequest
+from shared.regions import region_scope
 from shared.service import ServiceRuntime
 
 log = get_logger("cluster_svc.drift")
@@ -104,6 +105,10 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
     settings = DriftSettings()
 
     async def observe(target: DriftTarget) -> Actual:
+        with region_scope(target.region):  # the cluster's region, not the default one
+            return await observe_in_region(target)
+
+    async def observe_in_region(target: DriftTarget) -> Actual:
         described = await sagemaker.describe_cluster_groups(target.recorded.hyperpod_cluster)
         calls = 1
         groups = None

@@ -53,6 +53,7 @@ from shared.contracts.subjects import query_subject
 from shared.errors import PermanentError, StageError
 from shared.logging import get_logger
 from shared.queries import BadRequest
+from shared.regions import region_scope
 from shared.service import ServiceRuntime
 
 log = get_logger("cluster_svc.nodes")
@@ -312,6 +313,10 @@ class NodeWatcher:
         await self.budget.charge(cluster.name, full_cost(watch) - (0 if watch.events else 1) - cost)
 
     async def _cluster(self, cluster: records.WatchedCluster) -> int:
+        with region_scope(cluster.region):  # its reads go to the cluster's region
+            return await self._cluster_in_region(cluster)
+
+    async def _cluster_in_region(self, cluster: records.WatchedCluster) -> int:
         watch = self.clusters.setdefault(cluster.name, ClusterWatch())
         access = cluster.access
         kube = await _kube_or_none(self.port, access) if access is not None else None

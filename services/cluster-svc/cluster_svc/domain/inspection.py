@@ -19,7 +19,9 @@ from typing import Any, Protocol
 from shared.contracts.cluster import CapacityType, ClusterSpec
 from shared.contracts.commands import CreateCluster
 from shared.errors import PermanentError
+from shared.regions import check_served
 from shared.stages import Done, Stage, StageContext
+from shared.validation import RuleViolation
 
 ML_PREFIX = "ml."
 MANAGED_BY = ("managed-by", "hyperpilot")
@@ -57,6 +59,9 @@ class InspectionReads(Protocol):
 
     @property
     def region(self) -> str: ...
+
+    @property
+    def served(self) -> tuple[str, ...]: ...
 
     async def availability_zones(self) -> list[dict[str, Any]]: ...
 
@@ -143,17 +148,12 @@ def group_zone(spec: ClusterSpec, index: int) -> str:
 # ---- the rules (pure) ----------------------------------------------------------------------
 
 
-def region_problems(region: str, served: str) -> list[Problem]:
-    if region == served:
-        return []
-    return [
-        Problem(
-            "region",
-            RULE_REGION,
-            f"this control plane manages {served}; {region} is not served",
-            f"create the cluster in {served}, or run a cluster-svc configured for {region}",
-        )
-    ]
+def region_problems(region: str, served: tuple[str, ...]) -> list[Problem]:
+    try:
+        check_served(region, served)
+    except RuleViolation as exc:
+        return [Problem("region", RULE_REGION, str(exc), exc.hint)]
+    return []
 
 
 def zone_problems(spec: ClusterSpec, region: str, zones: list[dict[str, Any]]) -> list[Problem]:
@@ -357,7 +357,7 @@ def vpc_problems(vpc_id: str | None, exists: bool) -> list[Problem]:
 
 async def check_create(reads: InspectionReads, spec: ClusterSpec, region: str) -> list[Problem]:
     """Every reason `spec` cannot be created now, read from the account in one pass."""
-    problems = region_problems(region, reads.region)
+    problems = region_problems(region, reads.served)
     if problems:
         return problems
     types = sorted({g.instance_type for g in spec.instance_groups})

@@ -22,12 +22,14 @@ class WatchedCluster:
     name: str
     hyperpod_cluster_arn: str
     access: ClusterAccess | None  # None: Kubernetes not reachable from what was recorded
+    region: str | None = None  # the cluster's; None: the default region
 
 
 async def watched_clusters(pool: asyncpg.Pool) -> list[WatchedCluster]:
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT name, hyperpod_cluster_arn, eks_cluster_arn, endpoint, ca_data FROM clusters"
+            "SELECT name, region, hyperpod_cluster_arn, eks_cluster_arn, endpoint, ca_data"
+            " FROM clusters"
             " WHERE status = 'active' AND managed AND hyperpod_cluster_arn IS NOT NULL"
         )
     clusters = []
@@ -36,7 +38,11 @@ async def watched_clusters(pool: asyncpg.Pool) -> list[WatchedCluster]:
         if row["endpoint"] and row["ca_data"] and row["eks_cluster_arn"]:
             eks_name = str(row["eks_cluster_arn"]).rsplit("/", 1)[-1]
             access = ClusterAccess(name=eks_name, endpoint=row["endpoint"], ca_data=row["ca_data"])
-        clusters.append(WatchedCluster(str(row["name"]), str(row["hyperpod_cluster_arn"]), access))
+        clusters.append(
+            WatchedCluster(
+                str(row["name"]), str(row["hyperpod_cluster_arn"]), access, str(row["region"])
+            )
+        )
     return clusters
 
 

@@ -19,6 +19,7 @@ from gateway.accept import plan_then_accept
 from gateway.deps import OperatorMutation, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.regions import served_region
 from gateway.routes.clusters import _check_region, _get_cluster, _reserve, default_bucket
 from gateway.routes.models import LIVE_READ_ERRORS, accepted
 from gateway.routing import PrefixedRoute
@@ -60,7 +61,7 @@ async def inspect_adoption(
         "adoption",
         {
             "eks_cluster_name": eks_cluster_name,
-            "region": region or request.app.state.settings.aws_region,
+            "region": served_region(request, region),
         },
     )
 
@@ -76,7 +77,7 @@ async def inspect_adoption(
 async def adopt_cluster(
     body: ClusterAdopt, request: Request, mutation: OperatorMutation
 ) -> JSONResponse:
-    region = body.region or request.app.state.settings.aws_region
+    region = served_region(request, body.region)
     adopt = AdoptSpec.model_validate(body.model_dump(exclude={"region"}))
     name = adopt.eks_cluster_name
     bus = request.app.state.bus

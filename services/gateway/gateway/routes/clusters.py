@@ -16,6 +16,7 @@ from gateway.accept import Reserve, plan_then_accept
 from gateway.deps import AdminMutation, Mutation, Operator, OperatorMutation, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.regions import served_region
 from gateway.routes.cluster_storage import delete_resources
 from gateway.routes.inspect import problems_to_fields
 from gateway.routes.models import ACCEPTED, MUTATION_ERRORS, READ_ERRORS, accepted, ok
@@ -60,7 +61,7 @@ def _check_region(region: str | None) -> str | None:
 
 class ClusterCreate(ClusterSpec):
     region: str | None = Field(
-        None, description="AWS region; the control plane's region if omitted"
+        None, description="A region the control plane serves; the default region if omitted"
     )
 
     _region = field_validator("region")(_check_region)
@@ -68,7 +69,7 @@ class ClusterCreate(ClusterSpec):
 
 class ClusterImport(ImportSpec):
     region: str | None = Field(
-        None, description="AWS region; the control plane's region if omitted"
+        None, description="A region the control plane serves; the default region if omitted"
     )
 
     _region = field_validator("region")(_check_region)
@@ -141,7 +142,7 @@ async def create_cluster(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    region = body.region or request.app.state.settings.aws_region
+    region = served_region(request, body.region)
     spec = ClusterSpec.model_validate(body.model_dump(exclude={"region"}))
     bus = request.app.state.bus
 
@@ -333,7 +334,7 @@ async def import_cluster(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
-    region = body.region or request.app.state.settings.aws_region
+    region = served_region(request, body.region)
     spec = ImportSpec.model_validate(body.model_dump(exclude={"region"}))
 
     async def build() -> ImportCluster:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 
 from gateway.deps import Viewer
 from gateway.queries import query
+from gateway.regions import served_region
 from gateway.routes.models import LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ML_INSTANCE_PATTERN, ZONE_ID_PATTERN
@@ -24,10 +25,16 @@ router = APIRouter(
 
 
 def _region(request: Request, region: str | None) -> str:
-    return region or str(request.app.state.settings.aws_region)
+    return served_region(request, region)
 
 
 Region = Annotated[str | None, Query(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region")]
+
+
+@router.get("/regions", summary="The regions this control plane manages clusters in")
+async def regions(request: Request, _: Viewer) -> dict[str, Any]:
+    served: tuple[str, ...] = request.app.state.settings.served_regions
+    return {"default": served[0], "regions": list(served)}
 
 
 @router.get("/availability-zones", summary="Availability Zones with their zone ids")
