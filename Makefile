@@ -9,7 +9,7 @@ NODE_STAMP := $(TS_DIR)/node_modules/.installed
 AXE_DIR := tests/ui/axe
 AXE_STAMP := $(AXE_DIR)/node_modules/.installed
 
-.PHONY: install browser prometheus node-deps up down status test test-unit lint typecheck reliability bench bench-tools clean
+.PHONY: install browser prometheus node-deps ui-vendor up down status test test-unit lint typecheck reliability bench bench-tools clean
 
 # One development install: every service, the simulated world and the dev tools, pinned by
 # requirements.lock (compiled from pyproject.toml with `uv pip compile`).
@@ -35,6 +35,20 @@ prometheus:
 	@command -v prometheus >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq --no-install-recommends prometheus >/dev/null) \
 		|| echo "prometheus could not be installed: the metrics route will answer PromQL-lite from workload-svc"
+
+# The UI's terminal: xterm.js and its fit add-on, pinned by services/gateway/xterm's
+# package-lock.json, copied (ES modules and the stylesheet, with xterm.js's license) into
+# services/gateway/gateway/ui/vendor, which is committed: the UI has no build step and the gateway
+# serves that directory like the UI's other files. Run it after changing the pin.
+XTERM_DIR := services/gateway/xterm
+UI_VENDOR := services/gateway/gateway/ui/vendor
+ui-vendor:
+	npm ci --prefix $(XTERM_DIR) --no-audit --no-fund --loglevel=error
+	mkdir -p $(UI_VENDOR)
+	sed '/^\/\/# sourceMappingURL=/d' $(XTERM_DIR)/node_modules/@xterm/xterm/lib/xterm.mjs > $(UI_VENDOR)/xterm.js
+	sed '/^\/\/# sourceMappingURL=/d' $(XTERM_DIR)/node_modules/@xterm/addon-fit/lib/addon-fit.mjs > $(UI_VENDOR)/addon-fit.js
+	cp $(XTERM_DIR)/node_modules/@xterm/xterm/css/xterm.css $(UI_VENDOR)/xterm.css
+	cp $(XTERM_DIR)/node_modules/@xterm/xterm/LICENSE $(UI_VENDOR)/LICENSE.xterm.txt
 
 # The TypeScript MCP SDK's client for tests/mcp/test_typescript_sdk.py, pinned by
 # tests/mcp/ts/package-lock.json, and axe-core for the accessibility checks of tests/ui, pinned

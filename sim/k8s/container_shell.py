@@ -311,6 +311,9 @@ class Shell:
 
     def __init__(self, container: Container) -> None:
         self.c = container
+        # (rows, columns) of the terminal the exec session has (tty=true), as its resize
+        # channel last set it; None without a terminal
+        self.size: tuple[int, int] | None = None
 
     def run(self, argv: list[str], stdin: bytes = b"") -> Result:
         if not argv:
@@ -502,6 +505,18 @@ def _sleep(sh: Shell, argv: list[str]) -> Result:
         return Result(stderr=f"sleep: invalid time interval '{argv[1]}'\n".encode(), code=1)
 
 
+def _stty(sh: Shell, argv: list[str]) -> Result:
+    """`stty size`: the terminal's rows and columns (GNU coreutils' answer); without a terminal
+    stdin is not one, and coreutils says so."""
+    if sh.size is None:
+        return Result(stderr=b"stty: 'standard input': Inappropriate ioctl for device\n", code=1)
+    if argv[1:] == ["size"]:
+        return Result(stdout=f"{sh.size[0]} {sh.size[1]}\n".encode())
+    return Result(
+        stderr=f"stty: only `stty size` is served here, not {argv[1:]}\n".encode(), code=1
+    )
+
+
 def _ps(sh: Shell, argv: list[str]) -> Result:
     command = " ".join(
         str(w) for w in [*(sh.c.spec.get("command") or []), *(sh.c.spec.get("args") or [])]
@@ -530,4 +545,5 @@ COMMANDS: dict[str, Builtin] = {
     "exit": _exit,
     "sleep": _sleep,
     "ps": _ps,
+    "stty": _stty,
 }

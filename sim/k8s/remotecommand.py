@@ -7,6 +7,10 @@ Every message starts with its channel: 0 stdin, 1 stdout, 2 stderr, 3 the error 
 as its cause, which `kubectl exec` exits with), 4 terminal resize; in v5, 255 closes a channel
 (the client's stdin end). Commands run in `container_shell`; a shell with stdin attached reads
 lines as they come (with a terminal, the input is echoed and each line answered with a prompt).
+A resize message is the JSON of client-go's `remotecommand.TerminalSize` (`{"Width": columns,
+"Height": rows}`, k8s.io/client-go/tools/remotecommand/resize.go), which the kubelet decodes
+and applies to the container's terminal (k8s.io/kubelet/pkg/cri/streaming/remotecommand
+httpstream.go, handleResizeEvents); here `stty size` in the session reads it back.
 
 SPDY/3.1, the older streaming protocol, is not served: kubectl tries WebSockets first and uses
 them when the upgrade succeeds.
@@ -175,6 +179,8 @@ async def _interactive(
     """A shell reading its stdin: each line run as it completes, until `exit` or the end of
     stdin (v5's close of channel 0, or the connection's)."""
     prompt = b"# " if tty else b""
+    if tty and shell.size is None:
+        shell.size = (24, 80)  # until the client's first resize message (kubectl sends one at once)
     await send(STDOUT, prompt)
     line = b""
     last = Result()
@@ -190,8 +196,11 @@ async def _interactive(
             if line.strip():
                 last = await _line(shell, line, send, tty)
             return last
+        if channel == RESIZE and tty:
+            _resize(shell, data)
+            continue
         if channel != STDIN:
-            continue  # resize and others: nothing to redraw in a simulated terminal
+            continue
         for byte in data:
             char = bytes([byte])
             if tty and char == b"\x04" and not line:
@@ -216,6 +225,18 @@ async def _interactive(
             line += char
             if tty:
                 await send(STDOUT, char)
+
+
+def _resize(shell: Shell, data: bytes) -> None:
+    """Apply a TerminalSize message; one that does not decode is dropped, as the kubelet logs
+    and ignores it."""
+    try:
+        size = orjson.loads(data)
+        columns, rows = int(size["Width"]), int(size["Height"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return
+    if columns > 0 and rows > 0:
+        shell.size = (rows, columns)
 
 
 async def _line(

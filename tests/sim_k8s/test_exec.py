@@ -145,6 +145,64 @@ def test_the_python_client_streams_exec_over_v4(core: client.CoreV1Api, shell_po
     assert out.returncode == 1
 
 
+def test_a_terminal_session_echoes_and_takes_the_resize_channel(
+    core: client.CoreV1Api, shell_pod: str
+) -> None:
+    """tty=true with stdin: the official client's WSClient writes keystrokes on channel 0 and
+    a TerminalSize on channel 4; the shell echoes, answers and reports the size it was given."""
+    import json
+    import time
+
+    session = stream(
+        core.connect_get_namespaced_pod_exec,
+        shell_pod,
+        "default",
+        container="main",
+        command=["sh"],
+        stderr=True,
+        stdout=True,
+        stdin=True,
+        tty=True,
+        _preload_content=False,
+    )
+    seen = ""
+
+    def until(text: str) -> str:
+        nonlocal seen
+        deadline = time.monotonic() + 10
+        while text not in seen:
+            assert time.monotonic() < deadline, seen
+            session.update(timeout=0.2)
+            seen += session.read_stdout(timeout=0) or ""
+        return seen
+
+    until("# ")
+    session.write_stdin("stty size\r")
+    assert "24 80" in until("24 80\r\n")  # before any resize: the default size
+    session.write_channel(4, json.dumps({"Width": 132, "Height": 40}))
+    session.write_stdin("stty size\r")
+    until("40 132\r\n")
+    session.write_stdin("echo hi\r")
+    assert "echo hi\r\nhi\r\n" in until("hi\r\n# ")
+    session.write_stdin("exit\r")
+    session.run_forever(timeout=10)
+    assert session.returncode == 0
+    no_tty = stream(
+        core.connect_get_namespaced_pod_exec,
+        shell_pod,
+        "default",
+        container="main",
+        command=["stty", "size"],
+        stderr=True,
+        stdout=True,
+        stdin=False,
+        tty=False,
+        _preload_content=False,
+    )
+    no_tty.run_forever(timeout=10)
+    assert "Inappropriate ioctl for device" in no_tty.read_stderr()
+
+
 def test_nvidia_smi_lists_the_gpus_the_container_was_given(
     kubectl: Kubectl, cluster: ApiServer, core: client.CoreV1Api
 ) -> None:

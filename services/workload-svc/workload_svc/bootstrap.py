@@ -68,7 +68,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         read_routes={query_subject("workload", "metrics"): metrics.query},
         companions=(scrape_metrics,),
     )
-    return [jobs, observed, Spaces(clusters).area(), Terminal(clusters).area()]
+    return [jobs, observed, Spaces(clusters).area(), Terminal(clusters, runtime.bus).area()]
 
 
 # Quiet: a query may carry a secret (hf_token, store_secret).

@@ -5,16 +5,28 @@ Operators only. The socket authenticates like the job-log socket (`Authorization
 browser the subprotocols `hyperpilot.bearer` and the token); a viewer's socket is accepted only
 to say why it is refused (an `error` frame, then close code 4403). Each text frame is one
 command line; workload-svc runs it in the container through the `pods/exec` subresource and the
-answer frame carries its output and exit code. Every session is an audited event when it opens
-and when it closes (who, the pod, the container, the lines run and how long it lasted); what was
-typed and what came back are never stored."""
+answer frame carries its output and exit code.
+
+With `tty=true` (and the terminal's `rows` and `cols`) it is a real terminal instead: `sh` runs
+with a terminal in the container (`pods/exec` with `tty=true`, held by a workload-svc replica,
+shared.contracts.terminal). Text frames in are JSON: `{"data": "<keystrokes>"}` or
+`{"resize": {"rows": n, "cols": n}}`; frames out are `{"ready": true, "tty": true}`, then
+`{"output": "<what the terminal shows>"}`, and `{"closed": true, "exit_code", "reason"}` when
+the shell ends (then close code 1000).
+
+Every session is an audited event when it opens and when it closes (who, the pod, the
+container, the lines run and how long it lasted); what was typed and what came back are never
+stored."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from typing import Annotated
+import uuid
+from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Path, Query, WebSocket, WebSocketDisconnect
 
 from gateway.audit import record_terminal
@@ -23,6 +35,7 @@ from gateway.queries import query
 from gateway.routes.logs import _principal
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
+from shared.contracts.terminal import MAX_COLS, MAX_INPUT, MAX_ROWS, MIN_SIZE, tty_subject
 
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/clusters", tags=["diagnostics"])
 
@@ -40,6 +53,9 @@ async def pod_terminal(
     container: Annotated[
         str | None, Query(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     ] = None,
+    tty: Annotated[bool, Query(description="A real terminal (sh with a TTY)")] = False,
+    rows: Annotated[int, Query(ge=MIN_SIZE, le=MAX_ROWS)] = 24,
+    cols: Annotated[int, Query(ge=MIN_SIZE, le=MAX_COLS)] = 80,
 ) -> None:
     try:
         principal, subprotocol = await _principal(websocket)
@@ -74,6 +90,23 @@ async def pod_terminal(
     )
     started = time.monotonic()
     lines = 0
+    if tty:
+        try:
+            lines = await _terminal(websocket, {**where, "rows": rows, "cols": cols})
+        finally:
+            with contextlib.suppress(Exception):
+                await record_terminal(
+                    pool,
+                    principal.name,
+                    "closed",
+                    cluster=name,
+                    namespace=namespace,
+                    pod=pod,
+                    container=container,
+                    lines=lines,
+                    seconds=round(time.monotonic() - started, 1),
+                )
+        return
     try:
         await websocket.send_json({"ready": True, "pod": pod, "namespace": namespace})
         while True:
@@ -109,3 +142,68 @@ async def pod_terminal(
                 lines=lines,
                 seconds=round(time.monotonic() - started, 1),
             )
+
+
+async def _terminal(websocket: WebSocket, where: dict[str, Any]) -> int:
+    """Relay one TTY session between the browser and the workload-svc replica holding it; the
+    lines entered (Enter presses), for the audit."""
+    bus = websocket.app.state.bus
+    session = uuid.uuid4().hex
+    if bus.nc is None:
+        await websocket.send_json(
+            {"error": {"code": "bus_unavailable", "message": "NATS is unreachable"}}
+        )
+        await websocket.close(code=1011)
+        return 0
+    output = await bus.nc.subscribe(tty_subject(session, "out"))
+    lines = 0
+    try:
+        try:
+            await query(bus, "workload", "tty", {**where, "session": session}, 40.0)
+        except ApiError as exc:
+            await websocket.send_json(
+                {"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}
+            )
+            await websocket.close(code=1011)
+            return 0
+        await websocket.send_json({"ready": True, "tty": True, "pod": where["pod"]})
+
+        async def shown() -> None:
+            async for msg in output.messages:
+                frame = orjson.loads(msg.data)
+                await websocket.send_json(frame)
+                if frame.get("closed"):
+                    await websocket.close(code=1000)
+                    return
+
+        relay = asyncio.create_task(shown())
+        try:
+            while not relay.done():
+                received = asyncio.create_task(websocket.receive_text())
+                await asyncio.wait({received, relay}, return_when=asyncio.FIRST_COMPLETED)
+                if relay.done():  # the shell ended: the socket is closed
+                    received.cancel()
+                    break
+                text = received.result()
+                try:
+                    frame = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(frame.get("data"), str) and len(frame["data"]) <= MAX_INPUT:
+                    lines += frame["data"].count("\r")
+                    keys = {"data": frame["data"]}
+                elif isinstance(frame.get("resize"), dict):
+                    keys = {"resize": frame["resize"]}
+                else:
+                    continue
+                await bus.nc.publish(tty_subject(session, "in"), orjson.dumps(keys))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            relay.cancel()
+            with contextlib.suppress(Exception):
+                await bus.nc.publish(tty_subject(session, "in"), orjson.dumps({"close": True}))
+    finally:
+        with contextlib.suppress(Exception):
+            await output.unsubscribe()
+    return lines
