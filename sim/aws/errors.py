@@ -97,9 +97,13 @@ def render_error(
             "</Response>"
         )
     elif protocol == "rest-xml":
+        # S3 puts an error's details beside its code (<Method>, <ResourceType>, <BucketName>...)
+        details = "".join(
+            f"<{escape(str(k))}>{escape(str(v))}</{escape(str(k))}>" for k, v in err.extra.items()
+        )
         xml = (
             f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"
-            f"<Message>{message}</Message><RequestId>{request_id}</RequestId></Error>"
+            f"<Message>{message}</Message>{details}<RequestId>{request_id}</RequestId></Error>"
         )
     else:
         kind = "Receiver" if status >= 500 else "Sender"

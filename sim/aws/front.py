@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from sim.aws import sts
 from sim.aws.context import SimContext
 from sim.aws.errors import AwsError, render_error
 from sim.aws.mlflow_api import MlflowApi
@@ -108,12 +109,15 @@ class FrontApp:
             # An unrouted S3 request is moto's to answer: its virtual-host and legacy routes are
             # not all in botocore's model.
             if req.unrouted and req.protocol == "rest-xml":
-                return None
+                return _unrouted_s3(req)
             return req.refused
         if req.service is None or req.operation is None:
             return None
         try:
             validate(req.service, req.operation, req.checked, req.protocol)
+            check = sts.CHECKS.get((req.service, req.operation))
+            if check is not None:
+                check(req.params)
         except AwsError as err:
             return err
         return None
@@ -214,6 +218,24 @@ class FrontApp:
             applied=applied,
             at=self.ctx.now(),
         )
+
+
+def _unrouted_s3(req: AwsRequest) -> AwsError | None:
+    """What S3 answers for a path-style request no operation of its model takes, where moto
+    fails: a POST to an object without a subresource (`?uploadId=`, `?uploads`, `?restore`,
+    `?select`) is 405 MethodNotAllowed with the method and the resource type, as S3 answers a
+    POST to an object URL (seen from s3.amazonaws.com in mhart/aws4fetch#14; the codes are
+    https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html). Anything else is
+    moto's, whose virtual-host and legacy routes are not all in botocore's model."""
+    segments = [part for part in req.path.split("/") if part]
+    if req.method == "POST" and len(segments) >= 2:
+        return AwsError(
+            "MethodNotAllowed",
+            "The specified method is not allowed against this resource.",
+            405,
+            {"Method": "POST", "ResourceType": "OBJECT"},
+        )
+    return None
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:

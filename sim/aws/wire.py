@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+from urllib.parse import parse_qs
 
 import botocore.session
 from botocore.model import OperationModel, ServiceModel
@@ -88,6 +89,40 @@ def service_for(signing_name: str, target: str | None) -> str | None:
     return name if _known_service(name) else None
 
 
+# Query-protocol services with operations called without a signature: STS's
+# AssumeRoleWithWebIdentity and AssumeRoleWithSAML carry no Authorization header (botocore
+# models them `"auth": ["smithy.api#noAuth"]`; the STS API reference: "Calling
+# AssumeRoleWithWebIdentity does not require the use of AWS security credentials",
+# https://docs.aws.amazon.com/STS/latest/APIReference/API_AssumeRoleWithWebIdentity.html), so
+# the credential scope cannot name the service. AWS knows it from the endpoint's host; the
+# simulation's one endpoint knows it from the Action and Version only these services take.
+_UNSIGNED_QUERY_SERVICES = ("sts",)
+
+
+@cache
+def _unsigned_operations() -> dict[tuple[str, str], str]:
+    """(Version, Action) -> service, for each operation modelled as called unsigned."""
+    found: dict[tuple[str, str], str] = {}
+    for service in _UNSIGNED_QUERY_SERVICES:
+        model = get_service_model(service)
+        for name in model.operation_names:
+            if model.operation_model(name).auth_type == "none":
+                found[(str(model.api_version), name)] = service
+    return found
+
+
+def unsigned_service(environ: dict[str, Any], body: bytes) -> str | None:
+    """The service of an unsigned query-protocol request, if it is an operation modelled as
+    called without a signature (Action and Version in the query string or the form body)."""
+    values = parse_qs(str(environ.get("QUERY_STRING", "")))
+    if "form-urlencoded" in str(environ.get("CONTENT_TYPE", "")):
+        values.update(parse_qs(body.decode("utf-8", "replace")))
+    action, version = values.get("Action"), values.get("Version")
+    if not action or not version:
+        return None
+    return _unsigned_operations().get((version[0], action[0]))
+
+
 @dataclass
 class AwsRequest:
     """An AWS API request as the simulation sees it."""
@@ -118,9 +153,13 @@ def read_request(environ: dict[str, Any], body: bytes) -> AwsRequest:
         body=body,
     )
     match = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-    if not match:
-        return req
-    req.region, signing_name = match.group(1), match.group(2)
+    if match:
+        req.region, signing_name = match.group(1), match.group(2)
+    else:
+        unsigned = unsigned_service(environ, body)
+        if unsigned is None:
+            return req
+        signing_name = unsigned
     req.service = service_for(signing_name, environ.get("HTTP_X_AMZ_TARGET"))
     if req.service is None:
         return req

@@ -317,10 +317,19 @@ def corpus(limit: int = PER_OPERATION) -> list[Case]:
 
 
 def send(client: Any, case: Case) -> tuple[int, str, str] | None:
-    """(status, code, message) of the answer; None if botocore cannot put the case on the wire."""
+    """(status, code, message) of the answer; None if botocore cannot put the case on the wire.
+
+    An answer botocore cannot parse (a framework's HTML error page) is kept with the status it
+    came with, so a server error is never taken for a case that could not be sent."""
     from botocore.exceptions import ClientError
 
+    statuses: list[int] = []
+
+    def seen(response_dict: dict[str, Any], **_: Any) -> None:
+        statuses.append(int(response_dict["status_code"]))
+
     method = getattr(client, xform_name(case.operation))
+    client.meta.events.register("before-parse", seen)
     try:
         method(**case.params)
     except ClientError as err:
@@ -330,8 +339,12 @@ def send(client: Any, case: Case) -> tuple[int, str, str] | None:
             str(response["Error"].get("Code", "")),
             str(response["Error"].get("Message", "")),
         )
-    except Exception:
+    except Exception as exc:
+        if statuses:
+            return statuses[-1], "unparseable answer", str(exc)[-200:]
         return None
+    finally:
+        client.meta.events.unregister("before-parse", seen)
     return 200, "", ""
 
 

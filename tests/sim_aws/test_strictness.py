@@ -6,6 +6,7 @@ send it; every refusal is a 4xx in the service's own shape, and nothing refused 
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.request
@@ -320,3 +321,120 @@ def test_query_protocols_answer_in_their_own_shape(sim: SimulatedAws) -> None:
     code, status, message = refused(lambda: ec2.describe_vpcs(MaxResults="abc"))
     assert (code, status) == ("InvalidParameterValue", 400)
     assert "MaxResults" in message
+
+
+def _unsigned_sts(sim: SimulatedAws) -> Any:
+    # botocore sends these operations without a signature, as STS's model says (noAuth)
+    return aws_client(sim, "sts", config=RAW)
+
+
+def test_unsigned_sts_operations_are_validated_like_signed_ones(sim: SimulatedAws) -> None:
+    sts = _unsigned_sts(sim)
+    role = "arn:aws:iam::111111111111:role/irsa"
+    code, status, message = refused(
+        lambda: sts.assume_role_with_web_identity(RoleArn=role, WebIdentityToken="token-1234")
+    )
+    assert (code, status) == ("ValidationError", 400)
+    assert "Value null at 'roleSessionName' failed to satisfy constraint" in message
+    code, status, message = refused(
+        lambda: sts.assume_role_with_web_identity(
+            RoleArn=role,
+            RoleSessionName="pod-session",
+            WebIdentityToken="token-1234",
+            DurationSeconds=5,
+        )
+    )
+    assert (code, status) == ("ValidationError", 400)
+    assert "at 'durationSeconds'" in message
+    code, status, _ = refused(
+        lambda: sts.assume_role_with_web_identity(RoleSessionName="pod-session")
+    )
+    assert (code, status) == ("ValidationError", 400)
+    # a well-formed one still gets credentials (what IRSA's pods call)
+    answer = sts.assume_role_with_web_identity(
+        RoleArn=role, RoleSessionName="pod-session", WebIdentityToken="token-1234"
+    )
+    assert answer["Credentials"]["AccessKeyId"]
+
+
+def _saml(attributes: dict[str, str]) -> str:
+    values = "".join(
+        f'<saml:Attribute Name="{name}"><saml:AttributeValue>{value}</saml:AttributeValue>'
+        "</saml:Attribute>"
+        for name, value in attributes.items()
+    )
+    document = (
+        '<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" '
+        'xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion"><saml:Assertion>'
+        f"<saml:AttributeStatement>{values}</saml:AttributeStatement></saml:Assertion>"
+        "</samlp:Response>"
+    )
+    return base64.b64encode(document.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    ("assertion", "reason"),
+    [
+        ("not base64!", "not the base64 encoding"),
+        (base64.b64encode(b"\xa6\xff\x00garbage").decode(), "not the base64 encoding"),
+        (base64.b64encode(b"plain text").decode(), "is not XML"),
+        (base64.b64encode(b"<other/>").decode(), "not a SAML 2.0 samlp:Response"),
+        (
+            _saml({"https://aws.amazon.com/SAML/Attributes/RoleSessionName": "u"}),
+            "no https://aws.amazon.com/SAML/Attributes/Role attribute",
+        ),
+    ],
+    ids=["not-base64", "not-utf8", "not-xml", "not-saml", "no-role"],
+)
+def test_saml_assertion_sts_cannot_read_is_invalid_identity_token(
+    sim: SimulatedAws, assertion: str, reason: str
+) -> None:
+    sts = _unsigned_sts(sim)
+    code, status, message = refused(
+        lambda: sts.assume_role_with_saml(
+            RoleArn="arn:aws:iam::111111111111:role/saml",
+            PrincipalArn="arn:aws:iam::111111111111:saml-provider/idp",
+            SAMLAssertion=assertion,
+        )
+    )
+    assert (code, status) == ("InvalidIdentityToken", 400)
+    assert reason in message
+
+
+def test_saml_assertion_with_role_and_session_name_gets_credentials(sim: SimulatedAws) -> None:
+    role = "arn:aws:iam::111111111111:role/saml"
+    idp = "arn:aws:iam::111111111111:saml-provider/idp"
+    assertion = _saml(
+        {
+            "https://aws.amazon.com/SAML/Attributes/Role": f"{role},{idp}",
+            "https://aws.amazon.com/SAML/Attributes/RoleSessionName": "someone",
+        }
+    )
+    answer = _unsigned_sts(sim).assume_role_with_saml(
+        RoleArn=role, PrincipalArn=idp, SAMLAssertion=assertion
+    )
+    assert answer["Credentials"]["AccessKeyId"]
+
+
+def test_post_to_an_object_without_a_subresource_is_method_not_allowed(sim: SimulatedAws) -> None:
+    s3 = aws_client(sim, "s3", config=RAW)
+    bucket = unique("post")
+    s3.create_bucket(Bucket=bucket)
+    # CompleteMultipartUpload without its uploadId is POST /bucket/key on the wire
+    code, status, message = refused(
+        lambda: s3.complete_multipart_upload(Bucket=bucket, Key="k", MultipartUpload={"Parts": []})
+    )
+    assert (code, status) == ("MethodNotAllowed", 405)
+    assert message == "The specified method is not allowed against this resource."
+    status, body = signed(sim, "s3", "POST", f"/{bucket}/k", b"", {})
+    assert status == 405
+    assert b"<Method>POST</Method><ResourceType>OBJECT</ResourceType>" in body
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="k")["UploadId"]
+    part = s3.upload_part(Bucket=bucket, Key="k", UploadId=upload, PartNumber=1, Body=b"x")
+    s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="k",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
