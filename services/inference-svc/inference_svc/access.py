@@ -103,7 +103,9 @@ class Clusters:
             eks = (resources.get("eks_cluster") or {}).get("cluster_name") or row["name"]
         else:
             eks = spec.get("eks_cluster_name") or row["name"]
-        kube: Kube = self.kubes(self.endpoint(eks, row["endpoint"], row["ca_data"]))
+        # the EKS token is signed for the cluster's region (clusters live in several)
+        endpoint = self.endpoint(eks, row["endpoint"], row["ca_data"])
+        kube: Kube = self.kubes(endpoint, row.get("region"))
         return kube
 
     async def facts(self, cluster: str, spec: EndpointSpec) -> ClusterFacts:

@@ -87,7 +87,7 @@ class HyperPodClusters(Protocol):
 
 
 class KubeFactory(Protocol):
-    def __call__(self, target: Any) -> Kube: ...
+    def __call__(self, target: Any, region: str | None = None) -> Kube: ...
 
 
 EndpointMaker = Any  # adapters.k8s.ClusterEndpoint: built by the caller that knows the adapter
@@ -144,7 +144,9 @@ class Clusters:
 
     async def kube(self, cluster: str, *, any_status: bool = False) -> Kube:
         row = await self.row(cluster, any_status=any_status)
-        return self.kubes(self.endpoint(_eks_name(row), row["endpoint"], row["ca_data"]))
+        # the EKS token is signed for the cluster's region (clusters live in several)
+        endpoint = self.endpoint(_eks_name(row), row["endpoint"], row["ca_data"])
+        return self.kubes(endpoint, row.get("region"))
 
     async def eks_name(self, cluster: str) -> str:
         """The EKS cluster's name of a usable cluster."""
