@@ -169,7 +169,11 @@ def listed(
 
 
 Region = Annotated[
-    str | None, typer.Option(help="AWS region (the control plane's region if omitted)")
+    str | None,
+    typer.Option(
+        help="A region the control plane serves (hyperpilot inspect regions); the default if"
+        " omitted"
+    ),
 ]
 
 

@@ -37,6 +37,19 @@ def _show(data: Any, output: Any) -> None:
     emit(data, fmt(output), (lambda _: rendered) if rendered is not None else None)
 
 
+@app.command(epilog=examples("hyperpilot inspect regions"))
+def regions(output: Output = None) -> None:
+    """The regions this control plane manages clusters in (the first is the default)."""
+    with client() as api:
+        data = api.get(f"{BASE}/regions")
+    rows = [{"region": r, "default": r == data["default"]} for r in data["regions"]]
+    emit(
+        data,
+        fmt(output),
+        lambda _: table(rows, [Column("REGION", "region"), Column("DEFAULT", "default")]),
+    )
+
+
 @app.command(
     "availability-zones",
     epilog=examples(
