@@ -79,7 +79,7 @@ def test_a_gpu_space_with_the_bucket_mounted_opens_for_its_owner_only(
 
     refused = owner.post(base, {**spec, "volumes": [{"claim": "no-such-claim"}]})
     assert refused.status_code == 422, refused.text
-    assert refused.json()["error"]["fields"][0]["field"] == "volumes"
+    assert refused.json()["error"]["fields"][0]["field"] == "volumes.0.claim"
     assert owner.post(base, {**spec, "cpu": "two"}).status_code == 422
     assert viewer.post(base, spec).status_code == 403
 
@@ -130,3 +130,56 @@ def test_a_gpu_space_with_the_bucket_mounted_opens_for_its_owner_only(
     assert _done(owner, same)["status"] == "noop"
     _done(admin, admin.delete(f"{base}/alice-lab"))
     assert owner.get(f"{base}/alice-lab").status_code == 404
+
+
+def test_a_spaces_volumes_are_the_clusters_storage_claims_and_hold_them(
+    with_spaces: tuple[RunningStack, str], sim_aws: SimulatedAws
+) -> None:
+    """Issue 26: a space mounts the cluster's claims only (an unknown one is 422 naming it and
+    the claims there are, on create and on change), and a claim a space mounts, running or
+    stopped, cannot be removed (409 naming the space) until the space lets it go."""
+    from sim.testing import aws_client
+    from tests.e2e.conftest import unique
+
+    stack, name = with_spaces
+    admin = stack.client
+    owner = Client(stack.stack.url, _token(admin, "dora", "operator"))
+    base = f"/api/v1/clusters/{name}/spaces"
+    storage = f"/api/v1/clusters/{name}/storage"
+    bucket = unique("space-data")
+    aws_client(sim_aws, "s3").create_bucket(Bucket=bucket)
+    _done(admin, admin.post(storage, {"kind": "s3", "claim": "team-data", "bucket": bucket}))
+
+    spec = {"name": "dora-lab", "volumes": [{"claim": "s3-claim"}, {"claim": "nope"}]}
+    for refused in (
+        owner.post(base, spec),
+        owner.post(base, spec, params={"dry_run": "true"}),
+    ):
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["fields"][0]["field"] == "volumes.1.claim"
+        assert "no storage claim nope" in error["message"]
+        assert "s3-claim" in error["message"] and "team-data" in error["message"]
+    assert owner.get(f"{base}/dora-lab").status_code == 404  # nothing was made
+
+    _done(owner, owner.post(base, {"name": "dora-lab", "volumes": [{"claim": "team-data"}]}))
+    assert owner.get(f"{base}/dora-lab").json()["volumes"] == [
+        {"claim": "team-data", "mount_path": "/mnt/team-data"}
+    ]
+    change = owner.http.patch(f"{base}/dora-lab", json={"volumes": [{"claim": "gone"}]})
+    assert change.status_code == 422, change.text
+    assert change.json()["error"]["fields"][0]["field"] == "volumes.0.claim"
+
+    for state in ("running", "stopped"):
+        busy = admin.delete(f"{storage}/team-data")
+        assert busy.status_code == 409, (state, busy.text)
+        assert busy.json()["error"]["code"] == "claim_in_use"
+        assert "space dora-lab (owner dora)" in busy.json()["error"]["message"]
+        if state == "running":
+            _done(owner, owner.post(f"{base}/dora-lab/stop"))
+
+    # the space lets the claim go: then it can be removed
+    _done(owner, owner.http.patch(f"{base}/dora-lab", json={"volumes": []}))
+    _done(admin, admin.delete(f"{storage}/team-data"))
+    assert "team-data" not in [c["claim"] for c in admin.get(storage).json()]
+    _done(admin, admin.delete(f"{base}/dora-lab"))

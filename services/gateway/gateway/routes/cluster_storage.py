@@ -7,7 +7,7 @@ named. Workload routes check the claims they mount with `checked_volumes`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import asyncpg
 from fastapi import APIRouter, Body, Path, Request
@@ -17,6 +17,7 @@ from gateway import records
 from gateway.accept import plan_then_accept, refusal_mapper
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError, field_error
+from gateway.queries import query
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
@@ -28,7 +29,6 @@ from shared.contracts.storage import (
     StorageAdd,
     StorageClaim,
     StorageTarget,
-    VolumeMount,
 )
 from shared.contracts.workloads import TERMINAL_STATUSES
 from shared.storage_claims import cluster_claims
@@ -71,22 +71,31 @@ async def claims_of(pool: asyncpg.Pool, cluster: str) -> list[StorageClaim]:
         return await cluster_claims(conn, cluster)
 
 
+class Mount(Protocol):
+    """A workload's volume: a job's or endpoint's VolumeMount, a space's SpaceVolume."""
+
+    @property
+    def claim(self) -> str: ...
+
+
 async def checked_volumes(
-    pool: asyncpg.Pool, cluster: str, volumes: Sequence[VolumeMount], field: str = "volumes"
+    pool: asyncpg.Pool, cluster: str, volumes: Sequence[Mount], field: str = "volumes"
 ) -> None:
-    """Every claim a workload mounts exists on the cluster (422 naming the missing one)."""
+    """Every claim a workload mounts exists on the cluster (422 naming the missing one and
+    the claims the cluster has)."""
     if not volumes:
         return
     known = {c.claim: c for c in await claims_of(pool, cluster)}
     for i, volume in enumerate(volumes):
         found = known.get(volume.claim)
         if found is None:
+            names = ", ".join(sorted(known)) or "none"
             raise field_error(
                 f"{field}.{i}.claim",
                 "claim_exists",
-                f"cluster {cluster} has no storage claim {volume.claim}",
-                f"list its claims with GET /api/v1/clusters/{cluster}/storage, or add one with"
-                f" POST /api/v1/clusters/{cluster}/storage",
+                f"cluster {cluster} has no storage claim {volume.claim} (its claims: {names})",
+                f"mount one of its claims (GET /api/v1/clusters/{cluster}/storage), or add one"
+                f" with POST /api/v1/clusters/{cluster}/storage",
             )
         if found.status != "available":
             raise field_error(
@@ -97,9 +106,20 @@ async def checked_volumes(
             )
 
 
-async def _users(pool: asyncpg.Pool, cluster: str, claim: str) -> list[str]:
-    """The workloads that mount `claim`: live jobs (Ray jobs and model downloads too) and
-    endpoints."""
+async def _spaces_mounting(bus: Any, cluster: str, claim: str) -> list[str]:
+    """The development spaces whose Workspace mounts `claim` (read live by workload-svc; a
+    cluster without the Spaces add-on has none). Unreadable is refused rather than guessed."""
+    spaces: list[dict[str, Any]] = await query(bus, "workload", "spaces", {"cluster": cluster})
+    return [
+        f"space {s['name']} (owner {s.get('owner') or 'unknown'})"
+        for s in spaces
+        if any(v.get("claim") == claim for v in s.get("volumes") or [])
+    ]
+
+
+async def _users(pool: asyncpg.Pool, cluster: str, claim: str, bus: Any = None) -> list[str]:
+    """The workloads that mount `claim`: live jobs (Ray jobs and model downloads too),
+    endpoints and (with `bus`) development spaces, running or stopped."""
     pattern = [{"claim": claim}]
     async with pool.acquire() as conn:
         jobs = await conn.fetch(
@@ -115,7 +135,8 @@ async def _users(pool: asyncpg.Pool, cluster: str, claim: str) -> list[str]:
             cluster,
             pattern,
         )
-    return [f"job {r['name']}" for r in jobs] + [f"endpoint {r['name']}" for r in endpoints]
+    users = [f"job {r['name']}" for r in jobs] + [f"endpoint {r['name']}" for r in endpoints]
+    return users + (await _spaces_mounting(bus, cluster, claim) if bus is not None else [])
 
 
 @router.get(
@@ -196,13 +217,14 @@ async def remove_storage(
                 f"{claim} is the cluster's own storage, made with it; it goes with the cluster",
                 hint=f"remove only added claims; DELETE /api/v1/clusters/{name} removes it",
             )
-        users = await _users(mutation.pool, name, claim)
+        users = await _users(mutation.pool, name, claim, request.app.state.bus)
         if users:
             raise ApiError(
                 409,
                 "claim_in_use",
                 f"storage claim {claim} is mounted by {', '.join(users)}",
-                hint="delete or finish those workloads first, then remove the claim",
+                hint="delete or finish those workloads (a space: delete it, or PATCH its"
+                " volumes without the claim) first, then remove the claim",
             )
         return RemoveStorage(
             cluster=name, region=cluster.region, target=_target(cluster), claim=found

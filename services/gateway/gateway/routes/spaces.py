@@ -24,6 +24,7 @@ from gateway.auth import Principal
 from gateway.deps import Mutation, OperatorMutation, Viewer
 from gateway.errors import ApiError
 from gateway.queries import query
+from gateway.routes.cluster_storage import checked_volumes
 from gateway.routes.models import ACCEPTED, LIVE_READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
@@ -129,6 +130,8 @@ async def create_space(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    await records.cluster(mutation.pool, name)  # an unknown cluster is 404, not a claim's 422
+    await checked_volumes(mutation.pool, name, spec.volumes)
     return await on_cluster(
         request.app.state.bus,
         mutation,
@@ -170,6 +173,8 @@ async def update_space(
     request: Request,
     mutation: OperatorMutation,
 ) -> JSONResponse:
+    if change.volumes:
+        await checked_volumes(mutation.pool, name, change.volumes)
     command = UpdateSpace(cluster=name, name=space, change=change)
     return await _on_space(
         request, mutation, name, space, UpdateSpace, command, change.requested(), admin_may=False
