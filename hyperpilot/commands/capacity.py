@@ -94,6 +94,13 @@ def render_cluster(answer: dict[str, Any]) -> Group:
         table(answer["groups"], GROUPS, title="instance groups") if answer["groups"] else "",
         table(answer["nodes"], NODES, title="nodes") if answer["nodes"] else Text("(no nodes)"),
     ]
+    if answer.get("next_after"):
+        parts.append(
+            Text(
+                f"{len(answer['nodes'])} of {answer.get('node_total')} nodes shown;"
+                f" the next page: --after {answer['next_after']}"
+            )
+        )
     if answer["pending"]:
         parts.append(table(answer["pending"], PENDING, title="pending pods"))
     else:
@@ -131,6 +138,13 @@ def capacity(
         str | None, typer.Argument(help="The cluster (default: the active one)", show_default=False)
     ] = None,
     fleet: Annotated[bool, typer.Option("--fleet", help="Every cluster, summed")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=500, help="At most this many nodes (one page)")
+    ] = 100,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="The page of nodes after this cursor (next_after)"),
+    ] = None,
     output: Output = None,
 ) -> None:
     """GPUs, EFA and memory allocated / total per instance group and node, nodes taking no new
@@ -139,5 +153,6 @@ def capacity(
         if fleet:
             emit(api.get(api_path("capacity")), fmt(output), render_fleet)
             return
-        answer = api.get(api_path("clusters", active_cluster(api, cluster), "capacity"))
+        page: dict[str, Any] = {"limit": limit} | ({"after": after} if after else {})
+        answer = api.get(api_path("clusters", active_cluster(api, cluster), "capacity"), **page)
     emit(answer, fmt(output), render_cluster)

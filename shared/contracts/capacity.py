@@ -122,6 +122,12 @@ class ClusterCapacity(_Read):
     teams: list[WorkloadCost] = Field(
         default_factory=list, description="Per team namespace (hyperpod-ns-<team>)"
     )
+    node_total: int | None = Field(
+        None, description="Every node of the cluster; `nodes` is one page of them when less"
+    )
+    next_after: str | None = Field(
+        None, description="The cursor of the next page of nodes (`after`); null on the last"
+    )
 
 
 class ClusterSummary(_Read):

@@ -160,6 +160,21 @@ def _matches(answer: dict[str, Any], expected: dict[str, Any]) -> None:
     assert sum(g["resources"]["gpus"]["total"] for g in answer["groups"]) == gpus["total"]
 
 
+def _read_matching(api: Client, cluster: str, core: Any, timeout: float = 10) -> dict[str, Any]:
+    """The capacity answer once it matches the emulator: cluster-svc answers from its watch of
+    the cluster, which sees a change some milliseconds after the API server made it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer: dict[str, Any] = api.get(f"/api/v1/clusters/{cluster}/capacity").json()
+        try:
+            _matches(answer, _expected(core))
+            return answer
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def test_capacity_matches_the_emulator_and_every_face_agrees(
     gpu_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
 ) -> None:
@@ -191,8 +206,7 @@ def test_capacity_matches_the_emulator_and_every_face_agrees(
         assert time.monotonic() < deadline
         time.sleep(0.2)
 
-    answer = api.get(f"/api/v1/clusters/{cluster}/capacity").json()
-    _matches(answer, _expected(core))
+    answer = _read_matching(api, cluster, core)
     waiting = {p["name"]: p for p in answer["pending"]}
     assert waiting["too-big"]["gpus"] == per_node + 1
     assert waiting["too-big"]["instance_group"] == "gpu"
@@ -259,9 +273,7 @@ def test_a_few_hundred_pods_add_up_exactly(
     for i in range(300):
         core.create_namespaced_pod(ns, _pod(f"p{i:03d}", 1, memory=f"{1 + i % 4}Gi"))
     _settled(core, ns, timeout=120)
-    answer = stack.client.get(f"/api/v1/clusters/{cluster}/capacity").json()
-    expected = _expected(core)
-    _matches(answer, expected)
+    answer = _read_matching(stack.client, cluster, core)
     waiting = [p for p in answer["pending"] if p["namespace"] == ns]
     running = [p for p in core.list_namespaced_pod(ns).items if p.status.phase == "Running"]
     assert len(running) == 300 - len(waiting) > 0

@@ -2,8 +2,12 @@
 cluster and fleet, from the EKS cluster's Nodes and Pods (`cluster_svc.domain.capacity`).
 
 Read routes: `qry.cluster.capacity` takes `cluster` and `eks_cluster` (the names the gateway
-resolved from its read model); `qry.cluster.fleet-capacity` takes `clusters` (a list of those)
+resolved from its read model) and, for one page of the nodes, `limit` and `after` (the
+`next_after` of the page before); `qry.cluster.fleet-capacity` takes `clusters` (a list of those)
 and `unreadable` (clusters the gateway could not name an EKS cluster for, with why).
+
+The reads answer from the cluster's watched model (`adapters/capacity_watch.py`), started by
+the first read; while its first lists are not done within its bound, from a full list instead.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from typing import Any
 import orjson
 
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.capacity_watch import CapacityWatches, ClusterCapacityWatch
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
 from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import Area
 from cluster_svc.domain.capacity import cluster_capacity, fleet, summarize, unreadable
+from cluster_svc.domain.capacity_model import NodeKey
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import KubeObject
 from shared.contracts.capacity import ClusterCapacity, ClusterSummary
@@ -55,25 +61,95 @@ async def _all_pods(kube: KubeClient) -> list[KubeObject]:
         raise kube.error(exc, "list pods") from exc
 
 
-def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
+MAX_PAGE = 500
+
+
+def _page(request: dict[str, Any]) -> tuple[NodeKey | None, int | None]:
+    """The page of nodes asked for: (the cursor, the limit); (None, None) for every node."""
+    limit = request.get("limit")
+    if limit is not None and (
+        not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE
+    ):
+        raise BadRequest(
+            f"limit {limit!r} is not a page size: an integer from 1 to {MAX_PAGE}",
+            "leave limit out for every node, or ask for at most 500",
+        )
+    after = request.get("after")
+    if after is None:
+        return None, limit
+    if not isinstance(after, str) or after.count("/") != 1:
+        raise BadRequest(
+            f"after {after!r} is not a node cursor (<instance_group>/<node name>)",
+            "send the next_after of the page before, or leave after out for the first page",
+        )
+    group, name = after.split("/")
+    return (group, name), limit
+
+
+def cursor(key: NodeKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+def build(
+    aws: AwsClients,
+    ports: ClusterPorts,
+    prices: PriceList,
+    watches: CapacityWatches | None = None,
+) -> Area:
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
     port = HyperPodNodes(aws, kube)
+    watched = watches if watches is not None else CapacityWatches()
 
-    async def read(cluster: str, eks_cluster: str) -> ClusterCapacity:
-        client = kube(await port.eks_access(eks_cluster))
+    async def watch_of(eks_cluster: str) -> tuple[KubeClient, ClusterCapacityWatch | None]:
+        access = await port.eks_access(eks_cluster)
+        client = kube(access)
+        return client, await watched.of(eks_cluster, client)
+
+    async def live(cluster: str, client: KubeClient) -> ClusterCapacity:
         nodes, pods, table = await asyncio.gather(
             client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client), prices.table()
         )
         return cluster_capacity(cluster, nodes, pods, table, datetime.now(UTC))
 
+    async def read(
+        cluster: str, eks_cluster: str, after: NodeKey | None, limit: int | None
+    ) -> ClusterCapacity:
+        client, watch = await watch_of(eks_cluster)
+        table = await prices.table()
+        now = datetime.now(UTC)
+        if watch is not None:
+            (answer, more), total = watch.read(
+                lambda m: (m.capacity(cluster, table, now, after=after, limit=limit), m.node_count)
+            )
+        else:
+            whole = await live(cluster, client)
+            views = [
+                v for v in whole.nodes if after is None or (v.instance_group or "", v.name) > after
+            ]
+            more = limit is not None and len(views) > limit
+            answer = whole.model_copy(update={"nodes": views[:limit] if limit else views})
+            total = len(whole.nodes)
+        last = answer.nodes[-1] if more and answer.nodes else None
+        return answer.model_copy(
+            update={
+                "node_total": total,
+                "next_after": cursor((last.instance_group or "", last.name)) if last else None,
+            }
+        )
+
     async def capacity(request: dict[str, Any]) -> Any:
-        answer = await read(_name(request, "cluster"), _name(request, "eks_cluster"))
+        after, limit = _page(request)
+        answer = await read(_name(request, "cluster"), _name(request, "eks_cluster"), after, limit)
         return answer.model_dump(mode="json")
 
     async def summary(ref: dict[str, Any]) -> ClusterSummary:
         cluster = _name(ref, "cluster")
         try:
-            return summarize(await read(cluster, _name(ref, "eks_cluster")))
+            client, watch = await watch_of(_name(ref, "eks_cluster"))
+            table = await prices.table()
+            if watch is not None:
+                return watch.read(lambda m: m.summary(cluster, table))
+            return summarize(await live(cluster, client))
         except StageError as exc:
             return unreadable(cluster, exc.message)
 

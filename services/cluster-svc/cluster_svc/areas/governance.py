@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.capacity_watch import CapacityWatches
 from cluster_svc.adapters.governance import LiveGovernance, kueue_objects, namespace_events
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import EksKubeFactory
@@ -58,9 +59,15 @@ def _refused(exc: GovernanceRefusal) -> BadRequest:
     return BadRequest(exc.message, exc.hint or "", [exc.to_field()])
 
 
-def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
+def build(
+    aws: AwsClients,
+    ports: ClusterPorts,
+    prices: PriceList,
+    watches: CapacityWatches | None = None,
+) -> Area:
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
     live = LiveGovernance(aws, kube)
+    watched = watches if watches is not None else CapacityWatches()
 
     def planner(
         kind: type[Any], plan_of: Callable[[Any, GovernanceActual], Plan]
@@ -125,14 +132,27 @@ def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
             client.get(ref.api_version, ref.kind, ref.name, ref.namespace), live.observe(target)
         )
         table = await prices.table()  # cached: a read of AWS once a day
-        workloads, queues, classes, events, nodes, pods = await asyncio.gather(
+        watch = await watched.of(target.eks_cluster, client)
+        workloads, queues, classes, events = await asyncio.gather(
             kueue_objects(client, "workloads"),
             kueue_objects(client, "clusterqueues"),
             kueue_objects(client, "workloadpriorityclasses"),
             namespace_events(client, ref.namespace),
-            client.nodes(HYPERPOD_NODE_SELECTOR),
-            _all_pods(client),
         )
+        if watch is not None:
+            # from the watched model: every node's view, the job's namespace's pods
+            capacity, pods = watch.read(
+                lambda m: (
+                    m.capacity(target.cluster, table, namespace=ref.namespace)[0],
+                    m.pods_in(ref.namespace),
+                )
+            )
+        else:
+            nodes, every_pod = await asyncio.gather(
+                client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client)
+            )
+            capacity = cluster_capacity(target.cluster, nodes, every_pod, table)
+            pods = list(every_pod)
         facts = PendingFacts(
             job=obj,
             workloads=workloads,
@@ -141,7 +161,7 @@ def build(aws: AwsClients, ports: ClusterPorts, prices: PriceList) -> Area:
                 str(c["metadata"]["name"]): int(c.get("value") or 0) for c in classes
             },
             quotas=actual.quotas,
-            capacity=cluster_capacity(target.cluster, nodes, pods, table),
+            capacity=capacity,
             events=events,
             pods=pods,
         )

@@ -2,17 +2,21 @@
 and cluster, the nodes taking no new pods, the pods waiting for a node, and the list price per
 hour; and the same summed over the fleet. Live from cluster-svc (qry.cluster.capacity,
 qry.cluster.fleet-capacity); shapes in shared/contracts/capacity.py, described in
-docs/capacity.md. Viewers may read them.
+docs/capacity.md. Viewers may read them. The per-node part of a cluster's answer is one page
+(`limit`, default 100; `after`, the `next_after` of the page before); its groups, totals and
+`node_total` count every node.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from gateway import records
 from gateway.deps import Pool, Viewer
+from gateway.errors import field_error
 from gateway.queries import query
 from gateway.routes.models import LIVE_READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
@@ -24,6 +28,10 @@ router = APIRouter(
 )
 
 ClusterNamePath = Annotated[str, Path(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+NODE_PAGE = 100
+# A page cursor: the last node of the page before, `<instance group>/<node name>` (no group:
+# empty before the slash).
+_AFTER = re.compile(r"^[a-zA-Z0-9-]{0,63}/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 def _eks_cluster(cluster: records.ClusterRecord) -> str:
@@ -38,14 +46,36 @@ def _eks_cluster(cluster: records.ClusterRecord) -> str:
     " taking no new pods, pending pods with what they ask for, and the list price per hour",
 )
 async def cluster_capacity(
-    name: ClusterNamePath, request: Request, pool: Pool, _: Viewer
+    name: ClusterNamePath,
+    request: Request,
+    pool: Pool,
+    _: Viewer,
+    limit: Annotated[
+        int, Query(ge=1, le=500, description="At most this many nodes in `nodes` (one page)")
+    ] = NODE_PAGE,
+    after: Annotated[
+        str | None,
+        Query(max_length=320, description="The page after this cursor: next_after of the last"),
+    ] = None,
 ) -> dict[str, Any]:
+    if after is not None and not _AFTER.match(after):
+        raise field_error(
+            "after",
+            "node_cursor",
+            f"{after!r} is not a node cursor (<instance group>/<node name>)",
+            "send the next_after of the page before, or leave after out for the first page",
+        )
     cluster = (await records.cluster(pool, name)).reachable()
     answer: dict[str, Any] = await query(
         request.app.state.bus,
         "cluster",
         "capacity",
-        {"cluster": cluster.name, "eks_cluster": _eks_cluster(cluster)},
+        {
+            "cluster": cluster.name,
+            "eks_cluster": _eks_cluster(cluster),
+            "limit": limit,
+            "after": after,
+        },
     )
     return answer
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -29,15 +29,19 @@ def _price(raw: dict[str, Any]) -> str:
 
 def cluster_summary(raw: dict[str, Any]) -> str:
     nodes = raw.get("nodes") or []
+    total = raw.get("node_total")
+    total = len(nodes) if total is None else int(total)
     blocked = [n["name"] for n in nodes if not n.get("schedulable")]
     pending = raw.get("pending") or []
     groups = "; ".join(f"{g['name']}: {_gpus(g['resources'])}" for g in raw.get("groups") or [])
+    more = raw.get("next_after")
     return (
-        f"{raw.get('cluster')}: {_gpus(raw.get('resources') or {})} on {count(len(nodes), 'node')}"
+        f"{raw.get('cluster')}: {_gpus(raw.get('resources') or {})} on {count(total, 'node')}"
         + (f" ({groups})" if groups else "")
         + (f"; not schedulable: {', '.join(blocked[:10])}" if blocked else "")
         + f"; {count(len(pending), 'pod')} pending"
-        + f" asking {sum(p.get('gpus', 0) for p in pending)} GPUs; {_price(raw)}."
+        + f" asking {sum(p.get('gpus', 0) for p in pending)} GPUs; {_price(raw)}"
+        + (f"; {len(nodes)} nodes listed, after='{more}' for the next." if more else ".")
     )
 
 
@@ -53,10 +57,15 @@ def fleet_summary(raw: dict[str, Any]) -> str:
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="capacity", rest="GET /api/v1/clusters/{name}/capacity")
-    async def get_capacity(cluster: ClusterRef) -> Capacity:
-        """GPUs, EFA and memory total/allocated/free per instance group and node, nodes taking
-        no pods, pending pods with their asks, list price per hour."""
-        raw = await gateway.get(api_path("clusters", cluster, "capacity"))
+    async def get_capacity(
+        cluster: ClusterRef,
+        after: Annotated[
+            str | None, Field(max_length=320, description="next_after of the page before")
+        ] = None,
+    ) -> Capacity:
+        """GPUs, EFA and memory total/allocated/free per instance group and node (100 a page),
+        nodes taking no pods, pending pods with their asks, list price per hour."""
+        raw = await gateway.get(api_path("clusters", cluster, "capacity"), {"after": after})
         return Capacity(summary=cluster_summary(raw), capacity=Passthrough.model_validate(raw))
 
     @server.read_tool(area="capacity", rest="GET /api/v1/capacity")

@@ -1,0 +1,155 @@
+"""cluster-svc's watched capacity (adapters/capacity_watch.py) against the emulated API server,
+changed through the official Kubernetes client: after creates, deletes, a cordon and pods
+running and finishing, with hundreds of pods, the model equals `cluster_capacity` of a full
+list; a watch from a resourceVersion the server compacted away gets 410 and lists again."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from datetime import date
+from types import SimpleNamespace
+from typing import Any, cast
+
+import orjson
+import pytest
+from kubernetes import client
+
+from cluster_svc.adapters.capacity_watch import ClusterCapacityWatch, Gone, ListWatch
+from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
+from cluster_svc.adapters.k8s import KubeClient
+from cluster_svc.domain.capacity import cluster_capacity
+from cluster_svc.domain.prices import PriceTable
+from shared.contracts.capacity import ClusterCapacity, PriceSource
+from sim.interfaces import SimNode
+from sim.k8s import ApiServer
+
+PRICES = PriceTable(
+    PriceSource(source="a table of the test", as_of=date(2026, 12, 1), region="us-east-1"),
+    {"ml.g5.8xlarge": 3.06},
+)
+NS = "default"
+
+
+def _pod(name: str, node: str | None, gpus: int) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "python:3.12",
+                "command": ["sleep", "infinity"],
+                "resources": {
+                    "requests": {"memory": "1Gi", "nvidia.com/gpu": str(gpus)},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
+        ],
+        "restartPolicy": "Never",
+    }
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": "ml.p4d.24xlarge"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def _full(core: Any) -> ClusterCapacity:
+    nodes = orjson.loads(
+        core.list_node(label_selector=HYPERPOD_NODE_SELECTOR, _preload_content=False).data
+    )["items"]
+    pods = orjson.loads(core.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+    return cluster_capacity("c", nodes, pods, PRICES)
+
+
+def _agrees(watch: ClusterCapacityWatch, core: Any, timeout: float = 60.0) -> ClusterCapacity:
+    deadline = time.monotonic() + timeout
+    while True:
+        whole = _full(core)
+        mine = watch.read(lambda m: m.capacity("c", PRICES)[0])
+        if mine == whole:
+            return whole
+        assert time.monotonic() < deadline, (mine.resources, whole.resources)
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def nodes(cluster: ApiServer, core: client.CoreV1Api) -> list[str]:
+    cluster.sync_nodes(
+        [
+            SimNode(f"i-0c{n:015x}", f"g{n % 2}", "ml.g5.8xlarge", "Running", "us-east-1a", "c")
+            for n in range(8)
+        ]
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        listed = core.list_node(label_selector=HYPERPOD_NODE_SELECTOR).items
+        if len(listed) == 8:
+            return sorted(n.metadata.name for n in listed)
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_the_watched_model_equals_a_full_list_through_changes(
+    cluster: ApiServer, core: client.CoreV1Api, nodes: list[str]
+) -> None:
+    watch = ClusterCapacityWatch(cast(KubeClient, SimpleNamespace(core=core)))
+    try:
+        assert watch.wait_ready(30)
+        for i in range(240):
+            gpus = 1 if i < len(nodes) else 0  # one GPU pod per node (a g5.8xlarge has 1)
+            core.create_namespaced_pod(NS, _pod(f"cw-{i:03d}", nodes[i % len(nodes)], gpus))
+        for i in range(12):
+            core.create_namespaced_pod(NS, _pod(f"cw-wait-{i:02d}", None, 4))
+        whole = _agrees(watch, core)
+        assert sum(n.pods for n in whole.nodes) >= 240  # and the daemon pods
+        assert whole.resources.gpus.allocated == len(nodes)
+        assert len([p for p in whole.pending if p.name.startswith("cw-wait")]) == 12
+
+        # a cordon, deletes, and pods finishing
+        core.patch_node(nodes[0], {"spec": {"unschedulable": True}})
+        for i in range(0, 240, 3):
+            core.delete_namespaced_pod(f"cw-{i:03d}", NS, grace_period_seconds=0)
+        for i in range(6):
+            core.delete_namespaced_pod(f"cw-wait-{i:02d}", NS, grace_period_seconds=0)
+        for i in range(1, 40, 3):
+            core.patch_namespaced_pod_status(f"cw-{i:03d}", NS, {"status": {"phase": "Succeeded"}})
+        whole = _agrees(watch, core)
+        assert not next(n for n in whole.nodes if n.name == nodes[0]).schedulable
+        assert watch.error is None
+    finally:
+        watch.stop()
+
+
+def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
+    cluster: ApiServer, core: client.CoreV1Api, nodes: list[str]
+) -> None:
+    seen: list[list[Any]] = []
+    lw = ListWatch("pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None)
+    version = lw._list()
+    # a history of 20 changes: the 60 that follow push the listed version out of it
+    ring = cluster.store.history["pods"]
+    cluster.store.history["pods"] = deque(ring, maxlen=20)
+    try:
+        for i in range(30):
+            core.create_namespaced_pod(NS, _pod(f"gone-{i:02d}", nodes[1], 0))
+            core.delete_namespaced_pod(f"gone-{i:02d}", NS, grace_period_seconds=0)
+        with pytest.raises(Gone):
+            lw._watch(version)
+        # a loop whose first list's version is that old one: its watch gets 410, it lists again
+        again = ListWatch("pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None)
+        listed = again._list
+
+        def stale_first() -> str:
+            fresh = listed()
+            return version if again.lists == 1 else fresh
+
+        again._list = stale_first  # type: ignore[method-assign]
+        again.start()
+        deadline = time.monotonic() + 20
+        while again.lists < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        again.stop()
+        assert again.lists == 2 and again.error is None
+    finally:
+        lw.stop()
+        cluster.store.history["pods"] = deque(cluster.store.history["pods"], maxlen=ring.maxlen)

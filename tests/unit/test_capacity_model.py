@@ -1,0 +1,163 @@
+"""The watched capacity model (cluster_svc.domain.capacity_model) answers what
+`cluster_capacity` answers from a full list of the same Nodes and Pods, after every kind of
+change, with hundreds of pods; its pages cover the nodes once, in order."""
+
+from __future__ import annotations
+
+import copy
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cluster_svc.domain import capacity
+from cluster_svc.domain.capacity_model import CapacityModel, pod_key
+from tests.unit.test_capacity import HEALTH_LABEL, PRICES, node, pod
+
+NOW = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)
+
+
+def _running(name: str, on: str, gpus: int, ns: str, job: str | None) -> dict[str, Any]:
+    made = pod(name, on=on, gpus=gpus, memory="8Gi")
+    made["metadata"]["namespace"] = ns
+    if job:
+        made["metadata"]["labels"] = {capacity.JOB_LABEL: job}
+    made["status"]["startTime"] = (NOW - timedelta(minutes=len(name) * 7)).isoformat()
+    return made
+
+
+class World:
+    """Nodes and Pods as the API would list them, and the model fed every change."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self.model = CapacityModel()
+
+    def put_node(self, obj: dict[str, Any]) -> None:
+        self.nodes[obj["metadata"]["name"]] = obj
+        self.model.node_event("MODIFIED", copy.deepcopy(obj))
+
+    def drop_node(self, name: str) -> None:
+        self.model.node_event("DELETED", self.nodes.pop(name))
+
+    def put_pod(self, obj: dict[str, Any]) -> None:
+        self.pods[pod_key(obj)] = obj
+        self.model.pod_event("ADDED", copy.deepcopy(obj))
+
+    def drop_pod(self, key: tuple[str, str]) -> None:
+        self.model.pod_event("DELETED", self.pods.pop(key))
+
+    def check(self) -> None:
+        whole = capacity.cluster_capacity(
+            "c1", self.nodes.values(), self.pods.values(), PRICES, NOW
+        )
+        mine, more = self.model.capacity("c1", PRICES, NOW)
+        assert not more
+        assert mine == whole
+        assert self.model.summary("c1", PRICES) == capacity.summarize(whole)
+        # pages of 7 cover every node once, in the same order
+        paged: list[Any] = []
+        after = None
+        while True:
+            page, more = self.model.page(after, 7)
+            paged += page
+            if not more:
+                break
+            after = (page[-1].instance_group or "", page[-1].name)
+        assert paged == whole.nodes
+        for ns in ("team-a", "hyperpod-ns-team-b"):
+            assert self.model.pending(ns) == [p for p in whole.pending if p.namespace == ns]
+
+
+def test_the_model_equals_a_full_list_after_every_kind_of_change() -> None:
+    rng = random.Random(25)
+    world = World()
+    for i in range(30):
+        world.put_node(node(f"n{i:02d}", group=f"g{i % 4}"))
+    names = list(world.nodes)
+    for i in range(400):
+        on = rng.choice(names)
+        ns = rng.choice(["team-a", "hyperpod-ns-team-b", "default"])
+        world.put_pod(
+            _running(f"p{i:03d}", on, rng.choice([0, 1, 2]), ns, rng.choice([None, "j1"]))
+        )
+    for i in range(60):
+        world.put_pod(pod(f"q{i:03d}", gpus=rng.choice([1, 8])))
+    world.check()
+
+    for step in range(300):
+        roll = rng.random()
+        pods = sorted(world.pods)
+        if roll < 0.2:  # a pod finishes or fails
+            key = rng.choice(pods)
+            done = copy.deepcopy(world.pods[key])
+            done["status"]["phase"] = rng.choice(["Succeeded", "Failed"])
+            world.put_pod(done)
+        elif roll < 0.35:  # a pod is deleted
+            world.drop_pod(rng.choice(pods))
+        elif roll < 0.5:  # a pending pod is bound and starts
+            waiting = [k for k in pods if not world.pods[k]["spec"].get("nodeName")]
+            if waiting:
+                bound = copy.deepcopy(world.pods[rng.choice(waiting)])
+                bound["spec"]["nodeName"] = rng.choice(sorted(world.nodes))
+                bound["status"] = {"phase": "Running", "startTime": NOW.isoformat()}
+                world.put_pod(bound)
+        elif roll < 0.6:  # a node is cordoned or uncordoned
+            name = rng.choice(sorted(world.nodes))
+            changed = copy.deepcopy(world.nodes[name])
+            changed["spec"]["unschedulable"] = not changed["spec"].get("unschedulable")
+            world.put_node(changed)
+        elif roll < 0.65:  # HyperPod marks a node unhealthy
+            name = rng.choice(sorted(world.nodes))
+            changed = copy.deepcopy(world.nodes[name])
+            changed["metadata"]["labels"][HEALTH_LABEL] = "UnschedulablePendingReboot"
+            world.put_node(changed)
+        elif roll < 0.7:  # a node leaves (its pods stay bound to a name no longer listed)
+            if len(world.nodes) > 5:
+                world.drop_node(rng.choice(sorted(world.nodes)))
+        elif roll < 0.75:  # a node joins, maybe in a new group
+            world.put_node(node(f"m{step:03d}", group=rng.choice(["g0", "g9"]), gpus=4))
+        else:  # a new pod, bound or pending
+            ns = rng.choice(["team-a", "hyperpod-ns-team-b"])
+            if rng.random() < 0.5:
+                world.put_pod(
+                    _running(f"r{step:03d}", rng.choice(sorted(world.nodes)), 1, ns, "j2")
+                )
+            else:
+                new = pod(f"w{step:03d}", gpus=2)
+                new["metadata"]["namespace"] = ns
+                world.put_pod(new)
+        if step % 25 == 0:
+            world.check()
+    world.check()
+
+
+def test_a_relist_replaces_what_the_model_held() -> None:
+    world = World()
+    for i in range(6):
+        world.put_node(node(f"n{i}", group="g0"))
+    for i in range(50):
+        world.put_pod(_running(f"p{i:02d}", f"n{i % 6}", 1, "team-a", "j"))
+    world.check()
+    # while the watch was away: two nodes and half the pods went, others came
+    for name in ("n0", "n1"):
+        del world.nodes[name]
+    world.nodes["n9"] = node("n9", group="g1")
+    for i in range(0, 50, 2):
+        del world.pods[("team-a", f"p{i:02d}")]
+    extra = pod("late", gpus=4)
+    world.pods[pod_key(extra)] = extra
+    world.model.replace_nodes(copy.deepcopy(list(world.nodes.values())))
+    world.model.replace_pods(copy.deepcopy(list(world.pods.values())))
+    world.check()
+
+
+def test_a_page_past_the_last_node_is_empty_and_the_answer_counts_every_node() -> None:
+    world = World()
+    for i in range(3):
+        world.put_node(node(f"n{i}"))
+    page, more = world.model.page(("gpu", "n2"), 10)
+    assert page == [] and not more
+    answer, more = world.model.capacity("c1", PRICES, limit=2)
+    assert [n.name for n in answer.nodes] == ["n0", "n1"] and more
+    assert answer.groups[0].nodes == 3 and world.model.node_count == 3
