@@ -4,9 +4,11 @@ template declares.
 
 What moto's CloudFormation does not do, and how these tests cover it instead:
 - It skips resource types it does not implement (with a warning) and still reports
-  CREATE_COMPLETE: here AWS::SecretsManager::Secret, AWS::S3::BucketPolicy and
-  AWS::EC2::SecurityGroupEgress. `test_moto_skips_only_the_known_types` pins that list; the
-  skipped resources are checked in the template instead (`test_skipped_resources_as_declared`).
+  CREATE_COMPLETE: here AWS::SecretsManager::Secret, AWS::S3::BucketPolicy,
+  AWS::EC2::SecurityGroupEgress and, for Target=eks, AWS::EKS::PodIdentityAssociation,
+  AWS::EKS::AccessEntry and AWS::EKS::Addon. `test_moto_skips_only_the_known_types` pins that
+  list; the skipped resources are checked in the template instead
+  (`test_skipped_resources_as_declared`, `test_eks_resources_as_declared`).
 - It does not check parameter AllowedPattern/AllowedValues/Min/Max nor evaluate Rules (a stack
   with invalid parameters is created). `test_parameter_constraints` and `test_rules` evaluate them
   against the template here.
@@ -19,6 +21,10 @@ What moto's CloudFormation does not do, and how these tests cover it instead:
   the role's ManagedPolicyArns (AmazonSSMManagedInstanceCore); the RDS instance's
   VPCSecurityGroups and DeletionProtection.
 - It returns an inline role policy as the repr of a Python dict; `inline_policy` reads it.
+- It reads the short form `!Condition X` as an unevaluated "Fn::Condition" and keeps an `!If`
+  branch of AWS::NoValue inside a list as a null: the template names conditions in the long form
+  and switches whole lists (the operator role's Policies) rather than list elements, so the eks
+  variant deploys here as it would in CloudFormation.
 """
 
 from __future__ import annotations
@@ -48,6 +54,9 @@ EXPECTED_SKIPPED_TYPES = {
     "AWS::SecretsManager::Secret",
     "AWS::S3::BucketPolicy",
     "AWS::EC2::SecurityGroupEgress",
+    "AWS::EKS::PodIdentityAssociation",
+    "AWS::EKS::AccessEntry",
+    "AWS::EKS::Addon",
 }
 CFN_LINT = Path(sys.executable).parent / "cfn-lint"
 
@@ -55,19 +64,49 @@ CFN_LINT = Path(sys.executable).parent / "cfn-lint"
 # ---------------------------------------------------------------------------- cfn-lint
 
 
-def run_cfn_lint(path: Path) -> subprocess.CompletedProcess[str]:
+def run_cfn_lint(
+    path: Path, parameters: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     # -c I adds the informational rules, so even those report nothing.
+    values = [f"{k}={v}" for k, v in (parameters or {}).items()]
     return subprocess.run(
-        [str(CFN_LINT), "--format", "parseable", "-c", "I", "--", str(path)],
+        [
+            str(CFN_LINT),
+            "--format",
+            "parseable",
+            "-c",
+            "I",
+            *(["--parameters", *values] if values else []),
+            "--",
+            str(path),
+        ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,
     )
 
 
-def test_cfn_lint_is_clean() -> None:
+EKS_LINT_PARAMETERS = {
+    "AllowedPrincipalArn": PRINCIPAL,
+    "Target": "eks",
+    "ManagementClusterName": "hp-management",
+    "ClusterSecurityGroupId": "sg-0123456789abcdef0",
+    "InstallPodIdentityAgent": "true",
+    "DatabaseMode": "rds",
+    "VpcId": "vpc-0123456789abcdef0",
+    "PrivateSubnetId": "subnet-0123456789abcdef0",
+    "SecondPrivateSubnetId": "subnet-0fedcba9876543210",
+}
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [None, {"AllowedPrincipalArn": PRINCIPAL, "Target": "instance"}, EKS_LINT_PARAMETERS],
+    ids=["template", "instance", "eks"],
+)
+def test_cfn_lint_is_clean(parameters: dict[str, str] | None) -> None:
     assert CFN_LINT.is_file(), f"cfn-lint is not installed next to {sys.executable}"
-    result = run_cfn_lint(TEMPLATE_PATH)
+    result = run_cfn_lint(TEMPLATE_PATH, parameters)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == ""
 
@@ -78,8 +117,16 @@ def test_cfn_lint_exceptions_are_the_documented_one(template: dict[str, Any]) ->
         for name, resource in template["Resources"].items()
         if "cfn-lint" in resource.get("Metadata", {})
     }
-    # W1030 on the instance's SubnetId: see the comment in the template and deploy/cloudformation/README.md.
-    assert ignored == {"Instance": ["W1030"]}
+    # W1030 on the instance's SubnetId, and on the EKS resources' ManagementClusterName and the
+    # database's ingress from ClusterSecurityGroupId (empty defaults the Rules refuse with
+    # Target=eks): see the comments in the template and deploy/cloudformation/README.md.
+    assert ignored == {
+        "Instance": ["W1030"],
+        "ControlPlanePodIdentity": ["W1030"],
+        "PodIdentityAgentAddon": ["W1030"],
+        "OperatorAccessEntry": ["W1030"],
+        "DatabaseIngressFromCluster": ["W1030"],
+    }
     assert "cfn-lint" not in template.get("Metadata", {})
 
 
@@ -136,6 +183,10 @@ VALID = {
     "DbEngineVersion": ["16.13", "16.4"],
     "DataVolumeSize": ["20", "2000"],
     "LogRetentionDays": ["30", "365"],
+    "Target": ["instance", "eks"],
+    "ManagementClusterName": ["", "hp-management", "Mgmt_01", "a" * 100],
+    "ClusterSecurityGroupId": ["", "sg-0123abcd", "sg-0123456789abcdef0"],
+    "InstallPodIdentityAgent": ["true", "false"],
 }
 INVALID = {
     "EnvironmentName": ["Hyperpilot", "hp_prod", "ab", "-hp", "hp-", "a" * 21],
@@ -155,6 +206,10 @@ INVALID = {
     "DbEngineVersion": ["15.8", "16"],
     "DataVolumeSize": ["19", "2001"],
     "LogRetentionDays": ["3", "400"],
+    "Target": ["", "ec2", "EKS", "kubernetes"],
+    "ManagementClusterName": ["-mgmt", "mgmt cluster", "mgmt.prod", "a" * 101],
+    "ClusterSecurityGroupId": ["sg-", "sg-XYZ12345", "vpc-0123abcd"],
+    "InstallPodIdentityAgent": ["yes", ""],
 }
 
 
@@ -227,6 +282,45 @@ def test_rules(template: dict[str, Any]) -> None:
         template,
         {"VpcId": vpc, "PrivateSubnetId": a, "SecondPrivateSubnetId": a, "DatabaseMode": "rds"},
     ) == {"RdsInExistingVpcNeedsTwoSubnets"}
+
+
+def test_rules_for_the_eks_target(template: dict[str, Any]) -> None:
+    vpc, a, b = "vpc-0123456789abcdef0", "subnet-0123456789abcdef0", "subnet-0fedcba9876543210"
+    eks = {
+        "Target": "eks",
+        "ManagementClusterName": "hp-management",
+        "ClusterSecurityGroupId": "sg-0123456789abcdef0",
+        "DatabaseMode": "rds",
+        "VpcId": vpc,
+        "PrivateSubnetId": a,
+        "SecondPrivateSubnetId": b,
+    }
+    assert failed_rules(template, eks) == set()
+    # The cluster's name and security group are ignored with Target=instance.
+    assert (
+        failed_rules(template, {"ManagementClusterName": "x", "ClusterSecurityGroupId": ""})
+        == set()
+    )
+    assert failed_rules(template, {**eks, "ManagementClusterName": ""}) == {
+        "EksNeedsManagementCluster"
+    }
+    assert failed_rules(template, {**eks, "ClusterSecurityGroupId": ""}) == {
+        "EksNeedsManagementCluster"
+    }
+    # No VPC is created for a cluster: its own VPC and subnets are needed.
+    assert failed_rules(
+        template, {**eks, "VpcId": "", "PrivateSubnetId": "", "SecondPrivateSubnetId": ""}
+    ) == {"EksNeedsManagementCluster"}
+    # PostgreSQL on the instance's data volume needs the instance.
+    assert failed_rules(template, {**eks, "DatabaseMode": "local"}) == {"EksNeedsRds"}
+    rule = template["Rules"]["EksNeedsRds"]["Assertions"][0]["AssertDescription"]
+    assert "DatabaseMode=rds" in rule and "no instance" in rule
+    # RDS in the cluster's VPC still needs two subnets in two zones.
+    assert failed_rules(template, {**eks, "SecondPrivateSubnetId": ""}) == {
+        "RdsInExistingVpcNeedsTwoSubnets"
+    }
+    # Only the defaults are valid without parameters: Target=eks alone fails both Rules.
+    assert failed_rules(template, {"Target": "eks"}) == {"EksNeedsManagementCluster", "EksNeedsRds"}
 
 
 # ---------------------------------------------------------------------------- the simulated world
@@ -427,9 +521,13 @@ MOTO_IGNORED_PROPERTIES: dict[tuple[str, str], Any] = {
     },
     ("SharedBucket", "VersioningConfiguration.Status"): "Enabled",
     ("SharedBucket", "OwnershipControls.Rules"): [{"ObjectOwnership": "BucketOwnerEnforced"}],
-    ("ControlPlaneRole", "ManagedPolicyArns"): [
-        {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}
-    ],
+    ("ControlPlaneRole", "ManagedPolicyArns"): {
+        "Fn::If": [
+            "UseInstance",
+            [{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}],
+            {"Ref": "AWS::NoValue"},
+        ]
+    },
     ("Database", "VPCSecurityGroups"): [{"Fn::GetAtt": ["DatabaseSecurityGroup", "GroupId"]}],
     ("Database", "DeletionProtection"): True,
     ("Database", "StorageEncrypted"): True,
@@ -463,7 +561,7 @@ def test_skipped_resources_as_declared(template: dict[str, Any]) -> None:
     assert statement["Effect"] == "Deny"
     assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     egress = resources["InstanceEgressToDatabase"]
-    assert egress["Condition"] == "UseRds"
+    assert egress["Condition"] == "RdsFromInstance"
     assert egress["Properties"]["FromPort"] == egress["Properties"]["ToPort"] == 5432
     ingress = resources["DatabaseIngressFromInstance"]["Properties"]
     assert ingress["SourceSecurityGroupId"] == {"Fn::GetAtt": ["InstanceSecurityGroup", "GroupId"]}
@@ -900,3 +998,368 @@ def test_prepare_writes_the_mcp_http_token_for_the_container_only(
     dotenv = (opt / ".env").read_text()
     assert "mcp-http-token-value" not in dotenv and "MCP_HTTP_TOKEN" not in dotenv
     assert "HYPERPILOT_ADMIN_TOKEN='admin-token-value'" in dotenv
+
+
+# ---------------------------------------------------------------------------- Target=eks
+
+CLUSTER = "hp-management"
+SERVICE_ACCOUNTS = TEMPLATE_PATH.parents[1] / "kubernetes" / "base" / "serviceaccounts.yaml"
+KUBECTL = str(Path(sys.executable).parent / "kubectl")
+INSTANCE_ONLY = {
+    "Instance",
+    "InstanceSecurityGroup",
+    "ControlPlaneInstanceProfile",
+    "DataVolume",
+    "DatabaseIngressFromInstance",
+    "InstanceEgressToDatabase",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster_security_group(aws: Aws, existing_network: ExistingNetwork) -> str:
+    group = aws.client("ec2").create_security_group(
+        GroupName="eks-cluster-sg-hp-management",
+        Description="EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, as well as any managed workloads.",
+        VpcId=existing_network.vpc_id,
+    )
+    return str(group["GroupId"])
+
+
+@pytest.fixture(scope="module")
+def eks_stack(aws: Aws, existing_network: ExistingNetwork, cluster_security_group: str) -> Deployed:
+    """Target=eks: the control plane on an existing EKS cluster, RDS in the cluster's VPC."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return aws.deploy(
+            "hyperpilot-eks",
+            {
+                "AllowedPrincipalArn": PRINCIPAL,
+                "EnvironmentName": "hp-eks",
+                "Target": "eks",
+                "ManagementClusterName": CLUSTER,
+                "ClusterSecurityGroupId": cluster_security_group,
+                "InstallPodIdentityAgent": "true",
+                "DatabaseMode": "rds",
+                "VpcId": existing_network.vpc_id,
+                "PrivateSubnetId": existing_network.subnet_a,
+                "SecondPrivateSubnetId": existing_network.subnet_b,
+                "ImageTag": "0.3.0",
+            },
+        )
+
+
+def test_moto_skips_the_eks_types(eks_stack: Deployed) -> None:
+    # Declared with their condition true, created by nothing in moto (checked in the template by
+    # test_eks_resources_as_declared).
+    assert {
+        "ControlPlanePodIdentity",
+        "OperatorAccessEntry",
+        "PodIdentityAgentAddon",
+    } <= eks_stack.skipped
+    assert not {"ControlPlanePodIdentity", "OperatorAccessEntry"} & set(eks_stack.resources)
+
+
+def test_eks_target_creates_no_instance(aws: Aws, eks_stack: Deployed) -> None:
+    assert eks_stack.skipped >= INSTANCE_ONLY
+    assert not INSTANCE_ONLY & set(eks_stack.resources)
+    assert "Vpc" not in eks_stack.resources and "NatGateway" not in eks_stack.resources
+    ec2 = aws.client("ec2")
+    reservations = ec2.describe_instances(
+        Filters=[{"Name": "tag:hyperpilot:environment", "Values": ["hp-eks"]}]
+    )["Reservations"]
+    assert reservations == []
+    volumes = ec2.describe_volumes(
+        Filters=[{"Name": "tag:hyperpilot:data-volume", "Values": ["hp-eks"]}]
+    )["Volumes"]
+    assert volumes == []
+    iam = aws.client("iam")
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.get_instance_profile(InstanceProfileName=f"hp-eks-control-plane-{REGION}")
+    for output in ("InstanceId", "DataVolumeId"):
+        assert output not in eks_stack.outputs
+
+
+def test_eks_control_plane_role_is_trusted_by_pod_identity(aws: Aws, eks_stack: Deployed) -> None:
+    iam = aws.client("iam")
+    role_name = f"hp-eks-control-plane-{REGION}"
+    role = iam.get_role(RoleName=role_name)["Role"]
+    (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert statement["Effect"] == "Allow"
+    assert sorted(as_list(statement["Action"])) == ["sts:AssumeRole", "sts:TagSession"]
+    assert eks_stack.outputs["ControlPlaneRoleArn"] == role["Arn"]
+    # The same five policies as on the instance (its volume-attach statements name tags that no
+    # resource carries here).
+    documents = policy_documents(aws, role_name)
+    instance = policy_documents(aws, f"hyperpilot-control-plane-{REGION}")
+    assert len(documents) == 5
+    assert {
+        name.replace("hp-eks-", "hyperpilot-"): [s["Sid"] for s in d["Statement"]]
+        for name, d in documents.items()
+    } == {name: [s["Sid"] for s in d["Statement"]] for name, d in instance.items()}
+    # No instance profile, so no Session Manager core policy either.
+    attached = iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"]
+    assert not any(p["PolicyArn"].startswith("arn:aws:iam::aws:") for p in attached)
+
+
+def test_eks_operator_role_reaches_the_cluster_not_an_instance(
+    aws: Aws, eks_stack: Deployed
+) -> None:
+    role_name = f"hp-eks-operator-{REGION}"
+    assert aws.client("iam").list_role_policies(RoleName=role_name)["PolicyNames"] == [
+        "deploy-to-cluster"
+    ]
+    document = inline_policy(aws, role_name, "deploy-to-cluster")
+    by_sid = {s["Sid"]: s for s in document["Statement"]}
+    assert set(by_sid) == {
+        "ReadAdminToken",
+        "ReadMcpHttpToken",
+        "ReadClusterSecrets",
+        "DescribeManagementCluster",
+        "SharedBucketData",
+    }
+    assert not any(a.startswith("ssm:") for s in by_sid.values() for a in as_list(s["Action"]))
+    assert by_sid["DescribeManagementCluster"] == {
+        "Sid": "DescribeManagementCluster",
+        "Effect": "Allow",
+        "Action": "eks:DescribeCluster",
+        "Resource": f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/{CLUSTER}",
+    }
+    assert by_sid["ReadClusterSecrets"]["Resource"] == [
+        f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hp-eks/database-*",
+        f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hp-eks/mcp-gateway-token-*",
+    ]
+    # The instance stack's operator keeps its port forward and nothing of the cluster's.
+    instance = inline_policy(aws, f"hyperpilot-operator-{REGION}", "port-forward-to-ui")
+    assert {s["Sid"] for s in instance["Statement"]} == {
+        "StartPortForwardOnly",
+        "OwnSessions",
+        "SessionStatus",
+        "ReadAdminToken",
+        "ReadMcpHttpToken",
+        "SharedBucketData",
+    }
+
+
+def test_eks_database_accepts_the_cluster_security_group_only(
+    aws: Aws,
+    eks_stack: Deployed,
+    existing_network: ExistingNetwork,
+    cluster_security_group: str,
+) -> None:
+    database = aws.client("rds").describe_db_instances(
+        DBInstanceIdentifier=eks_stack.resources["Database"]
+    )["DBInstances"][0]
+    assert {s["SubnetIdentifier"] for s in database["DBSubnetGroup"]["Subnets"]} == {
+        existing_network.subnet_a,
+        existing_network.subnet_b,
+    }
+    group = aws.client("ec2").describe_security_groups(
+        GroupIds=[eks_stack.resources["DatabaseSecurityGroup"]]
+    )["SecurityGroups"][0]
+    assert group["VpcId"] == existing_network.vpc_id
+    assert [
+        (p["IpProtocol"], p["FromPort"], [g["GroupId"] for g in p["UserIdGroupPairs"]])
+        for p in group["IpPermissions"]
+    ] == [("tcp", 5432, [cluster_security_group])]
+    assert eks_stack.outputs["DatabaseEndpoint"] == database["Endpoint"]["Address"]
+
+
+def aws_callers_in_the_base() -> set[tuple[str, str]]:
+    """(namespace, name) of the base's service accounts that carry an AWS role."""
+    import yaml
+
+    accounts = [d for d in yaml.safe_load_all(SERVICE_ACCOUNTS.read_text()) if d]
+    return {
+        ("hyperpilot", a["metadata"]["name"])
+        for a in accounts
+        if "eks.amazonaws.com/role-arn" in a["metadata"].get("annotations", {})
+    }
+
+
+def test_eks_resources_as_declared(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    associations = {
+        (r["Properties"]["Namespace"], r["Properties"]["ServiceAccount"]): r
+        for r in resources.values()
+        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+    }
+    # One association for each service account of the base that calls AWS.
+    assert set(associations) == aws_callers_in_the_base() == {("hyperpilot", "hyperpilot-aws")}
+    for association in associations.values():
+        assert association["Condition"] == "UseEks"
+        assert association["Properties"]["ClusterName"] == {"Ref": "ManagementClusterName"}
+        assert association["Properties"]["RoleArn"] == {"Fn::GetAtt": ["ControlPlaneRole", "Arn"]}
+    addon = resources["PodIdentityAgentAddon"]
+    assert addon["Condition"] == "InstallAgent"
+    assert addon["Properties"]["AddonName"] == "eks-pod-identity-agent"
+    assert addon["Properties"]["PreserveOnDelete"] is True
+    assert template["Parameters"]["InstallPodIdentityAgent"]["Default"] == "false"
+    entry = resources["OperatorAccessEntry"]
+    assert entry["Condition"] == "UseEks"
+    assert entry["Properties"]["PrincipalArn"] == {"Fn::GetAtt": ["OperatorRole", "Arn"]}
+    assert entry["Properties"]["Type"] == "STANDARD"
+    assert entry["Properties"]["AccessPolicies"] == [
+        {
+            "PolicyArn": {
+                "Fn::Sub": "arn:${AWS::Partition}:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+            },
+            "AccessScope": {"Type": "namespace", "Namespaces": ["hyperpilot", "nats"]},
+        }
+    ]
+    # The trust policy of either target, as declared.
+    trust = resources["ControlPlaneRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    ((condition, eks, instance),) = [s["Fn::If"] for s in trust]
+    assert condition == "UseEks"
+    assert eks["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert eks["Action"] == ["sts:AssumeRole", "sts:TagSession"]
+    assert instance["Principal"] == {"Service": "ec2.amazonaws.com"}
+    for name in INSTANCE_ONLY:
+        assert resources[name]["Condition"] in {"UseInstance", "RdsFromInstance"}, name
+
+
+def test_eks_outputs_are_the_commands(aws: Aws, eks_stack: Deployed) -> None:
+    outputs = eks_stack.outputs
+    operator = aws.client("iam").get_role(RoleName=f"hp-eks-operator-{REGION}")["Role"]["Arn"]
+    assert outputs["UpdateKubeconfigCommand"] == (
+        f"aws eks update-kubeconfig --region {REGION} --name {CLUSTER} "
+        f"--role-arn {operator} --alias hp-eks"
+    )
+    assert outputs["PortForwardCommand"] == (
+        "kubectl -n hyperpilot port-forward svc/hyperpilot-gateway 3099"
+    )
+    assert outputs["McpPortForwardCommand"] == (
+        "kubectl -n hyperpilot port-forward svc/hyperpilot-mcp 8765"
+    )
+    assert outputs["InstallNatsCommand"] == (
+        "helm repo add nats https://nats-io.github.io/k8s/helm/charts/ && "
+        "helm upgrade --install nats nats/nats --namespace nats --version 1.3.x "
+        "-f deploy/kubernetes/nats/values.yaml"
+    )
+    host = outputs["DatabaseEndpoint"]
+    database = outputs["CreateDatabaseSecretCommand"]
+    assert "--secret-id hp-eks/database " in database
+    assert f"@{host}:5432/hyperpilot?sslmode=require" in database
+    tokens = outputs["CreateTokenSecretsCommand"]
+    for secret in ("hp-eks/admin-token", "hp-eks/mcp-http-token", "hp-eks/mcp-gateway-token"):
+        assert f"--secret-id {secret} " in tokens
+    for command in (database, tokens):
+        assert "${" not in command
+        syntax = subprocess.run(
+            ["bash", "-n"], input=command, capture_output=True, text=True, timeout=30
+        )
+        assert syntax.returncode == 0, syntax.stderr
+    assert "PortForwardCommand" in outputs and "InstanceId" not in outputs
+
+
+FAKE_TOOLS = {
+    # The Secrets Manager values the commands read, and jq's one use here.
+    "aws": """#!/bin/sh
+case "$*" in
+  *"--secret-id hp-eks/database "*) echo '{"username": "hyperpilot", "password": "db-pass"}' ;;
+  *"--secret-id hp-eks/admin-token "*) echo admin-token-value ;;
+  *"--secret-id hp-eks/mcp-http-token "*) echo mcp-http-token-value ;;
+  *) echo "ResourceNotFoundException" >&2; exit 254 ;;
+esac
+""",
+    "jq": """#!/bin/sh
+[ "$*" = "-r .password" ] || { echo "unexpected jq $*" >&2; exit 2; }
+exec python3 -c 'import json, sys; print(json.load(sys.stdin)["password"])'
+""",
+}
+
+
+def run_output_command(command: str, cwd: Path, tools: Path) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", command],
+        cwd=cwd,
+        env={"PATH": f"{tools}:{os.environ['PATH']}", "HOME": str(cwd)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture()
+def tools(tmp_path: Path) -> Path:
+    """kubectl that renders instead of applying, plus stand-ins for aws and jq."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name, script in FAKE_TOOLS.items():
+        (directory / name).write_text(script)
+        (directory / name).chmod(0o755)
+    # `kubectl apply -k DIR` renders DIR; `kubectl apply -f -` echoes the manifest (one YAML
+    # document per apply); anything else
+    # is the real kubectl (create ... --dry-run=client works without a cluster).
+    (directory / "kubectl").write_text(
+        f"""#!/bin/sh
+if [ "$1" = apply ] && [ "$2" = -k ]; then exec {KUBECTL} kustomize "$3"; fi
+if [ "$1" = apply ] && [ "$2" = -f ] && [ "$3" = - ]; then echo ---; exec cat; fi
+exec {KUBECTL} "$@"
+"""
+    )
+    (directory / "kubectl").chmod(0o755)
+    return directory
+
+
+def test_eks_apply_command_renders_the_overlay(
+    eks_stack: Deployed, tmp_path: Path, tools: Path
+) -> None:
+    """The ApplyCommand output, run from a repository root: it writes the stack's overlay and
+    kustomize (the pinned kubectl) renders base + deploy/cloudformation/eks + that overlay."""
+    import yaml
+
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "deploy").symlink_to(TEMPLATE_PATH.parents[1])
+    result = run_output_command(eks_stack.outputs["ApplyCommand"], root, tools)
+    assert result.returncode == 0, result.stderr
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert (root / "overlays" / "hp-eks" / "kustomization.yaml").is_file()
+    # The cluster administrator made the namespace; the operator's edit rights cannot.
+    assert "Namespace" not in {d["kind"] for d in docs}
+    assert {d["metadata"].get("namespace") for d in docs} == {"hyperpilot"}
+    accounts = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceAccount"}
+    # The role comes from the Pod Identity association: no IRSA annotation to win over it.
+    assert "annotations" not in accounts["hyperpilot-aws"]["metadata"]
+    registry = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/hyperpilot"
+    images = {
+        c["image"]
+        for d in docs
+        if d["kind"] in {"Deployment", "Job"}
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {
+        f"{registry}/{service}:0.3.0"
+        for service in ("gateway", "cluster-svc", "workload-svc", "inference-svc", "mcp-svc")
+    }
+    (config,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert config["data"]["AWS_REGION"] == REGION
+
+
+def test_eks_secret_commands_make_the_secrets_the_manifests_name(
+    eks_stack: Deployed, tmp_path: Path, tools: Path
+) -> None:
+    import yaml
+
+    made: dict[str, dict[str, str]] = {}
+    for output in ("CreateDatabaseSecretCommand", "CreateTokenSecretsCommand"):
+        result = run_output_command(eks_stack.outputs[output], tmp_path, tools)
+        assert result.returncode == 0, result.stderr
+        for doc in yaml.safe_load_all(result.stdout):
+            if doc:
+                assert doc["kind"] == "Secret" and doc["metadata"]["namespace"] == "hyperpilot"
+                made[doc["metadata"]["name"]] = {
+                    k: base64.b64decode(v).decode() for k, v in doc.get("data", {}).items()
+                }
+    host = eks_stack.outputs["DatabaseEndpoint"]
+    assert made == {
+        "hyperpilot-database": {
+            "url": f"postgresql://hyperpilot:db-pass@{host}:5432/hyperpilot?sslmode=require"
+        },
+        "hyperpilot-admin-token": {"token": "admin-token-value"},
+        # The optional <EnvironmentName>/mcp-gateway-token does not exist here: an empty key.
+        "hyperpilot-mcp": {"http-token": "mcp-http-token-value", "gateway-token": ""},
+    }

@@ -269,3 +269,43 @@ def test_server_side_dry_run_refuses_what_the_api_server_refuses(
     )
     assert result.returncode != 0
     assert "selector" in result.stderr and "does not match" in result.stderr, result.stderr
+
+
+EKS_OVERLAY = REPO_ROOT / "deploy" / "cloudformation" / "eks"
+
+
+def test_the_cloudformation_eks_overlay_applies_inside_the_namespace_only(
+    rendered: list[dict[str, Any]], kubeconfig: Path
+) -> None:
+    """deploy/cloudformation/eks (what the stack's ApplyCommand builds on): the base without its
+    Namespace (a cluster administrator makes it; the operator's access entry is namespaced) and
+    without the IRSA annotations (the role comes from the stack's Pod Identity association), and
+    the API server accepts every object in a server-side dry run."""
+    docs = _render(EKS_OVERLAY)
+    assert {d["kind"] for d in docs} == {d["kind"] for d in rendered} - {"Namespace"}
+    assert len(docs) == len(rendered) - 1
+    assert {d["metadata"]["namespace"] for d in docs} == {"hyperpilot"}
+    accounts = _by_kind(docs, "ServiceAccount")
+    assert all("annotations" not in a["metadata"] for a in accounts.values())
+    # Otherwise what the base renders.
+    base = {(d["kind"], d["metadata"]["name"]): d for d in rendered}
+    for doc in docs:
+        if doc["kind"] != "ServiceAccount":
+            assert doc == base[(doc["kind"], doc["metadata"]["name"])]
+    namespace = next(d for d in rendered if d["kind"] == "Namespace")
+    created = _kubectl(
+        "--kubeconfig", str(kubeconfig), "apply", "-f", "-", stdin=yaml.safe_dump(namespace)
+    )
+    assert created.returncode == 0, created.stderr
+    result = _kubectl(
+        "--kubeconfig",
+        str(kubeconfig),
+        "apply",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(docs),
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(docs) and all("(server dry run)" in line for line in lines)
