@@ -28,6 +28,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("bench.mcp_tools", (), 60),
     ("bench.capacity", ("--runs", "15"), 1500),
     ("bench.fleet", (), 1200),
+    ("bench.scale", (), 600),
 )
 
 
