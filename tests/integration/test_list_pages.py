@@ -189,3 +189,27 @@ async def test_the_page_reads_walk_the_indexes(pool: asyncpg.Pool) -> None:
     assert "Index Cond" in next(n for n in later if n.get("Index Name") == "jobs_by_created")
     assert any(n.get("Index Name") == "clusters_by_created" for n in clusters), clusters
     assert not any(n["Node Type"] == "Sort" for n in clusters), clusters
+
+
+async def test_active_and_recipe_keep_only_those_jobs_page_after_page(pool: asyncpg.Pool) -> None:
+    await _seed_jobs(pool, "c1", 60)
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "UPDATE jobs SET status = 'running' WHERE cluster = 'c1' AND right(name, 1) IN ('0', '5')"
+        )
+        await conn.execute(
+            "UPDATE jobs SET recipe = 'model-download' WHERE cluster = 'c1'"
+            " AND right(name, 1) IN ('5', '7')"
+        )
+
+    async def call(**query: Any) -> list[dict[str, Any]]:
+        return await list_jobs(name="c1", pool=pool, _=VIEWER, **query)
+
+    running, totals = await _walk(call, limit=5, active=True)
+    assert [j["name"] for j in running] == [f"job-{i:05d}" for i in range(60) if i % 5 == 0]
+    assert set(totals) == {12} and len(totals) == 3
+    downloads, totals = await _walk(call, limit=4, recipe="model-download")
+    assert [j["name"] for j in downloads] == [f"job-{i:05d}" for i in range(60) if i % 10 in (5, 7)]
+    assert set(totals) == {12}
+    both, _ = await _walk(call, limit=100, active=True, recipe="model-download")
+    assert [j["name"] for j in both] == [f"job-{i:05d}" for i in range(60) if i % 10 == 5]

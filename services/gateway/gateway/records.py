@@ -326,29 +326,42 @@ async def jobs(pool: asyncpg.Pool, cluster: str) -> list[JobRecord]:
     return [JobRecord(*r) for r in rows]
 
 
+# The statuses a job ends in (the partial index jobs_active holds the others).
+FINISHED_JOB = ("succeeded", "failed", "cancelled")
+
+
 async def jobs_page(
-    pool: asyncpg.Pool, cluster: str, after: tuple[datetime, str] | None, limit: int
+    pool: asyncpg.Pool,
+    cluster: str,
+    after: tuple[datetime, str] | None,
+    limit: int,
+    *,
+    active: bool = False,
+    recipe: str | None = None,
 ) -> tuple[list[JobRecord], int]:
     """The cluster's jobs after `after` (created_at, name), oldest first, at most limit + 1
-    (one more says there is a next page), and how many the cluster has. Both reads walk the
-    index jobs_by_created (migration 0019), whatever the page."""
+    (one more says there is a next page), and how many match in all; only those not finished
+    (`active`), only those of one recipe. The reads walk the index jobs_by_created (migration
+    0019), whatever the page."""
+    where = "cluster = $1"
+    args: list[Any] = [cluster]
+    if active:
+        where += " AND status <> ALL($2::text[])"
+        args.append(list(FINISHED_JOB))
+    if recipe is not None:
+        args.append(recipe)
+        where += f" AND recipe = ${len(args)}"
     async with pool.acquire() as conn:
-        if after is None:
-            rows = await conn.fetch(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1"
-                " ORDER BY created_at, name LIMIT $2",
-                cluster,
-                limit + 1,
-            )
-        else:
-            rows = await conn.fetch(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster = $1"
-                " AND (created_at, name) > ($2, $3) ORDER BY created_at, name LIMIT $4",
-                cluster,
-                *after,
-                limit + 1,
-            )
-        total: int = await conn.fetchval("SELECT count(*) FROM jobs WHERE cluster = $1", cluster)
+        total: int = await conn.fetchval(f"SELECT count(*) FROM jobs WHERE {where}", *args)
+        if after is not None:
+            where += f" AND (created_at, name) > (${len(args) + 1}, ${len(args) + 2})"
+            args += after
+        rows = await conn.fetch(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}"
+            f" ORDER BY created_at, name LIMIT ${len(args) + 1}",
+            *args,
+            limit + 1,
+        )
     return [JobRecord(*r) for r in rows], total
 
 

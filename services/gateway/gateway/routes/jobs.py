@@ -125,10 +125,19 @@ async def list_jobs(
     response: Response,
     limit: pages.PageLimit = pages.DEFAULT_LIMIT,
     page_token: pages.PageToken = None,
+    active: Annotated[
+        bool, Query(description="Only jobs not finished (not succeeded, failed or cancelled)")
+    ] = False,
+    recipe: Annotated[
+        str | None,
+        Query(
+            min_length=1, max_length=40, pattern=r"^[a-z][-a-z]*$", description="Only this recipe"
+        ),
+    ] = None,
 ) -> list[dict[str, Any]]:
     key = pages.key_of("jobs", page_token, 2)
     after = None if key is None else (pages.instant(key[0]), key[1])
-    rows, total = await records.jobs_page(pool, name, after, limit)
+    rows, total = await records.jobs_page(pool, name, after, limit, active=active, recipe=recipe)
     page = pages.send(response, "jobs", rows, limit, total, _job_key)
     return [job.read() for job in page]
 

@@ -113,7 +113,8 @@ export function fleetOverview() {
       const path = `/clusters/${encodeURIComponent(c.name)}`;
       const [nodes, jobs] = await Promise.all([
         get(`${path}/nodes`).catch(() => ({ nodes: [] })),
-        get(`${path}/jobs`).catch(() => []),
+        // the jobs not finished (running ones among them), not the whole history
+        get(`${path}/jobs?active=true&limit=1000`).catch(() => []),
       ]);
       const mine = endpoints.filter((e) => e.cluster === c.name);
       return { ...figures(c, nodes, jobs, mine, lines.get(c.name)), cluster: c };

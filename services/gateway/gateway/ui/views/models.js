@@ -61,7 +61,7 @@ export async function render(main, [cluster]) {
       body))),
   );
   // a download is a job of recipe model-download: the jobs list, filtered
-  return watch(`${base}/jobs`, (jobs) => {
+  return watch(`${base}/jobs?recipe=model-download&limit=1000`, (jobs) => {
     const downloads = jobs.filter((j) => j.recipe === "model-download");
     fill(body, ...downloads.map((j) => h("tr", { "data-download": j.name },
       h("th", { scope: "row", "data-label": "Download" }, h("a", { href: `#/clusters/${encodeURIComponent(cluster)}/jobs/${encodeURIComponent(j.name)}` }, j.name)),

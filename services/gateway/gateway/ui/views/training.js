@@ -7,6 +7,7 @@ import {
   operationLink, section, showErrors, when,
 } from "../dom.js";
 import { gpuShareFields } from "../gpu_share.js";
+import { pagedTable } from "../paged_table.js";
 import { recipeFields } from "../recipe_fields.js";
 import { metricsPanel } from "./job_metrics.js";
 import { onChange } from "../store.js";
@@ -31,27 +32,19 @@ export async function render(main, [cluster, job]) {
     h("h1", {}, `Training on ${cluster}`),
   );
   const status = h("div", { class: "notice", role: "status" });
-  const body = h("tbody");
-  const list = h("div", { class: "table-wrap" }, h("table", { class: "list" },
-    h("caption", { class: "visually-hidden" }, "Jobs"),
-    h("thead", {}, h("tr", {}, ...["Job", "Recipe", "Status", "Restarts", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-    body));
-
-  async function load() {
-    try {
-      const jobs = await get(base);
-      const items = Array.isArray(jobs) ? jobs : jobs.items || [];
-      fill(body, ...items.map((j) => h("tr", { "data-job": j.name },
-        h("th", { scope: "row", "data-label": "Job" }, h("a", { href: `#/clusters/${encodeURIComponent(cluster)}/jobs/${encodeURIComponent(j.name)}` }, j.name)),
-        h("td", { "data-label": "Recipe" }, j.recipe || ""),
-        h("td", { "data-label": "Status" }, badge(j.status)),
-        h("td", { "data-label": "Restarts" }, `${j.restarts ?? 0} of ${j.budget ?? "?"}`),
-        h("td", { "data-label": "Created" }, when(j.created_at)))));
-      if (!items.length) fill(body, h("tr", {}, h("td", { colspan: "5" }, "No jobs yet.")));
-    } catch (error) {
-      status.textContent = errorText(error);
-    }
-  }
+  const jobs = pagedTable({
+    path: base,
+    caption: "Jobs",
+    noun: "jobs",
+    empty: "No jobs yet.",
+    columns: ["Job", "Recipe", "Status", "Restarts", "Created"],
+    row: (j) => h("tr", { "data-job": j.name },
+      h("th", { scope: "row", "data-label": "Job" }, h("a", { href: `#/clusters/${encodeURIComponent(cluster)}/jobs/${encodeURIComponent(j.name)}` }, j.name)),
+      h("td", { "data-label": "Recipe" }, j.recipe || ""),
+      h("td", { "data-label": "Status" }, badge(j.status)),
+      h("td", { "data-label": "Restarts" }, `${j.restarts ?? 0} of ${j.budget ?? "?"}`),
+      h("td", { "data-label": "Created" }, when(j.created_at))),
+  });
 
   const groups = ((await get(`/clusters/${encodeURIComponent(cluster)}/instance-groups`).catch(() => [])) || []);
   const name = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
@@ -127,10 +120,10 @@ export async function render(main, [cluster, job]) {
       showErrors(form, error);
     }
   });
-  main.append(status, section("Submit a job", form), section("Jobs", list));
-  await load();
+  main.append(status, section("Submit a job", form), section("Jobs", jobs.element));
+  await jobs.load();
   // the list follows its jobs through the live store
-  return onChange(load, { cluster });
+  return onChange(jobs.reread, { cluster });
 }
 
 const FINISHED = ["succeeded", "failed", "cancelled"];

@@ -1,0 +1,116 @@
+"""10,000 jobs on one cluster, in Chromium against the real stack: the jobs table shows its
+first rows at once, loads the next page as the user scrolls (or presses "Load more"), keeps only
+the rows in view in the document, fits its card and has no axe violations at 1280 and 420 px.
+
+The jobs are written straight into the read model (PostgreSQL): the table reads only that."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import RunningStack
+from tests.ui.test_day2 import OVERFLOW, axe_source
+
+CLUSTER = "ui-scale"
+JOBS = 10_000
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+COLUMNS = ["cluster", "name", "recipe", "api_version", "kind", "spec", "status", "restarts"]
+COLUMNS += ["budget", "created_at"]
+
+
+async def _seed(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("DELETE FROM jobs WHERE cluster = $1", CLUSTER)
+        await conn.copy_records_to_table(
+            "jobs",
+            columns=COLUMNS,
+            records=[
+                (
+                    CLUSTER,
+                    f"job-{i:05d}",
+                    "pytorch",
+                    "sagemaker.amazonaws.com/v1",
+                    "HyperPodPyTorchJob",
+                    "{}",
+                    ("succeeded", "failed", "running")[i % 3],
+                    i % 4,
+                    3,
+                    T0 + timedelta(seconds=i),
+                )
+                for i in range(JOBS)
+            ],
+        )
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def seeded(module_stack: RunningStack) -> RunningStack:
+    assert module_stack.stack.database_url
+    dsn = module_stack.stack.database_url
+    # Playwright's event loop runs in this thread: the seeding runs in one of its own.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _seed(dsn)).result()
+    return module_stack
+
+
+def _rows(page: Page) -> int:
+    return int(page.locator("tr[data-job]").count())
+
+
+def test_the_first_rows_show_and_scrolling_loads_the_next_pages(
+    page: Page, seeded: RunningStack
+) -> None:
+    page.goto(f"/#/clusters/{CLUSTER}/jobs")
+    expect(page.locator("tr[data-job='job-00000']")).to_be_visible()
+    count = page.locator("[data-count]")
+    expect(count).to_have_text(f"200 of {JOBS} jobs loaded")
+    assert _rows(page) < 100, "every loaded row is in the document: not virtualized"
+
+    region = page.get_by_role("region", name="Jobs list")
+    for loaded in (400, 600, 800):
+        region.evaluate("(el) => { el.scrollTop = el.scrollHeight; }")
+        expect(count).to_have_text(f"{loaded} of {JOBS} jobs loaded")
+        # the rows at the end of the pages loaded before are the ones drawn
+        expect(page.locator(f"tr[data-job='job-{loaded - 201:05d}']")).to_be_attached()
+    expect(page.locator("tr[data-job='job-00000']")).to_have_count(0)  # scrolled out: not drawn
+    assert _rows(page) < 100
+
+    # The button loads a page without scrolling (a keyboard user's way).
+    page.get_by_role("button", name="Load more").click()
+    expect(count).to_have_text(f"1000 of {JOBS} jobs loaded")
+
+    # Back to the top: the first rows are drawn again.
+    region.evaluate("(el) => { el.scrollTop = 0; }")
+    expect(page.locator("tr[data-job='job-00000']")).to_be_visible()
+
+
+def test_the_table_fits_and_has_no_axe_violations_at_1280_and_420_px(
+    page: Page, seeded: RunningStack
+) -> None:
+    source = axe_source()
+    found = {}
+    for width in (1280, 420):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"/#/clusters/{CLUSTER}/jobs?w={width}")
+        expect(page.locator("tr[data-job='job-00000']")).to_be_visible()
+        page.get_by_role("region", name="Jobs list").evaluate("(el) => { el.scrollTop = 4000; }")
+        page.wait_for_timeout(300)
+        overflow = page.evaluate(OVERFLOW)
+        assert overflow["page"] <= 0, (width, overflow)
+        assert all(over <= 1 for _, over in overflow["tables"]), (width, overflow)
+        page.evaluate(source)
+        violations = page.evaluate(
+            "async () => (await axe.run(document)).violations"
+            ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
+        )
+        if violations:
+            found[width] = violations
+    assert not found, found
