@@ -25,7 +25,7 @@ def _matching(values: list[str], incomplete: str) -> list[str]:
 
 
 def cluster_names(incomplete: str) -> list[str]:
-    rows = _fetch("/api/v1/clusters") or []
+    rows = _fetch("/api/v1/clusters", limit=1000) or []
     return _matching([str(r["name"]) for r in rows if isinstance(r, dict)], incomplete)
 
 

@@ -146,7 +146,8 @@ export async function render(main) {
     section("Import an existing cluster", h("details", {}, h("summary", {}, "Import from this account"), importForm)),
   );
   // the list follows every change through the live store (this page, REST, the CLI)
-  const stop = watch("/clusters", paint, { failed: (error) => { status.textContent = errorText(error); } });
+  // the most one page holds: the table filters and sorts the whole fleet in the page
+  const stop = watch("/clusters?limit=1000", paint, { failed: (error) => { status.textContent = errorText(error); } });
   // node health, jobs and endpoints change without the list changing
   const stopFleet = onChange(() => fleet.read(all));
   get("/inspect/clusters")

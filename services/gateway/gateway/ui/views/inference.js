@@ -36,7 +36,7 @@ export async function render(main, [cluster, name]) {
   if (cluster && name) return detail(main, cluster, name);
   main.append(h("h1", {}, "Inference endpoints"));
   const status = h("div", { class: "notice", role: "status" });
-  const clusters = await get("/clusters").catch(() => []);
+  const clusters = await get("/clusters?limit=1000").catch(() => []);
   const active = (clusters.find((c) => c.active) || clusters[0] || {}).name || "";
   const clusterSelect = h("select", { name: "cluster" }, ...clusters.map((c) => h("option", { value: c.name, selected: c.name === active }, c.name)));
   const body = h("tbody");

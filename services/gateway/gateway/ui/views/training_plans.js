@@ -37,7 +37,7 @@ const reserved = (p) => (p.reserved_capacity || [])
 // cluster/group of every instance group naming a plan, by plan ARN (read from each cluster's
 // instance groups; a cluster that cannot be read is skipped).
 async function groupsByPlan() {
-  const clusters = await get("/clusters").catch(() => []);
+  const clusters = await get("/clusters?limit=1000").catch(() => []);
   const used = new Map();
   const lists = await Promise.all(clusters.map((c) =>
     get(`/clusters/${encodeURIComponent(c.name)}/instance-groups`).then((gs) => [c.name, gs], () => [c.name, []])));
