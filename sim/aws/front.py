@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from sim.aws import sts
+from sim.aws import moto_additions, sts
 from sim.aws.context import SimContext
 from sim.aws.errors import AwsError, render_error
 from sim.aws.mlflow_api import MlflowApi
 from sim.aws.overlays import Overlays
 from sim.aws.sagemaker_extras import ForwardToMoto
+from sim.aws.unserved import unserved
 from sim.aws.validation import validate
 from sim.aws.wire import AwsRequest, read_request
 
@@ -77,6 +78,7 @@ class FrontApp:
         self.moto_app = moto_app
         self.admin = admin
         self.overlays = Overlays(ctx)
+        moto_additions.install()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith("/_sim/"):
@@ -101,6 +103,10 @@ class FrontApp:
         if simulated:
             with contextlib.suppress(ForwardToMoto):
                 return self._simulate(req, start_response)
+        elif req.service is not None and req.operation is not None:
+            missing = unserved(req.service, req.operation, req.protocol)
+            if missing is not None:
+                return self._error(req, missing, start_response, False)
         return self._forward(req, environ, body, start_response)
 
     def _refusal(self, req: AwsRequest) -> AwsError | None:

@@ -3,6 +3,7 @@ profile), a network and roles to build on, and an ACTIVE EKS cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -82,10 +83,12 @@ def eks_cluster(sim: SimulatedAws, shared_eks: dict[str, Any]) -> Iterator[dict[
     yield shared_eks
     sm = aws_client(sim, "sagemaker")
     for summary in sm.list_clusters()["ClusterSummaries"]:
-        described = sm.describe_cluster(ClusterName=summary["ClusterName"])
-        orchestrator = described.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn")
-        if orchestrator == shared_eks["arn"] and described["ClusterStatus"] != "Deleting":
-            sm.delete_cluster(ClusterName=summary["ClusterName"])
+        # a test's own delete may finish between the listing and these calls
+        with contextlib.suppress(sm.exceptions.ResourceNotFound):
+            described = sm.describe_cluster(ClusterName=summary["ClusterName"])
+            orchestrator = described.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn")
+            if orchestrator == shared_eks["arn"] and described["ClusterStatus"] != "Deleting":
+                sm.delete_cluster(ClusterName=summary["ClusterName"])
 
 
 def group_spec(

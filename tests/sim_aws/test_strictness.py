@@ -438,3 +438,63 @@ def test_post_to_an_object_without_a_subresource_is_method_not_allowed(sim: Simu
         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
     )
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"x"
+
+
+def test_an_operation_moto_does_not_implement_is_501_in_the_service_shape(
+    sim: SimulatedAws,
+) -> None:
+    ec2 = aws_client(sim, "ec2", config=RAW)
+    # moto has no CreateIpam: it was moto's HTML 500 page, which no SDK can parse
+    code, status, message = refused(lambda: ec2.create_ipam(Description="x"))
+    assert (code, status) == ("NotImplemented", 501)
+    assert "does not implement ec2 CreateIpam" in message
+    assert sim.call_log("ec2", "CreateIpam")[-1]["applied"] is False
+
+
+def test_every_operation_the_product_calls_is_served(sim: SimulatedAws) -> None:
+    from sim.aws.errors import service_model
+    from sim.aws.unserved import unserved
+    from tests.sim_aws.model_corpus import product_operations
+
+    simulated = {tuple(name.split(":", 1)) for name in sim.simulated_operations}
+    missing = [
+        f"{service} {operation}"
+        for service, operations in product_operations().items()
+        for operation in operations
+        if (service, operation) not in simulated
+        and unserved(service, operation, service_model(service).protocol) is not None
+    ]
+    assert not missing
+
+
+def test_oidc_provider_client_ids_are_added_and_removed_idempotently(sim: SimulatedAws) -> None:
+    iam = aws_client(sim, "iam", config=RAW)
+    arn = iam.create_open_id_connect_provider(
+        Url=f"https://oidc.eks.us-east-1.amazonaws.com/id/{unique('c').upper()}",
+        ClientIDList=["sts.amazonaws.com"],
+        ThumbprintList=["9" * 40],
+    )["OpenIDConnectProviderArn"]
+    for _ in range(2):
+        iam.add_client_id_to_open_id_connect_provider(OpenIDConnectProviderArn=arn, ClientID="a")
+    assert iam.get_open_id_connect_provider(OpenIDConnectProviderArn=arn)["ClientIDList"] == [
+        "sts.amazonaws.com",
+        "a",
+    ]
+    for _ in range(2):
+        iam.remove_client_id_from_open_id_connect_provider(
+            OpenIDConnectProviderArn=arn, ClientID="sts.amazonaws.com"
+        )
+    assert iam.get_open_id_connect_provider(OpenIDConnectProviderArn=arn)["ClientIDList"] == ["a"]
+    missing = arn.rsplit("/", 1)[0] + "/nowhere"
+    code, status, _ = refused(
+        lambda: iam.add_client_id_to_open_id_connect_provider(
+            OpenIDConnectProviderArn=missing, ClientID="a"
+        )
+    )
+    assert (code, status) == ("NoSuchEntity", 404)
+    code, status, message = refused(
+        lambda: iam.add_client_id_to_open_id_connect_provider(OpenIDConnectProviderArn=arn)
+    )
+    assert (code, status) == ("ValidationError", 400)
+    assert "at 'clientID'" in message
+    iam.delete_open_id_connect_provider(OpenIDConnectProviderArn=arn)
