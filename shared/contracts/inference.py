@@ -28,6 +28,7 @@ from shared.boundary import (
     RESERVED_NAMESPACE_PREFIXES,
     RESERVED_NAMESPACES,
     dns_subdomain,
+    object_name,
     team_namespace,
 )
 from shared.boundary import namespace as user_namespace
@@ -71,6 +72,13 @@ ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
 Engine = Literal["vllm", "sglang", "custom"]
 ServiceShape = Literal["external", "internal", "model_pool"]
 EndpointKind = Literal["container", "sglang", "managed", "jumpstart"]
+SELF_MANAGED_KINDS = frozenset({"container", "sglang"})  # a Deployment of their own, Kueue's
+
+
+def workers_deployment(name: str, kind: str) -> str:
+    """The Deployment of a self-managed endpoint's workers: the endpoint's name, or
+    `<name>-workers` for SGLang (its router is the endpoint's name)."""
+    return object_name(name, "workers", field="name") if kind == "sglang" else name
 
 
 def tensor_parallel_size(args: list[str]) -> int | None:

@@ -1,7 +1,8 @@
 """Task governance end to end, on the embedded stack against the simulated AWS and its Kueue:
 two teams with quotas on one cluster; team A submits beyond its quota and its job waits; the
 pending explainer names the quota and the fix; team B lends its idle quota and the job runs; a
-higher-priority job preempts a lower one of the same team; all of it in Kubernetes' events,
+higher-priority job preempts a lower one of the same team; team A's endpoint beyond its quota
+waits and its own explainer says so; all of it in Kubernetes' events,
 read through REST. Viewers read teams; only admins change them."""
 
 from __future__ import annotations
@@ -268,6 +269,39 @@ def test_two_teams_wait_borrow_and_preempt_with_the_explainer_naming_the_fix(
     assert {"QuotaReserved", "Admitted", "Preempted"} <= reasons, reasons
     why = api.get(f"{base}/jobs/{evicted[0]}/pending").json()
     assert why["pending"] is True and "preempted" in why["summary"], why
+
+    # A team's self-managed endpoint beyond its quota waits too, and the endpoint's explainer
+    # says so: Kueue queues its workers' Deployment pod by pod.
+    serve = {
+        "name": "a-serve",
+        "instance_type": TYPE,
+        "gpus": 4,
+        "replicas": 1,
+        "service": "internal",
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+        "team": "team-a",
+        "priority": "low",
+    }
+    created = api.http.post("/api/v1/endpoints", json=serve, params={"cluster": cluster})
+    assert created.status_code == 202, created.text
+    seen: list[Any] = []
+
+    def endpoint_waits() -> dict[str, Any] | None:
+        answer = api.get(f"{base}/endpoints/a-serve/pending").json()
+        seen[:] = [answer, api.get(f"/api/v1/operations/{created.json()['operation_id']}").json()]
+        ok = answer.get("pending") is True and answer.get("reason") == "quota"
+        return answer if ok else None
+
+    try:
+        waiting = _poll(endpoint_waits, timeout=120, what="a-serve waits for team-a's quota")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last seen: {json.dumps(seen)[:3000]}") from None
+    assert "team-a" in waiting["summary"] and waiting["fixes"], waiting
+    assert viewer.get(f"{base}/endpoints/a-serve/pending").json()["reason"] == "quota"
+    assert api.get(f"{base}/endpoints/nope/pending").status_code == 404
+    gone = api.http.delete("/api/v1/endpoints/a-serve", params={"cluster": cluster})
+    assert gone.status_code == 202, gone.text
+    assert api.wait(gone.json()["operation_id"], timeout=120)["status"] in ("succeeded", "noop")
 
     # Teams go before task governance does.
     kept = api.http.patch(

@@ -68,3 +68,27 @@ def test_a_deployment_whose_pods_are_all_admitted_is_not_waiting_on_kueue() -> N
     assert found is not None and found["metadata"]["name"] == "pod-chat-a-1a2b3"
     # pods of a same-named app in another namespace are not its pods
     assert workload_of(REF, DEPLOYMENT, workloads, [pod("chat-a", ns="default")]) is None
+
+
+def test_a_team_at_its_borrowing_limit_names_its_quota_and_flavor_with_dots() -> None:
+    """Kueue says "borrowing limit for nvidia.com/gpu in flavor ml.p5.48xlarge exceeded": the
+    flavor is the whole instance type, not "ml"."""
+    message = (
+        "couldn't assign flavors to pod set main: borrowing limit for nvidia.com/gpu in flavor"
+        f" {P5} exceeded"
+    )
+    wl = _workload("pod-chat-b-1a2b3", NS, "chat-b", 4, "training-priority", False, message)
+    wl["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "chat-b", "uid": "uid-chat-b"}]
+    wl["metadata"]["creationTimestamp"] = "2026-12-01T10:00:01Z"
+    facts = PendingFacts(
+        job=DEPLOYMENT,
+        workloads=[wl],
+        cluster_queues=[_queue("team-a", 8, 8, 0), _queue("team-b", 8, 0, 0)],
+        priority_classes={"training-priority": 50},
+        quotas={},
+        capacity=None,
+        pods=[pod("chat-b")],
+    )
+    answer = explain(REF, facts)
+    assert answer.pending and answer.reason == "quota", answer
+    assert f"quota of 8 {P5} GPUs" in answer.summary, answer.summary

@@ -36,7 +36,11 @@ from shared.contracts.governance import (
     UpdateTaskGovernance,
     UpdateTeam,
 )
-from shared.contracts.inference import ENDPOINT_NAME_PATTERN
+from shared.contracts.inference import (
+    ENDPOINT_NAME_PATTERN,
+    SELF_MANAGED_KINDS,
+    workers_deployment,
+)
 from shared.contracts.workloads import JOB_NAME_PATTERN
 
 router = APIRouter(
@@ -242,13 +246,11 @@ EndpointNamePath = Annotated[str, Path(min_length=1, max_length=40, pattern=ENDP
 
 
 def _workers(record: records.EndpointRecord) -> str:
-    """The endpoint's workers' Deployment (the object Kueue queues, pod by pod)."""
-    deployments = [
-        str(o).split("/", 1)[1] for o in record.objects if str(o).startswith("Deployment/")
-    ]
-    for name in deployments:
-        if name == record.name or name.endswith("-workers"):
-            return name
+    """The endpoint's workers' Deployment (the object Kueue queues, pod by pod), named as the
+    endpoint's deploy names it: known before the deploy finishes, which a pending one never
+    does."""
+    if record.kind in SELF_MANAGED_KINDS:
+        return workers_deployment(record.name, record.kind)
     raise ApiError(
         409,
         "not_governed",

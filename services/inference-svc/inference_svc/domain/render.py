@@ -33,6 +33,7 @@ from shared.contracts.inference import (
     PdRole,
     PdSpec,
     TlsSpec,
+    workers_deployment,
 )
 from shared.validation import RuleViolation
 
@@ -67,7 +68,7 @@ def _meta(spec: EndpointSpec, name: str, labels: dict[str, str] | None = None) -
 
 
 def workers_name(spec: EndpointSpec) -> str:
-    return object_name(spec.name, "workers", field="name") if spec.kind == "sglang" else spec.name
+    return workers_deployment(spec.name, spec.kind)
 
 
 class PoolModel(NamedTuple):

@@ -33,7 +33,9 @@ _UNUSED = re.compile(
     r"insufficient unused quota for (?P<resource>\S+) in flavor (?P<flavor>\S+), "
     r"(?P<more>\d+) more needed"
 )
-_BORROW = re.compile(r"borrowing limit for (?P<resource>\S+) in flavor (?P<flavor>[^\s,.]+)")
+# Kueue's flavor assigner: "borrowing limit for %s in flavor %s exceeded" (flavor names, such
+# as ml.p5.48xlarge, have dots)
+_BORROW = re.compile(r"borrowing limit for (?P<resource>\S+) in flavor (?P<flavor>\S+) exceeded")
 _MAXIMUM = re.compile(
     r"insufficient quota for (?P<resource>\S+) in flavor (?P<flavor>\S+), request > maximum"
     r" capacity \((?P<ask>\d+) > (?P<max>\d+)\)"
