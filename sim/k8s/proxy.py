@@ -17,7 +17,7 @@ from sim.k8s.errors import ApiError, not_found
 from sim.k8s.http import Request, Response
 from sim.k8s.operators.spaces import CONTAINER, NAME_LABEL, activity_of
 from sim.k8s.operators.traffic import traffic_of
-from sim.k8s.serving_metrics import INFERENCE_PATHS, is_vllm, serving_of
+from sim.k8s.serving_metrics import INFERENCE_PATHS, engine_of, serving_of
 from sim.k8s.store import Obj
 
 if TYPE_CHECKING:
@@ -88,11 +88,13 @@ def serve(
     exported = server.telemetry.exporter_answer(pod, container, path) if method == "GET" else None
     if exported is not None:  # an exporter's scrape is not logged (Prometheus scrapes often)
         return 200, exported.encode(), "text/plain; version=0.0.4"
-    if method == "GET" and path.split("?", 1)[0] == "/metrics" and is_vllm(container):
-        # vLLM serves its Prometheus metrics on its API port (sim.k8s.serving_metrics)
-        text = serving_of(server).exposition(pod, container, _model_name(container))
+    engine = engine_of(container)
+    if method == "GET" and path.split("?", 1)[0] == "/metrics" and engine is not None:
+        # vLLM and SGLang serve their Prometheus metrics on the API port, each under its own
+        # names (sim.k8s.serving_metrics)
+        text = serving_of(server).exposition(pod, container, _model_name(container), engine)
         return 200, text.encode(), "text/plain; version=0.0.4"
-    inference = method == "POST" and path in INFERENCE_PATHS and is_vllm(container)
+    inference = method == "POST" and path in INFERENCE_PATHS and engine is not None
     if inference:
         serving_of(server).started(pod, container)
     began = time.perf_counter()

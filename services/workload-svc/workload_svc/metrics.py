@@ -7,8 +7,8 @@ server's pod proxy every `SCRAPE_SECONDS`, as Prometheus's Kubernetes pod discov
 the cluster keeps being queried (`IDLE_SECONDS`). Each sample carries the labels the exporter
 gave it plus `cluster`, `job` (the exporter) and `instance` (node:port); `MAX_WINDOW` of
 samples is kept per series. With the exporters there, the add-on's collector also scrapes the
-ready vLLM model servers of the endpoints (pods labelled `hyperpilot.dev/role=worker`, their
-`http` port, `/metrics`), job `model-server`, instance pod:port, with the pod's `namespace`,
+ready vLLM and SGLang model servers of the endpoints (pods labelled
+`hyperpilot.dev/role=worker`, their `http` port, `/metrics`), job `model-server`, instance pod:port, with the pod's `namespace`,
 `pod` and `endpoint` (its `hyperpilot.dev/endpoint` label), as Kubernetes pod discovery's
 relabelling gives them. The store belongs to one replica: a second workload-svc scrapes on
 its own.
@@ -69,7 +69,8 @@ SCRAPE_SECONDS = 2.0
 MODEL_SERVER_JOB = "model-server"
 ENDPOINT_LABEL = "hyperpilot.dev/endpoint"
 WORKER_SELECTOR = "hyperpilot.dev/role=worker"
-VLLM = "vllm"  # the model servers whose metrics are scraped (vLLM's names, sim.k8s.serving_metrics)
+# the model servers whose metrics are scraped, each under its own names (sim.k8s.serving_metrics)
+ENGINES = ("vllm", "sglang")
 IDLE_SECONDS = 900.0  # a cluster nobody queried for this long stops being scraped
 SYNC_SECONDS = 5.0  # how often a Prometheus server's targets are brought up to date
 LITE_NOTE = (
@@ -359,7 +360,7 @@ async def _targets(kube: Kube) -> list[Target]:
 
 
 async def _model_servers(kube: Kube) -> list[Target]:
-    """The ready vLLM model servers of the endpoints, on their `http` port."""
+    """The ready vLLM and SGLang model servers of the endpoints, on their `http` port."""
     found = []
     for pod in await kube.pods_in(None, WORKER_SELECTOR):
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
@@ -370,7 +371,7 @@ async def _model_servers(kube: Kube) -> list[Target]:
         words = " ".join(map(str, [main.get("image", ""), *(main.get("command") or [])]))
         ports = main.get("ports") or []
         port = next((p for p in ports if p.get("name") == "http"), ports[0] if ports else None)
-        if not ready or VLLM not in words.lower() or port is None:
+        if not ready or not any(e in words.lower() for e in ENGINES) or port is None:
             continue
         number = int(port.get("containerPort") or port.get("container_port") or 0)
         labels = {

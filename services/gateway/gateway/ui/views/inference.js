@@ -236,6 +236,10 @@ async function detail(main, cluster, name) {
       const ep = await get(`${base}${query({ cluster, live: true })}`);
       const live = ep.live || {};
       const spec = ep.spec || {};
+      if (!charts) {
+        charts = endpointCharts(cluster, name, (spec.container || {}).engine);
+        fill(chartsBox, charts.element);
+      }
       const auto = spec.autoscaling;
       const fresh = !current;
       current = { replicas: spec.replicas ?? ep.replicas, service: spec.service || "internal" };
@@ -270,7 +274,9 @@ async function detail(main, cluster, name) {
     }
   }
 
-  const charts = endpointCharts(cluster, name);
+  // the charts read the serving engine's own metric names: made once the endpoint is read
+  const chartsBox = h("div");
+  let charts = null;
   const prompt = h("textarea", { id: "tryit-prompt", rows: "3" }, "Say hello in one sentence.");
   const answer = h("pre", { class: "answer", "aria-live": "polite" });
   const tryForm = h("form", { "aria-label": "Try the endpoint" },
@@ -296,12 +302,12 @@ async function detail(main, cluster, name) {
     section("Scaling and service", scaleForm),
     section("Call it", h("pre", { class: "curl", role: "group", "aria-label": "curl example" }, curlExample(url))),
     section("Try it", tryForm),
-    section("Requests, replicas and GPUs", charts.element),
+    section("Requests, replicas and GPUs", chartsBox),
   );
   await load();
   const stopLive = onChange(load, { cluster });
   return () => {
     stopLive();
-    charts.stop();
+    if (charts) charts.stop();
   };
 }

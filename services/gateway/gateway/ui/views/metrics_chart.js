@@ -150,17 +150,26 @@ export function latencySeries(result) {
   }));
 }
 
-// The charts of an endpoint: the requests its vLLM servers answered a second, their latency
-// (p50/p95 of vllm:e2e_request_latency_seconds), its ready replicas (the model servers the
+// Each serving engine's request metrics under its own names (vLLM's docs "Production Metrics";
+// SGLang's docs/references/production_metrics.md): requests finished, end-to-end latency
+// histogram, and a gauge every ready server exports (counted: the ready replicas).
+const ENGINE_METRICS = {
+  vllm: { done: "vllm:request_success_total", latency: "vllm:e2e_request_latency_seconds", running: "vllm:num_requests_running" },
+  sglang: { done: "sglang:num_requests_total", latency: "sglang:e2e_request_latency_seconds", running: "sglang:num_running_reqs" },
+};
+
+// The charts of an endpoint: the requests its model servers answered a second, their latency
+// (p50/p95 of the engine's e2e latency histogram), its ready replicas (the model servers the
 // collector scrapes), and its pods' GPUs (a model server is busy with the requests it answers)
-// and the memory each holds.
-export function endpointCharts(cluster, endpoint) {
+// and the memory each holds. `engine` is the endpoint's container engine (vllm by default).
+export function endpointCharts(cluster, endpoint, engine) {
   const pods = `pod=~"${endpoint}-.*"`;
   const served = `endpoint="${endpoint}"`;
+  const m = ENGINE_METRICS[engine] || ENGINE_METRICS.vllm;
   const charts = [
-    liveChart(cluster, { title: "Requests per second", promql: `sum(rate(vllm:request_success_total{${served}}[1m]))`, labelOf: () => "requests/s" }),
-    liveChart(cluster, { title: "Request latency (ms)", promql: `sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket{${served}}[1m]))`, seriesOf: latencySeries, unit: " ms" }),
-    liveChart(cluster, { title: "Ready replicas", promql: `count(vllm:num_requests_running{${served}})`, labelOf: () => "replicas" }),
+    liveChart(cluster, { title: "Requests per second", promql: `sum(rate(${m.done}{${served}}[1m]))`, labelOf: () => "requests/s" }),
+    liveChart(cluster, { title: "Request latency (ms)", promql: `sum by (le) (rate(${m.latency}_bucket{${served}}[1m]))`, seriesOf: latencySeries, unit: " ms" }),
+    liveChart(cluster, { title: "Ready replicas", promql: `count(${m.running}{${served}})`, labelOf: () => "replicas" }),
     liveChart(cluster, { title: "GPU utilization per pod (%)", promql: `avg by (pod) (DCGM_FI_DEV_GPU_UTIL{${pods}})`, labelOf: podLabel, max: 100, unit: "%" }),
     liveChart(cluster, { title: "GPU memory held per pod (MiB)", promql: `sum by (pod) (DCGM_FI_DEV_FB_USED{${pods}})`, labelOf: podLabel }),
   ];
