@@ -28,6 +28,8 @@ class TimeProfile:
     image_pull: float
     container_start: float
     load_balancer_provision: float
+    # how long one minute of a space's idle timeout lasts (jupyter-k8s counts real minutes)
+    idle_minute: float = 60.0
 
     def scaled(self, factor: float) -> TimeProfile:
         values = {
@@ -76,6 +78,7 @@ FAST = TimeProfile(
     image_pull=0.1,
     container_start=0.05,
     load_balancer_provision=0.3,
+    idle_minute=0.5,
 )
 
 PROFILES = {"real": REAL, "fast": FAST}

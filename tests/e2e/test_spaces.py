@@ -183,3 +183,44 @@ def test_a_spaces_volumes_are_the_clusters_storage_claims_and_hold_them(
     _done(admin, admin.delete(f"{storage}/team-data"))
     assert "team-data" not in [c["claim"] for c in admin.get(storage).json()]
     _done(admin, admin.delete(f"{base}/dora-lab"))
+
+
+def test_an_idle_space_stops_by_itself_and_says_why(
+    with_spaces: tuple[RunningStack, str], sim_aws: SimulatedAws, tmp_path: Path
+) -> None:
+    """Idle shutdown through the product: a space with the shortest idle timeout (5 minutes;
+    a minute of the fast profile lasts 0.5 s) and no request stops on its own; its description
+    says Stopped because of idle shutdown, its Workspace was stopped by the operator (not by an
+    operation) with the event kubectl sees; started again, it runs without the reason."""
+    import time
+
+    stack, name = with_spaces
+    admin = stack.client
+    owner = Client(stack.stack.url, _token(admin, "ivy", "operator"))
+    base = f"/api/v1/clusters/{name}/spaces"
+    spec = {"name": "ivy-lab", "idle_shutdown": {"enabled": True, "timeout_minutes": 5}}
+    _done(owner, owner.post(base, spec))
+    operations = len(admin.get("/api/v1/operations", params={"limit": 200}).json())
+    deadline = time.monotonic() + 60
+    while (described := owner.get(f"{base}/ivy-lab").json())["status"] != "Stopped":
+        assert time.monotonic() < deadline, described
+        time.sleep(0.5)
+    assert described["desired_status"] == "Stopped"
+    assert described["status_reason"] == (
+        "IdleShutdown: stopped after 5 minutes without a request (idle shutdown)"
+    ), described
+    # nobody asked: no operation stopped it
+    assert len(admin.get("/api/v1/operations", params={"limit": 200}).json()) == operations
+    config = _kubeconfig(sim_aws, name, tmp_path / "config")
+    events = _kubectl(config, "get", "events", "--field-selector", "involvedObject.name=ivy-lab")[
+        "items"
+    ]
+    assert any(e["reason"] == "IdleShutdown" for e in events), events
+
+    # a longer timeout (30 s of the fast profile), then started again: running, no reason
+    longer = {"idle_shutdown": {"enabled": True, "timeout_minutes": 60}}
+    _done(owner, owner.http.patch(f"{base}/ivy-lab", json=longer))
+    _done(owner, owner.post(f"{base}/ivy-lab/start"))
+    again = owner.get(f"{base}/ivy-lab").json()
+    assert again["status"] == "Running" and again["status_reason"] is None, again
+    _done(admin, admin.delete(f"{base}/ivy-lab"))

@@ -8,7 +8,10 @@ A Workspace whose `desiredStatus` is Running becomes a Deployment of one pod (co
 8888; `status` carries `deploymentName`, `serviceName`, `accessURL` and the conditions
 Available, Progressing, Degraded and Stopped. Stopped scales the Deployment to zero. Idle
 shutdown (`idleShutdown.enabled`, `idleTimeoutInMinutes`) stops a space whose pod answered no
-request for that long: the operator sets `desiredStatus: Stopped` itself."""
+request for that long: the operator sets `desiredStatus: Stopped` itself, records an
+`IdleShutdown` event, and (the emulator's own wording) its Stopped condition says why: reason
+`IdleShutdown`, with the timeout. A minute of the timeout lasts the time profile's
+`idle_minute` (60 s in `real`)."""
 
 from __future__ import annotations
 
@@ -144,6 +147,7 @@ class Activity:
 
     def __init__(self) -> None:
         self.last: dict[tuple[str, str], float] = {}
+        self.idled: dict[tuple[str, str], int] = {}  # stopped by idle shutdown: its minutes
 
     def touch(self, namespace: str, workspace: str, at: float | None = None) -> None:
         self.last[(namespace, workspace)] = time.monotonic() if at is None else at
@@ -162,13 +166,14 @@ def activity_of(server: ApiServer) -> Activity:
     return found
 
 
-def idle_expired(spec: Obj, idle_since: float, now: float) -> bool:
-    """Has a running workspace been idle past its `idleShutdown.idleTimeoutInMinutes`?"""
+def idle_expired(spec: Obj, idle_since: float, now: float, minute: float = 60.0) -> bool:
+    """Has a running workspace been idle past its `idleShutdown.idleTimeoutInMinutes`
+    (minutes of `minute` seconds)?"""
     idle = spec.get("idleShutdown") or {}
     if not idle.get("enabled") or spec.get("desiredStatus", "Running") != "Running":
         return False
     minutes = int(idle.get("idleTimeoutInMinutes") or 0)
-    return minutes > 0 and now - idle_since >= minutes * 60
+    return minutes > 0 and now - idle_since >= minutes * minute
 
 
 def _alive(ws: Obj) -> bool:
@@ -234,7 +239,9 @@ class WorkspaceOperator(Controller):
         activity = activity_of(self.server)
         if running and activity.since(ns, name) is not None:
             since = activity.since(ns, name) or 0.0
-            if idle_expired(spec, since, time.monotonic()):
+            if idle_expired(spec, since, time.monotonic(), self.profile.idle_minute):
+                minutes = int((spec.get("idleShutdown") or {}).get("idleTimeoutInMinutes") or 0)
+                activity.idled[(ns, name)] = minutes
                 stopped = clone(ws)
                 stopped["spec"]["desiredStatus"] = "Stopped"
                 self.update(WORKSPACES, stopped)
@@ -314,6 +321,7 @@ class WorkspaceOperator(Controller):
                 "" if ready else "the workspace pod is starting",
             )
             set_condition(status, "Stopped", "False", "DesiredStateRunning")
+            activity.idled.pop((ns, name), None)
             if ready and activity.since(ns, name) is None:
                 activity.touch(ns, name)  # idle time counts from when it became ready
         else:
@@ -325,11 +333,17 @@ class WorkspaceOperator(Controller):
                 "False" if gone else "True",
                 "Stopped" if gone else "Stopping",
             )
+            idled = activity.idled.get((ns, name))
             set_condition(
                 status,
                 "Stopped",
                 "True" if gone else "False",
-                "DeploymentScaledDown" if gone else "Stopping",
+                ("IdleShutdown" if idled is not None else "DeploymentScaledDown")
+                if gone
+                else "Stopping",
+                f"stopped after {idled} minutes without a request (idle shutdown)"
+                if idled is not None
+                else "",
             )
             activity.last.pop((ns, name), None)
         set_condition(status, "Degraded", "False", "NoError")

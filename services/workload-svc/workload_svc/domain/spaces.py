@@ -213,6 +213,15 @@ def phase(found: KubeObject) -> str:
     return "Running" if conditions.get("Available") == "True" else "Starting"
 
 
+def status_reason(found: KubeObject) -> str | None:
+    """Why a stopped space stopped, when the operator says (its Stopped condition's message:
+    an idle shutdown names its timeout); None otherwise."""
+    for c in (found.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Stopped" and c.get("status") == "True" and c.get("message"):
+            return f"{c.get('reason') or 'Stopped'}: {c['message']}"
+    return None
+
+
 def port_forward_command(cluster: str, name: str) -> str:
     """What a local IDE connects through: the space's Service forwarded to localhost."""
     return (
@@ -234,6 +243,7 @@ def view(cluster: str, found: KubeObject) -> dict[str, Any]:
         "app_type": spec.get("appType"),
         "owner": owner_of(found),
         "status": phase(found),
+        "status_reason": status_reason(found),
         "desired_status": spec.get("desiredStatus", "Running"),
         **settings(found),
         "created_at": meta.get("creationTimestamp"),
