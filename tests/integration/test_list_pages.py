@@ -1,4 +1,4 @@
-"""The REST lists of jobs, clusters and endpoints on real PostgreSQL, a page at a time: walking
+"""The REST lists of jobs, clusters, endpoints and operations on real PostgreSQL, a page at a time: walking
 the X-Next-Page-Token headers returns every row once in order, even with rows inserted between
 two pages; a token altered, of another list or not a token at all is a 400 naming page_token;
 and the page reads use the indexes of migration 0019 (EXPLAIN), not a sort of the whole table.
@@ -7,6 +7,7 @@ and the page reads use the indexes of migration 0019 (EXPLAIN), not a sort of th
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ from gateway.pages import NEXT_HEADER, TOTAL_HEADER
 from gateway.routes.clusters import list_clusters
 from gateway.routes.endpoints import list_endpoints
 from gateway.routes.jobs import list_jobs
+from gateway.routes.operations import list_operations
 from shared import pages
 
 VIEWER = Principal(name="viewer", role="viewer")
@@ -213,3 +215,42 @@ async def test_active_and_recipe_keep_only_those_jobs_page_after_page(pool: asyn
     assert set(totals) == {12}
     both, _ = await _walk(call, limit=100, active=True, recipe="model-download")
     assert [j["name"] for j in both] == [f"job-{i:05d}" for i in range(60) if i % 10 == 5]
+
+
+async def test_operations_page_newest_first_by_token_and_still_by_offset(
+    pool: asyncpg.Pool,
+) -> None:
+    ids = [uuid.UUID(int=i + 1) for i in range(45)]
+    async with pool.acquire() as conn:
+        await conn.executemany(
+            "INSERT INTO operations (id, kind, domain, target_type, target_id, request,"
+            " command_type, command, principal, request_hash, status, created_at)"
+            " VALUES ($1, 'storage.create', 'storage', 'bucket', $2, '{}', 'CreateBucket', '{}',"
+            " 'admin', 'h', $3, $4)",
+            # three operations share each instant: the id orders them
+            [
+                (op, f"b{i}", "failed" if i % 2 else "succeeded", T0 + timedelta(seconds=i // 3))
+                for i, op in enumerate(ids)
+            ],
+        )
+
+    async def call(status_: str | None = None, **query: Any) -> list[dict[str, Any]]:
+        answer = await list_operations(pool=pool, _=VIEWER, status=status_, kind=None, **query)
+        return list(answer["items"])
+
+    newest_first = sorted(ids, key=lambda op: (ids.index(op) // 3, op.int), reverse=True)
+    seen, totals = await _walk(call, limit=10, target_id=None, offset=0)
+    assert [o["id"] for o in seen] == [str(op) for op in newest_first]
+    assert set(totals) == {45} and len(totals) == 5
+    failed, totals = await _walk(call, limit=4, target_id=None, offset=0, status_="failed")
+    assert len(failed) == 22 and set(totals) == {22}
+    assert all(o["status"] == "failed" for o in failed)
+    by_offset = await call(response=Response(), limit=10, target_id=None, offset=40)
+    assert [o["id"] for o in by_offset] == [str(op) for op in newest_first[40:]]
+    first = Response()
+    await call(response=first, limit=10, target_id=None, offset=0)
+    token = first.headers[NEXT_HEADER]
+    with pytest.raises(ApiError) as refused:
+        await call(response=Response(), limit=10, target_id=None, offset=5, page_token=token)
+    assert refused.value.status == 400
+    assert refused.value.fields[0]["field"] == "offset"

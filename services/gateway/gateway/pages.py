@@ -61,7 +61,7 @@ def paged(model: Any = None) -> dict[int | str, dict[str, Any]]:
     return {200: ok}
 
 
-def _refused(exc: BadPageToken) -> ApiError:
+def refused(exc: BadPageToken) -> ApiError:
     hint = f"send the {NEXT_HEADER} header of the page before, or leave page_token out"
     return ApiError(
         400,
@@ -80,7 +80,7 @@ def key_of(kind: str, token: str | None, size: int) -> tuple[str, ...] | None:
     try:
         return pages.decode(kind, token, size)
     except BadPageToken as exc:
-        raise _refused(exc) from None
+        raise refused(exc) from None
 
 
 def instant(text: str) -> datetime:
@@ -88,7 +88,7 @@ def instant(text: str) -> datetime:
     try:
         return pages.instant(text)
     except BadPageToken as exc:
-        raise _refused(exc) from None
+        raise refused(exc) from None
 
 
 def send(

@@ -8,12 +8,13 @@ import uuid
 from typing import Annotated, Any
 
 import asyncpg
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
+from gateway import pages
 from gateway.deps import Broadcaster, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
-from gateway.routes.models import OperationList, OperationRead, RetryAccepted
+from gateway.routes.models import READ_ERRORS, OperationList, OperationRead, RetryAccepted
 from gateway.routing import PrefixedRoute
 from shared.boundary import api_path
 from shared.operations import (
@@ -25,6 +26,7 @@ from shared.operations import (
     request_cancel,
     retry_operation,
 )
+from shared.pages import BadPageToken
 
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1/operations", tags=["operations"])
 
@@ -69,30 +71,78 @@ def _answer(operation_id: uuid.UUID, **outcome: Any) -> JSONResponse:
     )
 
 
-@router.get("", response_model=OperationList, summary="List operations, newest first")
+@router.get(
+    "",
+    response_model=OperationList,
+    responses={**pages.paged(OperationList), **READ_ERRORS, **pages.BAD_TOKEN},
+    summary="List operations, newest first, a page at a time",
+)
 async def list_operations(
     pool: Pool,
     _: Viewer,
+    response: Response,
     status: Annotated[
         str | None, Query(pattern="^(pending|running|succeeded|failed|cancelled|noop)$")
     ] = None,
     kind: Annotated[str | None, Query(max_length=100)] = None,
     target_id: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=1_000_000, description="Rows to skip (page_token is stable)")
+    ] = 0,
+    page_token: pages.PageToken = None,
 ) -> dict[str, Any]:
+    key = pages.key_of("operations", page_token, 2)
+    filters = (
+        "($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2)"
+        " AND ($3::text IS NULL OR target_id = $3)"
+    )
+    where, args = filters, list[Any]([status, kind, target_id])
+    if key is not None:
+        if offset:
+            raise ApiError(
+                400,
+                "invalid_page_token",
+                "page_token and offset both given",
+                hint="send page_token alone: it names where the page starts",
+                fields=[
+                    {
+                        "field": "offset",
+                        "rule": "page_token_or_offset",
+                        "message": "offset cannot be combined with page_token",
+                        "hint": "leave offset out when sending page_token",
+                    }
+                ],
+            )
+        where += " AND (created_at, id) < ($4, $5)"
+        args += [pages.instant(key[0]), _operation_id(key[1])]
     async with pool.acquire() as conn:
         rows = await conn.fetch(
-            "SELECT * FROM operations WHERE ($1::text IS NULL OR status = $1)"
-            " AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR target_id = $3)"
-            " ORDER BY created_at DESC, id LIMIT $4 OFFSET $5",
-            status,
-            kind,
-            target_id,
-            limit,
+            f"SELECT * FROM operations WHERE {where}"
+            f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) + 1} OFFSET ${len(args) + 2}",
+            *args,
+            limit + 1,
             offset,
         )
-    return {"items": [operation_summary(r) for r in rows]}
+        total: int = await conn.fetchval(
+            f"SELECT count(*) FROM operations WHERE {filters}", status, kind, target_id
+        )
+    page = pages.send(
+        response,
+        "operations",
+        rows,
+        limit,
+        total,
+        lambda r: (r["created_at"].isoformat(), str(r["id"])),
+    )
+    return {"items": [operation_summary(r) for r in page]}
+
+
+def _operation_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise pages.refused(BadPageToken("not a page token")) from None
 
 
 @router.get(
