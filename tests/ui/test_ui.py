@@ -176,10 +176,11 @@ def test_create_form_by_keyboard(page: Page) -> None:
     ).to_be_attached()
     page.keyboard.type("-bad")
     order = []
-    for _ in range(7):
+    for _ in range(8):
         page.keyboard.press("Tab")
         order.append(page.evaluate("(e => e.name || e.textContent.trim())(document.activeElement)"))
     assert order == [
+        "region",
         "availability_zone_id",
         "instance_type",
         "instance_type_kind",

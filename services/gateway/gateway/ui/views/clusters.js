@@ -1,7 +1,7 @@
 // Clusters: the fleet overview (views/fleet.js), the list with status, search, switch the active
 // one, delete with confirmation, import.
 
-import { del, get, post, put } from "../api.js";
+import { del, get, post, put, query } from "../api.js";
 import {
   announce, badge, clearErrors, confirmAction, errorText, field, formError, h, operationLink,
   fill, section, showErrors, when,
@@ -9,6 +9,7 @@ import {
 import { dryRun, planLines } from "../plan.js";
 import { onChange, watch } from "../store.js";
 import { fleetOverview } from "./fleet.js";
+import { loadRegions } from "./create.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main) {
@@ -57,7 +58,7 @@ export async function render(main) {
           .join(", ");
         const makeActive = c.active
           ? h("span", { class: "badge status-active" }, h("span", { "aria-hidden": "true" }, "★"), " active")
-          : h("button", { type: "button", class: "small secondary", "aria-label": `Make ${c.name} the active cluster`, onclick: () => activate(c.name) }, "Make active");
+          : h("button", { type: "button", class: "small secondary", "aria-label": `Make active: ${c.name}`, onclick: () => activate(c.name) }, "Make active");
         const remove = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${c.name}`, onclick: () => remove_(c) }, "Delete");
         return h(
           "tr",
@@ -107,12 +108,14 @@ export async function render(main) {
     }
   }
 
+  const importRegion = h("select", { name: "region" }, h("option", { value: "" }, "Loading regions…"));
   const eks = h("input", { name: "eks_cluster_name", autocomplete: "off", spellcheck: "false", list: "importable" });
   const hyperpod = h("input", { name: "hyperpod_cluster_name", autocomplete: "off", spellcheck: "false" });
   const importable = h("datalist", { id: "importable" });
   const importForm = h(
     "form",
     { novalidate: true, "aria-label": "Import a cluster" },
+    field("Region", importRegion, { field: "region" }),
     field("EKS cluster name", eks, { field: "eks_cluster_name" }),
     importable,
     field("HyperPod cluster name (optional)", hyperpod, { field: "hyperpod_cluster_name" }),
@@ -124,11 +127,13 @@ export async function render(main) {
     clearErrors(importForm);
     const body = { eks_cluster_name: eks.value.trim() };
     if (hyperpod.value.trim()) body.hyperpod_cluster_name = hyperpod.value.trim();
+    if (importRegion.value) body.region = importRegion.value;
     try {
       const accepted = await post("/clusters/import", body);
       fill(status, `Importing ${body.eks_cluster_name}. `, operationLink(accepted.operation_id));
       showPanel(accepted.operation_id);
       importForm.reset();
+      loadRegions(importRegion).then(loadImportable);
     } catch (error) {
       showErrors(importForm, error);
     }
@@ -150,15 +155,20 @@ export async function render(main) {
   const stop = watch("/clusters?limit=1000", paint, { failed: (error) => { status.textContent = errorText(error); } });
   // node health, jobs and endpoints change without the list changing
   const stopFleet = onChange(() => fleet.read(all));
-  get("/inspect/clusters")
-    .then((found) => {
-      fill(importable, 
-        ...found
-          .filter((c) => c.kind === "eks" && c.importable)
-          .map((c) => h("option", { value: c.name })),
-      );
-    })
-    .catch(() => {});
+  // the importable EKS clusters of the region chosen
+  function loadImportable() {
+    get(`/inspect/clusters${query({ region: importRegion.value })}`)
+      .then((found) => {
+        fill(importable,
+          ...found
+            .filter((c) => c.kind === "eks" && c.importable)
+            .map((c) => h("option", { value: c.name })),
+        );
+      })
+      .catch(() => {});
+  }
+  importRegion.addEventListener("change", loadImportable);
+  loadRegions(importRegion).then(loadImportable);
   return () => {
     stop();
     stopFleet();

@@ -1,5 +1,5 @@
-// Create a cluster: decision-grade fields only (zone, instance type with its quota, count,
-// capacity); the rest defaulted behind "Advanced". On 202 the progress panel takes over.
+// Create a cluster: decision-grade fields only (region, zone, instance type with its quota,
+// count, capacity); the rest defaulted behind "Advanced". On 202 the progress panel takes over.
 
 import { get, post, query } from "../api.js";
 import { announce, clearErrors, field, formError, h, showErrors, fill } from "../dom.js";
@@ -26,6 +26,16 @@ function setOptions(el, options, selected) {
   );
 }
 
+// The served regions, the default one chosen (GET /inspect/regions).
+export async function loadRegions(el) {
+  try {
+    const served = await get("/inspect/regions");
+    setOptions(el, served.regions.map((r) => [r, r === served.default ? `${r} (default)` : r]), served.default);
+  } catch {
+    setOptions(el, [["", "The default region"]], "");
+  }
+}
+
 export async function render(main) {
   let panel = null;
   main.append(
@@ -34,6 +44,7 @@ export async function render(main) {
   );
 
   const name = h("input", { name: "name", autocomplete: "off", spellcheck: "false", required: true });
+  const region = select("region", [["", "Loading regions…"]]);
   const zone = select("availability_zone_id", [["", "Loading zones…"]]);
   const picker = instanceTypePicker("Instance type", "instance_groups.0.instance_type");
   const type = picker.select;
@@ -67,6 +78,7 @@ export async function render(main) {
       field: "name",
       hint: "Letters, digits and hyphens; starts with a letter or digit (max 63).",
     }),
+    field("Region", region, { field: "region", hint: "The regions this control plane manages clusters in." }),
     field("Availability Zone", zone, { field: "availability_zone_id", hint: "Zone ids name the same physical zone in every account." }),
     picker.element,
     field("Instance count", count, { field: "instance_groups.0.count" }),
@@ -93,7 +105,7 @@ export async function render(main) {
     quota.textContent = "";
     if (!zone.value) return;
     try {
-      const offered = await get(`/inspect/instance-types${query({ availability_zone_id: zone.value })}`);
+      const offered = await get(`/inspect/instance-types${query({ region: region.value, availability_zone_id: zone.value })}`);
       const types = offered.filter((t) => (t.availability_zone_ids || []).includes(zone.value));
       if (!types.length) {
         picker.message("No HyperPod instance type offered in this zone");
@@ -113,7 +125,7 @@ export async function render(main) {
     if (!type.value) return;
     const asked = type.value;
     try {
-      const q = await get(`/inspect/quotas${query({ instance_type: asked })}`);
+      const q = await get(`/inspect/quotas${query({ region: region.value, instance_type: asked })}`);
       if (type.value !== asked) return;
       const wanted = Number(count.value || 0);
       const short = typeof q.available === "number" && wanted > q.available;
@@ -127,6 +139,11 @@ export async function render(main) {
   }
 
   zone.addEventListener("change", loadTypes);
+  region.addEventListener("change", () => {
+    picker.message("Choose a zone first");
+    quota.textContent = "";
+    loadZones();
+  });
   type.addEventListener("change", loadQuota);
   count.addEventListener("input", loadQuota);
   capacity.addEventListener("change", () => {
@@ -146,6 +163,7 @@ export async function render(main) {
     if (ebs.value !== DEFAULTS.ebs_volume_gb) ig.ebs_volume_gb = Number(ebs.value);
     // an empty field is not sent: the API names what is missing
     const body = { name: name.value.trim(), instance_groups: [ig] };
+    if (region.value) body.region = region.value;
     if (zone.value) body.availability_zone_id = zone.value;
     if (version.value !== DEFAULTS.kubernetes_version) body.kubernetes_version = version.value;
     if (recovery.value !== DEFAULTS.node_recovery) body.node_recovery = recovery.value;
@@ -193,7 +211,7 @@ export async function render(main) {
   async function loadZones() {
     setOptions(zone, [["", "Loading zones…"]]);
     try {
-      const zones = await get("/inspect/availability-zones");
+      const zones = await get(`/inspect/availability-zones${query({ region: region.value })}`);
       zoneIds = zones.map((z) => z.zone_id);
       setOptions(
         zone,
@@ -209,6 +227,7 @@ export async function render(main) {
   }
   const reloadZones = h("button", { type: "button", class: "secondary small", hidden: true, onclick: loadZones }, "Reload zones");
   zone.closest(".field").append(reloadZones);
+  await loadRegions(region);
   loadZones();
   name.focus();
   return () => panel && panel.stop();
