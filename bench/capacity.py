@@ -2,14 +2,16 @@
 reads on a 10-node, 100-pod one (goal: p95 <= 3x).
 
 The Kubernetes emulator, in a process of its own, with the task-governance add-on (Kueue) and
-one team, HyperPod nodes of ml.p5.48xlarge, pods bound to them (as many per node on both sizes) and a few
-pending ones, and one governed Job waiting on its team's quota. Each read is what cluster-svc
-does for GET /clusters/{name}/capacity and GET /clusters/{name}/jobs/{job}/pending, through the
-official Kubernetes client: the HyperPod Nodes (the client's models, as shared/adapters/eks_kube
-reads them), every Pod (the JSON as is, as areas/capacity reads it), then the pure join
-(`cluster_capacity`); the pending read adds the Kueue Workloads, ClusterQueues, priority classes
-and the namespace's events and runs the explainer. The AWS reads the pending read also makes
-(the compute quotas) are the same on both sizes and left out.
+one team, HyperPod nodes of ml.p5.48xlarge, pods bound to them (as many per node on both sizes)
+and a few pending ones, and one governed Job waiting on its team's quota. Each read is the
+route cluster-svc answers GET /clusters/{name}/capacity (its default page of 100 nodes) and
+GET /clusters/{name}/jobs/{job}/pending with (`cluster_svc.areas.capacity` and `.governance`,
+built as bootstrap builds them, through the official Kubernetes client): from the cluster's
+watched model (adapters/capacity_watch.py), started by a first read that is timed apart
+(`first_read_ms`: its lists of every Node and Pod). The pending read adds the job, the Kueue
+Workloads, ClusterQueues, priority classes and the namespace's events. Its AWS reads
+(DescribeCluster, cached by cluster-svc, and the compute quotas) are the same on both sizes and
+answered without AWS. The floor is the same reads of the 10-node cluster in the same run.
 
     .venv/bin/python -m bench.capacity [--runs 15]
 
@@ -19,20 +21,28 @@ Writes bench/results/capacity.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
-import inspect
 import multiprocessing as mp
+import tempfile
 import time
 import uuid
 from datetime import date
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
-from kubernetes import client, config
+from kubernetes import config
 
 from bench.common import percentile, record
-from cluster_svc.domain import capacity as capacity_domain
-from cluster_svc.domain.governance.pending import JobRef, PendingFacts, explain
+from cluster_svc.adapters.capacity_watch import CapacityWatches
+from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
+from cluster_svc.areas import capacity as capacity_area
+from cluster_svc.areas import governance as governance_area
+from cluster_svc.domain.components.base import ClusterAccess
+from cluster_svc.domain.governance.actual import GovernanceActual
+from cluster_svc.domain.prices import PriceTable
 from shared.contracts.capacity import PriceSource
 from sim.governance import QuotaResource, SchedulerPolicy, TeamQuota
 from sim.interfaces import SimNode
@@ -44,19 +54,9 @@ SELECTOR = "sagemaker.amazonaws.com/compute-type=hyperpod"
 PODS_PER_NODE = 10
 PENDING = 5
 NS = "hyperpod-ns-bench"
-
-
-def _capacity(name: str, nodes: list[Any], pods: list[Any]) -> Any:
-    """`cluster_capacity` with the price table when its signature takes one."""
-    fn: Any = capacity_domain.cluster_capacity
-    if "prices" in inspect.signature(fn).parameters:
-        from cluster_svc.domain.prices import PriceTable
-
-        source = PriceSource(
-            source="none (prices are not what is measured)", as_of=date.today(), region="us-east-1"
-        )
-        return fn(name, nodes, pods, PriceTable(source=source))
-    return fn(name, nodes, pods)
+PAGE = 100  # the REST route's default page of nodes
+STILL_MS = 25.0
+STILL_TIMEOUT = 300.0
 
 
 def _pod(name: str, node: str | None, gpus: int) -> dict[str, Any]:
@@ -164,64 +164,126 @@ def build(world: KubeWorld, name: str, nodes: int) -> Any:
     return server
 
 
-def measure(kubeconfig: dict[str, Any], name: str, runs: int) -> dict[str, Any]:
-    api = config.new_client_from_config_dict(kubeconfig)  # type: ignore[no-untyped-call]
-    core: Any = client.CoreV1Api(api)
-    custom: Any = client.CustomObjectsApi(api)
-    batch: Any = client.BatchV1Api(api)
+class _Prices:
+    """The price list cluster-svc caches (prices are not what is measured)."""
 
-    def nodes() -> list[Any]:
-        found = core.list_node(label_selector=SELECTOR)
-        return [api.sanitize_for_serialization(n) for n in found.items]
-
-    def pods() -> list[Any]:
-        raw = core.list_pod_for_all_namespaces(_preload_content=False)
-        items: list[Any] = orjson.loads(raw.data).get("items") or []
-        return items
-
-    def kueue(plural: str) -> list[Any]:
-        found: list[Any] = custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta1", plural)[
-            "items"
-        ]
-        return found
-
-    def capacity_read() -> Any:
-        return _capacity(name, nodes(), pods())
-
-    def pending_read() -> Any:
-        job = api.sanitize_for_serialization(batch.read_namespaced_job("big", NS))
-        events = orjson.loads(core.list_namespaced_event(NS, _preload_content=False).data)
-        classes = kueue("workloadpriorityclasses")
-        facts = PendingFacts(
-            job=job,
-            workloads=kueue("workloads"),
-            cluster_queues=kueue("clusterqueues"),
-            priority_classes={c["metadata"]["name"]: int(c.get("value") or 0) for c in classes},
-            quotas={},
-            capacity=capacity_read(),
-            events=events.get("items") or [],
+    def __init__(self) -> None:
+        source = PriceSource(
+            source="none (prices are not what is measured)", as_of=date.today(), region="us-east-1"
         )
-        return explain(JobRef(name, "big", NS, "Job", "batch/v1"), facts)
+        self._table = PriceTable(source=source)
 
-    out: dict[str, Any] = {}
-    for label, read in (("capacity", capacity_read), ("pending", pending_read)):
-        read()  # warm
-        times = []
-        for _ in range(runs):
+    async def table(self) -> PriceTable:
+        return self._table
+
+
+def _areas(kubeconfig: dict[str, Any], name: str) -> tuple[Any, Any, KubeClient, CapacityWatches]:
+    """cluster-svc's capacity and governance areas as bootstrap builds them (one watch per
+    cluster, shared), with their AWS reads answered: DescribeCluster's access (cached by
+    cluster-svc anyway) and the team quotas (the same on both sizes)."""
+    kube = KubeClient(
+        config.new_client_from_config_dict(kubeconfig),  # type: ignore[no-untyped-call]
+        Path(tempfile.mkdtemp()) / "discovery.json",
+    )
+
+    class Factory(EksKubeFactory):
+        def __call__(self, access: ClusterAccess) -> KubeClient:
+            return kube
+
+    class Nodes:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        async def eks_access(self, eks_cluster: str) -> ClusterAccess:
+            return ClusterAccess(name=eks_cluster, endpoint="", ca_data="")
+
+    class Governance:
+        def __init__(self, *args: Any) -> None:
+            pass
+
+        async def client(self, eks_cluster: str) -> KubeClient:
+            return kube
+
+        async def observe(self, target: Any) -> Any:
+            return GovernanceActual(name, name, name)
+
+    vars(capacity_area)["HyperPodNodes"] = Nodes  # the areas build these by name
+    vars(governance_area)["LiveGovernance"] = Governance
+    aws: Any = SimpleNamespace(region="us-east-1")
+    ports: Any = SimpleNamespace(kube=Factory("us-east-1"))
+    prices: Any = _Prices()
+    watches = CapacityWatches()
+    cap = capacity_area.build(aws, ports, prices, watches).read_routes
+    gov = governance_area.build(aws, ports, prices, watches).read_routes
+    return cap[capacity_area.CAPACITY], gov[governance_area.PENDING], kube, watches
+
+
+def measure(kubeconfig: dict[str, Any], name: str, runs: int) -> dict[str, Any]:
+    capacity_route, pending_route, kube, watches = _areas(kubeconfig, name)
+    target = {"cluster": name, "eks_cluster": name, "hyperpod_cluster": name, "region": "us-east-1"}
+    job = {"name": "big", "namespace": NS, "kind": "Job", "api_version": "batch/v1"}
+
+    async def capacity_read(limit: int = PAGE) -> Any:
+        return await capacity_route({"cluster": name, "eks_cluster": name, "limit": limit})
+
+    async def page_of_10() -> Any:
+        return await capacity_read(10)
+
+    async def pending_read() -> Any:
+        return await pending_route({"target": target, "job": job})
+
+    async def still() -> float:
+        """Seconds until the emulator answers a GET of the job within STILL_MS five times in a
+        row: once it has written the last pod statuses and Kueue's answer, as a real cluster
+        with 5,000 settled pods would be (its controllers busy, every request waits)."""
+        began = time.perf_counter()
+        quick = 0
+        while quick < 5 and time.perf_counter() - began < STILL_TIMEOUT:
             t0 = time.perf_counter()
-            result = read()
-            times.append((time.perf_counter() - t0) * 1000)
-        out[label] = {
-            "p50_ms": round(percentile(times, 50), 2),
-            "p95_ms": round(percentile(times, 95), 2),
-        }
-        if label == "capacity":
-            out["nodes"] = len(result.nodes)
-            out["pods_counted"] = sum(n.pods for n in result.nodes) + len(result.pending)
-        else:
-            out["pending_reason"] = result.reason
-    api.close()
-    return out
+            await kube.get("batch/v1", "Job", "big", NS)
+            quick = quick + 1 if (time.perf_counter() - t0) * 1000 < STILL_MS else 0
+            await asyncio.sleep(0.2)
+        return round(time.perf_counter() - began, 1)
+
+    async def run() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        t0 = time.perf_counter()
+        await capacity_read()  # starts the watch: its first lists
+        out["first_read_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        out["still_after_s"] = await still()
+        reads = (
+            ("capacity", capacity_read),
+            ("capacity_10", page_of_10),
+            ("pending", pending_read),
+        )
+        for label, read in reads:
+            await read()  # warm
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                result = await read()
+                times.append((time.perf_counter() - t0) * 1000)
+            out[label] = {
+                "p50_ms": round(percentile(times, 50), 2),
+                "p95_ms": round(percentile(times, 95), 2),
+            }
+            if label == "capacity":
+                out["nodes"] = result["node_total"]
+                out["nodes_in_page"] = len(result["nodes"])
+                out["gpus_allocated"] = result["resources"]["gpus"]["allocated"]
+                out["pending_pods"] = len(result["pending"])
+                watch = await watches.of(name, kube)
+                assert watch is not None
+                out["pods_counted"] = watch.read(lambda m: m.pod_count)
+            elif label == "pending":
+                out["pending_reason"] = result["reason"]
+        return out
+
+    try:
+        return asyncio.run(run())
+    finally:
+        watches.close()
+        kube.close()
 
 
 def serve(conn: Any, name: str, nodes: int) -> None:
@@ -257,6 +319,9 @@ def main() -> None:
         "small": small,
         "large": large,
         "capacity_p95_ratio": round(large["capacity"]["p95_ms"] / small["capacity"]["p95_ms"], 2),
+        "capacity_10_p95_ratio": round(
+            large["capacity_10"]["p95_ms"] / small["capacity_10"]["p95_ms"], 2
+        ),
         "pending_p95_ratio": round(large["pending"]["p95_ms"] / small["pending"]["p95_ms"], 2),
         "goal_ratio": 3.0,
         "runs": args.runs,

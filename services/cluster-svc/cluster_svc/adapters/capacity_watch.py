@@ -69,6 +69,7 @@ class ListWatch:
         self.apply = apply
         self.listed = threading.Event()
         self.lists = 0  # how many times it listed (the first, then one per 410)
+        self.events = 0  # how many watch events it applied
         self.error: str | None = None  # why the last list or watch failed, until one works
         self._stopped = threading.Event()
         self._response: Any = None
@@ -78,11 +79,18 @@ class ListWatch:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop without waiting: the open watch stream is closed from a thread of its own (a
+        close may wait on the read it interrupts); the loop ends at the latest when the server
+        ends the watch (WATCH_SECONDS)."""
         self._stopped.set()
         response = self._response
         if response is not None:
-            with contextlib.suppress(Exception):  # a closed stream is the goal
-                response.close()
+
+            def close() -> None:
+                with contextlib.suppress(Exception):  # a closed stream is the goal
+                    response.close()
+
+            threading.Thread(target=close, name=f"unwatch-{self.what}", daemon=True).start()
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
@@ -138,6 +146,7 @@ class ListWatch:
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                 if kind != "BOOKMARK":
                     self.apply(kind, obj)
+                    self.events += 1
         finally:
             self._response = None
             response.release_conn()
