@@ -102,8 +102,9 @@ def test_no_malformed_request_is_accepted_or_answered_5xx(sim: SimulatedAws) -> 
 
 
 # Operations whose malformed requests the layer still lets through, with why (docs/simulator.md,
-# "The conformance corpus"): S3 routes GET /?x-id=ListDirectoryBuckets as ListBuckets (moto's
-# router ignores x-id and moto has no directory buckets), so its bounds go unchecked.
+# "The conformance corpus"): S3 ListDirectoryBuckets is GET /?max-directory-buckets=..., which
+# AWS serves on the s3express-control endpoint only; at the simulation's one endpoint it cannot
+# be told from ListBuckets, so its bounds go unchecked.
 STILL_ACCEPTED = {("s3", "ListDirectoryBuckets")}
 
 
