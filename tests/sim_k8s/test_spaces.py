@@ -153,3 +153,68 @@ def test_an_idle_space_is_stopped_by_the_operator(
         timeout=30,
     )
     eventually(lambda: _status(custom, "idle").get("Stopped") == "True", timeout=30)
+
+
+GPU_TEMPLATE: dict[str, Any] = {
+    "apiVersion": "workspace.jupyter.org/v1alpha1",
+    "kind": "WorkspaceTemplate",
+    "metadata": {"name": "gpu-small"},
+    "spec": {
+        "displayName": "GPU (small)",
+        "defaultImage": "jupyter/base-notebook:latest",
+        "allowedImages": ["jupyter/scipy-notebook:latest"],
+        "defaultResources": {
+            "requests": {"cpu": "2", "memory": "8Gi"},
+            "limits": {"nvidia.com/gpu": "1"},
+        },
+        "resourceBounds": {
+            "cpu": {"min": "1", "max": "4"},
+            "gpu": {"min": "0", "max": "1"},
+        },
+        "defaultIdleShutdown": {"enabled": True, "idleTimeoutInMinutes": 30},
+        "idleShutdownOverrides": {"allow": True, "minTimeoutMinutes": 10, "maxTimeoutMinutes": 120},
+        "allowSecondaryStorages": False,
+    },
+}
+
+
+def test_a_template_gives_its_defaults_and_refuses_what_its_bounds_do_not_allow(
+    spaces: ApiServer, custom: client.CustomObjectsApi
+) -> None:
+    """WorkspaceTemplate (cluster-scoped, as jupyter-k8s defines it), through the official
+    client: a Workspace naming it gets its image, resources and idle shutdown; an image not
+    allowed, CPU or GPUs beyond the bounds, an idle timeout outside the overrides or a volume
+    where secondary storage is not allowed are refused by the webhook."""
+    custom.create_cluster_custom_object(*WS, "workspacetemplates", GPU_TEMPLATE)
+    listed = custom.list_cluster_custom_object(*WS, "workspacetemplates")["items"]
+    assert "gpu-small" in [t["metadata"]["name"] for t in listed]
+    body = _workspace("templated", templateRef={"name": "gpu-small"})
+    del body["spec"]["image"]
+    made = custom.create_namespaced_custom_object(*WS, "default", "workspaces", body)
+    assert made["spec"]["image"] == "jupyter/base-notebook:latest"
+    assert made["spec"]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert made["spec"]["idleShutdown"] == {"enabled": True, "idleTimeoutInMinutes": 30}
+    refusals = {
+        "image": {"image": "evil/miner:1"},
+        "cpu": {"resources": {"requests": {"cpu": "8"}}},
+        "nvidia.com/gpu": {
+            "resources": {"requests": {"cpu": "2"}, "limits": {"nvidia.com/gpu": "2"}}
+        },
+        "idle timeout": {"idleShutdown": {"enabled": True, "idleTimeoutInMinutes": 5}},
+        "secondary storage": {
+            "volumes": [
+                {"name": "d", "mountPath": "/data", "persistentVolumeClaimName": "data-claim"}
+            ]
+        },
+    }
+    for words, spec in refusals.items():
+        wrong = _workspace("refused", templateRef={"name": "gpu-small"}, **spec)
+        with pytest.raises(ApiException) as refused:
+            custom.create_namespaced_custom_object(*WS, "default", "workspaces", wrong)
+        assert refused.value.status == 400, words
+        assert words in str(refused.value.body) and "gpu-small" in str(refused.value.body)
+    missing = _workspace("orphan", templateRef={"name": "nowhere"})
+    with pytest.raises(ApiException) as absent:
+        custom.create_namespaced_custom_object(*WS, "default", "workspaces", missing)
+    assert "workspace template nowhere not found" in str(absent.value.body)
+    custom.delete_namespaced_custom_object(*WS, "default", "workspaces", "templated")

@@ -11,7 +11,7 @@ from sim.k8s.operators.karpenter import KarpenterOperator
 from sim.k8s.operators.keda import KedaOperator
 from sim.k8s.operators.kueue import KueueController, admission_webhook
 from sim.k8s.operators.ray import KubeRayOperator
-from sim.k8s.operators.spaces import WorkspaceOperator
+from sim.k8s.operators.spaces import WorkspaceOperator, template_admission
 
 if TYPE_CHECKING:
     from sim.k8s.controllers.base import Controller
@@ -24,6 +24,8 @@ def all_operators(server: ApiServer) -> list[Controller]:
     server.api.admission.append(admit)
     kueue_webhook: Any = admission_webhook(server)
     server.api.admission.append(kueue_webhook)
+    templates: Any = template_admission(server)
+    server.api.admission.append(templates)
     return [
         HyperPodTrainingOperator(server),
         KubeRayOperator(server),

@@ -15,12 +15,15 @@ request for that long: the operator sets `desiredStatus: Stopped` itself, record
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from sim.k8s.controllers.base import Controller, Rule, owner_ref, set_condition
+from sim.k8s.errors import ApiError
 from sim.k8s.operators.crds import ANY, CONDITIONS, INT, STRMAP, B, S, arr, crd, enum, obj
+from sim.k8s.quantity import parse
 from sim.k8s.store import Obj, WatchEvent, clone
 
 if TYPE_CHECKING:
@@ -96,29 +99,44 @@ WORKSPACE = crd(
         ("Degraded", "string", '.status.conditions[?(@.type=="Degraded")].status'),
     ),
 )
+_RANGE = obj(("min", "max"), min=S, max=S)
+# github.com/jupyter-infra/jupyter-k8s api/v1alpha1/workspacetemplate_types.go: cluster-scoped,
+# displayName and defaultImage required
 WORKSPACE_TEMPLATE = crd(
     GROUP,
     "WorkspaceTemplate",
     "workspacetemplates",
     obj(
         spec=obj(
+            ("displayName", "defaultImage"),
             displayName=S,
             description=S,
             defaultImage=S,
             allowedImages=arr(S),
             defaultResources=_RESOURCES,
-            resourceBounds=ANY,
+            resourceBounds=obj(cpu=_RANGE, memory=_RANGE, gpu=_RANGE),
             primaryStorage=ANY,
-            defaultIdleShutdown=_IDLE,
-            appType=S,
+            environmentVariables=arr(ANY),
+            defaultContainerConfig=obj(command=arr(S), args=arr(S)),
+            allowSecondaryStorages=B,
             defaultNodeSelector=STRMAP,
+            defaultAffinity=ANY,
             defaultTolerations=arr(ANY),
-            allowCustomImages=B,
-            maxWorkspaces=INT,
+            defaultOwnershipType=enum("Public", "OwnerOnly"),
+            defaultIdleShutdown=_IDLE,
+            idleShutdownOverrides=obj(allow=B, minTimeoutMinutes=INT, maxTimeoutMinutes=INT),
+            defaultAccessType=enum("Public", "OwnerOnly"),
+            defaultLifecycle=ANY,
+            appType=S,
         ),
         status=obj(conditions=CONDITIONS),
     ),
     versions=("v1alpha1",),
+    scope="Cluster",
+    columns=(
+        ("Display Name", "string", ".spec.displayName"),
+        ("Default Image", "string", ".spec.defaultImage"),
+    ),
 )
 WORKSPACE_ACCESS_STRATEGY = crd(
     GROUP,
@@ -350,3 +368,105 @@ class WorkspaceOperator(Controller):
         if status != (ws.get("status") or {}):
             ws["status"] = status
             self.update_status(WORKSPACES, ws)
+
+
+# -- templates ----------------------------------------------------------------------------
+
+TEMPLATES = f"workspacetemplates.{GROUP}"
+GPU = "nvidia.com/gpu"
+
+
+def _deny(message: str) -> ApiError:
+    return ApiError(
+        400,
+        f'admission webhook "workspace.{GROUP}" denied the request: {message}',
+        reason="BadRequest",
+    )
+
+
+def _amount(resources: Obj, name: str) -> str | None:
+    for part in ("requests", "limits"):
+        value = (resources.get(part) or {}).get(name)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def apply_template(workspace: Obj, template: Obj, *, creating: bool) -> None:
+    """What jupyter-k8s's template resolver does to a Workspace naming a template
+    (api/v1alpha1/workspacetemplate_types.go; internal/controller template resolution): on
+    create, the template's defaults fill what the Workspace leaves out (image, resources, idle
+    shutdown, app type, node selector, tolerations, access and ownership types); on create and
+    update, the bounds are enforced: the image is the default or one of `allowedImages`, CPU,
+    memory and GPUs lie within `resourceBounds`, the idle timeout within
+    `idleShutdownOverrides` (or equals the default when overrides are not allowed), and no
+    secondary volume when `allowSecondaryStorages` is false. A violation is refused."""
+    spec = workspace.setdefault("spec", {})
+    tspec = template.get("spec") or {}
+    name = template["metadata"]["name"]
+    if creating:
+        defaults = {
+            "image": tspec.get("defaultImage"),
+            "resources": tspec.get("defaultResources"),
+            "idleShutdown": tspec.get("defaultIdleShutdown"),
+            "appType": tspec.get("appType"),
+            "nodeSelector": tspec.get("defaultNodeSelector"),
+            "tolerations": tspec.get("defaultTolerations"),
+            "accessType": tspec.get("defaultAccessType"),
+            "ownershipType": tspec.get("defaultOwnershipType"),
+        }
+        for key, value in defaults.items():
+            if value is not None and not spec.get(key):
+                spec[key] = copy.deepcopy(value)
+    image = spec.get("image")
+    allowed = [tspec.get("defaultImage"), *(tspec.get("allowedImages") or [])]
+    if image and image not in allowed:
+        raise _deny(
+            f"image {image} is not allowed by template {name}; allowed: {', '.join(map(str, allowed))}"
+        )
+    bounds = tspec.get("resourceBounds") or {}
+    resources = spec.get("resources") or {}
+    for bound, resource in (("cpu", "cpu"), ("memory", "memory"), ("gpu", GPU)):
+        limits = bounds.get(bound)
+        value = _amount(resources, resource)
+        if not limits:
+            continue
+        amount = parse(value) if value is not None else 0.0
+        low, high = parse(limits["min"]), parse(limits["max"])
+        if not low <= amount <= high:
+            raise _deny(
+                f"{resource} {value or 0} is outside template {name}'s bounds"
+                f" [{limits['min']}, {limits['max']}]"
+            )
+    idle = spec.get("idleShutdown") or {}
+    overrides = tspec.get("idleShutdownOverrides") or {}
+    default_idle = tspec.get("defaultIdleShutdown")
+    if idle and overrides.get("allow") is False and default_idle and idle != default_idle:
+        raise _deny(f"template {name} does not allow overriding idle shutdown")
+    minutes = idle.get("idleTimeoutInMinutes")
+    if idle.get("enabled") and minutes is not None:
+        least, most = overrides.get("minTimeoutMinutes"), overrides.get("maxTimeoutMinutes")
+        if (least is not None and minutes < least) or (most is not None and minutes > most):
+            raise _deny(
+                f"idle timeout {minutes} minutes is outside template {name}'s bounds"
+                f" [{least if least is not None else 1}, {most if most is not None else 'any'}]"
+            )
+    if tspec.get("allowSecondaryStorages") is False and spec.get("volumes"):
+        raise _deny(f"template {name} does not allow secondary storage volumes")
+
+
+def template_admission(server: ApiServer) -> object:
+    """The jupyter-k8s webhook's template handling, for a Workspace with `templateRef`."""
+
+    def admit(rt: Any, obj: Obj, old: Obj | None) -> None:
+        if rt.key != WORKSPACES or not server.api.registry.has_crd(GROUP, "workspacetemplates"):
+            return
+        ref = (obj.get("spec") or {}).get("templateRef")
+        if not ref:
+            return
+        template = server.store.get(TEMPLATES, "", str(ref.get("name")))
+        if template is None:
+            raise _deny(f"workspace template {ref.get('name')} not found")
+        apply_template(obj, template, creating=old is None)
+
+    return admit
