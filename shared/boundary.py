@@ -121,6 +121,39 @@ def object_name(*parts: str, field: str) -> str:
     return dns_label("-".join(parts), field)
 
 
+# SQS: "A queue name can have up to 80 characters. Valid values: alphanumeric characters,
+# hyphens (-), and underscores (_)" (CreateQueue, QueueName); EventBridge: a rule's name is
+# 1 to 64 of [.-_A-Za-z0-9] (PutRule, Name).
+_SQS_QUEUE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+_EVENT_RULE_NAME = re.compile(r"^[.\-_A-Za-z0-9]{1,64}$")
+
+
+def sqs_queue_name(*parts: str, field: str = "queue") -> str:
+    """An SQS queue's name made of `parts` joined by '-', checked against SQS's rule."""
+    name = "-".join(parts)
+    if not all(parts) or not _SQS_QUEUE_NAME.match(name):
+        raise _refuse(
+            field,
+            name,
+            "is not a valid SQS queue name",
+            "use at most 80 letters, digits, '-' and '_'",
+        )
+    return name
+
+
+def event_rule_name(*parts: str, field: str = "rule") -> str:
+    """An EventBridge rule's name made of `parts` joined by '-', checked against its rule."""
+    name = "-".join(parts)
+    if not all(parts) or not _EVENT_RULE_NAME.match(name):
+        raise _refuse(
+            field,
+            name,
+            "is not a valid EventBridge rule name",
+            "use at most 64 letters, digits, '.', '-' and '_'",
+        )
+    return name
+
+
 def model_id(value: str, field: str) -> str:
     """`value` if it is a model id (`org/name` or `name`) that is safe in a path or a label."""
     if not _MODEL_ID.match(value) or ".." in value:

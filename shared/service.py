@@ -26,7 +26,7 @@ from shared.config import Settings, get_settings
 from shared.consumer import CommandConsumer, ConsumerSettings, Handler
 from shared.contracts.envelope import Envelope
 from shared.contracts.plan import Plan
-from shared.contracts.subjects import domain_commands, query_subject
+from shared.contracts.subjects import WAKE_SUBJECT, domain_commands, query_subject
 from shared.db import create_pool
 from shared.errors import StageError
 from shared.logging import configure_logging, get_logger
@@ -34,6 +34,9 @@ from shared.outbox import OutboxRelay
 from shared.queries import BadRequest, QueryResponder, Route, temporary_hint
 from shared.regions import region_scope
 from shared.stages import Delivery, RetryPolicy, StageEngine, Workflow
+from shared.wake import Wakes
+from shared.wake import decode as decode_wake
+from shared.wake import encode as encode_wake
 
 log = get_logger("shared.service")
 
@@ -228,6 +231,7 @@ async def serve(service: Service, settings: Settings) -> None:
         poll_initial=settings.poll_initial_seconds,
         poll_max=settings.poll_max_seconds,
         retry=RetryPolicy(),
+        wakes=Wakes(settings.poll_max_evented_seconds),
     )
     _spend_aws_budget(settings, pool)
     runtime = ServiceRuntime(settings=settings, pool=pool, bus=bus, engine=engine)
@@ -252,6 +256,7 @@ async def serve(service: Service, settings: Settings) -> None:
         asyncio.create_task(
             _answer_queries(service, assembled.routes, bus), name=f"{name}-queries"
         ),
+        asyncio.create_task(follow_wakes(bus, engine.wakes), name=f"{name}-wakes"),
         *(asyncio.create_task(companion(runtime)) for companion in assembled.companions),
     ]
     health = None
@@ -274,6 +279,31 @@ async def serve(service: Service, settings: Settings) -> None:
         health.close()
     await bus.close()
     await pool.close()
+
+
+async def follow_wakes(bus: Bus, wakes: Wakes) -> None:
+    """End this process's stage waits that another replica's AWS events name."""
+    await bus.wait_ready()
+    assert bus.nc is not None
+
+    async def woken(msg: Any) -> None:
+        wakes.wake(decode_wake(msg.data))
+
+    subscription = await bus.nc.subscribe(WAKE_SUBJECT, cb=woken)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await subscription.unsubscribe()
+
+
+async def publish_wake(bus: Bus, wakes: Wakes, keys: list[str]) -> None:
+    """Wake the waits on `keys` here at once, and in every replica through the bus."""
+    if not keys:
+        return
+    wakes.wake(keys)
+    if bus.nc is not None and bus.nc.is_connected:
+        await bus.nc.publish(WAKE_SUBJECT, encode_wake(keys))
 
 
 def _spend_aws_budget(settings: Settings, pool: asyncpg.Pool) -> None:

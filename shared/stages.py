@@ -5,7 +5,8 @@
   The engine persists "submitted, external id X" before it polls, so a redelivered command
   resumes the poll and never replays the mutation. `run` itself is level-triggered: it reads
   actual state first, so a crash between the cloud call and the persist cannot repeat it.
-- Polling runs with backoff until `poll` returns `Done` or raises `PermanentError`.
+- Polling runs with backoff until `poll` returns `Done` or raises `PermanentError`; an AWS event
+  about the stage's external id (shared/wake.py) ends a backoff sleep at once.
 - `TemporaryError` (throttling, 5xx) is retried inside the stage with backoff; a stage that
   fails keeps its error (code, message, next step) and is retried alone by a later attempt.
 - A stage an earlier attempt started (its process or PostgreSQL died before the result was
@@ -45,6 +46,7 @@ from shared.contracts.events import (
 from shared.errors import PermanentError, StageError, TemporaryError
 from shared.logging import get_logger
 from shared.operations import TERMINAL, append_event, event_record, write_event_call
+from shared.wake import Wakes
 
 log = get_logger("shared.stages")
 
@@ -106,6 +108,9 @@ class Stage:
     run: RunFn
     poll: PollFn | None = None
     needs: tuple[str, ...] = ()
+    # Its wait ends with a state change AWS sends as an event about its external id (a HyperPod
+    # cluster becoming InService, shared/wake.py): while events flow it polls less often.
+    evented: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,11 +233,15 @@ class StageEngine:
         poll_initial: float = 0.05,
         poll_max: float = 15.0,
         retry: RetryPolicy = RetryPolicy(),
+        wakes: Wakes | None = None,
     ) -> None:
         self.pool = pool
         self.poll_initial = poll_initial
         self.poll_max = poll_max
         self.retry = retry
+        # The waits AWS events can end early (shared/wake.py); without an event source every
+        # wait polls with the backoff alone.
+        self.wakes = wakes if wakes is not None else Wakes()
 
     async def run(
         self,
@@ -517,17 +526,31 @@ class _Run:
                 await self._succeed(stage.name, Done())
                 return
             delay = self.engine.poll_initial
+            key = self.external.get(stage.name)
+            wakes = self.engine.wakes
             while True:
                 if await self._cancel_requested():
                     raise _Cancelled
-                polled = await self._call(stage, stage.poll)
-                if isinstance(polled, Done):
-                    await self._succeed(stage.name, polled)
-                    return
-                if polled.progress:
-                    await self._progress(stage.name, polled.progress)
-                await asyncio.sleep(delay)
-                delay = min(delay * 1.5, self.engine.poll_max)
+                # Armed before the poll: an event about `key` arriving meanwhile ends the sleep.
+                armed = wakes.arm(key) if key else None
+                try:
+                    polled = await self._call(stage, stage.poll)
+                    if isinstance(polled, Done):
+                        await self._succeed(stage.name, polled)
+                        return
+                    if polled.progress:
+                        await self._progress(stage.name, polled.progress)
+                    if armed is None:
+                        await asyncio.sleep(delay)
+                    else:
+                        await wakes.sleep(armed, delay)
+                finally:
+                    if key and armed is not None:
+                        wakes.disarm(key, armed)
+                longest = self.engine.poll_max
+                if key and stage.evented:
+                    longest = wakes.poll_max(key, longest)
+                delay = min(delay * 1.5, longest)
         except _Cancelled:
             self.status[stage.name] = "cancelled"
             await self._update(

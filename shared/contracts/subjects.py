@@ -8,6 +8,11 @@ COMMANDS_SUBJECTS = "cmd.>"
 EVENTS_SUBJECTS = "evt.>"
 
 
+# AWS events that end stage waits (shared/wake.py): core NATS, no stream (a wake-up nobody is
+# waiting for is worth nothing later), every replica of every service subscribed.
+WAKE_SUBJECT = "wake.aws"
+
+
 def command_subject(domain: str, verb: str) -> str:
     return f"cmd.{domain}.{verb}"
 

@@ -51,6 +51,8 @@ class SimContext:
         self.calls = CallLog()
         self.scheduler = Scheduler(self.lock, self.flush)
         self._dirty_eks: set[str] = set()
+        # Run after every change (a request's, the clock's): the services' state-change events.
+        self.change_watchers: list[Callable[[], None]] = []
         self.eks_nodes: Callable[[str], list[SimNode]] = lambda _name: []
         self.eks_kube_ready: Callable[[str], bool] = lambda _name: False
         # an EKS cluster as DescribeCluster and DescribeNodegroup answer, with its node groups'
@@ -72,8 +74,14 @@ class SimContext:
         self._dirty_eks.add(eks_cluster)
 
     def flush(self) -> None:
-        """Tell the Kubernetes emulator about every EKS cluster whose nodes changed."""
+        """Send the state changes' events, and tell the Kubernetes emulator about every EKS
+        cluster whose nodes changed."""
         with self.lock:
+            for watcher in self.change_watchers:
+                try:
+                    watcher()
+                except Exception:
+                    log.exception("change watcher failed")
             dirty, self._dirty_eks = self._dirty_eks, set()
             if self.kube is None:
                 return

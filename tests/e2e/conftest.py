@@ -80,6 +80,8 @@ def _stack(
             "ACK_WAIT_SECONDS": "2",
             "LOG_FORMAT": "console",
             "POLL_MAX_SECONDS": "0.5",
+            # a HyperPod creation's wait ends on its event; a lost one costs 5 s here, not 60
+            "POLL_MAX_EVENTED_SECONDS": "5",
             **(env or {}),
         },
         prometheus=prometheus,

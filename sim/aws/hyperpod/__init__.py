@@ -26,6 +26,7 @@ What AWS does, and so what this does:
 from __future__ import annotations
 
 from sim.aws.context import SimContext
+from sim.aws.eventbridge import ServiceEvents
 from sim.aws.hyperpod.clusters import ClusterOps
 from sim.aws.hyperpod.hardware import CATALOGUE
 from sim.aws.hyperpod.model import Cluster, EksLink, Group, Handler, Node, Placement
@@ -42,6 +43,28 @@ class HyperPod(ClusterOps, NodeOps, SoftwareOps):
         ctx.faults.register_action("deep_health_check", self._fault_health_check)
         for kind in CATALOGUE:
             ctx.faults.register_action(kind, self._inject_hardware)
+        self.events = ServiceEvents(ctx)
+        self._sent_status: dict[str, str] = {}
+        ctx.change_watchers.append(self._state_changes)
+
+    def _state_changes(self) -> None:
+        """A "SageMaker HyperPod Cluster State Change" event for each cluster whose status
+        changed, its detail the cluster's configuration as DescribeCluster answers it ("Events
+        that Amazon SageMaker AI sends to Amazon EventBridge", HyperPod cluster state change,
+        https://docs.aws.amazon.com/sagemaker/latest/dg/automating-sagemaker-with-eventbridge.html)."""
+        seen: dict[str, str] = {}
+        for cluster in self.clusters.values():
+            seen[cluster.arn] = cluster.status
+            if self._sent_status.get(cluster.arn) == cluster.status:
+                continue
+            detail = self.describe_cluster({"ClusterName": cluster.arn})
+            self.events.put(
+                "aws.sagemaker",
+                "SageMaker HyperPod Cluster State Change",
+                [cluster.arn],
+                {k: v for k, v in detail.items() if v is not None},
+            )
+        self._sent_status = seen
 
     def operations(self) -> dict[str, Handler]:
         return {

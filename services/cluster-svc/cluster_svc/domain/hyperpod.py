@@ -268,6 +268,8 @@ def create_stages(sagemaker: SageMakerPort) -> list[Stage]:
                 "bucket",
                 "dependencies",
             ),
+            # "SageMaker HyperPod Cluster State Change" (InService, Failed) ends it
+            evented=True,
         )
     ]
 

@@ -1,0 +1,97 @@
+"""Stage waits end on SageMaker HyperPod's EventBridge events (cluster-svc's SQS queue), with
+two cluster-svc replicas; without the queue they poll as before."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.aws import SimulatedAws
+from tests.e2e.conftest import RunningStack, _stack, cluster_spec, unique
+
+# The backoff alone would first poll 4 s after the submit, then 6 s later: a HyperPod
+# creation of the fast profile (2 s) ends its wait within that only if the event ends it.
+SLOW_POLLS = {
+    "POLL_INITIAL_SECONDS": "4",
+    "POLL_MAX_SECONDS": "600",
+    "POLL_MAX_EVENTED_SECONDS": "600",
+}
+
+
+def _stage_seconds(op: dict[str, Any], stage: str) -> float:
+    events = [e for e in op["events"] if e["payload"].get("stage") == stage]
+    at = {e["type"]: datetime.fromisoformat(e["occurred_at"]) for e in events}
+    return (at["StageSucceeded"] - at["StageSubmitted"]).total_seconds()
+
+
+def _create(running: RunningStack) -> tuple[str, dict[str, Any]]:
+    api = running.client
+    name = unique("ev")
+    op = api.post("/api/v1/clusters", cluster_spec(api, name)).json()["operation_id"]
+    done = api.wait(op, timeout=300)
+    assert done["status"] == "succeeded", done.get("error")
+    return name, done
+
+
+def _delete(running: RunningStack, name: str) -> None:
+    api = running.client
+    api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=300)
+
+
+def _logs(running: RunningStack) -> str:
+    return "".join(
+        p.read_text(errors="replace") for p in running.stack.state_dir.glob("cluster-svc*.log")
+    )
+
+
+@pytest.fixture
+def no_queue(sim_aws: SimulatedAws) -> Iterator[None]:
+    fault = sim_aws.faults.inject(
+        "error", service="sqs", operation="CreateQueue", times=None, code="AccessDenied",
+        message="User is not authorized to perform: sqs:createqueue", status=403,
+    )  # fmt: skip
+    yield
+    sim_aws.faults.clear(fault.id)
+
+
+def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
+    tmp_path: Path, database_url: str, sim_aws: SimulatedAws
+) -> None:
+    with _stack(tmp_path, database_url, sim_aws, env=SLOW_POLLS) as running:
+        running.stack.start_replica("cluster-svc", 2)
+        deadline = time.monotonic() + 30
+        while _logs(running).count("aws event queue read") < 2:
+            assert time.monotonic() < deadline, _logs(running)[-3000:]
+            time.sleep(0.2)
+        name, op = _create(running)
+        try:
+            # The simulated creation takes 2 s; the first poll would come at 4 s, the next at
+            # 10 s: the event ended the wait.
+            assert _stage_seconds(op, "hyperpod_cluster") < 3.9, _stage_seconds(
+                op, "hyperpod_cluster"
+            )
+            # EKS sends no cluster state change: its wait polled (first poll at 4 s).
+            assert _stage_seconds(op, "eks_cluster") >= 3.9
+        finally:
+            _delete(running, name)
+
+
+def test_without_the_queue_the_waits_poll_and_the_log_says_so(
+    tmp_path: Path, database_url: str, sim_aws: SimulatedAws, no_queue: None
+) -> None:
+    with _stack(tmp_path, database_url, sim_aws, env=SLOW_POLLS) as running:
+        deadline = time.monotonic() + 30
+        while "aws event queue unavailable: stage waits poll only" not in _logs(running):
+            assert time.monotonic() < deadline, _logs(running)[-3000:]
+            time.sleep(0.2)
+        name, op = _create(running)
+        try:
+            assert _stage_seconds(op, "hyperpod_cluster") >= 3.9  # polled: no event came
+            assert "AccessDenied" in _logs(running)
+        finally:
+            _delete(running, name)

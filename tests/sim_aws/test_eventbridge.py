@@ -1,0 +1,77 @@
+"""HyperPod's state changes reach the SQS queues of matching EventBridge rules, as AWS sends
+them: the control plane's own rule and queue policy, made with raw botocore."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sim.aws import SimulatedAws
+from sim.testing import aws_client
+from tests.sim_aws.conftest import Network, create_hyperpod
+
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+
+
+def _queue(sim: SimulatedAws, name: str, pattern: dict[str, Any], *, allow: bool) -> str:
+    sqs = aws_client(sim, "sqs")
+    events = aws_client(sim, "events")
+    url: str = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    rule = events.put_rule(Name=name, EventPattern=json.dumps(pattern))["RuleArn"]
+    events.put_targets(Rule=name, Targets=[{"Id": "q", "Arn": arn}])
+    if allow:
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "events.amazonaws.com"},
+                    "Action": "sqs:SendMessage",
+                    "Resource": arn,
+                    "Condition": {"ArnEquals": {"aws:SourceArn": rule}},
+                }
+            ],
+        }
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    return url
+
+
+def _bodies(sim: SimulatedAws, url: str) -> list[dict[str, Any]]:
+    sqs = aws_client(sim, "sqs")
+    found: list[dict[str, Any]] = []
+    while messages := sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+    ).get("Messages"):
+        for message in messages:
+            found.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return found
+
+
+def test_a_cluster_creation_sends_its_state_changes_to_matching_rules_only(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    pattern = {"source": ["aws.sagemaker"], "detail-type": [STATE_CHANGE]}
+    ours = _queue(sim, "events-ours", pattern, allow=True)
+    no_policy = _queue(sim, "events-no-policy", pattern, allow=False)
+    other = _queue(sim, "events-other", {"source": ["aws.eks"]}, allow=True)
+    failed_before = sim.hyperpod.events.failed_invocations
+
+    name = create_hyperpod(sim, network, eks_cluster)
+
+    arn = aws_client(sim, "sagemaker").describe_cluster(ClusterName=name)["ClusterArn"]
+    events = [e for e in _bodies(sim, ours) if e["resources"] == [arn]]
+    assert [e["detail"]["ClusterStatus"] for e in events] == ["Creating", "InService"]
+    last = events[-1]
+    assert last["source"] == "aws.sagemaker" and last["detail-type"] == STATE_CHANGE
+    assert last["account"] == sim.account_id and last["region"] == sim.region
+    assert last["detail"]["ClusterName"] == name and last["detail"]["InstanceGroups"]
+    assert last["time"].endswith("Z")
+    # no policy for events.amazonaws.com: EventBridge cannot deliver (a failed invocation)
+    assert _bodies(sim, no_policy) == []
+    assert sim.hyperpod.events.failed_invocations >= failed_before + 2
+    # a rule whose pattern does not match gets nothing
+    assert _bodies(sim, other) == []
