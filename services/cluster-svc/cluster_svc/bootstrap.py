@@ -10,6 +10,7 @@ from cluster_svc.adapters.ports import build_ports
 from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import (
     adoption,
+    aws_events,
     capacity,
     dependencies,
     drift,
@@ -62,6 +63,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         lifecycle_plans.build(aws, ports),
         adoption.build(aws, ports),
         drift.build(aws, ports, runtime),
+        aws_events.build(aws, runtime),
         dependencies.build(aws, ports),
         instance_groups.build(aws, ports),
         nodes.build(aws, ports),
