@@ -10,6 +10,12 @@ Manifest components and the claims' PVs and PVCs are read from the cluster's Kub
 hour for an idle cluster with its own bucket only), and never more often than its budget
 DRIFT_AWS_CALLS_PER_CLUSTER_HOUR (default 120) allows for what its last observation cost.
 
+The budget is a `WatchBudget` (shared/aws_budget.py, bucket `watch:drift:<cluster>`), the
+shared token bucket the node watcher spends from too: any replica's observation takes its
+foreseen calls (the last observation's cost) before it runs, or the cluster is skipped this
+pass; calls beyond the foreseen, and a refresh's (asked for by a user, never refused), are
+charged after, so the next passes wait for them.
+
 Read routes: `qry.cluster.drift` (`cluster`): the stored differences and watch figures;
 `qry.cluster.drift_refresh` (`cluster`): observe now, then answer as `drift`;
 `qry.cluster.drift_accept` (`cluster`, `fields`, `principal`, `source`): write the actual values
@@ -51,6 +57,7 @@ from cluster_svc.records.drift import (
     drift_targets,
     record_drift,
 )
+from shared.aws_budget import WatchBudget
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.logging import get_logger
@@ -63,6 +70,8 @@ log = get_logger("cluster_svc.drift")
 DRIFT = query_subject("cluster", "drift")
 REFRESH = query_subject("cluster", "drift_refresh")
 ACCEPT = query_subject("cluster", "drift_accept")
+# A first observation's foreseen cost (DescribeCluster, 5 add-ons, 1 claim), before one counted it.
+FORESEEN_CALLS = 7
 
 
 class DriftSettings(BaseSettings):
@@ -199,12 +208,20 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
             return None
         return found
 
+    budget = WatchBudget(runtime.pool, "drift", settings.drift_aws_calls_per_cluster_hour)
+
     async def observe_and_record(pool: asyncpg.Pool, target: DriftTarget) -> int:
+        cluster = target.recorded.cluster
+        foreseen = target.last_calls or FORESEEN_CALLS
+        if not await budget.spend(cluster, foreseen):
+            log.info("drift observation skipped: AWS call budget spent", cluster=cluster)
+            return 0
         try:
             actual = await observe(target)
         except StageError as exc:
-            log.info("cluster not observable", cluster=target.recorded.cluster, error=str(exc))
+            log.info("cluster not observable", cluster=cluster, error=str(exc))
             return 0
+        await budget.charge(cluster, actual.aws_calls - foreseen)
         return await record_drift(pool, target, actual)
 
     async def watch_once(pool: asyncpg.Pool) -> int:
@@ -247,6 +264,8 @@ def build(aws: AwsClients, ports: ClusterPorts, runtime: ServiceRuntime) -> Area
         observed = False
         for target in targets:
             actual = await observe(target)
+            # Asked for: made at once, its calls charged to the watcher's budget.
+            await budget.charge(target.recorded.cluster, actual.aws_calls)
             await record_drift(runtime.pool, target, actual)
             observed = True
         answer = await drift_of(runtime.pool, name)
