@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cluster_svc import records
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.capacity_watch import CapacityWatches
 from cluster_svc.adapters.inspect import Inspector
 from cluster_svc.adapters.ports import build_ports
 from cluster_svc.adapters.pricing import PriceList
@@ -45,6 +46,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     aws = AwsClients(settings.aws_region, settings.aws_endpoint_url, settings.served_regions)
     ports = build_ports(aws)
     prices = PriceList(aws)
+    watches = CapacityWatches()  # capacity and pending reads share one watch per cluster
     lifecycle = Area(
         workflows=records.recorded(
             {
@@ -69,8 +71,8 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         nodes.build(aws, ports),
         features.build(aws, ports),
         storage.build(aws, ports),
-        capacity.build(aws, ports, prices),
-        governance.build(aws, ports, prices),
+        capacity.build(aws, ports, prices, watches),
+        governance.build(aws, ports, prices, watches),
         training_plans.build(aws),
         pricing.build(prices),
         inspect_area(Inspector(aws), prices),
