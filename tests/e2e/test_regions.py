@@ -19,7 +19,7 @@ from hyperpilot.infra import Postgres
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from sim.profile import get_profile
-from sim.testing import aws_env, simulated_aws
+from sim.testing import aws_env, simulated_aws, wait_for
 from tests.conftest import TEMPLATE
 from tests.e2e.conftest import Client, RunningStack, _stack, unique
 
@@ -95,6 +95,26 @@ def hyperpod_counts(sim: SimulatedAws, region: str, name: str) -> dict[str, int]
     return {g["InstanceGroupName"]: g["TargetCount"] for g in described["InstanceGroups"]}
 
 
+def eks_endpoint(sim: SimulatedAws, region: str, name: str) -> str:
+    return str(raw(sim, "eks", region).describe_cluster(name=name)["cluster"]["endpoint"])
+
+
+def same_name_in(sim: SimulatedAws, region: str, name: str, like: str) -> dict[str, Any]:
+    """An EKS cluster `name` made with raw boto3 in `region`, on the network of `like`."""
+    eks = raw(sim, "eks", region)
+    model = eks.describe_cluster(name=like)["cluster"]
+    eks.create_cluster(
+        name=name,
+        roleArn=model["roleArn"],
+        resourcesVpcConfig={"subnetIds": model["resourcesVpcConfig"]["subnetIds"]},
+    )
+    made: dict[str, Any] = wait_for(
+        lambda: (c := eks.describe_cluster(name=name)["cluster"])["status"] == "ACTIVE" and c,
+        timeout=60,
+    )
+    return made
+
+
 def test_regions_are_listed_and_others_refused(two_region_stack: RunningStack) -> None:
     api = two_region_stack.client
     assert api.get("/api/v1/inspect/regions").json() == {
@@ -156,6 +176,18 @@ def test_clusters_in_two_regions_side_by_side(
         assert hyperpod_counts(sim_aws, WEST, west) == {"gpu": 2}
         assert hyperpod_counts(sim_aws, EAST, east) == {"gpu": 1}
         assert api.get(f"/api/v1/clusters/{east}").json()["status"] == "active"
+
+        # One EKS name in both regions: AWS allows it (names are unique per region), the
+        # control plane's cluster names are unique across its regions, so it is refused.
+        twin = same_name_in(sim_aws, WEST, east, like=west)
+        seen = api.get("/api/v1/inspect/clusters", params={"region": WEST}).json()
+        assert east in {c["name"] for c in seen if c["kind"] == "eks"}, seen
+        refused = api.post("/api/v1/clusters/import", {"eks_cluster_name": east, "region": WEST})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "cluster_exists"
+        assert twin["endpoint"] != eks_endpoint(sim_aws, EAST, east)
+        raw(sim_aws, "eks", WEST).delete_cluster(name=east)
+        wait_for(lambda: east not in raw(sim_aws, "eks", WEST).list_clusters()["clusters"])
     finally:
         for name in ops:
             deleted = api.delete(f"/api/v1/clusters/{name}")

@@ -36,6 +36,9 @@ NOT_TOOLS = {
     ("GET", "/api/v1/clusters/{}/spaces/{}/lab/{}"),
     # The same change as start, the other way (set_space_status takes start or stop).
     ("POST", "/api/v1/clusters/{}/spaces/{}/stop"),
+    # The served regions: a region input outside them is refused naming them (rule
+    # region_served), and omitted it is the default; no tool is spent on the list.
+    ("GET", "/api/v1/inspect/regions"),
 }
 
 

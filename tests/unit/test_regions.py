@@ -51,23 +51,23 @@ def test_a_region_not_served_is_refused_naming_the_served() -> None:
 def test_settings_keep_aws_region_working(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HYPERPILOT_AWS_REGIONS", raising=False)
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    alone = Settings(_env_file=None)  # type: ignore[call-arg]
+    alone = Settings(_env_file=None)
     assert (alone.aws_region, alone.served_regions) == ("eu-west-1", ("eu-west-1",))
 
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.setenv("HYPERPILOT_AWS_REGIONS", "us-west-2,us-east-1")
-    listed = Settings(_env_file=None)  # type: ignore[call-arg]
+    listed = Settings(_env_file=None)
     assert (listed.aws_region, listed.served_regions) == ("us-west-2", ("us-west-2", "us-east-1"))
 
     monkeypatch.setenv("AWS_REGION", "us-east-1")  # listed: allowed, the list's first is default
-    assert Settings(_env_file=None).aws_region == "us-west-2"  # type: ignore[call-arg]
+    assert Settings(_env_file=None).aws_region == "us-west-2"
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     with pytest.raises(ValueError, match="AWS_REGION eu-west-1 is not one of"):
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
     monkeypatch.delenv("AWS_REGION")
     monkeypatch.setenv("HYPERPILOT_AWS_REGIONS", "us-east-1,nowhere")
     with pytest.raises(ValueError, match="'nowhere' is not an AWS Region code"):
-        Settings(_env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None)
 
 
 async def test_the_scope_follows_a_command_into_its_tasks_and_threads() -> None:
