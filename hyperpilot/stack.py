@@ -102,12 +102,16 @@ class Stack:
     def _start_sim(self) -> str:
         port = free_port()
         log = open(self.state_dir / "sim.log", "ab")  # noqa: SIM115 - owned by the process
+        env = {**os.environ, **self.extra_env}
+        # the simulated world serves every region the control plane is told to serve
+        regions = env.get("HYPERPILOT_AWS_REGIONS", "")
         self.sim = subprocess.Popen(
-            [sys.executable, "-m", "sim", "--port", str(port), "--profile", self.profile],
+            [sys.executable, "-m", "sim", "--port", str(port), "--profile", self.profile]
+            + (["--regions", regions] if regions.strip() else []),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **self.extra_env},
+            env=env,
         )
         wait_for_port("127.0.0.1", port, timeout=60)
         return f"http://127.0.0.1:{port}"
