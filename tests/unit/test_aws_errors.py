@@ -43,3 +43,18 @@ def test_missing_credentials_fail_at_once_with_the_fix() -> None:
 
     err = stage_error(NoCredentialsError())
     assert isinstance(err, PermanentError) and err.code == "NoCredentials" and err.hint
+
+
+def test_an_answer_that_cannot_be_read_is_not_called_unreachable() -> None:
+    """A service that answered in a shape its model does not describe was reached: the error
+    says the answer could not be read; a read timeout or a cut connection is unreachable."""
+    from botocore.exceptions import ParamValidationError, ReadTimeoutError
+    from botocore.parsers import ResponseParserError
+
+    unreadable = stage_error(ResponseParserError("Unable to parse response (not XML)"))
+    assert isinstance(unreadable, TemporaryError) and unreadable.code == "UnreadableResponse"
+    assert "could not be read" in unreadable.message
+    timeout = stage_error(ReadTimeoutError(endpoint_url="https://sagemaker.example"))
+    assert isinstance(timeout, TemporaryError) and timeout.code == "EndpointUnreachable"
+    invalid = stage_error(ParamValidationError(report="Invalid type for parameter InstanceCount"))
+    assert isinstance(invalid, PermanentError) and invalid.code == "InvalidParameter"

@@ -15,10 +15,13 @@ from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    EndpointConnectionError,
+    HTTPClientError,
     NoCredentialsError,
+    ParamValidationError,
     PartialCredentialsError,
 )
+from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.parsers import ResponseParserError
 
 from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
@@ -65,8 +68,13 @@ def stage_error(exc: Exception) -> StageError:
             "no AWS credentials were found for the control plane",
             "give the service credentials (an instance profile, AWS_PROFILE or AWS_ACCESS_KEY_ID)",
         )
-    if isinstance(exc, EndpointConnectionError | BotoCoreError | ConnectionError):
-        return TemporaryError("EndpointUnreachable", str(exc))
+    if isinstance(exc, BotoConnectionError | HTTPClientError | ConnectionError):
+        return TemporaryError("EndpointUnreachable", str(exc))  # never answered, or cut off
+    if isinstance(exc, ResponseParserError):
+        # it answered, in a shape the service's model does not describe: not "unreachable"
+        return TemporaryError("UnreadableResponse", f"the AWS answer could not be read: {exc}")
+    if isinstance(exc, ParamValidationError):
+        return PermanentError("InvalidParameter", str(exc))
     return PermanentError(type(exc).__name__, str(exc))
 
 
