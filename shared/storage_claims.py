@@ -16,6 +16,8 @@ import asyncpg
 from shared.contracts.storage import DEFAULT_CLAIM, StorageClaim
 
 FSX_DEFAULT_CLAIM = "fsx-claim"
+# What a claim of FSx for Lustre keeps of its file system (its mount, and what prices it)
+FSX_DETAILS = ("dns_name", "mount_name", "capacity_gib", "deployment_type", "throughput_per_tib")
 
 
 def _json(value: Any) -> dict[str, Any]:
@@ -49,9 +51,7 @@ def default_claims(managed: bool, resources: dict[str, Any]) -> list[StorageClai
                 source="default",
                 file_system_id=fsx["file_system_id"],
                 volume=storage.get("fsx_pv_name"),
-                details={
-                    k: fsx[k] for k in ("dns_name", "mount_name", "capacity_gib") if fsx.get(k)
-                },
+                details={k: fsx[k] for k in FSX_DETAILS if fsx.get(k)},
             )
         )
     return claims
@@ -85,4 +85,10 @@ async def cluster_claims(conn: asyncpg.Connection, cluster: str) -> list[Storage
     return claims
 
 
-__all__ = ["DEFAULT_CLAIM", "FSX_DEFAULT_CLAIM", "cluster_claims", "default_claims"]
+__all__ = [
+    "DEFAULT_CLAIM",
+    "FSX_DEFAULT_CLAIM",
+    "FSX_DETAILS",
+    "cluster_claims",
+    "default_claims",
+]

@@ -9,6 +9,7 @@ Read by `GET /api/v1/clusters/{name}/capacity` and `GET /api/v1/capacity` (docs/
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,15 +108,45 @@ class WorkloadCost(_Read):
     cost_so_far: float = Field(description="USD: per pod, its share x price x its running time")
 
 
+class FileSystemFacts(_Read):
+    """An FSx for Lustre file system a claim of the cluster mounts, as recorded."""
+
+    claim: str
+    file_system_id: str
+    source: str  # default | existing | created
+    capacity_gib: int | None = None
+    deployment_type: str | None = None
+    throughput_per_tib: int | None = None
+
+
+class InfrastructureFacts(_Read):
+    """What the cluster runs besides its nodes that is billed by the hour (from its record)."""
+
+    nat_gateways: int = 0
+    file_systems: list[FileSystemFacts] = Field(default_factory=list)
+
+
+class InfrastructureCost(_Read):
+    """One NAT gateway or FSx file system of the cluster at list price."""
+
+    kind: Literal["nat_gateway", "fsx_file_system"]
+    name: str
+    description: str
+    per_hour: float | None = Field(description="USD/h; null when the price table has none")
+
+
 class ClusterCapacity(_Read):
     cluster: str
     resources: Resources
     groups: list[GroupCapacity]
     nodes: list[NodeCapacity]
     pending: list[PendingPod]
-    cost_per_hour: float = Field(description="Sum of the priced groups, USD/h")
+    cost_per_hour: float = Field(description="Priced groups plus infrastructure, USD/h")
     unpriced_instance_types: list[str] = Field(description="Instance types with no list price")
     prices: PriceSource
+    infrastructure: list[InfrastructureCost] = Field(
+        default_factory=list, description="NAT gateways and FSx file systems, USD/h"
+    )
     jobs: list[WorkloadCost] = Field(
         default_factory=list, description="Per job with running pods (label hyperpilot.dev/job)"
     )

@@ -44,6 +44,7 @@ def gpu_cluster(module_stack: RunningStack) -> Iterator[tuple[RunningStack, str]
     ).json()
     if any(t["instance_type"] == "ml.g5.12xlarge" for t in offered):
         spec["instance_groups"][0]["instance_type"] = "ml.g5.12xlarge"
+    spec["storage"] = {"fsx_capacity_gib": 1200}  # priced with the NAT gateway the create makes
     op = api.post("/api/v1/clusters", spec).json()["operation_id"]
     done = api.wait(op, timeout=240)
     assert done["status"] == "succeeded", done.get("error")
@@ -215,10 +216,37 @@ def test_capacity_matches_the_emulator_and_every_face_agrees(
     (group,) = answer["groups"]
     assert group["name"] == "gpu" and group["nodes"] == 2
     assert group["price_per_node_hour"] > 0
-    assert group["cost_per_hour"] == answer["cost_per_hour"]
-    assert answer["cost_per_hour"] == round(2 * group["price_per_node_hour"], 4)
+    # The cluster's cost: its nodes, the NAT gateway and the FSx for Lustre its create made,
+    # each at the price table's list price (PERSISTENT_2, 250 MB/s/TiB, 1200 GiB = 1200/730 x
+    # the GB-month price per hour).
+    prices = api.get("/api/v1/prices").json()
+    infra = {i["kind"]: i for i in answer["infrastructure"]}
+    assert set(infra) == {"nat_gateway", "fsx_file_system"}, answer["infrastructure"]
+    assert infra["nat_gateway"]["per_hour"] == round(prices["nat_gateway_per_hour"], 4)
+    lustre = next(
+        p
+        for p in prices["fsx_lustre_per_gb_month"]
+        if p["deployment_type"] == "PERSISTENT_2" and p["throughput_per_tib"] == 250
+    )
+    assert infra["fsx_file_system"]["per_hour"] == round(lustre["price"] * 1200 / 730, 4)
+    assert "1200 GiB PERSISTENT_2 250 MB/s/TiB" in infra["fsx_file_system"]["description"]
+    nodes = round(2 * group["price_per_node_hour"], 4)
+    assert group["cost_per_hour"] == nodes
+    assert answer["cost_per_hour"] == round(nodes + sum(i["per_hour"] for i in infra.values()), 4)
     assert answer["prices"]["source"].startswith("AWS Price List API")
     assert answer["prices"]["as_of"]
+
+    # One node a page: the pages cover the nodes in order; totals count every node.
+    path = f"/api/v1/clusters/{cluster}/capacity"
+    first = api.get(path, params={"limit": 1}).json()
+    assert len(first["nodes"]) == 1 and first["node_total"] == 2 and first["next_after"]
+    assert first["groups"] == answer["groups"] and first["resources"] == answer["resources"]
+    second = api.get(path, params={"limit": 1, "after": first["next_after"]}).json()
+    assert second["next_after"] is None
+    assert first["nodes"] + second["nodes"] == answer["nodes"]
+    bad = api.get(path, params={"after": "not a cursor"})
+    assert bad.status_code == 422, bad.text
+    assert [f["field"] for f in bad.json()["error"].get("fields", [])] == ["after"], bad.text
 
     # A viewer may read capacity.
     viewer_token = api.post("/api/v1/tokens", {"name": "cap-viewer", "role": "viewer"}).json()

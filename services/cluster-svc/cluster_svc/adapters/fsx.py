@@ -15,15 +15,19 @@ NOT_FOUND = "FileSystemNotFound"
 def _file_system(view: dict[str, Any]) -> FileSystem:
     created_at = view.get("CreationTime")
     capacity = view.get("StorageCapacity")
+    lustre = view.get("LustreConfiguration") or {}
+    throughput = lustre.get("PerUnitStorageThroughput")
     return FileSystem(
         file_system_id=view["FileSystemId"],
         lifecycle=view.get("Lifecycle", "CREATING"),
         tags={t["Key"]: t["Value"] for t in view.get("Tags") or []},
         dns_name=view.get("DNSName"),
-        mount_name=(view.get("LustreConfiguration") or {}).get("MountName"),
+        mount_name=lustre.get("MountName"),
         capacity_gib=int(capacity) if capacity is not None else None,
         failure=(view.get("FailureDetails") or {}).get("Message"),
         created_at=created_at if isinstance(created_at, datetime) else None,
+        deployment_type=lustre.get("DeploymentType"),
+        throughput_per_tib=int(throughput) if throughput is not None else None,
     )
 
 

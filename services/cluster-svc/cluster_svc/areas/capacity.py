@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from cluster_svc.adapters.aws import AwsClients
 from cluster_svc.adapters.capacity_watch import CapacityWatches, ClusterCapacityWatch
@@ -28,7 +29,8 @@ from cluster_svc.domain.capacity import cluster_capacity, fleet, summarize, unre
 from cluster_svc.domain.capacity_model import NodeKey
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.components.base import KubeObject
-from shared.contracts.capacity import ClusterCapacity, ClusterSummary
+from cluster_svc.domain.prices import infrastructure_per_hour, with_infrastructure
+from shared.contracts.capacity import ClusterCapacity, ClusterSummary, InfrastructureFacts
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.queries import BadRequest
@@ -62,6 +64,17 @@ async def _all_pods(kube: KubeClient) -> list[KubeObject]:
 
 
 MAX_PAGE = 500
+
+
+def _infrastructure(request: dict[str, Any]) -> InfrastructureFacts:
+    """The NAT gateways and file systems the gateway read from the cluster's record."""
+    try:
+        return InfrastructureFacts.model_validate(request.get("infrastructure") or {})
+    except ValidationError as exc:
+        raise BadRequest(
+            f"infrastructure is not the cluster's recorded NAT gateways and file systems: {exc}",
+            "ask through GET /api/v1/clusters/{name}/capacity",
+        ) from exc
 
 
 def _page(request: dict[str, Any]) -> tuple[NodeKey | None, int | None]:
@@ -139,19 +152,24 @@ def build(
 
     async def capacity(request: dict[str, Any]) -> Any:
         after, limit = _page(request)
+        facts = _infrastructure(request)
         answer = await read(_name(request, "cluster"), _name(request, "eks_cluster"), after, limit)
-        return answer.model_dump(mode="json")
+        return with_infrastructure(answer, facts, await prices.table()).model_dump(mode="json")
 
     async def summary(ref: dict[str, Any]) -> ClusterSummary:
         cluster = _name(ref, "cluster")
+        facts = _infrastructure(ref)
         try:
             client, watch = await watch_of(_name(ref, "eks_cluster"))
             table = await prices.table()
             if watch is not None:
-                return watch.read(lambda m: m.summary(cluster, table))
-            return summarize(await live(cluster, client))
+                found = watch.read(lambda m: m.summary(cluster, table))
+            else:
+                found = summarize(await live(cluster, client))
         except StageError as exc:
             return unreadable(cluster, exc.message)
+        extra = infrastructure_per_hour(facts, table)
+        return found.model_copy(update={"cost_per_hour": round(found.cost_per_hour + extra, 4)})
 
     async def fleet_capacity(request: dict[str, Any]) -> Any:
         refs = request.get("clusters") or []

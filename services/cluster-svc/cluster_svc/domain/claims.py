@@ -98,6 +98,8 @@ def _fs_outputs(fs: FileSystem, created: bool) -> dict[str, Any]:
         "dns_name": fs.dns_name,
         "mount_name": fs.mount_name,
         "capacity_gib": fs.capacity_gib,
+        "deployment_type": fs.deployment_type,
+        "throughput_per_tib": fs.throughput_per_tib,
         "lifecycle": fs.lifecycle,
         "created": created,
     }

@@ -36,6 +36,8 @@ class FileSystem:
     capacity_gib: int | None = None
     failure: str | None = None
     created_at: datetime | None = None
+    deployment_type: str | None = None  # LustreConfiguration.DeploymentType, e.g. PERSISTENT_2
+    throughput_per_tib: int | None = None  # PerUnitStorageThroughput, MB/s per TiB (PERSISTENT)
 
 
 class FsxPort(Protocol):
@@ -79,6 +81,8 @@ def _outputs(fs: FileSystem) -> dict[str, Any]:
         "dns_name": fs.dns_name,
         "mount_name": fs.mount_name,
         "capacity_gib": fs.capacity_gib,
+        "deployment_type": fs.deployment_type,
+        "throughput_per_tib": fs.throughput_per_tib,
         "created": True,
     }
 

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from shared.contracts.capacity import PriceSource
+from shared.contracts.capacity import (
+    ClusterCapacity,
+    InfrastructureCost,
+    InfrastructureFacts,
+    PriceSource,
+)
 from shared.contracts.plan import CostItem, Plan, PlanCost
 
 HOURS_PER_MONTH = 730
@@ -272,3 +277,63 @@ def with_cost(plan: Plan, prices: PriceTable) -> Plan:
     if cost.unpriced:
         sentence += "; unpriced: " + ", ".join(cost.unpriced)
     return plan.model_copy(update={"cost": cost, "notes": [*plan.notes, sentence]})
+
+
+# ---- what a cluster runs besides its nodes ----------------------------------------------------
+
+
+def infrastructure_cost(facts: InfrastructureFacts, prices: PriceTable) -> list[InfrastructureCost]:
+    """The cluster's NAT gateways and FSx for Lustre file systems at list prices per hour (a file
+    system whose deployment type or size is not recorded, or that the table has no price for,
+    is listed with no price, never counted as free)."""
+    items = [
+        InfrastructureCost(
+            kind="nat_gateway",
+            name=f"nat-gateway-{i + 1}",
+            description="NAT gateway: 1 x hour (data processed is billed per GB besides)",
+            per_hour=_rounded(prices.nat_gateway_hour)
+            if prices.nat_gateway_hour is not None
+            else None,
+        )
+        for i in range(facts.nat_gateways)
+    ]
+    for fs in facts.file_systems:
+        deployment = fs.deployment_type
+        hourly = (
+            prices.lustre_hour(deployment, fs.throughput_per_tib, fs.capacity_gib)
+            if deployment and fs.capacity_gib
+            else None
+        )
+        what = f"FSx for Lustre {fs.file_system_id} (claim {fs.claim}, {fs.source})"
+        if fs.capacity_gib:
+            what += f": {fs.capacity_gib} GiB"
+        if deployment:
+            what += f" {deployment}"
+        if fs.throughput_per_tib is not None:
+            what += f" {fs.throughput_per_tib} MB/s/TiB"
+        items.append(
+            InfrastructureCost(
+                kind="fsx_file_system",
+                name=fs.claim,
+                description=what,
+                per_hour=_rounded(hourly) if hourly is not None else None,
+            )
+        )
+    return items
+
+
+def with_infrastructure(
+    capacity: ClusterCapacity, facts: InfrastructureFacts, prices: PriceTable
+) -> ClusterCapacity:
+    """The cluster's capacity with its infrastructure priced and added to its cost per hour."""
+    items = infrastructure_cost(facts, prices)
+    if not items:
+        return capacity
+    extra = sum(i.per_hour or 0.0 for i in items)
+    return capacity.model_copy(
+        update={"infrastructure": items, "cost_per_hour": _rounded(capacity.cost_per_hour + extra)}
+    )
+
+
+def infrastructure_per_hour(facts: InfrastructureFacts, prices: PriceTable) -> float:
+    return _rounded(sum(i.per_hour or 0.0 for i in infrastructure_cost(facts, prices)))

@@ -16,6 +16,7 @@ from shared.contracts.storage import (
 )
 from shared.read_model import Writes, finishing, starting
 from shared.stages import FINISHED, Outcome
+from shared.storage_claims import FSX_DETAILS
 
 
 async def _adding(conn: asyncpg.Connection, operation_id: uuid.UUID, cmd: AddStorage) -> None:
@@ -54,7 +55,7 @@ async def _added(
         return []
     source = outcome.outputs.get("source") or {}
     volume = outcome.outputs.get("volume") or {}
-    details = {k: source[k] for k in ("dns_name", "mount_name", "capacity_gib") if source.get(k)}
+    details = {k: source[k] for k in FSX_DETAILS if source.get(k)}
     row = await conn.fetchrow(
         "UPDATE cluster_storage SET status = 'available', file_system_id = COALESCE($3,"
         " file_system_id), volume = $4, details = $5, updated_at = now()"

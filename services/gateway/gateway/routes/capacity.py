@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
+from asyncpg import Connection
 from fastapi import APIRouter, Path, Query, Request
 
 from gateway import records
@@ -20,8 +21,14 @@ from gateway.errors import field_error
 from gateway.queries import query
 from gateway.routes.models import LIVE_READ_ERRORS, ok
 from gateway.routing import PrefixedRoute
-from shared.contracts.capacity import ClusterCapacity, FleetCapacity
+from shared.contracts.capacity import (
+    ClusterCapacity,
+    FileSystemFacts,
+    FleetCapacity,
+    InfrastructureFacts,
+)
 from shared.contracts.cluster import NAME_PATTERN
+from shared.storage_claims import cluster_claims
 
 router = APIRouter(
     route_class=PrefixedRoute, prefix="/api/v1", tags=["capacity"], responses=LIVE_READ_ERRORS
@@ -36,6 +43,28 @@ _AFTER = re.compile(r"^[a-zA-Z0-9-]{0,63}/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 def _eks_cluster(cluster: records.ClusterRecord) -> str:
     return cluster.feature_target().eks_cluster
+
+
+async def _infrastructure(conn: Connection, cluster: records.ClusterRecord) -> dict[str, Any]:
+    """What the cluster runs besides its nodes that is billed by the hour: the NAT gateway its
+    create made, and the FSx for Lustre file systems its storage claims mount."""
+    network = cluster.created_resources.get("network") or {}
+    file_systems = [
+        FileSystemFacts(
+            claim=c.claim,
+            file_system_id=c.file_system_id,
+            source=c.source,
+            capacity_gib=c.details.get("capacity_gib"),
+            deployment_type=c.details.get("deployment_type"),
+            throughput_per_tib=c.details.get("throughput_per_tib"),
+        )
+        for c in await cluster_claims(conn, cluster.name)
+        if c.kind == "fsx" and c.file_system_id and c.status != "removing"
+    ]
+    facts = InfrastructureFacts(
+        nat_gateways=1 if network.get("nat_gateway_id") else 0, file_systems=file_systems
+    )
+    return facts.model_dump(mode="json")
 
 
 @router.get(
@@ -66,6 +95,8 @@ async def cluster_capacity(
             "send the next_after of the page before, or leave after out for the first page",
         )
     cluster = (await records.cluster(pool, name)).reachable()
+    async with pool.acquire() as conn:
+        infrastructure = await _infrastructure(conn, cluster)
     answer: dict[str, Any] = await query(
         request.app.state.bus,
         "cluster",
@@ -75,6 +106,7 @@ async def cluster_capacity(
             "eks_cluster": _eks_cluster(cluster),
             "limit": limit,
             "after": after,
+            "infrastructure": infrastructure,
         },
     )
     return answer
@@ -90,13 +122,21 @@ async def cluster_capacity(
 async def fleet_capacity(request: Request, pool: Pool, _: Viewer) -> dict[str, Any]:
     async with pool.acquire() as conn:
         clusters = sorted(await records.clusters(conn), key=lambda c: c.name)
-    readable = [c for c in clusters if c.kubernetes_recorded]
+        readable = [c for c in clusters if c.kubernetes_recorded]
+        infrastructure = {c.name: await _infrastructure(conn, c) for c in readable}
     answer: dict[str, Any] = await query(
         request.app.state.bus,
         "cluster",
         "fleet-capacity",
         {
-            "clusters": [{"cluster": c.name, "eks_cluster": _eks_cluster(c)} for c in readable],
+            "clusters": [
+                {
+                    "cluster": c.name,
+                    "eks_cluster": _eks_cluster(c),
+                    "infrastructure": infrastructure[c.name],
+                }
+                for c in readable
+            ],
             "unreadable": [
                 {
                     "cluster": c.name,
