@@ -4,19 +4,34 @@ asked for, its HTTP API queried (https://prometheus.io/docs/prometheus/latest/qu
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-import httpx
 import yaml
 
 from shared.errors import PermanentError, TemporaryError
 from workload_svc.domain.prometheus import ca_file, targets_file, token_file
 
 TIMEOUT = 20.0
+
+
+def _request(method: str, url: str) -> tuple[int, bytes]:
+    """One HTTP call to the local server (the standard library's client: services carry no
+    HTTP client library, tests/unit/test_slim.py); (status, body), an error status included."""
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, method=method), timeout=TIMEOUT
+        ) as r:
+            return int(r.status), bytes(r.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), bytes(exc.read())
 
 
 def _write(path: Path, text: str | bytes) -> bool:
@@ -54,36 +69,41 @@ class Prometheus:
         return _write(self.home / "prometheus.yml", yaml.safe_dump(config, sort_keys=True))
 
     async def reload(self) -> None:
-        async with httpx.AsyncClient(timeout=TIMEOUT) as http:
-            answer = await http.post(f"{self.url}/-/reload")
-        if answer.status_code != 200:
+        try:
+            status, body = await asyncio.to_thread(_request, "POST", f"{self.url}/-/reload")
+        except (urllib.error.URLError, OSError) as exc:
             raise TemporaryError(
-                "PrometheusReload", f"prometheus refused the reload: {answer.text[:300]}"
+                "PrometheusUnreachable", f"prometheus at {self.url}: {exc}"
+            ) from exc
+        if status != 200:
+            raise TemporaryError(
+                "PrometheusReload",
+                f"prometheus refused the reload: {body[:300].decode(errors='replace')}",
             )
 
     async def get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
         """GET an API path; its `data`. A refused query (400/422) is the caller's to fix."""
+        url = f"{self.url}{path}?{urlencode(params)}"
         try:
-            async with httpx.AsyncClient(timeout=TIMEOUT) as http:
-                answer = await http.get(f"{self.url}{path}", params=params)
-        except httpx.HTTPError as exc:
+            status, raw = await asyncio.to_thread(_request, "GET", url)
+        except (urllib.error.URLError, OSError) as exc:
             raise TemporaryError(
                 "PrometheusUnreachable", f"prometheus at {self.url}: {exc}"
             ) from exc
         try:
-            body: dict[str, Any] = answer.json()
+            body: dict[str, Any] = json.loads(raw)
         except ValueError:
-            body = {"error": answer.text[:300]}
-        if answer.status_code in (400, 422):
+            body = {"error": raw[:300].decode(errors="replace")}
+        if status in (400, 422):
             raise PermanentError(
                 "PrometheusRefused",
                 f"prometheus refused the query: {body.get('error', '')}",
                 "check the query against https://prometheus.io/docs/prometheus/latest/querying/basics/",
             )
-        if answer.status_code != 200 or body.get("status") != "success":
+        if status != 200 or body.get("status") != "success":
             raise TemporaryError(
                 "PrometheusFailed",
-                f"prometheus answered {answer.status_code}: {body.get('error', '')}",
+                f"prometheus answered {status}: {body.get('error', '')}",
             )
         data: dict[str, Any] = body.get("data") or {}
         return data
