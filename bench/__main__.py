@@ -21,7 +21,7 @@ BENCHMARKS: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("bench.accept", (), 150),
     ("bench.pipeline", (), 180),
     ("bench.fanout", (), 120),
-    ("bench.status_lag", (), 120),
+    ("bench.status_lag", (), 300),
     ("bench.workflow", ("--runs", "3"), 150),
     ("bench.logs", (), 150),
     ("bench.k8s_api", ("--seconds", "10"), 90),
