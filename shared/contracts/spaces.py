@@ -119,11 +119,27 @@ class SpaceSpec(_Quantities):
     )
     cpu: str | None = Field("2", max_length=20, description="CPU request, e.g. '2' or '500m'")
     memory: str | None = Field("8Gi", max_length=20, description="Memory, e.g. '8Gi'")
-    gpu: int = Field(0, ge=0, le=8, description="Whole NVIDIA GPUs")
+    gpu: int | None = Field(None, ge=0, le=8, description="Whole NVIDIA GPUs; default 0")
     volumes: list[SpaceVolume] = Field(
         default_factory=list, max_length=8, description="storage claims to mount"
     )
     idle_shutdown: IdleShutdown | None = Field(None, description="default: none set")
+    template: str | None = Field(
+        None,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="A WorkspaceTemplate: its defaults fill what is not sent, its bounds apply",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _template_defaults(cls, data: Any) -> Any:
+        """With a template, what is not sent is the template's (cpu and memory stay unset)."""
+        if isinstance(data, dict) and data.get("template"):
+            return {"cpu": None, "memory": None, **data}
+        if isinstance(data, dict) and data.get("gpu") is None:
+            return {**data, "gpu": 0}
+        return data
 
     @model_validator(mode="after")
     def _distinct(self) -> Self:

@@ -224,3 +224,75 @@ def test_an_idle_space_stops_by_itself_and_says_why(
     again = owner.get(f"{base}/ivy-lab").json()
     assert again["status"] == "Running" and again["status_reason"] is None, again
     _done(admin, admin.delete(f"{base}/ivy-lab"))
+
+
+def test_a_space_made_from_a_template_takes_its_defaults_and_bounds(
+    with_spaces: tuple[RunningStack, str], sim_aws: SimulatedAws, tmp_path: Path
+) -> None:
+    """A WorkspaceTemplate an admin applied with kubectl is listed through REST with its
+    defaults and bounds; a space naming it gets the template's image, GPU and idle shutdown;
+    one asking for more CPU than the template allows ends refused by the operator's webhook,
+    its operation saying why; an unknown template is refused the same way."""
+    stack, name = with_spaces
+    admin = stack.client
+    owner = Client(stack.stack.url, _token(admin, "tom", "operator"))
+    config = _kubeconfig(sim_aws, name, tmp_path / "config")
+    template = {
+        "apiVersion": "workspace.jupyter.org/v1alpha1",
+        "kind": "WorkspaceTemplate",
+        "metadata": {"name": "gpu-small"},
+        "spec": {
+            "displayName": "GPU (small)",
+            "description": "One GPU, JupyterLab",
+            "defaultImage": "public.ecr.aws/sagemaker/sagemaker-distribution:latest-gpu",
+            "appType": "jupyterlab",
+            "defaultResources": {
+                "requests": {"cpu": "2", "memory": "8Gi"},
+                "limits": {"nvidia.com/gpu": "1"},
+            },
+            "resourceBounds": {"cpu": {"min": "1", "max": "4"}, "gpu": {"min": "0", "max": "1"}},
+            "defaultIdleShutdown": {"enabled": True, "idleTimeoutInMinutes": 240},
+        },
+    }
+    path = tmp_path / "template.json"
+    path.write_text(json.dumps(template))
+    kubectl = Path(sys.executable).parent / "kubectl"
+    applied = subprocess.run(
+        [str(kubectl), "--kubeconfig", str(config), "apply", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert applied.returncode == 0, applied.stderr
+
+    listed = owner.get(f"/api/v1/clusters/{name}/space-templates")
+    assert listed.status_code == 200, listed.text
+    [found] = [t for t in listed.json() if t["name"] == "gpu-small"]
+    assert found["display_name"] == "GPU (small)"
+    assert found["defaults"] == {
+        "cpu": "2",
+        "memory": "8Gi",
+        "gpu": 1,
+        "idle_timeout_minutes": 240,
+    }
+    assert found["bounds"]["gpu"] == {"min": "0", "max": "1"}
+
+    base = f"/api/v1/clusters/{name}/spaces"
+    _done(owner, owner.post(base, {"name": "tom-lab", "template": "gpu-small"}))
+    described = owner.get(f"{base}/tom-lab").json()
+    assert described["gpu"] == 1 and described["cpu"] == "2", described
+    assert described["image"] == template["spec"]["defaultImage"]
+    assert described["idle_shutdown"] == {"enabled": True, "timeout_minutes": 240}
+    workspace = _kubectl(config, "get", "workspaces.workspace.jupyter.org", "tom-lab")
+    assert workspace["spec"]["templateRef"] == {"name": "gpu-small"}
+
+    for body, words in (
+        ({"name": "tom-big", "template": "gpu-small", "cpu": "8"}, "outside template gpu-small"),
+        ({"name": "tom-none", "template": "nowhere"}, "workspace template nowhere not found"),
+    ):
+        answer = owner.post(base, body)
+        assert answer.status_code == 202, answer.text
+        done = owner.wait(answer.json()["operation_id"], timeout=60)
+        assert done["status"] == "failed", done
+        assert words in json.dumps(done["error"]), done["error"]
+    _done(admin, admin.delete(f"{base}/tom-lab"))

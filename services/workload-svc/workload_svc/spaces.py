@@ -9,6 +9,7 @@ Each mutation reads actual state first and decides with the pure functions of
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol
 
 from shared.contracts.plan import FieldChange, Plan, PlannedObject
@@ -33,6 +34,7 @@ KubeObject = dict[str, Any]
 SPACES = query_subject("workload", "spaces")
 SPACE = query_subject("workload", "space")
 SPACE_HTTP = query_subject("workload", "space_http")
+TEMPLATES = query_subject("workload", "space_templates")
 
 
 class SpaceClusters(Protocol):
@@ -163,8 +165,22 @@ class Spaces:
         answer: SpaceAnswer = await space_request(kube, SPACE_NAMESPACE, name, SPACE_PORT, path)
         return {"status": answer.status, "content_type": answer.content_type, "body": answer.body}
 
+    async def templates(self, request: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+        """The cluster's WorkspaceTemplates (none without the Spaces add-on)."""
+        cluster = _text(request, "cluster")
+        kube = await self.clusters.kube(cluster, any_status=True)
+        if not await kube.serves(domain.API_VERSION, domain.TEMPLATE_KIND):
+            return []
+        found = await kube.list_objects(domain.API_VERSION, domain.TEMPLATE_KIND, "")  # type: ignore[attr-defined]
+        return sorted((domain.template_view(t) for t in found), key=lambda v: str(v["name"]))
+
     def routes(self) -> dict[str, Any]:
-        return {SPACES: self.list, SPACE: self.describe, SPACE_HTTP: self.http}
+        return {
+            SPACES: self.list,
+            SPACE: self.describe,
+            SPACE_HTTP: self.http,
+            TEMPLATES: self.templates,
+        }
 
     def planners(self) -> dict[str, Any]:
         async def create(payload: dict[str, Any]) -> Plan:

@@ -147,6 +147,16 @@ async def create_space(
 
 
 @router.get(
+    "/{name}/space-templates",
+    summary="The cluster's space templates (WorkspaceTemplate): defaults and bounds",
+    responses=LIVE_READ_ERRORS,
+)
+async def list_space_templates(name: ClusterNamePath, request: Request, _: Viewer) -> Any:
+    await records.cluster(request.app.state.pool, name)
+    return await query(request.app.state.bus, "workload", "space_templates", {"cluster": name})
+
+
+@router.get(
     "/{name}/spaces/{space}",
     summary="A space: settings, status, URL, port-forward",
     responses=LIVE_READ_ERRORS,

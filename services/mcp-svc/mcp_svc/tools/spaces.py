@@ -29,6 +29,14 @@ class SpaceList(ToolResult):
     spaces: list[Space] = Field(description="By name")
 
 
+class SpaceTemplate(Passthrough):
+    name: str = Field(description="Template name")
+
+
+class SpaceTemplates(ToolResult):
+    templates: list[SpaceTemplate] = Field(description="Defaults and bounds")
+
+
 class SpaceDescription(ToolResult):
     space: Space = Field(description="The space")
 
@@ -43,6 +51,18 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             ": " + named([f"{s.name} ({s.status})" for s in spaces]) if spaces else "."
         )
         return SpaceList(summary=summary, spaces=spaces)
+
+    @server.read_tool(area="spaces", rest="GET /api/v1/clusters/{name}/space-templates")
+    async def list_space_templates(cluster: ClusterRef) -> SpaceTemplates:
+        """Space templates (create_space's template): defaults and bounds."""
+        rows: list[dict[str, Any]] = await gateway.get(
+            api_path("clusters", cluster, "space-templates")
+        )
+        found = [SpaceTemplate.model_validate(r) for r in rows]
+        summary = f"{count(len(found), 'template')}" + (
+            ": " + named([t.name for t in found]) if found else "."
+        )
+        return SpaceTemplates(summary=summary, templates=found)
 
     @server.read_tool(area="spaces", rest="GET /api/v1/clusters/{name}/spaces/{space}")
     async def get_space(cluster: ClusterRef, space: SpaceName) -> SpaceDescription:
@@ -59,7 +79,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         cluster: ClusterRef,
         space: Annotated[
             SpaceSpec,
-            Field(description="name, app_type, image, cpu, memory, gpu, volumes (claims)"),
+            Field(description="name, app_type, image, cpu, memory, gpu, volumes, template"),
         ],
         dry_run: DryRun = False,
         request_id: RequestId = None,

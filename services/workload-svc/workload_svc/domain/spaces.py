@@ -70,18 +70,29 @@ def _idle(idle: IdleShutdown | None) -> KubeObject | None:
 
 
 def workspace(spec: SpaceSpec, owner: str) -> KubeObject:
-    """The Workspace a new space is: Running, OwnerOnly for both changes and connections."""
-    image = spec.image or (GPU_IMAGE if spec.gpu else APP_IMAGES[spec.app_type])
+    """The Workspace a new space is: Running, OwnerOnly for both changes and connections.
+    With a template (`templateRef`), only what the request sent is written: the operator fills
+    the rest from the template's defaults and enforces its bounds."""
+    sent = spec.model_fields_set
     body: KubeObject = {
         "displayName": spec.display_name or spec.name,
-        "image": image,
         "desiredStatus": "Running",
         "ownershipType": "OwnerOnly",
         "accessType": "OwnerOnly",
-        "appType": spec.app_type,
-        "resources": _resources(spec.cpu, spec.memory, spec.gpu),
         "volumes": _volumes(spec.volumes),
     }
+    if spec.template is None:
+        body["image"] = spec.image or (GPU_IMAGE if spec.gpu else APP_IMAGES[spec.app_type])
+        body["appType"] = spec.app_type
+        body["resources"] = _resources(spec.cpu, spec.memory, spec.gpu or 0)
+    else:
+        body["templateRef"] = {"name": spec.template}
+        if spec.image:
+            body["image"] = spec.image
+        if "app_type" in sent:
+            body["appType"] = spec.app_type
+        if spec.cpu is not None or spec.memory is not None or spec.gpu is not None:
+            body["resources"] = _resources(spec.cpu, spec.memory, spec.gpu or 0)
     idle = _idle(spec.idle_shutdown)
     if idle is not None:
         body["idleShutdown"] = idle
@@ -345,3 +356,49 @@ def plan_patch(
         ],
         notes=[],
     )
+
+
+TEMPLATE_KIND = "WorkspaceTemplate"
+
+
+def _bound(bounds: KubeObject, name: str) -> dict[str, str] | None:
+    found = bounds.get(name) or {}
+    return {"min": str(found["min"]), "max": str(found["max"])} if found else None
+
+
+def template_view(found: KubeObject) -> dict[str, Any]:
+    """A WorkspaceTemplate as every face shows it: its defaults and the bounds it enforces."""
+    spec = found.get("spec") or {}
+    resources = spec.get("defaultResources") or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    bounds = spec.get("resourceBounds") or {}
+    idle = spec.get("defaultIdleShutdown") or {}
+    overrides = spec.get("idleShutdownOverrides") or {}
+    return {
+        "name": found["metadata"]["name"],
+        "display_name": spec.get("displayName"),
+        "description": spec.get("description"),
+        "app_type": spec.get("appType"),
+        "default_image": spec.get("defaultImage"),
+        "allowed_images": list(spec.get("allowedImages") or []),
+        "defaults": {
+            "cpu": requests.get("cpu") or limits.get("cpu"),
+            "memory": requests.get("memory") or limits.get("memory"),
+            "gpu": _gpu_of(resources),
+            "idle_timeout_minutes": idle.get("idleTimeoutInMinutes")
+            if idle.get("enabled")
+            else None,
+        },
+        "bounds": {
+            "cpu": _bound(bounds, "cpu"),
+            "memory": _bound(bounds, "memory"),
+            "gpu": _bound(bounds, "gpu"),
+            "idle_timeout_minutes": {
+                "min": overrides.get("minTimeoutMinutes"),
+                "max": overrides.get("maxTimeoutMinutes"),
+            }
+            if overrides
+            else None,
+        },
+        "secondary_volumes": spec.get("allowSecondaryStorages") is not False,
+    }
