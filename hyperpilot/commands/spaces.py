@@ -44,6 +44,20 @@ Idle = Annotated[
     int | None, typer.Option("--idle-minutes", help="Stop after this many idle minutes")
 ]
 
+TEMPLATES = [
+    Column("TEMPLATE", "name"),
+    Column("NAME", "display_name"),
+    Column("APP", "app_type"),
+    Column("IMAGE", "default_image"),
+    Column("CPU", lambda t: (t.get("defaults") or {}).get("cpu")),
+    Column("MEMORY", lambda t: (t.get("defaults") or {}).get("memory")),
+    Column("GPU", lambda t: (t.get("defaults") or {}).get("gpu")),
+    Column(
+        "GPU BOUNDS",
+        lambda t: "{min}-{max}".format(**b) if (b := (t.get("bounds") or {}).get("gpu")) else "",
+    ),
+]
+
 SPACES = [
     Column("SPACE", "name"),
     Column("STATUS", "status"),
@@ -104,6 +118,14 @@ def list_(cluster: Cluster = None, output: Output = None) -> None:
     emit(answer, fmt(output), lambda rows: table(rows, SPACES) if rows else Text("no spaces"))
 
 
+@app.command(epilog=examples("hyperpilot spaces templates", "hyperpilot spaces templates -o json"))
+def templates(cluster: Cluster = None, output: Output = None) -> None:
+    """The cluster's space templates (WorkspaceTemplate): defaults and bounds, for --template."""
+    with client() as api:
+        answer = api.get(api_path("clusters", active_cluster(api, cluster), "space-templates"))
+    emit(answer, fmt(output), lambda rows: table(rows, TEMPLATES) if rows else Text("no templates"))
+
+
 @app.command(epilog=examples("hyperpilot spaces describe my-lab"))
 def describe(space: Space, cluster: Cluster = None, output: Output = None) -> None:
     """A space: its settings, status, URL and port-forward command."""
@@ -116,14 +138,19 @@ def describe(space: Space, cluster: Cluster = None, output: Output = None) -> No
     epilog=examples(
         "hyperpilot spaces create my-lab --gpu 1 --volume s3-claim:/data --wait",
         "hyperpilot spaces create notes --app code-editor --cpu 2 --memory 8Gi --dry-run",
+        "hyperpilot spaces create my-lab --template gpu-small --wait",
     )
 )
 def create(
     space: Space,
     cluster: Cluster = None,
     app_type: Annotated[
-        str, typer.Option("--app", help="jupyterlab or code-editor")
-    ] = "jupyterlab",
+        str | None, typer.Option("--app", help="jupyterlab (default) or code-editor")
+    ] = None,
+    template: Annotated[
+        str | None,
+        typer.Option("--template", help="A space template: its defaults fill what is not given"),
+    ] = None,
     image: Image = None,
     cpu: Cpu = None,
     memory: Memory = None,
@@ -135,9 +162,11 @@ def create(
     output: Output = None,
 ) -> None:
     """Create a space you own; --wait follows it until it is Running (operator)."""
-    body = {
+    body: dict[str, Any] = {
         "name": space,
-        "app_type": app_type,
+        # a template's app type stands unless --app is given
+        **({"app_type": app_type or "jupyterlab"} if app_type or not template else {}),
+        **({"template": template} if template else {}),
         **_settings(image, cpu, memory, gpu, volume or [], idle_minutes),
     }
     checked(SpaceSpec, body)

@@ -100,3 +100,22 @@ def test_bad_input_is_refused_before_anything_is_sent(sent: list[httpx.Request])
     assert _run("spaces", "update", "lab").exit_code != 0
     assert _run("spaces", "create", "lab", "--volume", "s3-claim:").exit_code != 0
     assert [r for r in sent if r.method != "GET"] == []
+
+
+def test_create_from_a_template_sends_only_what_is_given_and_templates_lists(
+    sent: list[httpx.Request],
+) -> None:
+    result = _run("spaces", "create", "lab", "--template", "gpu-small", "--idle-minutes", "60")
+    assert result.exit_code == 0, result.output
+    assert json.loads(sent[-1].content) == {
+        "name": "lab",
+        "template": "gpu-small",
+        "volumes": [],
+        "idle_shutdown": {"enabled": True, "timeout_minutes": 60},
+    }
+    listed = _run("spaces", "templates", "-o", "json")
+    assert listed.exit_code == 0, listed.output
+    assert (sent[-1].method, sent[-1].url.path) == (
+        "GET",
+        "/api/v1/clusters/llm/space-templates",
+    )
