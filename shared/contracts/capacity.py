@@ -96,15 +96,16 @@ class PendingPod(_Read):
 
 
 class WorkloadCost(_Read):
-    """What the running pods of one job, or of one team's namespace, cost at list prices: each
-    pod's share of its node (its GPUs of the node's, or its memory on a node without GPUs) x the
-    node's price per hour; so far = that x the time since the pod started."""
+    """What the pods of one job, or of one team's namespace, cost at list prices: each pod's
+    share of its node (its GPUs of the node's, or its memory on a node without GPUs) x the
+    node's price per hour; so far = that x the time the pod has run (until it finished, for a
+    finished pod still on the cluster)."""
 
     namespace: str
     name: str = Field(description="The job (label hyperpilot.dev/job) or the team")
     pods: int = Field(description="Its running pods")
     cost_per_hour: float = Field(description="USD/h now")
-    running_hours: float = Field(description="Since its first pod started")
+    running_hours: float = Field(description="Its longest-running pod's hours")
     cost_so_far: float = Field(description="USD: per pod, its share x price x its running time")
 
 

@@ -278,3 +278,29 @@ def test_jobs_and_teams_cost_their_share_of_the_nodes_for_their_running_time() -
     assert teams["team-a"].cost_so_far == jobs["llama"].cost_so_far
     assert teams["team-b"].cost_so_far == round(2 / 8 * hour * 3, 4)
     assert capacity.cluster_capacity("c1", nodes, pods, PRICES).jobs == []  # no clock, no cost
+
+
+def test_a_finished_pod_still_on_the_cluster_keeps_what_it_cost() -> None:
+    """A job whose pods finished still costs the time they ran (startTime to the containers'
+    finishedAt), and nothing by the hour; a finished pod with no end time counts nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 1, 21, 0, tzinfo=UTC)
+    done = pod("d0", on="a", gpus=4)
+    done["metadata"]["labels"] = {capacity.JOB_LABEL: "pretrain"}
+    done["status"] = {
+        "phase": "Succeeded",
+        "startTime": (now - timedelta(hours=3)).isoformat(),
+        "containerStatuses": [
+            {"state": {"terminated": {"finishedAt": (now - timedelta(hours=1)).isoformat()}}}
+        ],
+    }
+    lost = pod("d1", on="a", gpus=4)
+    lost["metadata"]["labels"] = {capacity.JOB_LABEL: "lost"}
+    lost["status"] = {"phase": "Failed", "startTime": now.isoformat()}
+    cap = capacity.cluster_capacity("c1", [node("a", gpus=8)], [done, lost], PRICES, now)
+    (job,) = cap.jobs
+    hour = 113.068
+    assert job.name == "pretrain" and job.pods == 0 and job.cost_per_hour == 0.0
+    assert job.running_hours == 2.0 and job.cost_so_far == round(4 / 8 * hour * 2, 4)
+    assert cap.resources.gpus.allocated == 0  # finished pods hold no GPUs

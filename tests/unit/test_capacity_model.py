@@ -92,6 +92,9 @@ def test_the_model_equals_a_full_list_after_every_kind_of_change() -> None:
             key = rng.choice(pods)
             done = copy.deepcopy(world.pods[key])
             done["status"]["phase"] = rng.choice(["Succeeded", "Failed"])
+            if rng.random() < 0.7:  # when it ended: its cost so far is kept
+                ended = {"terminated": {"finishedAt": NOW.isoformat()}}
+                done["status"]["containerStatuses"] = [{"state": ended}]
             world.put_pod(done)
         elif roll < 0.35:  # a pod is deleted
             world.drop_pod(rng.choice(pods))

@@ -228,6 +228,11 @@ class _Spend:
         self.hours = max(self.hours, hours)
         self.so_far += per_hour * hours
 
+    def ended(self, per_hour: float, hours: float) -> None:
+        """A pod that ran `hours` and finished: what it cost, nothing more from now on."""
+        self.hours = max(self.hours, hours)
+        self.so_far += per_hour * hours
+
     def view(self, namespace: str, name: str) -> WorkloadCost:
         return WorkloadCost(
             namespace=namespace,
@@ -239,14 +244,47 @@ class _Spend:
         )
 
 
-def _started(pod: Mapping[str, Any]) -> datetime | None:
-    raw = (pod.get("status") or {}).get("startTime")
+def _instant(raw: Any) -> datetime | None:
     if not isinstance(raw, str):
         return None
     try:
         return datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def _started(pod: Mapping[str, Any]) -> datetime | None:
+    return _instant((pod.get("status") or {}).get("startTime"))
+
+
+def finished_at(pod: Mapping[str, Any]) -> datetime | None:
+    """When a finished pod's last container ended (its containers' terminated.finishedAt)."""
+    status = pod.get("status") or {}
+    ends = [
+        _instant(((c.get("state") or {}).get("terminated") or {}).get("finishedAt"))
+        for c in status.get("containerStatuses") or []
+    ]
+    known = [e for e in ends if e is not None]
+    return max(known) if known else None
+
+
+def costed(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's cost is counted: it ran (or runs) on a node, in a job or a team's
+    namespace; a finished one when it says when it ended."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    if phase in TERMINATED:
+        if finished_at(pod) is None:
+            return False
+    elif phase != "Running":
+        return False
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    return bool((meta.get("labels") or {}).get(JOB_LABEL)) or namespace.startswith(
+        TEAM_NAMESPACE_PREFIX
+    )
 
 
 @dataclass(frozen=True)
@@ -290,7 +328,8 @@ def workload_costs(
     prices: PriceTable,
     now: datetime,
 ) -> tuple[list[WorkloadCost], list[WorkloadCost]]:
-    """(per job, per team) cost of the running pods at list prices (see `WorkloadCost`)."""
+    """(per job, per team) cost at list prices of their pods (see `WorkloadCost`): the running
+    ones by the hour and so far, the finished ones still on the cluster for the time they ran."""
     rates = {str((n.get("metadata") or {}).get("name", "")): _NodeRate.of(n, prices) for n in nodes}
     jobs: dict[tuple[str, str], _Spend] = {}
     teams: dict[str, _Spend] = {}
@@ -300,14 +339,19 @@ def workload_costs(
         if rate is None or started is None:
             continue
         per_hour = rate.per_hour(wanted)
-        hours = max((now - started).total_seconds() / 3600, 0.0)
+        ended = finished_at(pod) if (pod.get("status") or {}).get("phase") in TERMINATED else None
+        hours = max(((ended or now) - started).total_seconds() / 3600, 0.0)
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         job = (meta.get("labels") or {}).get(JOB_LABEL)
-        if job:
-            jobs.setdefault((namespace, str(job)), _Spend()).add(per_hour, hours)
+        spends = [jobs.setdefault((namespace, str(job)), _Spend())] if job else []
         if namespace.startswith(TEAM_NAMESPACE_PREFIX):
-            teams.setdefault(namespace, _Spend()).add(per_hour, hours)
+            spends.append(teams.setdefault(namespace, _Spend()))
+        for spend in spends:
+            if ended is None:
+                spend.add(per_hour, hours)
+            else:
+                spend.ended(per_hour, hours)
     return (
         [spend.view(ns, name) for (ns, name), spend in sorted(jobs.items())],
         [
@@ -333,6 +377,9 @@ def cluster_capacity(
     pending: list[PendingPod] = []
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in TERMINATED:
+            bound = (pod.get("spec") or {}).get("nodeName")
+            if now is not None and bound in used and costed(pod):
+                running.append((pod, pod_requests(pod.get("spec") or {}), str(bound)))
             continue
         spec = pod.get("spec") or {}
         wanted = pod_requests(spec)
@@ -343,7 +390,7 @@ def cluster_capacity(
             counts[bound] += 1
             for name, qty in wanted.items():
                 used[bound][name] = used[bound].get(name, Decimal(0)) + qty
-            if now is not None and (pod.get("status") or {}).get("phase") == "Running":
+            if now is not None and costed(pod):
                 running.append((pod, wanted, bound))
     views = sorted(
         (

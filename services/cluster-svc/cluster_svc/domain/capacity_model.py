@@ -22,7 +22,6 @@ from typing import Any
 
 from cluster_svc.domain.capacity import (
     GPU,
-    JOB_LABEL,
     TERMINATED,
     TYPE_LABEL,
     UNGROUPED,
@@ -30,10 +29,10 @@ from cluster_svc.domain.capacity import (
     _costs,
     _node_view,
     _pending_view,
+    costed,
     pod_requests,
 )
 from cluster_svc.domain.prices import PriceTable
-from shared.boundary import TEAM_NAMESPACE_PREFIX
 from shared.contracts.capacity import (
     NO_RESOURCES,
     Amount,
@@ -65,7 +64,7 @@ class _Pod:
     wanted: dict[str, Decimal]
     node: str | None  # bound and not terminated
     pending: PendingPod | None  # not terminated and bound to no node
-    costed: bool  # running on a node, in a job or a team namespace (its cost is counted)
+    costed: bool  # ran or runs on a node, in a job or a team namespace (its cost is counted)
 
 
 @dataclass
@@ -178,17 +177,12 @@ class CapacityModel:
         status = pod.get("status") or {}
         spec = pod.get("spec") or {}
         wanted = pod_requests(spec)
-        if status.get("phase") in TERMINATED:
-            return _Pod(pod, wanted, None, None, False)
+        if status.get("phase") in TERMINATED:  # allocates nothing; what it cost still counts
+            return _Pod(pod, wanted, None, None, costed(pod))
         bound = spec.get("nodeName")
         if not bound:
             return _Pod(pod, wanted, None, _pending_view(pod, wanted), False)
-        meta = _meta(pod)
-        namespace = str(meta.get("namespace") or "default")
-        costed = status.get("phase") == "Running" and bool(
-            (meta.get("labels") or {}).get(JOB_LABEL) or namespace.startswith(TEAM_NAMESPACE_PREFIX)
-        )
-        return _Pod(pod, wanted, str(bound), None, costed)
+        return _Pod(pod, wanted, str(bound), None, costed(pod))
 
     def _link(self, key: PodKey, pod: _Pod) -> None:
         self._by_namespace.setdefault(key[0], {})[key[1]] = pod
@@ -331,9 +325,9 @@ class CapacityModel:
             resources = resources + group.resources
         views, more = self.page(after, limit)
         running: list[Running] = [
-            (pod.raw, pod.wanted, pod.node)
+            (pod.raw, pod.wanted, node)
             for pod in self._costed.values()
-            if pod.node is not None and pod.node in self._nodes
+            if (node := str((pod.raw.get("spec") or {}).get("nodeName") or "")) in self._nodes
         ]
         answer = ClusterCapacity(
             cluster=cluster,
