@@ -1,8 +1,10 @@
 // Development spaces of a cluster (JupyterLab, Code Editor), yours alone: create one with
 // GPUs, memory and the cluster's storage claims mounted; open it here through the gateway
 // (your token, no open port); start, stop, delete; the port-forward command for a local IDE.
+// A space template (the cluster's WorkspaceTemplates) fills the form with its defaults and
+// names its bounds; the operator enforces them.
 
-import { del, post, request } from "../api.js";
+import { del, get, post, request } from "../api.js";
 import {
   announce, badge, clearErrors, confirmAction, field, fill, formError, h, operationLink, section,
   showErrors, when,
@@ -35,10 +37,31 @@ export async function render(main, [cluster]) {
   const claim = h("input", { name: "volumes", value: "s3-claim", autocomplete: "off", spellcheck: "false" });
   const mount = h("input", { name: "mount_path", value: "/data", autocomplete: "off", spellcheck: "false" });
   const idle = h("input", { name: "idle_shutdown", type: "number", min: "5", max: "1440", value: "60", inputmode: "numeric" });
+  const template = h("select", { name: "template" }, h("option", { value: "" }, "None"));
+  const bounds = h("p", { class: "hint", "aria-live": "polite" });
+  const templates = await get(`/clusters/${encodeURIComponent(cluster)}/space-templates`).catch(() => []);
+  for (const t of templates) template.append(h("option", { value: t.name }, t.display_name ? `${t.display_name} (${t.name})` : t.name));
+  template.addEventListener("change", () => {
+    const chosen = templates.find((t) => t.name === template.value);
+    if (!chosen) { bounds.textContent = ""; return; }
+    const d = chosen.defaults || {};
+    if (chosen.app_type) app.value = chosen.app_type;
+    gpu.value = String(d.gpu ?? 0);
+    cpu.value = d.cpu || "";
+    memory.value = d.memory || "";
+    idle.value = d.idle_timeout_minutes ? String(d.idle_timeout_minutes) : "";
+    const b = chosen.bounds || {};
+    const range = (label, r) => (r ? `${label} ${r.min ?? "?"} to ${r.max ?? "?"}` : null);
+    const parts = [range("GPUs", b.gpu), range("CPU", b.cpu), range("memory", b.memory), range("idle minutes", b.idle_timeout_minutes)].filter(Boolean);
+    bounds.textContent = `${chosen.description || chosen.display_name || chosen.name}. Image ${chosen.default_image}.`
+      + (parts.length ? ` Allowed: ${parts.join(", ")}.` : "");
+  });
   const form = h("form", { novalidate: true, "aria-label": "Create a space" },
     h("div", { class: "row" },
       field("Space name", name, { field: "name" }),
+      field("Template", template, { field: "template" }),
       field("App", app, { field: "app_type" })),
+    bounds,
     h("div", { class: "row" },
       field("GPUs", gpu, { field: "gpu" }),
       field("CPU", cpu, { field: "cpu", hint: "e.g. 2 or 500m" }),
@@ -53,6 +76,7 @@ export async function render(main, [cluster]) {
     event.preventDefault();
     clearErrors(form);
     const spec = { name: name.value.trim(), app_type: app.value, gpu: numberOrNull(gpu) ?? 0 };
+    if (template.value) spec.template = template.value;
     if (cpu.value.trim()) spec.cpu = cpu.value.trim();
     if (memory.value.trim()) spec.memory = memory.value.trim();
     if (claim.value.trim()) {
