@@ -85,7 +85,7 @@ lint: install
 	$(BIN)/lint-imports
 
 typecheck: install
-	$(BIN)/mypy shared sim hyperpilot bench services/*/*/
+	$(BIN)/mypy shared sim hyperpilot bench $(dir $(wildcard services/*/*/__init__.py))
 
 # Two workers, each with its own PostgreSQL, NATS and stacks on free ports; a file's tests stay
 # on one worker, so module-scoped stacks start once. TEST_WORKERS=0 runs in one process.
