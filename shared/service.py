@@ -133,11 +133,21 @@ def assemble(service: Service, runtime: ServiceRuntime) -> Assembled:
     )
 
 
+def region_of(payload: object) -> object:
+    """The region a command or query is about: its `region`, else its `target`'s (the
+    governance and feature targets the gateway resolves from the cluster record carry it)."""
+    if not isinstance(payload, dict):
+        return None
+    target = payload.get("target")
+    nested = target.get("region") if isinstance(target, dict) else None
+    return payload.get("region") or nested
+
+
 def _in_region(route: Route) -> Route:
     """A query naming a `region` (its cluster's) reads AWS in that region."""
 
     async def scoped(request: dict[str, Any]) -> Any:
-        with region_scope(request.get("region") if isinstance(request, dict) else None):
+        with region_scope(region_of(request)):
             return await route(request)
 
     return scoped
@@ -157,7 +167,7 @@ def plan_route(planners: dict[str, Planner]) -> Route:
             )
         if not isinstance(payload, dict):
             raise BadRequest("payload is required", "send the command as a JSON object")
-        with region_scope(payload.get("region")):
+        with region_scope(region_of(payload)):
             return (await planner(payload)).model_dump(mode="json")
 
     return plan
@@ -166,7 +176,7 @@ def plan_route(planners: dict[str, Planner]) -> Route:
 def _run_workflow(engine: StageEngine, workflow: Workflow[Any]) -> Handler:
     async def handle(envelope: Envelope, delivery: Delivery) -> None:
         # A command names its cluster's (or bucket's) region: its AWS calls go there.
-        with region_scope(envelope.payload.get("region")):
+        with region_scope(region_of(envelope.payload)):
             await engine.run(workflow, envelope.correlation_id, envelope.payload, delivery)
 
     return handle

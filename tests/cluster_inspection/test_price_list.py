@@ -65,3 +65,20 @@ def test_the_endpoint_is_one_aws_serves_the_price_list_from() -> None:
     assert endpoint_region("us-west-2") == "us-east-1"
     assert endpoint_region("eu-west-1") == "eu-central-1"
     assert endpoint_region("ap-northeast-1") == "ap-south-1"
+
+
+async def test_each_region_has_its_own_table_read_in_its_scope(sim: SimulatedAws) -> None:
+    """A cluster's prices are its region's: inside a command's or query's region scope the
+    table read is that region's, cached apart from the default region's."""
+    from shared.regions import region_scope
+    from shared.service import region_of
+
+    prices = PriceList(AwsClients(REGION, sim.endpoint_url, served=(REGION, "us-west-2")))
+    home = await prices.table()
+    with region_scope(region_of({"target": {"region": "us-west-2"}})):
+        west = await prices.table()
+        assert await prices.table() is west
+    assert home.source.region == REGION and west.source.region == "us-west-2"
+    assert await prices.table() is home and prices.reads == 6
+    assert region_of({"region": "eu-west-1", "target": {"region": "us-west-2"}}) == "eu-west-1"
+    assert region_of(["not", "a", "payload"]) is None

@@ -177,6 +177,20 @@ def test_clusters_in_two_regions_side_by_side(
         assert hyperpod_counts(sim_aws, EAST, east) == {"gpu": 1}
         assert api.get(f"/api/v1/clusters/{east}").json()["status"] == "active"
 
+        # Capacity reads each cluster's own Kubernetes API and prices it in its own region.
+        for name, home, nodes in ((east, EAST, 1), (west, WEST, 2)):
+            capacity = wait_for(
+                lambda name=name, nodes=nodes: (
+                    (c := api.get(f"/api/v1/clusters/{name}/capacity").json()).get("node_total")
+                    == nodes
+                    and c
+                ),
+                timeout=60,
+            )
+            assert capacity["prices"]["region"] == home, capacity["prices"]
+        fleet = {c["cluster"]: c for c in api.get("/api/v1/capacity").json()["clusters"]}
+        assert fleet[east]["readable"] and fleet[west]["readable"], fleet
+
         # One EKS name in both regions: AWS allows it (names are unique per region), the
         # control plane's cluster names are unique across its regions, so it is refused.
         twin = same_name_in(sim_aws, WEST, east, like=west)

@@ -3,7 +3,8 @@
 AWS serves the API from us-east-1, eu-central-1 and ap-south-1 only, each with the prices of
 every region: the reader asks the endpoint nearest the control plane's region and filters by
 `regionCode`. Three reads make the table (HyperPod instances, NAT gateways, FSx for Lustre),
-each paged with NextToken; the table is kept for `ttl` seconds (a day by default: the price
+each paged with NextToken; each region's table (the region of the running command or query:
+a cluster's prices are its region's) is kept for `ttl` seconds (a day by default: the price
 list is republished rarely) and read again after. Concurrent readers share one read. A failed
 read is the reader's error (no table is made up); a table already held keeps serving until it
 is replaced.
@@ -47,7 +48,8 @@ def _term(field: str, value: str) -> dict[str, str]:
 
 
 class PriceList:
-    """The price table of the clients' region, read through boto3 and cached with a TTL."""
+    """The price table of each region asked for (the region of the running command or query,
+    else the default region), read through boto3 and cached per region with a TTL."""
 
     def __init__(
         self,
@@ -57,23 +59,20 @@ class PriceList:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.aws = aws
-        self.region = aws.region
-        self.endpoint_region = endpoint_region(aws.region)
         self.ttl = ttl
         self.clock = clock
-        self._table: PriceTable | None = None
-        self._read_at = 0.0
-        self._lock = asyncio.Lock()
+        self._tables: dict[str, tuple[PriceTable, float]] = {}  # region -> (table, read at)
+        self._locks: dict[str, asyncio.Lock] = {}
         self.reads = 0  # GetProducts pages asked for (what the cache saves)
 
-    def _products(self, service_code: str, filters: list[dict[str, str]]) -> list[str]:
-        client = self.aws.client("pricing", self.endpoint_region)
+    def _products(self, region: str, service_code: str, filters: list[dict[str, str]]) -> list[str]:
+        client = self.aws.client("pricing", endpoint_region(region))
         items: list[str] = []
         token: str | None = None
         while True:
             params: dict[str, Any] = {
                 "ServiceCode": service_code,
-                "Filters": [_term("regionCode", self.region), *filters],
+                "Filters": [_term("regionCode", region), *filters],
                 "FormatVersion": "aws_v1",
                 "MaxResults": 100,
             }
@@ -86,36 +85,38 @@ class PriceList:
             if not token:
                 return items
 
-    def _read(self) -> PriceTable:
+    def _read(self, region: str) -> PriceTable:
         documents = [
-            *self._products(SAGEMAKER, [_term("component", HYPERPOD_COMPONENT)]),
-            *self._products(EC2, [_term("productFamily", "NAT Gateway")]),
-            *self._products(FSX, [_term("fileSystemType", "Lustre")]),
+            *self._products(region, SAGEMAKER, [_term("component", HYPERPOD_COMPONENT)]),
+            *self._products(region, EC2, [_term("productFamily", "NAT Gateway")]),
+            *self._products(region, FSX, [_term("fileSystemType", "Lustre")]),
         ]
         return price_table(
             documents,
-            region=self.region,
-            endpoint_region=self.endpoint_region,
+            region=region,
+            endpoint_region=endpoint_region(region),
             fetched_at=datetime.now(UTC),
         )
 
-    def _fresh(self) -> bool:
-        return self._table is not None and self.clock() - self._read_at < self.ttl
+    def _fresh(self, region: str) -> PriceTable | None:
+        held = self._tables.get(region)
+        if held is not None and self.clock() - held[1] < self.ttl:
+            return held[0]
+        return None
 
     async def table(self) -> PriceTable:
-        """The cached table, read again once it is older than the TTL."""
-        if self._fresh():
-            assert self._table is not None
-            return self._table
-        async with self._lock:
-            if self._fresh():
-                assert self._table is not None
-                return self._table
+        """The region's cached table, read again once it is older than the TTL."""
+        region = self.aws.region
+        if (fresh := self._fresh(region)) is not None:
+            return fresh
+        async with self._locks.setdefault(region, asyncio.Lock()):
+            if (fresh := self._fresh(region)) is not None:
+                return fresh
             try:
-                table = await asyncio.to_thread(self._read)
+                table = await asyncio.to_thread(self._read, region)
             except (ClientError, BotoCoreError) as exc:
-                if self._table is not None:
-                    return self._table
+                if region in self._tables:
+                    return self._tables[region][0]
                 raise stage_error(exc) from exc
-            self._table, self._read_at = table, self.clock()
+            self._tables[region] = (table, self.clock())
             return table

@@ -34,6 +34,7 @@ from shared.contracts.capacity import ClusterCapacity, ClusterSummary, Infrastru
 from shared.contracts.subjects import query_subject
 from shared.errors import StageError
 from shared.queries import BadRequest
+from shared.regions import region_scope
 
 CAPACITY = query_subject("cluster", "capacity")
 FLEET_CAPACITY = query_subject("cluster", "fleet-capacity")
@@ -157,6 +158,10 @@ def build(
         return with_infrastructure(answer, facts, await prices.table()).model_dump(mode="json")
 
     async def summary(ref: dict[str, Any]) -> ClusterSummary:
+        with region_scope(ref.get("region")):  # each cluster of the fleet in its own region
+            return await summary_here(ref)
+
+    async def summary_here(ref: dict[str, Any]) -> ClusterSummary:
         cluster = _name(ref, "cluster")
         facts = _infrastructure(ref)
         try:

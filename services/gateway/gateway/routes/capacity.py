@@ -104,6 +104,7 @@ async def cluster_capacity(
         {
             "cluster": cluster.name,
             "eks_cluster": _eks_cluster(cluster),
+            "region": cluster.region,  # its Kubernetes API, its prices
             "limit": limit,
             "after": after,
             "infrastructure": infrastructure,
@@ -133,6 +134,7 @@ async def fleet_capacity(request: Request, pool: Pool, _: Viewer) -> dict[str, A
                 {
                     "cluster": c.name,
                     "eks_cluster": _eks_cluster(c),
+                    "region": c.region,
                     "infrastructure": infrastructure[c.name],
                 }
                 for c in readable
