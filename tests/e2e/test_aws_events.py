@@ -14,6 +14,9 @@ import pytest
 from sim.aws import SimulatedAws
 from tests.e2e.conftest import RunningStack, _stack, cluster_spec, unique
 
+# Two stacks with two replicas each, cluster creations: in `make reliability`, so that `make test` stays under 30 minutes on 2 cores.
+pytestmark = pytest.mark.slow
+
 # The backoff alone would first poll 4 s after the submit, then 6 s later: a HyperPod
 # creation of the fast profile (2 s) ends its wait within that only if the event ends it.
 SLOW_POLLS = {

@@ -79,7 +79,10 @@ def test_dry_runs_say_what_they_add_at_the_price_lists_prices(
 
     # the capacity read prices its groups from the same table
     assert current["prices"] == source
-    assert current["cost_per_hour"] == round(gpu["nodes"] * hourly[gpu["instance_type"]], 4)
+    assert gpu["cost_per_hour"] == round(gpu["nodes"] * hourly[gpu["instance_type"]], 4)
+    infrastructure = {i["kind"]: i["per_hour"] for i in current["infrastructure"]}
+    assert infrastructure == {"nat_gateway": round(table["nat_gateway_per_hour"], 4)}
+    assert current["cost_per_hour"] == round(gpu["cost_per_hour"] + sum(infrastructure.values()), 4)
 
     # a job's running pod in a team's namespace costs its share of its node while it runs
     kube = sim_aws.ctx.kube

@@ -25,10 +25,15 @@ from tests.e2e.conftest import Client, RunningStack, _stack, cluster_spec, uniqu
 from tests.e2e.test_cluster_lifecycle import _kubeconfig
 from tests.e2e.test_features import _apply, _kubectl_items
 
-pytestmark = pytest.mark.skipif(
-    prometheus_binary() is None,
-    reason="no prometheus binary on PATH (`make prometheus` installs Debian's package)",
-)
+# Two clusters scraped by a real Prometheus: in `make reliability`, so that `make test` stays
+# under 30 minutes on 2 cores.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        prometheus_binary() is None,
+        reason="no prometheus binary on PATH (`make prometheus` installs Debian's package)",
+    ),
+]
 
 METRIC = "DCGM_FI_DEV_FB_FREE"  # constant while a GPU is idle: comparable across reads
 

@@ -23,6 +23,9 @@ from sim.testing import aws_env, simulated_aws, wait_for
 from tests.conftest import TEMPLATE
 from tests.e2e.conftest import Client, RunningStack, _stack, unique
 
+# Two clusters built in two regions: in `make reliability`, so that `make test` stays under 30 minutes on 2 cores.
+pytestmark = pytest.mark.slow
+
 WEST = "us-west-2"
 EAST = "us-east-1"
 

@@ -506,6 +506,7 @@ def list_calls(cluster: str) -> dict[str, dict[str, Any]]:
         "list_teams": on,  # a cluster's teams are its compute quotas, one per team
         "list_cluster_storage": on,
         "list_spaces": on,
+        "list_space_templates": on,
     }
 
 

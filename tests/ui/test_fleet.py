@@ -20,11 +20,16 @@ def test_fleet_overview_totals_search_sort_and_live(
     fleet = page.get_by_role("region", name="Fleet")
     row = fleet.locator(f"tr[data-fleet='{cluster}']")
     # GPUs and cost are the capacity API's (its price table is the one the UI shows): the nodes'
-    # allocatable GPUs (one A10G per ml.g5.8xlarge) and nodes x the type's price
+    # allocatable GPUs (one A10G per ml.g5.8xlarge), nodes x the type's price plus the
+    # cluster's NAT gateway and file systems
     fleet_capacity = api.get("/api/v1/capacity").json()
     [line] = [c for c in fleet_capacity["clusters"] if c["cluster"] == cluster]
-    [group] = api.get(f"/api/v1/clusters/{cluster}/capacity").json()["groups"]
-    assert line["cost_per_hour"] == round(2 * group["price_per_node_hour"], 2) > 0
+    capacity = api.get(f"/api/v1/clusters/{cluster}/capacity").json()
+    [group] = capacity["groups"]
+    infrastructure = sum(i["per_hour"] or 0.0 for i in capacity["infrastructure"])
+    assert capacity["infrastructure"], "the create made a NAT gateway"
+    nodes = 2 * group["price_per_node_hour"]
+    assert line["cost_per_hour"] == round(nodes + infrastructure, 4) > 0
     expect(row.locator("td[data-key='gpus']")).to_have_text("2")
     expect(row.locator("td[data-key='free']")).to_have_text("2")
     expect(row.locator("td[data-key='healthy']")).to_have_text("2")
