@@ -136,3 +136,52 @@ def test_an_operator_types_in_a_real_terminal_that_follows_its_size(
     closed = [e for e in audited() if e["type"] == "PodTerminalClosed"]
     assert "echo" not in str(audited())
     assert closed and "'lines': 3" in str(closed[-1]), closed  # three lines entered
+
+
+def test_the_line_mode_socket_runs_a_line_and_is_audited(
+    module_stack: RunningStack, created_cluster: tuple[RunningStack, str]
+) -> None:
+    """Without `tty`, the same socket runs one line at a time (for clients that are not a
+    terminal), driven here by the `websockets` client: a line's output comes back, an over-long
+    line is refused naming the rule, and the session's close is audited with its line count."""
+    import json
+
+    from websockets.sync.client import connect
+
+    _, cluster = created_cluster
+    api = module_stack.client
+    token = api.post("/api/v1/tokens", {"name": "lina", "role": "operator"}).json()["token"]
+    pod = next(
+        p["name"]
+        for p in api.get(
+            f"/api/v1/clusters/{cluster}/pods", params={"namespace": "kube-system"}
+        ).json()["pods"]
+        if p["name"].startswith("coredns-")
+    )
+    url = module_stack.stack.url.replace("http://", "ws://", 1)
+    path = f"{url}/api/v1/clusters/{cluster}/pods/kube-system/{pod}/terminal/ws"
+
+    # the sync client: this module's browser already runs an event loop in this thread
+    headers = {"Authorization": f"Bearer {token}"}
+    with connect(path, additional_headers=headers, open_timeout=30) as ws:
+        ready = json.loads(ws.recv(timeout=30))
+        ws.send("echo from-the-line-mode")
+        ran = json.loads(ws.recv(timeout=60))
+        ws.send("x" * 5000)
+        refused = json.loads(ws.recv(timeout=60))
+    assert ready == {"ready": True, "pod": pod, "namespace": "kube-system"}
+    assert "from-the-line-mode" in json.dumps(ran), ran
+    assert refused["error"]["code"] == "validation_error", refused
+
+    def closed() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        after = 0
+        while rows := api.get("/api/v1/events", params={"after": after, "limit": 1000}).json():
+            found += [
+                e for e in rows if e["type"] == "PodTerminalClosed" and e.get("principal") == "lina"
+            ]
+            after = rows[-1]["seq"]
+        return found
+
+    found = _until(closed)
+    assert "'lines': 1" in str(found[-1]) and "from-the-line-mode" not in str(found), found

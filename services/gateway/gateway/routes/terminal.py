@@ -90,23 +90,32 @@ async def pod_terminal(
     )
     started = time.monotonic()
     lines = 0
-    if tty:
-        try:
+    try:
+        if tty:
             lines = await _terminal(websocket, {**where, "rows": rows, "cols": cols})
-        finally:
-            with contextlib.suppress(Exception):
-                await record_terminal(
-                    pool,
-                    principal.name,
-                    "closed",
-                    cluster=name,
-                    namespace=namespace,
-                    pod=pod,
-                    container=container,
-                    lines=lines,
-                    seconds=round(time.monotonic() - started, 1),
-                )
-        return
+        else:
+            lines = await _line_mode(websocket, bus, where, pod, namespace)
+    finally:
+        with contextlib.suppress(Exception):
+            await record_terminal(
+                pool,
+                principal.name,
+                "closed",
+                cluster=name,
+                namespace=namespace,
+                pod=pod,
+                container=container,
+                lines=lines,
+                seconds=round(time.monotonic() - started, 1),
+            )
+
+
+async def _line_mode(
+    websocket: WebSocket, bus: Any, where: dict[str, Any], pod: str, namespace: str
+) -> int:
+    """The line-by-line session (no `tty`): each line run in the pod, its answer sent back;
+    the lines run, for the audit, when the browser goes."""
+    lines = 0
     try:
         await websocket.send_json({"ready": True, "pod": pod, "namespace": namespace})
         while True:
@@ -128,20 +137,7 @@ async def pod_terminal(
                 continue
             await websocket.send_json(answer)
     except WebSocketDisconnect:
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            await record_terminal(
-                pool,
-                principal.name,
-                "closed",
-                cluster=name,
-                namespace=namespace,
-                pod=pod,
-                container=container,
-                lines=lines,
-                seconds=round(time.monotonic() - started, 1),
-            )
+        return lines
 
 
 async def _terminal(websocket: WebSocket, where: dict[str, Any]) -> int:
