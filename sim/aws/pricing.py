@@ -254,11 +254,14 @@ def _matches(product: Product, filters: Iterable[dict[str, Any]]) -> bool:
 
 
 class Pricing:
-    """The Price List Query API over `catalog(region)`."""
+    """The Price List Query API over every region's catalog: each of its endpoints answers for
+    all regions, a request picking one with the `regionCode` (or `location`) filter ("Using the
+    AWS Price List Query API", AWS Billing and Cost Management user guide)."""
 
     def __init__(self, ctx: SimContext) -> None:
         self.ctx = ctx
-        self.products = catalog(ctx.region)
+        regions = dict.fromkeys([*_LOCATIONS, ctx.region])
+        self.products = [p for region in regions for p in catalog(region)]
 
     def operations(self) -> dict[str, Handler]:
         return {

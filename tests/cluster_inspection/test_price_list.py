@@ -79,6 +79,7 @@ async def test_each_region_has_its_own_table_read_in_its_scope(sim: SimulatedAws
         west = await prices.table()
         assert await prices.table() is west
     assert home.source.region == REGION and west.source.region == "us-west-2"
+    assert west.instance("ml.p5.48xlarge") and west.nat_gateway_hour  # priced there too
     assert await prices.table() is home and prices.reads == 6
     assert region_of({"region": "eu-west-1", "target": {"region": "us-west-2"}}) == "eu-west-1"
     assert region_of(["not", "a", "payload"]) is None

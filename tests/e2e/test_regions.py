@@ -191,6 +191,9 @@ def test_clusters_in_two_regions_side_by_side(
                 timeout=60,
             )
             assert capacity["prices"]["region"] == home, capacity["prices"]
+            assert capacity["cost_per_hour"] > 0 and all(
+                i["per_hour"] for i in capacity["infrastructure"]
+            ), capacity  # every region has its list prices
         fleet = {c["cluster"]: c for c in api.get("/api/v1/capacity").json()["clusters"]}
         assert fleet[east]["readable"] and fleet[west]["readable"], fleet
 

@@ -58,31 +58,34 @@ def test_get_products_answers_price_list_documents(sim: SimulatedAws) -> None:
 
 
 def test_filters_paging_services_and_attribute_values(sim: SimulatedAws) -> None:
+    """Every endpoint of the Price List API answers for all regions; `regionCode` picks one."""
     pricing = aws_client(sim, "pricing", config=RAW)
-    nat = pricing.get_products(
+    nat = [
+        {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "NAT Gateway"},
+        {"Type": "CONTAINS", "Field": "usagetype", "Value": "NatGateway-Hours"},
+    ]
+    everywhere = pricing.get_products(ServiceCode="AmazonEC2", Filters=nat)["PriceList"]
+    here = pricing.get_products(
         ServiceCode="AmazonEC2",
-        Filters=[
-            {"Type": "TERM_MATCH", "Field": "productFamily", "Value": "NAT Gateway"},
-            {"Type": "CONTAINS", "Field": "usagetype", "Value": "NatGateway-Hours"},
-        ],
+        Filters=[*nat, {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-west-2"}],
     )["PriceList"]
-    assert len(nat) == 1
+    assert len(here) == 1 and '"regionCode":"us-west-2"' in here[0]
+    assert len(everywhere) > 1 and here[0] in everywhere
+    one_region = {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"}
+    persistent = {"Type": "ANY_OF", "Field": "deploymentOption", "Value": "Persistent_2"}
     lustre = pricing.get_products(
-        ServiceCode="AmazonFSx",
-        Filters=[{"Type": "ANY_OF", "Field": "deploymentOption", "Value": "Persistent_2"}],
-        MaxResults=2,
+        ServiceCode="AmazonFSx", Filters=[one_region, persistent], MaxResults=2
     )
     assert len(lustre["PriceList"]) == 2 and lustre["NextToken"]
     rest = pricing.get_products(
-        ServiceCode="AmazonFSx",
-        Filters=[{"Type": "ANY_OF", "Field": "deploymentOption", "Value": "Persistent_2"}],
-        NextToken=lustre["NextToken"],
+        ServiceCode="AmazonFSx", Filters=[one_region, persistent], NextToken=lustre["NextToken"]
     )
     assert len(rest["PriceList"]) == 2 and "NextToken" not in rest
     services = pricing.describe_services(ServiceCode="AmazonSageMaker")["Services"]
     assert "instanceType" in services[0]["AttributeNames"]
     values = pricing.get_attribute_values(ServiceCode="AmazonSageMaker", AttributeName="regionCode")
-    assert values["AttributeValues"] == [{"Value": "us-east-1"}]
+    assert {"Value": "us-east-1"} in values["AttributeValues"]
+    assert {"Value": "us-west-2"} in values["AttributeValues"]
 
 
 @pytest.mark.parametrize(
