@@ -114,8 +114,12 @@ def token(
     your AWS credentials; what a kubeconfig from `clusters kubeconfig` runs."""
     from shared.adapters import aws_session
     from shared.adapters.eks_kube import eks_token
+    from shared.errors import StageError
 
-    signed = eks_token(aws_session.session(), eks_cluster, region, "the hyperpilot CLI")
+    try:
+        signed = eks_token(aws_session.session(), eks_cluster, region, "the hyperpilot CLI")
+    except StageError as exc:  # no credentials, or STS not reachable: said, not a traceback
+        raise UsageError(f"{exc.code}: {exc.message}", exc.hint) from None
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + EKS_TOKEN_SECONDS))
     credential = {
         "kind": "ExecCredential",

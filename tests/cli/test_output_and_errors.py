@@ -128,3 +128,36 @@ def test_server_errors_and_odd_bodies_exit_4() -> None:
 )
 def test_exit_codes_follow_the_outcome(status: str, code: int) -> None:
     assert exit_code(status) == code
+
+
+def test_a_kubectl_token_without_aws_credentials_is_a_message_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """`clusters token` is what a kubeconfig's exec plugin runs: with no AWS credentials it
+    says so and how to fix it, in two lines on stderr, and exits non-zero."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "HYPERPILOT_TOKEN"
+    }
+    env |= {
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "HOME": str(tmp_path),
+    }
+    cli = Path(sys.executable).parent / "hyperpilot"
+    done = subprocess.run(
+        [str(cli), "clusters", "token", "demo", "--region", "us-east-1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "error: NoCredentials: no AWS credentials to sign an EKS token with" in done.stderr
+    assert "hint: configure credentials" in done.stderr
