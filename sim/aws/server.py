@@ -237,6 +237,12 @@ class SimulatedAws:
         """Mutating calls (oldest first), each with service, operation, params, status, error."""
         return self.ctx.calls.query(service, operation)
 
+    def changes(self) -> list[dict[str, Any]]:
+        """Mutating calls minus the control plane's event plumbing (its EventBridge rule and SQS
+        queue: made once per region, then a long poll that receives and deletes in the
+        background): what a dry run or a no-op must not add to."""
+        return [c for c in self.ctx.calls.query() if c["service"] not in ("sqs", "events")]
+
     def inventory(self) -> dict[str, list[str]]:
         """Every resource that exists, by kind, minus the account's defaults."""
         self.ctx.scheduler.run_due()

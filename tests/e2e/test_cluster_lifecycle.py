@@ -102,13 +102,13 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
     before = sim_aws.inventory()
     name = unique("hp")
     spec = _spec(api, name)
-    calls_before = len(sim_aws.call_log())
+    calls_before = len(sim_aws.changes())
     planned = api.post("/api/v1/clusters", spec, params={"dry_run": "true"})
     assert planned.status_code == 200, planned.text
     plan = planned.json()["plan"]
     assert plan["command"] == "CreateCluster" and not plan["noop"]
     assert ("sagemaker", "CreateCluster") in {(c["service"], c["operation"]) for c in plan["calls"]}
-    assert len(sim_aws.call_log()) == calls_before  # a dry run makes no mutating call
+    assert len(sim_aws.changes()) == calls_before  # a dry run makes no mutating call
     assert (
         api.get("/api/v1/clusters").json() == []
         and api.get("/api/v1/operations").json()["items"] == []

@@ -87,7 +87,7 @@ def test_unchanged_values_make_no_mutating_call_and_the_state_is_read_live(
     assert state["autoscaling"]["enabled"] is False
     assert "not manage general EC2 capacity" in state["autoscaling"]["scope"]
 
-    before = len(sim_aws.call_log())
+    before = len(sim_aws.changes())
     accepted = _apply(
         stack,
         name,
@@ -100,14 +100,14 @@ def test_unchanged_values_make_no_mutating_call_and_the_state_is_read_live(
     )
     assert accepted["diff"] == {} and accepted["noop"] is True
     assert accepted["final"]["status"] == "noop"
-    assert len(sim_aws.call_log()) == before, sim_aws.call_log()[before:]
+    assert len(sim_aws.changes()) == before, sim_aws.changes()[before:]
 
 
 def test_dry_run_answers_the_plan_and_changes_nothing(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws
 ) -> None:
     stack, name = created_cluster
-    before = len(sim_aws.call_log())
+    before = len(sim_aws.changes())
     answer = _patch(
         stack,
         name,
@@ -129,7 +129,7 @@ def test_dry_run_answers_the_plan_and_changes_nothing(
     }
     [account] = plan["objects"]
     assert (account["kind"], account["name"]) == ("ServiceAccount", CHECKPOINT_SA)
-    assert len(sim_aws.call_log()) == before
+    assert len(sim_aws.changes()) == before
 
 
 def test_rules_answer_422_with_the_field_and_the_way_out(
@@ -202,9 +202,9 @@ def test_tiered_checkpointing_round_trips_with_its_identity_chain(
     }
     present(50)
 
-    before = len(sim_aws.call_log())
+    before = len(sim_aws.changes())
     again = _apply(stack, name, {"tiered_checkpointing": {"enabled": True}})
-    assert again["final"]["status"] == "noop" and len(sim_aws.call_log()) == before
+    assert again["final"]["status"] == "noop" and len(sim_aws.changes()) == before
 
     disabled = _apply(stack, name, {"tiered_checkpointing": {"enabled": False}})
     assert disabled["final"]["status"] == "succeeded"

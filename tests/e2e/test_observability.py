@@ -80,7 +80,7 @@ def train(api: Client, cluster: str, job: str, steps: int) -> None:
 def observed(created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws) -> dict[str, Any]:
     """Observability enabled through REST (dry run first); the accepted answer and its state."""
     stack, name = created_cluster
-    before = len(sim_aws.call_log())
+    before = len(sim_aws.changes())
     dry = _patch(stack, name, {"observability": True}, dry_run="true")
     assert dry.status_code == 200, dry.text
     plan = dry.json()["plan"]
@@ -90,7 +90,9 @@ def observed(created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws) -
         ("grafana", "CreateWorkspace"),
         ("eks", "CreateAddon"),
     ]
-    assert len(sim_aws.call_log()) == before  # the dry run changed nothing
+    assert len(sim_aws.changes()) == before, sim_aws.changes()[
+        before:
+    ]  # the dry run changed nothing
     accepted = _apply(stack, name, {"observability": True})
     return accepted
 
