@@ -1,13 +1,19 @@
-"""Cursor pages of the REST lists (clusters, jobs, endpoints): `limit` and `page_token` in the
-query; the body stays the JSON array of the page, and two headers say what is left:
-`X-Next-Page-Token` (absent on the last page) and `X-Total-Count` (the rows of the whole list).
+"""Cursor pages of the REST lists (clusters, jobs, endpoints, operations, teams, tokens,
+buckets, spaces, dependencies, instance groups): `limit` and `page_token` in the query; the body
+stays what it was (the JSON array of the page; for teams and operations the object, its list
+holding the page), and two headers say what is left: `X-Next-Page-Token` (absent on the last
+page) and `X-Total-Count` (the items of the whole list).
+
+A list kept in PostgreSQL reads its page by keyset (gateway/keyset.py); a list read live (teams
+from SageMaker, spaces from Kubernetes) is read whole, then paged here by a stable sort key
+(`send_read`) with the same tokens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Query, Response
 
@@ -15,6 +21,8 @@ from gateway.errors import ApiError
 from gateway.routes.models import ErrorBody
 from shared import pages
 from shared.pages import BadPageToken
+
+T = TypeVar("T")
 
 NEXT_HEADER = "X-Next-Page-Token"
 TOTAL_HEADER = "X-Total-Count"
@@ -105,3 +113,22 @@ def send(
     if len(rows) > limit:
         response.headers[NEXT_HEADER] = pages.encode(kind, key(page[-1]))
     return page
+
+
+def send_read(
+    response: Response,
+    kind: str,
+    items: Sequence[T],
+    limit: int,
+    page_token: str | None,
+    key: Callable[[T], tuple[str, ...]],
+    size: int = 1,
+) -> list[T]:
+    """The page of a list read whole (live from AWS or Kubernetes, not a table): the items in
+    `key` order (`size` strings, unique in the list) after the one `page_token` names, at most
+    `limit`, with the headers set on `response`; 400 naming page_token for a token of another
+    list. An item added or gone between two pages neither repeats nor skips another."""
+    after = key_of(kind, page_token, size)
+    ordered = sorted(items, key=key)
+    rest = [item for item in ordered if after is None or key(item) > after]
+    return send(response, kind, rest[: limit + 1], limit, len(items), key)

@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 
+from gateway import keyset
 from gateway.errors import ApiError
 from shared.contracts.features import FeatureTarget
 from shared.contracts.inference import summary
@@ -195,18 +196,7 @@ async def clusters_page(
 ) -> tuple[list[ClusterRecord], int]:
     """The clusters after `after` (created_at, name), oldest first, at most limit + 1 of them
     (one more says there is a next page), and how many there are in all."""
-    if after is None:
-        rows = await conn.fetch(
-            "SELECT * FROM clusters ORDER BY created_at, name LIMIT $1", limit + 1
-        )
-    else:
-        rows = await conn.fetch(
-            "SELECT * FROM clusters WHERE (created_at, name) > ($1, $2)"
-            " ORDER BY created_at, name LIMIT $3",
-            *after,
-            limit + 1,
-        )
-    total: int = await conn.fetchval("SELECT count(*) FROM clusters")
+    rows, total = await keyset.page(conn, "clusters", ("created_at", "name"), after, limit)
     return [ClusterRecord.of(r) for r in rows], total
 
 
@@ -282,6 +272,17 @@ async def instance_groups(conn: asyncpg.Connection, cluster: str) -> list[Instan
     return [InstanceGroupRecord.of(r) for r in rows]
 
 
+async def instance_groups_page(
+    conn: asyncpg.Connection, cluster: str, after: tuple[str] | None, limit: int
+) -> tuple[list[InstanceGroupRecord], int]:
+    """The cluster's instance groups after `after` (name), by name, at most limit + 1, and how
+    many the cluster has. The primary key (cluster, name) is the index."""
+    rows, total = await keyset.page(
+        conn, "instance_groups", ("name",), after, limit, where="cluster = $1", args=(cluster,)
+    )
+    return [InstanceGroupRecord.of(r) for r in rows], total
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """A row of `jobs`."""
@@ -352,15 +353,15 @@ async def jobs_page(
         args.append(recipe)
         where += f" AND recipe = ${len(args)}"
     async with pool.acquire() as conn:
-        total: int = await conn.fetchval(f"SELECT count(*) FROM jobs WHERE {where}", *args)
-        if after is not None:
-            where += f" AND (created_at, name) > (${len(args) + 1}, ${len(args) + 2})"
-            args += after
-        rows = await conn.fetch(
-            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where}"
-            f" ORDER BY created_at, name LIMIT ${len(args) + 1}",
-            *args,
-            limit + 1,
+        rows, total = await keyset.page(
+            conn,
+            "jobs",
+            ("created_at", "name"),
+            after,
+            limit,
+            columns=JOB_COLUMNS,
+            where=where,
+            args=args,
         )
     return [JobRecord(*r) for r in rows], total
 
@@ -438,17 +439,15 @@ async def endpoints_page(
     async with pool.acquire() as conn:
         every = cluster == "*"
         named = None if every else cluster or await active_cluster(conn)
-        where = "TRUE" if every else "cluster = $1"
-        args: list[Any] = [] if every else [named]
-        total: int = await conn.fetchval(f"SELECT count(*) FROM endpoints WHERE {where}", *args)
-        if after is not None:
-            where += f" AND (cluster, name) > (${len(args) + 1}, ${len(args) + 2})"
-            args += after
-        rows = await conn.fetch(
-            f"SELECT {ENDPOINT_COLUMNS} FROM endpoints WHERE {where}"
-            f" ORDER BY cluster, name LIMIT ${len(args) + 1}",
-            *args,
-            limit + 1,
+        rows, total = await keyset.page(
+            conn,
+            "endpoints",
+            ("cluster", "name"),
+            after,
+            limit,
+            columns=ENDPOINT_COLUMNS,
+            where="TRUE" if every else "cluster = $1",
+            args=() if every else (named,),
         )
     return [EndpointRecord(*r) for r in rows], total
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway import records
+from gateway import keyset, pages, records
 from gateway.accept import plan_then_accept
 from gateway.deps import OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
 from gateway.routes.clusters import ClusterNamePath
-from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
+from gateway.routes.models import ACCEPTED, READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import ClusterSpec
 from shared.contracts.dependencies import ReconcileDependencies
@@ -36,15 +36,31 @@ class ComponentRead(BaseModel):
 @router.get(
     "",
     response_model=None,
-    responses=ok(list[ComponentRead]),
-    summary="Each dependency component with its version and status",
+    responses={**pages.paged(list[ComponentRead]), **pages.BAD_TOKEN},
+    summary="Each dependency component with its version and status, by name, a page at a time",
 )
-async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+async def list_components(
+    name: ClusterNamePath,
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> list[dict[str, Any]]:
+    key = pages.key_of("dependencies", page_token, 1)
     await records.cluster(pool, name)
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT * FROM cluster_components WHERE cluster = $1 ORDER BY component", name
+        # The primary key (cluster, component) is the index.
+        rows, total = await keyset.page(
+            conn,
+            "cluster_components",
+            ("component",),
+            key,
+            limit,
+            where="cluster = $1",
+            args=(name,),
         )
+    page = pages.send(response, "dependencies", rows, limit, total, lambda r: (r["component"],))
     return [
         {
             "name": r["component"],
@@ -52,7 +68,7 @@ async def list_components(name: ClusterNamePath, pool: Pool, _: Viewer) -> list[
             "status": r["status"],
             "updated_at": r["updated_at"].isoformat(),
         }
-        for r in rows
+        for r in page
     ]
 
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from gateway import records
+from gateway import pages, records
 from gateway.accept import on_cluster, refusal_mapper
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.records import HyperPodRefs
-from gateway.routes.models import ACCEPTED, READ_ERRORS, ok
+from gateway.routes.models import ACCEPTED, READ_ERRORS
 from gateway.routing import PrefixedRoute
 from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.instance_groups import (
@@ -60,15 +60,25 @@ class InstanceGroupRead(BaseModel):
 @router.get(
     "/{name}/instance-groups",
     response_model=None,
-    responses=ok(list[InstanceGroupRead]),
-    summary="The cluster's instance groups (from the read model)",
+    responses={**pages.paged(list[InstanceGroupRead]), **pages.BAD_TOKEN},
+    summary="The cluster's instance groups (from the read model), by name, a page at a time",
 )
 async def list_instance_groups(
-    name: ClusterNamePath, pool: Pool, _: Viewer
+    name: ClusterNamePath,
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
 ) -> list[dict[str, Any]]:
+    key = pages.key_of("instance-groups", page_token, 1)
     await records.cluster(pool, name)
     async with pool.acquire() as conn:
-        return [group.read() for group in await records.instance_groups(conn, name)]
+        rows, total = await records.instance_groups_page(
+            conn, name, None if key is None else (key[0],), limit
+        )
+    page = pages.send(response, "instance-groups", rows, limit, total, lambda g: (g.name,))
+    return [group.read() for group in page]
 
 
 @router.post(

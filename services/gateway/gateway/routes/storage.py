@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway import keyset, pages
 from gateway.accept import plan_then_accept
 from gateway.deps import AdminMutation, OperatorMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -116,11 +117,25 @@ async def create_bucket(
     )
 
 
-@router.get("", response_model=list[BucketRead], summary="List buckets")
-async def list_buckets(pool: Pool, _: Viewer) -> list[dict[str, Any]]:
+@router.get(
+    "",
+    response_model=None,
+    responses={**pages.paged(list[BucketRead]), **pages.BAD_TOKEN},
+    summary="List buckets, by name, a page at a time",
+)
+async def list_buckets(
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> list[dict[str, Any]]:
+    key = pages.key_of("buckets", page_token, 1)
     async with pool.acquire() as conn:
-        rows = await conn.fetch("SELECT * FROM storage_buckets ORDER BY name")
-    return [_row(r) for r in rows]
+        # The primary key (name) is the index.
+        rows, total = await keyset.page(conn, "storage_buckets", ("name",), key, limit)
+    page = pages.send(response, "buckets", rows, limit, total, lambda r: (r["name"],))
+    return [_row(r) for r in page]
 
 
 @router.get("/{name}", response_model=BucketRead, summary="Describe a bucket")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import JSONResponse
 
-from gateway import records
+from gateway import pages, records
 from gateway.accept import on_cluster, refusal_mapper
 from gateway.deps import AdminMutation, Pool, Viewer
 from gateway.errors import ApiError
@@ -92,17 +92,33 @@ def target(cluster: records.ClusterRecord) -> GovernanceTarget:
 @router.get(
     "/{name}/teams",
     response_model=None,
-    summary="Task governance (add-on, priority classes, fair share) and every team's quota,"
-    " read live",
+    responses={**pages.paged(), **pages.BAD_TOKEN},
+    summary="Task governance (add-on, priority classes, fair share) and the teams' quotas, read"
+    " live; `teams` holds a page of them, by name",
 )
-async def list_teams(name: ClusterNamePath, request: Request, pool: Pool, _: Viewer) -> Any:
+async def list_teams(
+    name: ClusterNamePath,
+    request: Request,
+    pool: Pool,
+    _: Viewer,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> Any:
+    pages.key_of("teams", page_token, 1)  # a bad token is refused before the live read
     cluster = await records.cluster(pool, name)
-    return await query(
+    found: dict[str, Any] = await query(
         request.app.state.bus,
         "cluster",
         "teams",
         {"target": target(cluster).model_dump(mode="json")},
     )
+    # The compute quotas are read whole from SageMaker (ListComputeQuotas pages by its own
+    # NextToken inside cluster-svc); a team's name is unique on its cluster, so it is the key.
+    found["teams"] = pages.send_read(
+        response, "teams", found.get("teams") or [], limit, page_token, lambda t: (t["name"],)
+    )
+    return found
 
 
 @router.patch(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Request, Response
 from pydantic import Field
 
-from gateway import auth
+from gateway import auth, keyset, pages
 from gateway.auth import LastAdminToken, new_token, store_token
 from gateway.deps import Admin, Pool, Source, token_verifier
 from gateway.errors import ApiError
+from gateway.routes.models import errors
 from gateway.routing import PrefixedRoute
 from shared.contracts.spec import Spec
 
@@ -72,12 +73,31 @@ async def create_token(
     return {"name": body.name, "role": body.role, "token": token}
 
 
-@router.get("", summary="List tokens (names and roles; never the tokens)")
-async def list_tokens(pool: Pool, _: Admin) -> list[dict[str, Any]]:
+@router.get(
+    "",
+    response_model=None,
+    responses={**pages.paged(), **errors(401, 403, 422), **pages.BAD_TOKEN},
+    summary="List tokens (names and roles; never the tokens), by name, a page at a time",
+)
+async def list_tokens(
+    pool: Pool,
+    _: Admin,
+    response: Response,
+    limit: pages.PageLimit = pages.DEFAULT_LIMIT,
+    page_token: pages.PageToken = None,
+) -> list[dict[str, Any]]:
+    key = pages.key_of("tokens", page_token, 1)
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT name, role, created_at, revoked_at FROM api_tokens ORDER BY name"
+        # The unique index of name serves the order.
+        rows, total = await keyset.page(
+            conn,
+            "api_tokens",
+            ("name",),
+            key,
+            limit,
+            columns="name, role, created_at, revoked_at",
         )
+    page = pages.send(response, "tokens", rows, limit, total, lambda r: (r["name"],))
     return [
         {
             "name": r["name"],
@@ -85,7 +105,7 @@ async def list_tokens(pool: Pool, _: Admin) -> list[dict[str, Any]]:
             "created_at": r["created_at"].isoformat(),
             "revoked_at": r["revoked_at"].isoformat() if r["revoked_at"] else None,
         }
-        for r in rows
+        for r in page
     ]
 
 
