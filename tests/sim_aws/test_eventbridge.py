@@ -8,9 +8,10 @@ from typing import Any
 
 from sim.aws import SimulatedAws
 from sim.testing import aws_client
-from tests.sim_aws.conftest import Network, create_hyperpod
+from tests.sim_aws.conftest import Network, create_hyperpod, group_spec, nodes, wait_for
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 
 
 def _queue(sim: SimulatedAws, name: str, pattern: dict[str, Any], *, allow: bool) -> str:
@@ -75,3 +76,37 @@ def test_a_cluster_creation_sends_its_state_changes_to_matching_rules_only(
     assert sim.hyperpod.events.failed_invocations >= failed_before + 2
     # a rule whose pattern does not match gets nothing
     assert _bodies(sim, other) == []
+
+
+def test_a_node_failure_and_its_replacement_send_node_health_events(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    pattern = {"source": ["aws.sagemaker"], "detail-type": [NODE_HEALTH]}
+    url = _queue(sim, "events-health", pattern, allow=True)
+    name = create_hyperpod(
+        sim, network, eks_cluster, [group_spec(network, count=2)], NodeRecovery="Automatic"
+    )
+    arn = aws_client(sim, "sagemaker").describe_cluster(ClusterName=name)["ClusterArn"]
+    assert [e for e in _bodies(sim, url) if e["resources"] == [arn]] == []  # booted healthy
+
+    failed = sim.faults.inject("node_failure", cluster=name).node_ids[0]
+    unhealthy = [e for e in _bodies(sim, url) if e["resources"] == [arn]]
+    assert len(unhealthy) == 1, unhealthy
+    event = unhealthy[0]
+    assert event["detail-type"] == NODE_HEALTH and event["region"] == sim.region
+    detail = event["detail"]
+    assert (detail["ClusterArn"], detail["ClusterName"], detail["InstanceId"]) == (
+        arn,
+        name,
+        failed,
+    )
+    summary = detail["HealthSummary"]
+    assert summary["HealthStatus"] == "Unhealthy" and summary["RepairAction"] == "Replace"
+    assert summary["HealthStatusReason"] and summary["Recommendation"]
+
+    # NodeRecovery=Automatic replaces it: the node is healthy again, under a new instance id
+    wait_for(lambda: [n["InstanceStatus"]["Status"] for n in nodes(sim, name)] == ["Running"] * 2)
+    healthy = [e for e in _bodies(sim, url) if e["resources"] == [arn]]
+    assert [e["detail"]["HealthSummary"]["HealthStatus"] for e in healthy] == ["Healthy"]
+    assert healthy[0]["detail"]["InstanceId"] != failed
+    assert healthy[0]["detail"]["InstanceId"] in {n["InstanceId"] for n in nodes(sim, name)}

@@ -21,6 +21,10 @@ What AWS does, and so what this does:
   health check) stay with their instance and show as HyperPod and Kubernetes show them: see
   sim.aws.hyperpod.hardware.
 - Node ids are EC2 instance ids (`i-` + 17 hex); NodeLogicalIds are stable across replacement.
+- EventBridge (sim.aws.eventbridge) gets "SageMaker HyperPod Cluster State Change" when a
+  cluster's status changes (Creating, InService, Updating, Deleting, Failed; nothing once it is
+  gone, as AWS documents no state after Deleting) and "SageMaker HyperPod Cluster Node Health
+  Event" when a node turns unhealthy (Failure) or an unhealthy node turns healthy again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from sim.aws.eventbridge import ServiceEvents
 from sim.aws.hyperpod.clusters import ClusterOps
 from sim.aws.hyperpod.hardware import CATALOGUE
 from sim.aws.hyperpod.model import Cluster, EksLink, Group, Handler, Node, Placement
+
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 from sim.aws.hyperpod.nodes import NodeOps
 from sim.aws.hyperpod.software import SoftwareOps
 
@@ -45,7 +52,11 @@ class HyperPod(ClusterOps, NodeOps, SoftwareOps):
             ctx.faults.register_action(kind, self._inject_hardware)
         self.events = ServiceEvents(ctx)
         self._sent_status: dict[str, str] = {}
+        # (cluster ARN, NodeLogicalId) -> the health last sent: ("Unhealthy", reason) or
+        # ("Healthy", None); a node never reported unhealthy is not in it
+        self._sent_health: dict[tuple[str, str], tuple[str, str | None]] = {}
         ctx.change_watchers.append(self._state_changes)
+        ctx.change_watchers.append(self._health_changes)
 
     def _state_changes(self) -> None:
         """A "SageMaker HyperPod Cluster State Change" event for each cluster whose status
@@ -60,11 +71,78 @@ class HyperPod(ClusterOps, NodeOps, SoftwareOps):
             detail = self.describe_cluster({"ClusterName": cluster.arn})
             self.events.put(
                 "aws.sagemaker",
-                "SageMaker HyperPod Cluster State Change",
+                STATE_CHANGE,
                 [cluster.arn],
                 {k: v for k, v in detail.items() if v is not None},
             )
         self._sent_status = seen
+
+    def _health_changes(self) -> None:
+        """A "SageMaker HyperPod Cluster Node Health Event" for each node that turned
+        unhealthy (its instance `Failure`: a failed health check, a hardware fault, a failing
+        deep health check) or, reported unhealthy before, turned healthy (`Running` again after
+        a reboot or a replacement, under its new instance id). AWS: "Indicates when HyperPod
+        detects unhealthy nodes or when unhealthy nodes transition to a healthy state"; detail
+        ClusterName, ClusterArn, InstanceId, Tags and HealthSummary (HealthStatus,
+        HealthStatusReason, RepairAction, Recommendation) ("Events that Amazon SageMaker AI sends
+        to Amazon EventBridge", SageMaker HyperPod cluster node health,
+        https://docs.aws.amazon.com/sagemaker/latest/dg/automating-sagemaker-with-eventbridge.html).
+        The reason, repair action and recommendation wordings are the simulator's. A node on
+        its way (Pending, rebooting, under a deep health check) keeps the health last sent."""
+        seen: dict[tuple[str, str], tuple[str, str | None]] = {}
+        for cluster in self.clusters.values():
+            for node in cluster.nodes.values():
+                key = (cluster.arn, node.logical_id)
+                last = self._sent_health.get(key)
+                now: tuple[str, str | None] | None = None
+                if node.status == "Failure":
+                    now = ("Unhealthy", node.message)
+                elif node.status == "Running" and last is not None and last[0] == "Unhealthy":
+                    now = ("Healthy", None)
+                if now is not None and now != last:
+                    self.events.put(
+                        "aws.sagemaker",
+                        NODE_HEALTH,
+                        [cluster.arn],
+                        self._health_detail(cluster, node, now[0] == "Healthy"),
+                    )
+                    last = now
+                if last is not None:
+                    seen[key] = last
+        self._sent_health = seen
+
+    def _health_detail(self, cluster: Cluster, node: Node, healthy: bool) -> dict[str, object]:
+        if healthy:
+            summary = {
+                "HealthStatus": "Healthy",
+                "HealthStatusReason": f"Node {node.instance_id} passed its health checks.",
+                "RepairAction": "None",
+                "Recommendation": "None",
+            }
+        else:
+            label = self._health_label(cluster, node)
+            action = {
+                "UnschedulablePendingReplacement": "Replace",
+                "UnschedulablePendingReboot": "Reboot",
+            }.get(label, "None")
+            automatic = cluster.config.get("NodeRecovery") == "Automatic"
+            summary = {
+                "HealthStatus": "Unhealthy",
+                "HealthStatusReason": node.message or "Node failed health checks",
+                "RepairAction": action if automatic else "None",
+                "Recommendation": (
+                    f"HyperPod will {action.lower()} the node."
+                    if automatic and action != "None"
+                    else "Please reboot or replace the faulty node."
+                ),
+            }
+        return {
+            "ClusterName": cluster.name,
+            "ClusterArn": cluster.arn,
+            "InstanceId": node.instance_id,
+            "Tags": {t["Key"]: t.get("Value", "") for t in cluster.tags},
+            "HealthSummary": summary,
+        }
 
     def operations(self) -> dict[str, Handler]:
         return {
