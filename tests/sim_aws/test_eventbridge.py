@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from sim.aws import SimulatedAws
-from sim.testing import aws_client
-from tests.sim_aws.conftest import Network, create_hyperpod, group_spec, nodes, wait_for
+from sim.testing import aws_client, wait_for
+from tests.sim_aws.conftest import Network, create_hyperpod, group_spec, nodes
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"

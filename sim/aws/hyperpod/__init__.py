@@ -34,11 +34,11 @@ from sim.aws.eventbridge import ServiceEvents
 from sim.aws.hyperpod.clusters import ClusterOps
 from sim.aws.hyperpod.hardware import CATALOGUE
 from sim.aws.hyperpod.model import Cluster, EksLink, Group, Handler, Node, Placement
+from sim.aws.hyperpod.nodes import NodeOps
+from sim.aws.hyperpod.software import SoftwareOps
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
-from sim.aws.hyperpod.nodes import NodeOps
-from sim.aws.hyperpod.software import SoftwareOps
 
 
 class HyperPod(ClusterOps, NodeOps, SoftwareOps):
