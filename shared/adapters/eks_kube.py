@@ -239,9 +239,13 @@ class ClusterKube:
 
         return await self._run(f"get {kind} {_ref(name, namespace)}", call)
 
-    async def apply(self, obj: KubeObject) -> KubeObject:
+    async def apply(self, obj: KubeObject, *, dry_run: bool = False) -> KubeObject:
+        """Server-side apply of `obj`; with `dry_run`, the API server runs every admission step
+        (schema, webhooks) and answers what it would store, storing nothing (`dryRun=All`:
+        https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)."""
         meta = obj["metadata"]
         what = f"apply {obj['kind']} {_ref(meta['name'], meta.get('namespace'))}"
+        extra: dict[str, str] = {"dry_run": "All"} if dry_run else {}
 
         def call() -> KubeObject:
             resource = self._resource(obj["apiVersion"], obj["kind"])
@@ -253,6 +257,7 @@ class ClusterKube:
                 namespace=_ns(resource, meta.get("namespace")),
                 field_manager=self.FIELD_MANAGER,
                 force_conflicts=True,
+                **extra,
             ).to_dict()
             return applied
 

@@ -231,8 +231,9 @@ def test_a_space_made_from_a_template_takes_its_defaults_and_bounds(
 ) -> None:
     """A WorkspaceTemplate an admin applied with kubectl is listed through REST with its
     defaults and bounds; a space naming it gets the template's image, GPU and idle shutdown;
-    one asking for more CPU than the template allows ends refused by the operator's webhook,
-    its operation saying why; an unknown template is refused the same way."""
+    one asking for more CPU than the template allows, or a change beyond its GPU bound, is a 422
+    naming the field before anything is accepted (the API server's dry run runs the operator's
+    webhook); an unknown template is refused the same way."""
     stack, name = with_spaces
     admin = stack.client
     owner = Client(stack.stack.url, _token(admin, "tom", "operator"))
@@ -286,13 +287,20 @@ def test_a_space_made_from_a_template_takes_its_defaults_and_bounds(
     workspace = _kubectl(config, "get", "workspaces.workspace.jupyter.org", "tom-lab")
     assert workspace["spec"]["templateRef"] == {"name": "gpu-small"}
 
-    for body, words in (
-        ({"name": "tom-big", "template": "gpu-small", "cpu": "8"}, "outside template gpu-small"),
-        ({"name": "tom-none", "template": "nowhere"}, "workspace template nowhere not found"),
+    for body, field, words in (
+        ({"name": "tom-big", "template": "gpu-small", "cpu": "8"}, "cpu", "outside template"),
+        ({"name": "tom-none", "template": "nowhere"}, "template", "template nowhere not found"),
     ):
-        answer = owner.post(base, body)
-        assert answer.status_code == 202, answer.text
-        done = owner.wait(answer.json()["operation_id"], timeout=60)
-        assert done["status"] == "failed", done
-        assert words in json.dumps(done["error"]), done["error"]
+        for params in ({"dry_run": "true"}, {}):
+            refused = owner.post(base, body, params=params)
+            assert refused.status_code == 422, refused.text
+            error = refused.json()["error"]
+            assert error["fields"][0]["field"] == field, error
+            assert words in error["message"], error
+            assert "space-templates" in error["fields"][0]["hint"], error
+    listed_spaces = [s["name"] for s in owner.get(base).json()]
+    assert "tom-big" not in listed_spaces and "tom-none" not in listed_spaces
+    changed = owner.http.patch(f"{base}/tom-lab", json={"gpu": 2})
+    assert changed.status_code == 422, changed.text
+    assert changed.json()["error"]["fields"][0]["field"] == "gpu", changed.text
     _done(admin, admin.delete(f"{base}/tom-lab"))

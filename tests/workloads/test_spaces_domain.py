@@ -132,3 +132,37 @@ def test_the_proxy_path_is_one_checked_segment_each() -> None:
     assert proxy_template("default", "lab", 8888, "")[0].endswith("/proxy/")
     with pytest.raises(Exception, match="path"):
         proxy_template("default", "lab", 8888, "lab/../../secrets")
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        (
+            'admission webhook "workspace.workspace.jupyter.org" denied the request: cpu 8 is'
+            " outside template gpu-small's bounds [1, 4]",
+            "cpu",
+        ),
+        ("denied the request: nvidia.com/gpu 2 is outside template t's bounds [0, 1]", "gpu"),
+        ("denied the request: memory 64Gi is outside template t's bounds [1Gi, 8Gi]", "memory"),
+        ("denied the request: image x is not allowed by template t; allowed: y", "image"),
+        (
+            "denied the request: idle timeout 9999 minutes is outside template t's bounds",
+            "idle_shutdown",
+        ),
+        ("denied the request: template t does not allow secondary storage volumes", "volumes"),
+        ("denied the request: workspace template nowhere not found", "template"),
+    ],
+)
+def test_a_template_refusal_names_the_field_it_is_about(message: str, field: str) -> None:
+    refusal = spaces.template_refusal("t", message)
+    assert refusal.code == "InvalidSpace"
+    assert refusal.message.startswith(f"{field}: ") and "denied" not in refusal.message
+    assert "space-templates" in (refusal.hint or "")
+
+
+def test_a_change_or_a_stop_keeps_the_template_the_space_was_made_from() -> None:
+    found = _found(template="gpu-small")
+    changed = spaces.changed_workspace(found, SpaceChange(gpu=1))
+    stopped = spaces.status_workspace(found, "Stopped")
+    assert changed["spec"]["templateRef"] == {"name": "gpu-small"}
+    assert stopped["spec"]["templateRef"] == {"name": "gpu-small"}

@@ -74,7 +74,7 @@ class Spaces:
         missing_claims = [
             v.claim for v in spec.volumes if not await kube.claim_exists(SPACE_NAMESPACE, v.claim)
         ]
-        return domain.plan_create(
+        plan = domain.plan_create(
             command.cluster,
             spec,
             command.owner,
@@ -85,6 +85,20 @@ class Spaces:
             missing_claims=missing_claims,
             gpu_nodes=_gpu_nodes(await kube.nodes(""), spec.gpu) if spec.gpu else 1,
         )
+        if spec.template is not None:
+            await self._admitted(kube, spec.template, plan.objects[0].body)
+        return plan
+
+    async def _admitted(self, kube: Kube, template: str, body: KubeObject | None) -> None:
+        """The Workspace as the API server would admit it (dry run): a space outside its
+        template's bounds is refused before it is accepted, naming the field."""
+        assert body is not None
+        try:
+            await kube.apply(body, dry_run=True)
+        except PermanentError as exc:
+            if exc.code not in ("Kubernetes400", "KubernetesInvalid"):
+                raise
+            raise domain.template_refusal(template, exc.message) from exc
 
     async def plan_update(self, command: UpdateSpace) -> Plan:
         kube = await self.clusters.kube(command.cluster)
@@ -99,6 +113,9 @@ class Spaces:
                     )
         diff = domain.change_diff(found, command.change)
         body = domain.changed_workspace(found, command.change)
+        template = ((found.get("spec") or {}).get("templateRef") or {}).get("name")
+        if diff and template:
+            await self._admitted(kube, str(template), body)
         return domain.plan_patch(command.cluster, command.name, "UpdateSpace", diff, body)
 
     async def plan_status(self, command: SetSpaceStatus) -> Plan:

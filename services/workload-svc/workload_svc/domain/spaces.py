@@ -164,6 +164,7 @@ OWN_FIELDS = (
     "resources",
     "volumes",
     "idleShutdown",
+    "templateRef",  # kept: a re-apply without it would unbind the space from its template
 )
 
 
@@ -359,6 +360,36 @@ def plan_patch(
 
 
 TEMPLATE_KIND = "WorkspaceTemplate"
+
+# What a template refusal of the operator's webhook is about, by the words it uses
+# (jupyter-k8s's template resolver: image, resource bounds, idle shutdown overrides, secondary
+# storage, the template itself), and the request field that sets it.
+_TEMPLATE_RULES = (
+    ("template ", "not found", "template"),
+    ("image ", "not allowed", "image"),
+    ("cpu ", "bounds", "cpu"),
+    ("memory ", "bounds", "memory"),
+    (f"{GPU} ", "bounds", "gpu"),
+    ("idle ", "", "idle_shutdown"),
+    ("secondary storage", "", "volumes"),
+)
+
+
+def template_refusal(template: str, message: str) -> PermanentError:
+    """The API server's dry run refused a space naming `template` (the operator's webhook
+    enforces the template's bounds): the refusal as a rule broken on the request's field, with
+    where to read the bounds."""
+    reason = message.rpartition("denied the request: ")[2] or message
+    field = next(
+        (f for start, words, f in _TEMPLATE_RULES if start in reason and words in reason),
+        "template",
+    )
+    return PermanentError(
+        "InvalidSpace",
+        f"{field}: {reason}",
+        f"GET /api/v1/clusters/{{name}}/space-templates lists template {template}'s defaults"
+        " and bounds; ask within them, or name another template",
+    )
 
 
 def _bound(bounds: KubeObject, name: str) -> dict[str, str] | None:
