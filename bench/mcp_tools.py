@@ -106,7 +106,7 @@ def _rows(path: str, n: int) -> list[dict[str, Any]]:
             "instance_type": "ml.p5.48xlarge",
             "count": 4,
             "note": NOTE,
-            # The sort key of the lists paged by cursor (clusters, jobs, endpoints).
+            # The sort keys of the lists paged by cursor (clusters, jobs, endpoints, ...).
             "cluster": "c1",
             "created_at": f"2026-12-01T00:00:00.{i:06d}+00:00",
         }
@@ -138,7 +138,7 @@ def _gateway() -> Any:
             after = int(query.get("after", 0))
             return httpx.Response(200, json=_events(after, int(query.get("limit", 1_000_000))))
         if path == "/api/v1/operations":
-            offset, limit = int(query.get("offset", 0)), int(query["limit"])
+            limit = int(query["limit"])
             ops = [
                 {
                     "id": f"00000000-0000-4000-8000-{i:012d}",
@@ -147,10 +147,17 @@ def _gateway() -> Any:
                     "target_id": f"c-{i}",
                     "status": "failed",
                     "error": {"message": NOTE},
+                    # The sort key of the cursor pages (newest first).
+                    "created_at": f"2026-12-01T00:00:00.{LIST_ITEMS - i:06d}+00:00",
                 }
-                for i in range(offset, min(offset + limit, LIST_ITEMS))
+                for i in range(min(limit, LIST_ITEMS))
             ]
             return httpx.Response(200, json={"items": ops})
+        if path.endswith("/teams"):
+            teams = _rows(path, LIST_ITEMS)
+            return httpx.Response(
+                200, json={"cluster": "c1", "task_governance": {}, "teams": teams}
+            )
         if path.endswith("/kubernetes-events"):
             events = [{"type": "Warning", "message": NOTE} for _ in range(int(query["limit"]))]
             return httpx.Response(200, json={"events": events})
@@ -182,6 +189,8 @@ CALLS: dict[str, dict[str, Any]] = {
     "list_instance_groups": {"cluster": "c1", "limit": 100},
     "list_storage_buckets": {"limit": 100},
     "list_training_jobs": {"cluster": "c1", "limit": 100},
+    "list_spaces": {"cluster": "c1", "limit": 100},
+    "list_teams": {"cluster": "c1", "limit": 100},
     "list_instance_types": {"limit": 40},
     "list_nodes": {"cluster": "c1", "limit": 40},
     "list_pods": {"cluster": "c1", "limit": 30},

@@ -49,7 +49,9 @@ TOOL_PAGING = {
     ("list_nodes", "page_token"),
     ("get_training_job_logs", "tail_lines"),
     ("get_operation", "include_stage_outputs"),
-    # Pages of REST lists read whole, and the byte bound of a log.
+    # Pages of REST lists read whole (zones, training plans, account clusters), and of REST's
+    # cursor pages, cut shorter to stay under 16 KB (a smaller limit; the token a tool gives is
+    # REST's, its bounds the tool's), and the byte bound of a log.
     *(
         (tool, argument)
         for tool in (
@@ -62,10 +64,11 @@ TOOL_PAGING = {
             "list_instance_groups",
             "list_storage_buckets",
             "list_training_jobs",
+            "list_teams",
+            "list_spaces",
         )
         for argument in ("limit", "page_token")
     ),
-    # REST pages operations by offset: the tool's page_token is that offset.
     ("list_operations", "page_token"),
     ("get_pod_logs", "max_bytes"),
     ("get_training_job_logs", "max_bytes"),

@@ -145,6 +145,40 @@ def jobs() -> list[dict[str, Any]]:
     ]
 
 
+def spaces() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"space-{i:03d}",
+            "owner": "alice",
+            "status": "Running",
+            "port_forward": f"kubectl port-forward -n hyperpod-spaces svc/space-{i:03d} 8888 {NOTE}",
+        }
+        for i in range(N)
+    ]
+
+
+def teams() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"team-{i:03d}",
+            "namespace": f"hyperpod-ns-team-{i:03d}",
+            "resources": [{"instance_type": "ml.p5.48xlarge", "count": 1}],
+            "sharing": "Lend",
+            "description": NOTE,
+        }
+        for i in range(N)
+    ]
+
+
+def teams_body(page: list[dict[str, Any]]) -> dict[str, Any]:
+    """GET .../teams: the task governance object, its teams the page."""
+    return {
+        "cluster": "c1",
+        "task_governance": {"enabled": True, "priority_classes": [{"name": "p", "weight": 1}]},
+        "teams": page,
+    }
+
+
 OPERATIONS = [
     {
         "id": f"00000000-0000-4000-8000-{i:012d}",
@@ -194,12 +228,20 @@ LOG_LINES = [f"step {i}: loss {i / 1000:.3f} {NOTE}" for i in range(2000)]
 LOG_LINES[1500] = "y" * 20_000
 
 
-Key = Callable[[dict[str, Any]], tuple[str, str]]
+Key = Callable[[dict[str, Any]], tuple[str, ...]]
+
+
+def by_name(row: dict[str, Any]) -> tuple[str, ...]:
+    return (row["name"],)
+
+
+def newest_first(row: dict[str, Any]) -> tuple[str, ...]:
+    return row["created_at"], row["id"]
 
 
 class LongLists:
     """The gateway's REST lists, long: whole lists where REST sends them whole, and the
-    `after`/`limit`, `limit`/`offset` or `limit`/`page_token` pages where REST pages."""
+    `after`/`limit` or `limit`/`page_token` pages where REST pages."""
 
     def __init__(self) -> None:
         # REST lists paged by cursor (gateway/pages.py): the list, its rows and their sort key.
@@ -207,14 +249,17 @@ class LongLists:
             "/api/v1/clusters": ("clusters", clusters, lambda r: (r["created_at"], r["name"])),
             "/api/v1/endpoints": ("endpoints", endpoints, lambda r: (r["cluster"], r["name"])),
             "/api/v1/clusters/c1/jobs": ("jobs", jobs, lambda r: (r["created_at"], r["name"])),
+            "/api/v1/clusters/c1/dependencies": ("dependencies", components, by_name),
+            "/api/v1/clusters/c1/instance-groups": ("instance-groups", instance_groups, by_name),
+            "/api/v1/storage/buckets": ("buckets", buckets, by_name),
+            "/api/v1/clusters/c1/spaces": ("spaces", spaces, by_name),
+            "/api/v1/clusters/c1/teams": ("teams", teams, by_name),
+            "/api/v1/operations": ("operations", lambda: OPERATIONS, newest_first),
         }
         self.whole: dict[str, Callable[[], list[dict[str, Any]]]] = {
-            "/api/v1/clusters/c1/dependencies": components,
             "/api/v1/inspect/availability-zones": zones,
             "/api/v1/inspect/training-plans": training_plans,
             "/api/v1/inspect/clusters": account_clusters,
-            "/api/v1/clusters/c1/instance-groups": instance_groups,
-            "/api/v1/storage/buckets": buckets,
         }
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -223,23 +268,30 @@ class LongLists:
         if path in self.whole:
             return httpx.Response(200, json=self.whole[path]())
         if path in self.cursor:
-            kind, rows, key = self.cursor[path]
+            kind, listed, key = self.cursor[path]
             limit = int(query["limit"])
-            assert limit <= 1000, f"GET {path} takes limit <= 1000"
-            ordered = sorted(rows(), key=key)
+            assert limit <= (500 if kind == "operations" else 1000), f"GET {path}: limit"
+            descending = kind == "operations"  # newest first
+            ordered = sorted(listed(), key=key, reverse=descending)
             if "page_token" in query:
-                after = pages.decode(kind, query["page_token"], 2)
-                ordered = [r for r in ordered if key(r) > after]
+                try:
+                    last = pages.decode(kind, query["page_token"], len(key(ordered[0])))
+                except pages.BadPageToken as exc:  # as the gateway answers it
+                    error = {"code": "invalid_page_token", "message": f"page_token: {exc}"}
+                    return httpx.Response(400, json={"error": error})
+                ordered = [r for r in ordered if (key(r) < last if descending else key(r) > last)]
             headers = {"x-total-count": str(N)}
             if len(ordered) > limit:
                 headers["x-next-page-token"] = pages.encode(kind, key(ordered[limit - 1]))
-            return httpx.Response(200, json=ordered[:limit], headers=headers)
+            page = ordered[:limit]
+            body: Any = page
+            if kind == "teams":
+                body = teams_body(page)
+            elif kind == "operations":
+                body = {"items": page}
+            return httpx.Response(200, json=body, headers=headers)
         if path == "/api/v1/clusters/active":
             return httpx.Response(200, json=clusters()[7])
-        if path == "/api/v1/operations":
-            offset, limit = int(query.get("offset", 0)), int(query["limit"])
-            assert limit <= 500, "GET /api/v1/operations takes limit <= 500"
-            return httpx.Response(200, json={"items": OPERATIONS[offset : offset + limit]})
         if path in ("/api/v1/events", "/api/v1/audit"):
             after, limit = int(query["after"]), int(query["limit"])
             rows = [e for e in EVENTS if e["seq"] > after][:limit]
@@ -290,6 +342,7 @@ PAGED: list[tuple[str, dict[str, Any], str, Callable[[], list[dict[str, Any]]], 
     ("list_instance_groups", {"cluster": "c1"}, "instance_groups", instance_groups, "name"),
     ("list_storage_buckets", {}, "buckets", buckets, "name"),
     ("list_training_jobs", {"cluster": "c1"}, "jobs", jobs, "name"),
+    ("list_spaces", {"cluster": "c1"}, "spaces", spaces, "name"),
 ]
 
 
@@ -326,13 +379,14 @@ async def test_a_long_list_comes_in_pages_under_16_kb(
             assert pages > 1, (tool, "the list fits one page: the test proves nothing")
 
 
-async def test_operations_come_in_pages_of_the_rest_offset(server: Any) -> None:
+async def test_operations_come_in_pages_of_the_rest_cursor(server: Any) -> None:
     async with Client(server) as client:
         seen: list[str] = []
         token: str | None = None
         pages = 0
         while True:
             page = await call(client, "list_operations", {"limit": 500, "page_token": token})
+            assert page["total"] == N
             seen += [op["id"] for op in page["operations"]]
             pages += 1
             token = page["next_page_token"]
@@ -340,9 +394,26 @@ async def test_operations_come_in_pages_of_the_rest_offset(server: Any) -> None:
                 break
             assert f"page_token='{token}'" in page["summary"]
         bad = await client.call_tool("list_operations", {"page_token": "-1"})
-    assert seen == [op["id"] for op in OPERATIONS]
+    assert seen == [op["id"] for op in sorted(OPERATIONS, key=newest_first, reverse=True)]
     assert pages > 1
     assert bad.is_error and "page_token" in bad.content[0].text  # type: ignore[union-attr]
+
+
+async def test_teams_come_in_pages_with_the_task_governance_on_each(server: Any) -> None:
+    async with Client(server) as client:
+        seen: list[str] = []
+        token: str | None = None
+        while True:
+            page = await call(client, "list_teams", {"cluster": "c1", "page_token": token})
+            assert page["total"] == N
+            assert page["teams"]["task_governance"]["enabled"] is True
+            seen += [t["name"] for t in page["teams"]["teams"]]
+            token = page["next_page_token"]
+            if token is None:
+                break
+            assert f"page_token='{token}'" in page["summary"]
+            assert f"c1: {N} teams" in page["summary"]
+    assert seen == sorted(t["name"] for t in teams())
 
 
 @pytest.mark.parametrize(

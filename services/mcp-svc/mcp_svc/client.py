@@ -114,14 +114,16 @@ class Gateway:
         return await self._request("POST", path, params=_present(params), json_body=body)
 
     async def get_page(
-        self, path: str, params: Mapping[str, Any] | None = None
-    ) -> tuple[list[Any], str | None, int]:
-        """A page of a REST list paged by cursor: its rows, the next page's token (None on the
-        last page) and the rows of the whole list."""
+        self, path: str, params: Mapping[str, Any] | None = None, *, items: str | None = None
+    ) -> tuple[list[Any], str | None, int, Any]:
+        """A page of a REST list paged by cursor: its rows (the body, or the body's `items`
+        field when the body is an object), the next page's token (None on the last page), the
+        rows of the whole list, and the body as sent."""
         response = await self._request("GET", path, params=_present(params), raw=True)
-        rows = response.json()
+        body = response.json()
+        rows = body if items is None else body.get(items) or []
         total = response.headers.get("x-total-count")
-        return rows, response.headers.get("x-next-page-token"), int(total or len(rows))
+        return rows, response.headers.get("x-next-page-token"), int(total or len(rows)), body
 
     async def get_text(
         self, path: str, params: Mapping[str, Any] | None = None

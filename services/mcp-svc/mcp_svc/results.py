@@ -161,24 +161,40 @@ async def rest_page(
     cursor: tuple[str, Callable[[dict[str, Any]], Sequence[str]]],
     limit: int,
     token: str | None,
+    *,
+    items: str | None = None,
 ) -> tuple[list[M], str | None, int]:
     """A page of a REST list the gateway pages by cursor (shared/pages.py), passed through:
     REST's token is the tool's. When PAGE_BYTES cut the page short, the next token is the one
-    REST gives after the last item shown (`cursor`: the list and the sort key of a row)."""
-    rows, next_token, total = await gateway.get_page(
-        path, {**params, "limit": limit, "page_token": token}
+    REST gives after the last item shown (`cursor`: the list and the sort key of a row). `items`:
+    the field of the body holding the list, when the body is an object."""
+    shown, next_token, total, _ = await rest_page_of(
+        gateway, path, params, model, cursor, limit, token, items=items
     )
-    items = [model.model_validate(r) for r in rows]
-    shown = fitted(items)
-    if len(shown) < len(items):
-        kind, key = cursor
-        next_token = pages.encode(kind, key(rows[len(shown) - 1]))
     return shown, next_token, total
 
 
-def offset_token(offset: int, shown: int, more: bool) -> str | None:
-    """The next page's token of a REST list paged by offset."""
-    return str(offset + shown) if more else None
+async def rest_page_of(
+    gateway: Gateway,
+    path: str,
+    params: dict[str, Any],
+    model: type[M],
+    cursor: tuple[str, Callable[[dict[str, Any]], Sequence[str]]],
+    limit: int,
+    token: str | None,
+    *,
+    items: str | None = None,
+) -> tuple[list[M], str | None, int, Any]:
+    """`rest_page`, and the body REST sent (an object whose `items` field is the page)."""
+    rows, next_token, total, body = await gateway.get_page(
+        path, {**params, "limit": limit, "page_token": token}, items=items
+    )
+    found = [model.model_validate(r) for r in rows]
+    shown = fitted(found)
+    if len(shown) < len(found):
+        kind, key = cursor
+        next_token = pages.encode(kind, key(rows[len(shown) - 1]))
+    return shown, next_token, total, body
 
 
 PageLimit = Annotated[int, Field(ge=1, le=100, description="Page size")]
@@ -190,17 +206,6 @@ class Paged(ToolResult):
 
     total: int = Field(description="Matched in all")
     next_page_token: str | None = Field(description="For page_token; null: the last page")
-
-
-OffsetToken = Annotated[
-    str | None,
-    Field(pattern=r"^[0-9]{1,7}$", description="A result's next_page_token"),
-]
-
-
-def offset_of(token: str | None) -> int:
-    """The offset an `OffsetToken` names (0: the first page)."""
-    return int(token) if token else 0
 
 
 def page_note(shown: int, total: int, token: str | None, next_token: str | None) -> str:

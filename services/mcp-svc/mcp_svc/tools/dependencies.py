@@ -15,7 +15,7 @@ from mcp_svc.results import (
     PageToken,
     Passthrough,
     page_note,
-    page_of,
+    rest_page,
 )
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, submit
 from shared.boundary import api_path
@@ -42,20 +42,31 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     ) -> ComponentList:
         """Each dependency component of a cluster (EKS add-ons, the HyperPod Helm chart's
         parts, storage drivers, ...) with its version and status."""
-        rows = await gateway.get(api_path("clusters", cluster, "dependencies"))
-        every = [Component.model_validate(r) for r in rows]
-        components, next_token = page_of(every, lambda c: c.name, limit, page_token)
-        pending = [c.name for c in every if c.status not in READY]
+        components, next_token, total = await rest_page(
+            gateway,
+            api_path("clusters", cluster, "dependencies"),
+            {},
+            Component,
+            ("dependencies", lambda r: (r["name"],)),
+            limit,
+            page_token,
+        )
+        pending = [c.name for c in components if c.status not in READY]
+        where = " on this page" if page_token or next_token else ""
         summary = (
-            f"{cluster}: {count(len(every), 'component')}"
-            f"{page_note(len(components), len(every), page_token, next_token)}"
-            + (f"; not ready: {', '.join(pending[:20])}." if pending else ", all installed.")
+            f"{cluster}: {count(total, 'component')}"
+            f"{page_note(len(components), total, page_token, next_token)}"
+            + (
+                f"; not ready{where}: {', '.join(pending[:20])}."
+                if pending
+                else f", all installed{where}."
+            )
         )
         return ComponentList(
             summary=summary,
             cluster=cluster,
             components=components,
-            total=len(every),
+            total=total,
             next_page_token=next_token,
         )
 

@@ -9,7 +9,17 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer, reference
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    rest_page_of,
+)
 from mcp_svc.tools.common import ClusterRef, DryRun, JobName, RequestId, count, submit
 from mcp_svc.tools.inference import EndpointName
 from shared.boundary import GOVERNED_NAME_PATTERN, api_path
@@ -27,8 +37,10 @@ TeamName = Annotated[
 ]
 
 
-class Teams(ToolResult):
-    teams: Passthrough = Field(description="As REST answers it (docs/governance.md)")
+class Teams(Paged):
+    teams: Passthrough = Field(
+        description="As REST answers it (docs/governance.md); its teams: this page, by name"
+    )
 
 
 class Pending(ToolResult):
@@ -38,7 +50,7 @@ class Pending(ToolResult):
     facts: dict[str, Any] = Field(description="What the answer rests on")
 
 
-def teams_summary(raw: dict[str, Any]) -> str:
+def teams_summary(raw: dict[str, Any], total: int | None = None, note: str = "") -> str:
     governance = raw.get("task_governance") or {}
     if not governance.get("enabled"):
         return (
@@ -60,7 +72,7 @@ def teams_summary(raw: dict[str, Any]) -> str:
         return f"{team['name']} ({', '.join(parts)}; {team.get('sharing')})"
 
     return (
-        f"{raw.get('cluster')}: {count(len(teams), 'team')}"
+        f"{raw.get('cluster')}: {count(len(teams) if total is None else total, 'team')}{note}"
         + (f": {'; '.join(quota(t) for t in teams)}" if teams else "")
         + f". Priority classes: {classes or 'none'}."
     )
@@ -68,11 +80,29 @@ def teams_summary(raw: dict[str, Any]) -> str:
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="task governance", rest="GET /api/v1/clusters/{name}/teams")
-    async def list_teams(cluster: ClusterRef) -> Teams:
+    async def list_teams(
+        cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> Teams:
         """Task governance of a cluster, read live: the add-on, priority classes (a job's
         priority), fair share and every team's quota, sharing and namespace."""
-        raw = await gateway.get(api_path("clusters", cluster, "teams"))
-        return Teams(summary=teams_summary(raw), teams=Passthrough.model_validate(raw))
+        teams, next_token, total, raw = await rest_page_of(
+            gateway,
+            api_path("clusters", cluster, "teams"),
+            {},
+            Passthrough,
+            ("teams", lambda r: (r["name"],)),
+            limit,
+            page_token,
+            items="teams",
+        )
+        raw = {**raw, "teams": [t.model_dump() for t in teams]}
+        note = page_note(len(teams), total, page_token, next_token)
+        return Teams(
+            summary=teams_summary(raw, total, note),
+            teams=Passthrough.model_validate(raw),
+            total=total,
+            next_page_token=next_token,
+        )
 
     @server.read_tool(area="task governance", rest="GET /api/v1/clusters/{name}/jobs/{job}/pending")
     async def explain_pending(cluster: ClusterRef, job: JobName) -> Pending:

@@ -16,7 +16,7 @@ from mcp_svc.results import (
     PageToken,
     Passthrough,
     page_note,
-    page_of,
+    rest_page,
 )
 from mcp_svc.tools.common import ClusterRef, DryRun, GroupName, RequestId, count, named, submit
 from shared.boundary import api_path
@@ -59,11 +59,17 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
     ) -> InstanceGroupList:
         """List a cluster's instance groups: type, count, status and the spec each was made
         with. Read it before adding or changing a group."""
-        rows = await gateway.get(api_path("clusters", cluster, "instance-groups"))
-        every = [InstanceGroup.model_validate(r) for r in rows]
-        groups, next_token = page_of(every, lambda g: g.name, limit, page_token)
-        note = page_note(len(groups), len(every), page_token, next_token)
-        summary = f"{cluster}: {count(len(every), 'instance group')}{note}" + (
+        groups, next_token, total = await rest_page(
+            gateway,
+            api_path("clusters", cluster, "instance-groups"),
+            {},
+            InstanceGroup,
+            ("instance-groups", lambda r: (r["name"],)),
+            limit,
+            page_token,
+        )
+        note = page_note(len(groups), total, page_token, next_token)
+        summary = f"{cluster}: {count(total, 'instance group')}{note}" + (
             ": " + named([f"{g.name} {g.count} x {g.instance_type} ({g.status})" for g in groups])
             if groups
             else "."
@@ -72,7 +78,7 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
             summary=summary,
             cluster=cluster,
             instance_groups=groups,
-            total=len(every),
+            total=total,
             next_page_token=next_token,
         )
 

@@ -14,13 +14,13 @@ from mcp_svc.results import (
     MAX_WAIT_SECONDS,
     STATUS_TOOL,
     TERMINAL,
-    OffsetToken,
     OperationStarted,
+    Paged,
+    PageToken,
     Passthrough,
     ToolResult,
-    fitted,
-    offset_of,
-    offset_token,
+    page_note,
+    rest_page,
     started,
 )
 from mcp_svc.tools.common import count
@@ -91,9 +91,8 @@ class Operation(ToolResult):
     events: list[Event] | None = Field(None, description="Only with include_events")
 
 
-class OperationList(ToolResult):
+class OperationList(Paged):
     operations: list[OperationSummary] = Field(description="This page, newest first")
-    next_page_token: str | None = Field(description="Pass as page_token; null: the last page")
 
 
 class RetryStarted(OperationStarted):
@@ -270,37 +269,30 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         limit: Annotated[
             int, Field(ge=1, le=MAX_OPERATIONS, description="Page size (a page is under 16 KB)")
         ] = 50,
-        page_token: OffsetToken = None,
+        page_token: PageToken = None,
     ) -> OperationList:
         """List operations, newest first: find what is running or what failed before acting."""
-        offset = offset_of(page_token)
-        # One more than the page, to know whether another follows (REST pages by offset).
-        asked = min(limit + 1, MAX_OPERATIONS)
-        raw = await gateway.get(
+        ops, next_token, total = await rest_page(
+            gateway,
             "/api/v1/operations",
-            {
-                "status": status,
-                "kind": kind,
-                "target_id": target_id,
-                "limit": asked,
-                "offset": offset,
-            },
+            {"status": status, "kind": kind, "target_id": target_id},
+            OperationSummary,
+            ("operations", lambda r: (r["created_at"], r["id"])),
+            limit,
+            page_token,
+            items="items",
         )
-        read = [OperationSummary.model_validate(o) for o in raw.get("items", [])]
-        ops = fitted(read[:limit])
-        more = len(read) > len(ops) or (asked == limit and len(read) == asked)
-        next_token = offset_token(offset, len(ops), more)
         by_status: dict[str, int] = {}
         for o in ops:
             by_status[o.status] = by_status.get(o.status, 0) + 1
         detail = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
-        where = f" from {offset}" if offset else ""
         summary = (
-            f"{count(len(ops), 'operation')}{where}"
-            + (f": {detail}" if ops else "")
-            + (f"; page_token='{next_token}' for more." if next_token else ".")
+            f"{count(total, 'operation')}{page_note(len(ops), total, page_token, next_token)}"
+            + (f": {detail}." if ops else ".")
         )
-        return OperationList(summary=summary, operations=ops, next_page_token=next_token)
+        return OperationList(
+            summary=summary, operations=ops, total=total, next_page_token=next_token
+        )
 
     @server.write_tool(area="operations", rest="POST /api/v1/operations/{id}/retry")
     async def retry_operation(operation_id: OperationId) -> RetryStarted:

@@ -8,7 +8,17 @@ from pydantic import Field
 
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
-from mcp_svc.results import OperationStarted, Passthrough, ToolResult
+from mcp_svc.results import (
+    PAGE,
+    OperationStarted,
+    Paged,
+    PageLimit,
+    PageToken,
+    Passthrough,
+    ToolResult,
+    page_note,
+    rest_page,
+)
 from mcp_svc.tools.common import ClusterRef, DryRun, RequestId, count, named, submit
 from shared.boundary import api_path
 from shared.contracts.spaces import SPACE_NAME_PATTERN, SpaceChange, SpaceSpec
@@ -25,8 +35,8 @@ class Space(Passthrough):
     port_forward: str | None = Field(None, description="For a local IDE")
 
 
-class SpaceList(ToolResult):
-    spaces: list[Space] = Field(description="By name")
+class SpaceList(Paged):
+    spaces: list[Space] = Field(description="This page, by name")
 
 
 class SpaceTemplate(Passthrough):
@@ -43,14 +53,24 @@ class SpaceDescription(ToolResult):
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="spaces", rest="GET /api/v1/clusters/{name}/spaces")
-    async def list_spaces(cluster: ClusterRef) -> SpaceList:
+    async def list_spaces(
+        cluster: ClusterRef, limit: PageLimit = PAGE, page_token: PageToken = None
+    ) -> SpaceList:
         """The caller's spaces on a cluster (an admin's: all) with their status."""
-        rows: list[dict[str, Any]] = await gateway.get(api_path("clusters", cluster, "spaces"))
-        spaces = [Space.model_validate(r) for r in rows]
-        summary = f"{count(len(spaces), 'space')}" + (
+        spaces, next_token, total = await rest_page(
+            gateway,
+            api_path("clusters", cluster, "spaces"),
+            {},
+            Space,
+            ("spaces", lambda r: (r["name"],)),
+            limit,
+            page_token,
+        )
+        note = page_note(len(spaces), total, page_token, next_token)
+        summary = f"{count(total, 'space')}{note}" + (
             ": " + named([f"{s.name} ({s.status})" for s in spaces]) if spaces else "."
         )
-        return SpaceList(summary=summary, spaces=spaces)
+        return SpaceList(summary=summary, spaces=spaces, total=total, next_page_token=next_token)
 
     @server.read_tool(area="spaces", rest="GET /api/v1/clusters/{name}/space-templates")
     async def list_space_templates(cluster: ClusterRef) -> SpaceTemplates:

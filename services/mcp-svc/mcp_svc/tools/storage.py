@@ -17,7 +17,7 @@ from mcp_svc.results import (
     Passthrough,
     ToolResult,
     page_note,
-    page_of,
+    rest_page,
 )
 from mcp_svc.tools.common import (
     ClusterRef,
@@ -66,16 +66,20 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         limit: PageLimit = PAGE, page_token: PageToken = None
     ) -> BucketList:
         """List the S3 buckets managed by Hyperpilot with their status."""
-        rows = await gateway.get("/api/v1/storage/buckets")
-        every = [Bucket.model_validate(r) for r in rows]
-        buckets, next_token = page_of(every, lambda b: b.name, limit, page_token)
-        note = page_note(len(buckets), len(every), page_token, next_token)
-        summary = f"{count(len(every), 'bucket')}{note}" + (
+        buckets, next_token, total = await rest_page(
+            gateway,
+            "/api/v1/storage/buckets",
+            {},
+            Bucket,
+            ("buckets", lambda r: (r["name"],)),
+            limit,
+            page_token,
+        )
+        note = page_note(len(buckets), total, page_token, next_token)
+        summary = f"{count(total, 'bucket')}{note}" + (
             ": " + named([f"{b.name} ({b.status})" for b in buckets]) if buckets else "."
         )
-        return BucketList(
-            summary=summary, buckets=buckets, total=len(every), next_page_token=next_token
-        )
+        return BucketList(summary=summary, buckets=buckets, total=total, next_page_token=next_token)
 
     @server.read_tool(area="storage", rest="GET /api/v1/storage/buckets/{name}")
     async def get_storage_bucket(name: BucketName) -> BucketDescription:
