@@ -8,22 +8,27 @@ Amazon EKS sends none for a cluster's status (only add-on and Fargate events: "A
 Kubernetes Service events", https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-eks.html),
 so EKS waits keep polling.
 
-cluster-svc owns one SQS queue per account and region, the target of one EventBridge rule
-(`EVENT_PATTERN`), and long-polls it (`cluster_svc/areas/aws_events.py`). Each event names its
-resources (the cluster's ARN); `wake_keys` takes them from a message body, the receiving replica
-publishes them on the bus (`WAKE_SUBJECT`, core NATS, every replica subscribed) and each
-replica's `Wakes` ends the wait of the stage whose external id is that ARN, which polls at once.
+cluster-svc owns one SQS queue per account and served region, each the target of one
+EventBridge rule (`EVENT_PATTERN`) of its region (EventBridge delivers an event to the rules of
+the region it happened in), and long-polls each (`cluster_svc/areas/aws_events.py`). Each event
+names its resources (the cluster's ARN); `wake_keys` takes them from a message body, the
+receiving replica publishes them on the bus (`WAKE_SUBJECT`, core NATS, every replica
+subscribed) and each replica's `Wakes` ends the wait of the stage whose external id is that ARN,
+which polls at once. A node health event also tells the receiving replica's node watcher which
+cluster to read again at once (`node_health_clusters`, `ClusterSignals`).
 
-Polling stays: a wait armed on a key the live event source covers polls at most every
-`evented_max` seconds (a lost event costs that much lag, no more), every other wait as before.
+Polling stays: a wait armed on a key the live event source covers (a HyperPod cluster of a
+region whose queue is read) polls at most every `evented_max` seconds (a lost event costs that
+much lag, no more), every other wait as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from shared.logging import get_logger
@@ -31,17 +36,18 @@ from shared.logging import get_logger
 log = get_logger("shared.wake")
 
 SOURCE = "aws.sagemaker"
-DETAIL_TYPES = (
-    "SageMaker HyperPod Cluster State Change",
-    "SageMaker HyperPod Cluster Node Health Event",
-)
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
+DETAIL_TYPES = (STATE_CHANGE, NODE_HEALTH)
 # The rule's pattern, as EventBridge matches it ("Amazon EventBridge event patterns",
 # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-event-patterns.html): every field
 # named must match one of the listed values.
 EVENT_PATTERN: dict[str, list[str]] = {"source": [SOURCE], "detail-type": list(DETAIL_TYPES)}
 # The most a wait on a covered resource goes without polling while events flow.
 EVENTED_MAX_SECONDS = 60.0
-_HYPERPOD_CLUSTER_ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:cluster/")
+_HYPERPOD_CLUSTER_ARN = re.compile(
+    r"^arn:aws[a-z-]*:sagemaker:(?P<region>[a-z0-9-]+):[0-9]{12}:cluster/"
+)
 
 
 def matches(event: dict[str, Any]) -> bool:
@@ -50,14 +56,19 @@ def matches(event: dict[str, Any]) -> bool:
     return all(event.get(name) in values for name, values in EVENT_PATTERN.items())
 
 
-def wake_keys(body: str) -> list[str]:
-    """The resource ARNs an SQS message's body (an EventBridge event, as EventBridge writes it
-    to an SQS target) wakes: `resources`, and `detail.ClusterArn` when present."""
+def _event(body: str) -> dict[str, Any] | None:
     try:
         event = json.loads(body)
     except ValueError:
-        return []
-    if not isinstance(event, dict) or not matches(event):
+        return None
+    return event if isinstance(event, dict) and matches(event) else None
+
+
+def wake_keys(body: str) -> list[str]:
+    """The resource ARNs an SQS message's body (an EventBridge event, as EventBridge writes it
+    to an SQS target) wakes: `resources`, and `detail.ClusterArn` when present."""
+    event = _event(body)
+    if event is None:
         return []
     keys = [r for r in event.get("resources") or [] if isinstance(r, str)]
     detail = event.get("detail")
@@ -67,9 +78,59 @@ def wake_keys(body: str) -> list[str]:
     return keys
 
 
-def covered_by_events(key: str) -> bool:
-    """Whether events come for a stage waiting on `key` (a HyperPod cluster's ARN)."""
-    return bool(_HYPERPOD_CLUSTER_ARN.match(key))
+def node_health_clusters(body: str) -> list[str]:
+    """The HyperPod clusters (ARNs) whose node health an SQS message's body reports changed: a
+    "SageMaker HyperPod Cluster Node Health Event" names its cluster in `resources` and
+    `detail.ClusterArn`; any other message, none."""
+    event = _event(body)
+    if event is None or event.get("detail-type") != NODE_HEALTH:
+        return []
+    return [key for key in wake_keys(body) if _HYPERPOD_CLUSTER_ARN.match(key)]
+
+
+def covered_by_events(key: str, regions: Collection[str] | None = None) -> bool:
+    """Whether events come for a stage waiting on `key`: a HyperPod cluster's ARN, of one of
+    `regions` (the regions whose queue is read) when given."""
+    found = _HYPERPOD_CLUSTER_ARN.match(key)
+    if found is None:
+        return False
+    return regions is None or found.group("region") in regions
+
+
+def region_of(arn: str) -> str | None:
+    """The region of a HyperPod cluster's ARN (None for anything else)."""
+    found = _HYPERPOD_CLUSTER_ARN.match(arn)
+    return found.group("region") if found else None
+
+
+class ClusterSignals:
+    """Clusters whose node health an event reported changed, for the node watcher of this
+    process: `notify` adds them, `wait` takes them (waiting up to `timeout` for the first).
+    `live` holds the regions whose event queue is read (the watcher checks those clusters'
+    events less often meanwhile)."""
+
+    def __init__(self) -> None:
+        self.live: set[str] = set()
+        self._pending: set[str] = set()
+        self._ready = asyncio.Event()
+
+    def notify(self, clusters: Iterable[str]) -> None:
+        added = set(clusters)
+        if added:
+            self._pending |= added
+            self._ready.set()
+
+    def covers(self, arn: str) -> bool:
+        """Whether node health events come for the HyperPod cluster `arn` now."""
+        return covered_by_events(arn, self.live)
+
+    async def wait(self, timeout: float) -> set[str]:
+        if not self._pending and timeout > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        taken, self._pending = self._pending, set()
+        self._ready.clear()
+        return taken
 
 
 class Wakes:

@@ -1,11 +1,13 @@
 """The node watcher's AWS spending against the simulator and PostgreSQL: a full read first, then
 one ListClusterEvents call a round while the cluster is idle, a full read again when HyperPod
 records an event (a node failing) or the resync is due, and nothing at all once the cluster's
-declared budget for the hour is spent."""
+declared budget for the hour is spent. While node health events flow (EventBridge to the
+control plane's SQS queue), an event has its cluster read at once and the checks are sparse."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from typing import Any
 
@@ -13,10 +15,12 @@ import asyncpg
 import pytest
 
 from cluster_svc.adapters.aws import AwsClients
+from cluster_svc.adapters.aws_events import EventQueue
 from cluster_svc.adapters.hyperpod_nodes import HyperPodNodes
 from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.areas.nodes import NodeWatcher
 from shared.aws_budget import WatchBudget, figures
+from shared.wake import ClusterSignals, node_health_clusters
 from sim.aws import SimulatedAws
 from sim.testing import inject_fault
 from tests.nodes.conftest import NODE_COUNT, HyperPodCluster
@@ -189,3 +193,71 @@ async def test_a_new_event_is_read_on_credit_then_the_debt_is_waited_out(
     assert sum(calls.values()) == 0  # the debt: nothing until the refill has repaid it
     [spent] = await figures(pool, "watch:nodes:w1")
     assert spent.calls == 7 and spent.tokens < 0
+
+
+async def test_a_node_health_event_has_its_cluster_read_at_once_and_idle_checks_wait(
+    pool: asyncpg.Pool,
+    sim: SimulatedAws,
+    hyperpod: HyperPodCluster,
+    counted: tuple[HyperPodNodes, Counter[str]],
+) -> None:
+    port, calls = counted
+    await _watched(pool, hyperpod, port)
+    # The control plane's queue and rule, as cluster-svc makes them; old messages dropped.
+    queue = EventQueue(AwsClients("us-east-1", sim.endpoint_url), "us-east-1")
+    await queue.ensure()
+    while old := await queue.receive(wait=0):
+        await queue.delete(old)
+    signals = ClusterSignals()
+    signals.live.add("us-east-1")  # the queue of the cluster's region is read
+    clock = Clock()
+    watcher = NodeWatcher(
+        pool,
+        port,
+        WatchBudget(pool, "nodes", per_hour=36000.0, burst=50.0),
+        clock=clock,
+        signals=signals,
+        quiet=60.0,
+    )
+    await watcher.once()
+    calls.clear()
+    for _ in range(5):
+        clock.now += 5
+        await watcher.once()
+    assert calls == {}  # settled, events flowing: no AWS call for a minute
+    clock.now += 40
+    await watcher.once()
+    assert calls == {"ListClusterEvents": 1}  # the fallback check
+
+    # The watcher's own loop, its next pass an hour away: only the event can make it read.
+    running = asyncio.create_task(watcher.run(3600.0))
+    try:
+        await asyncio.sleep(0.5)
+        calls.clear()
+        victim = next(i.node_id for i in watcher.clusters["w1"].instances if i.status == "Running")
+        with inject_fault(sim, "node_failure", cluster=hyperpod.arn, node_ids=[victim]):
+            pass
+        failed_at = time.monotonic()
+        messages = await queue.receive(wait=5)
+        signals.notify(c for m in messages for c in node_health_clusters(m.body))
+        await queue.delete(messages)
+        async with pool.acquire() as conn:
+            while True:
+                status = await conn.fetchval(
+                    "SELECT instance_status FROM cluster_nodes"
+                    " WHERE cluster = 'w1' AND node_id = $1",
+                    victim,
+                )
+                if status == "Failure":
+                    break
+                assert time.monotonic() - failed_at < 2.0, status
+                await asyncio.sleep(0.02)
+            reported = await conn.fetchval(
+                "SELECT count(*) FROM events WHERE type = 'NodeFailed' AND payload->>'node_id' = $1",
+                victim,
+            )
+        assert reported == 1 and watcher.refreshed == 1
+        # one full read, one call spent and the rest charged to the cluster's budget
+        assert calls == {"ListClusterEvents": 1, "ListClusterNodes": 1, "DescribeCluster": 1}
+    finally:
+        running.cancel()

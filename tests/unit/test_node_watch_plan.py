@@ -78,3 +78,26 @@ def test_only_the_resync_is_due_when_nothing_says_the_cluster_changed() -> None:
     assert only_resync_due(watch)
     saw_newest(watch, "e2")
     assert not only_resync_due(watch)
+
+
+def test_while_node_health_events_flow_a_settled_cluster_is_checked_only_every_quiet_seconds() -> (
+    None
+):
+    watch = ClusterWatch()
+    assert next_step(watch, 0.0, 600.0, quiet=60.0) == "full"  # never read: read now
+    read_in_full(watch, 0.0, nodes(3), "Automatic", "e1")
+    assert next_step(watch, 5.0, 600.0, quiet=60.0) == "quiet"
+    assert next_step(watch, 60.0, 600.0, quiet=60.0) == "events"
+    watch.checked_at = 60.0
+    assert next_step(watch, 100.0, 600.0, quiet=60.0) == "quiet"
+    assert next_step(watch, 100.0, 600.0) == "events"  # no events: every round, as before
+    # an event, a node in flux or Kubernetes disagreeing still reads at once
+    watch.changed = True
+    assert next_step(watch, 101.0, 600.0, quiet=60.0) == "full"
+    read_in_full(watch, 101.0, [*nodes(2), NodeInstance("i-9", "gpu", "g", "Pending")], None, "e2")
+    assert next_step(watch, 102.0, 600.0, quiet=60.0) == "full"
+    # a cluster keeping no HyperPod events is read in full, every quiet seconds
+    read_in_full(watch, 110.0, nodes(3), None, None)
+    watch.events = False
+    assert next_step(watch, 111.0, 600.0, quiet=60.0) == "quiet"
+    assert next_step(watch, 170.0, 600.0, quiet=60.0) == "full"

@@ -11,11 +11,15 @@ from moto.events.models import EventPattern
 from shared.wake import (
     DETAIL_TYPES,
     EVENT_PATTERN,
+    NODE_HEALTH,
+    ClusterSignals,
     Wakes,
     covered_by_events,
     decode,
     encode,
     matches,
+    node_health_clusters,
+    region_of,
     wake_keys,
 )
 
@@ -98,3 +102,62 @@ def test_a_covered_wait_polls_less_often_only_while_events_flow() -> None:
     assert wakes.poll_max(ARN, 15) == 60
     assert wakes.poll_max("arn:aws:eks:us-east-1:123456789012:cluster/c", 15) == 15
     assert wakes.poll_max(ARN, 120) == 120
+
+
+def _node_health(arn: str = ARN) -> dict[str, Any]:
+    """A node health event as AWS documents it (automating-sagemaker-with-eventbridge.html)."""
+    return {
+        **_event(NODE_HEALTH),
+        "resources": [arn],
+        "detail": {
+            "ClusterName": "c",
+            "ClusterArn": arn,
+            "InstanceId": "i-0123456789abcdef0",
+            "Tags": {},
+            "HealthSummary": {
+                "HealthStatus": "Unhealthy",
+                "HealthStatusReason": "HMA has detected fault type NvidiaErrorTerminate",
+                "RepairAction": "None",
+                "Recommendation": "Please Replace the Faulty Node.",
+            },
+        },
+    }
+
+
+def test_a_node_health_event_wakes_its_cluster_and_names_it_for_the_node_watcher() -> None:
+    body = json.dumps(_node_health())
+    assert wake_keys(body) == [ARN]
+    assert node_health_clusters(body) == [ARN]
+    only_detail = {**_node_health(), "resources": []}
+    assert node_health_clusters(json.dumps(only_detail)) == [ARN]
+    # a state change wakes the waits but is no node health news; other events are neither
+    assert node_health_clusters(json.dumps(_event())) == []
+    assert node_health_clusters(json.dumps({**_node_health(), "source": "aws.eks"})) == []
+    assert node_health_clusters("{") == []
+    not_a_cluster = _node_health("arn:aws:eks:us-east-1:123456789012:cluster/c")
+    assert node_health_clusters(json.dumps(not_a_cluster)) == []
+
+
+def test_coverage_is_by_the_region_whose_queue_is_read() -> None:
+    west = ARN.replace("us-east-1", "us-west-2")
+    assert region_of(west) == "us-west-2" and region_of("vpc-1") is None
+    assert covered_by_events(ARN, {"us-east-1"}) and not covered_by_events(west, {"us-east-1"})
+    assert not covered_by_events(ARN, set())
+    signals = ClusterSignals()
+    assert not signals.covers(ARN)
+    signals.live.add("us-west-2")
+    assert signals.covers(west) and not signals.covers(ARN)
+
+
+async def test_cluster_signals_hand_over_every_cluster_named_once() -> None:
+    signals = ClusterSignals()
+    assert await signals.wait(0.01) == set()
+    waiting = asyncio.create_task(signals.wait(30))
+    await asyncio.sleep(0)
+    signals.notify([ARN])
+    signals.notify([ARN, "other"])
+    assert await asyncio.wait_for(waiting, 2) == {ARN, "other"}  # taken together, once
+    signals.notify([])
+    assert await signals.wait(0.01) == set()
+    signals.notify(["later"])
+    assert await signals.wait(30) == {"later"}  # already there: no wait

@@ -39,6 +39,7 @@ from shared.contracts.commands import (
     ImportCluster,
 )
 from shared.service import Area, Service, ServiceRuntime
+from shared.wake import ClusterSignals
 
 
 def areas(runtime: ServiceRuntime) -> list[Area]:
@@ -47,6 +48,7 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
     ports = build_ports(aws)
     prices = PriceList(aws)
     watches = CapacityWatches()  # capacity and pending reads share one watch per cluster
+    signals = ClusterSignals()  # node health events, from the event queues to the node watcher
     lifecycle = Area(
         workflows=records.recorded(
             {
@@ -65,10 +67,10 @@ def areas(runtime: ServiceRuntime) -> list[Area]:
         lifecycle_plans.build(aws, ports),
         adoption.build(aws, ports),
         drift.build(aws, ports, runtime),
-        aws_events.build(aws, runtime),
+        aws_events.build(aws, runtime, signals),
         dependencies.build(aws, ports),
         instance_groups.build(aws, ports),
-        nodes.build(aws, ports),
+        nodes.build(aws, ports, signals),
         features.build(aws, ports),
         storage.build(aws, ports),
         capacity.build(aws, ports, prices, watches),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -55,6 +55,7 @@ from shared.logging import get_logger
 from shared.queries import BadRequest
 from shared.regions import region_scope
 from shared.service import ServiceRuntime
+from shared.wake import ClusterSignals
 
 log = get_logger("cluster_svc.nodes")
 
@@ -82,6 +83,15 @@ class WatchSettings(BaseSettings):
         60.0,
         gt=0,
         description="The most AWS calls the node watcher makes per cluster per hour (all replicas)",
+    )
+    node_watch_evented_seconds: float = Field(
+        60.0,
+        gt=0,
+        description=(
+            "While HyperPod's node health events for a cluster are read (its region's event"
+            " queue), how often the node watcher still checks the cluster's AWS side; an event"
+            " has it read at once"
+        ),
     )
 
 
@@ -112,7 +122,7 @@ async def observe(
     return mode, join_nodes(instances, kube, mode), kube is not None
 
 
-def build(aws: AwsClients, ports: ClusterPorts) -> Area:
+def build(aws: AwsClients, ports: ClusterPorts, signals: ClusterSignals | None = None) -> Area:
     kube = ports.kube if isinstance(ports.kube, EksKubeFactory) else EksKubeFactory(aws.region)
     port = HyperPodNodes(aws, kube)
 
@@ -175,7 +185,14 @@ def build(aws: AwsClients, ports: ClusterPorts) -> Area:
     async def watcher(runtime: ServiceRuntime) -> None:
         settings = WatchSettings()
         budget = WatchBudget(runtime.pool, "nodes", settings.node_watch_aws_calls_per_cluster_hour)
-        nodes = NodeWatcher(runtime.pool, port, budget, resync=settings.node_watch_resync_seconds)
+        nodes = NodeWatcher(
+            runtime.pool,
+            port,
+            budget,
+            resync=settings.node_watch_resync_seconds,
+            signals=signals,
+            quiet=settings.node_watch_evented_seconds,
+        )
         await nodes.run(settings.node_watch_seconds)
 
     return Area(
@@ -218,7 +235,12 @@ class NodeWatcher:
     Kubernetes every round, AWS as `domain/nodes/watch_plan.py` decides (a full read on a new
     HyperPod event or every `resync` seconds, else one call for the newest event), within the
     cluster's declared AWS calls per hour (`budget`, shared by every replica): a round the
-    budget cannot pay for leaves the cluster's AWS side as last read."""
+    budget cannot pay for leaves the cluster's AWS side as last read.
+
+    With `signals` (the node health events this replica receives, shared/wake.py), a cluster an
+    event names is read in full at once (one call spent, the rest of the read charged, as for a
+    change a check found), and while its region's events flow a settled cluster's AWS side is
+    checked at most every `quiet` seconds."""
 
     def __init__(
         self,
@@ -228,23 +250,51 @@ class NodeWatcher:
         *,
         resync: float = 600.0,
         clock: Callable[[], float] = time.monotonic,
+        signals: ClusterSignals | None = None,
+        quiet: float = 60.0,
     ) -> None:
         self.pool = pool
         self.port = port
         self.budget = budget
         self.resync = resync
         self.clock = clock
+        self.signals = signals
+        self.quiet = quiet
         self.clusters: dict[str, ClusterWatch] = {}
+        self.refreshed = 0  # clusters read at once on an event, for reports and tests
 
     async def run(self, interval: float) -> None:
+        due = time.monotonic()
         while True:
-            try:
-                await self.once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("node watch pass failed", error=f"{type(exc).__name__}: {exc}")
-            await asyncio.sleep(interval)
+            if time.monotonic() >= due:
+                await self._guarded(self.once())
+                due = time.monotonic() + interval
+            left = max(0.0, due - time.monotonic())
+            if self.signals is None:
+                await asyncio.sleep(left)
+                continue
+            clusters = await self.signals.wait(left)
+            if clusters:
+                await self._guarded(self.refresh(clusters))
+
+    async def _guarded(self, work: Awaitable[int]) -> None:
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("node watch pass failed", error=f"{type(exc).__name__}: {exc}")
+
+    async def refresh(self, arns: set[str]) -> int:
+        """Node health events named these HyperPod clusters: each watched one read now, AWS and
+        Kubernetes; returns the number of events appended."""
+        clusters = [
+            c for c in await records.watched_clusters(self.pool) if c.hyperpod_cluster_arn in arns
+        ]
+        for cluster in clusters:
+            self.clusters.setdefault(cluster.name, ClusterWatch()).changed = True
+        self.refreshed += len(clusters)
+        return sum(await asyncio.gather(*(self._cluster(c, evented=True) for c in clusters)))
 
     async def once(self) -> int:
         """One pass over the active managed clusters; returns the number of events appended."""
@@ -268,9 +318,21 @@ class NodeWatcher:
         cluster: records.WatchedCluster,
         watch: ClusterWatch,
         kube_ids: frozenset[str] | None,
+        evented: bool = False,
     ) -> None:
         arn = cluster.hyperpod_cluster_arn
-        checked = next_step(watch, self.clock(), self.resync) == "events"
+        if evented:
+            # An event said the nodes changed: read now if one call is affordable, the rest
+            # of the read on credit (repaid before the next check).
+            if await self.budget.spend(cluster.name, 1):
+                await self.budget.charge(cluster.name, full_cost(watch) - 1)
+                await self._read(cluster, watch, kube_ids, full_cost(watch))
+            return
+        covered = self.signals is not None and self.signals.covers(arn)
+        step = next_step(watch, self.clock(), self.resync, self.quiet if covered else None)
+        if step == "quiet":
+            return
+        checked = step == "events"
         if not checked and only_resync_due(watch):
             # The resync, once a call is affordable, the rest on credit as for an event: saving
             # up for the whole read would stop the checks (or starve the resync) meanwhile.
@@ -281,6 +343,7 @@ class NodeWatcher:
         if checked:
             if not await self.budget.spend(cluster.name, 1):
                 return
+            watch.checked_at = self.clock()
             if not saw_newest(watch, await self._newest(arn, watch)) and watch.events:
                 return
         cost = full_cost(watch) - (0 if watch.events else 1)
@@ -312,11 +375,11 @@ class NodeWatcher:
         # The listing took more pages than the last one: those calls are spent too.
         await self.budget.charge(cluster.name, full_cost(watch) - (0 if watch.events else 1) - cost)
 
-    async def _cluster(self, cluster: records.WatchedCluster) -> int:
+    async def _cluster(self, cluster: records.WatchedCluster, evented: bool = False) -> int:
         with region_scope(cluster.region):  # its reads go to the cluster's region
-            return await self._cluster_in_region(cluster)
+            return await self._cluster_in_region(cluster, evented)
 
-    async def _cluster_in_region(self, cluster: records.WatchedCluster) -> int:
+    async def _cluster_in_region(self, cluster: records.WatchedCluster, evented: bool) -> int:
         watch = self.clusters.setdefault(cluster.name, ClusterWatch())
         access = cluster.access
         kube = await _kube_or_none(self.port, access) if access is not None else None
@@ -325,7 +388,7 @@ class NodeWatcher:
             kube_ids = frozenset(k.instance_id for k in kube if k.instance_id)
             kubernetes_disagrees(watch, kube_ids)
         try:
-            await self._aws(cluster, watch, kube_ids)
+            await self._aws(cluster, watch, kube_ids, evented)
         except StageError as exc:
             log.info("nodes not observable", cluster=cluster.name, error=str(exc))
             return 0

@@ -15,6 +15,11 @@ HyperPod keeps cluster events only for clusters with `NodeProvisioningMode=Conti
 ListClusterEvents and DescribeClusterEvent APIs ... for HyperPod clusters with
 NodeProvisioningMode set to Continuous"). A cluster whose event check is refused is polled
 instead: a full read each round the budget affords, as is a cluster with a node in flux.
+
+While HyperPod's node health events for a cluster reach the control plane (EventBridge, its
+region's queue read: shared/wake.py), an event has the cluster read in full at once, and the
+checks above are the fallback: a settled cluster is looked at in AWS at most every `quiet`
+seconds ("quiet" rounds cost no AWS call; Kubernetes is still read every round).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from cluster_svc.domain.nodes.health import NodeInstance
 
 NODES_PER_PAGE = 100  # ListClusterNodes' MaxResults at most (botocore's sagemaker model)
 
-Step = Literal["full", "events"]
+Step = Literal["full", "events", "quiet"]
 SETTLED = frozenset({"Running", "Failure"})  # HyperPod instance statuses that stay put
 
 
@@ -43,6 +48,7 @@ class ClusterWatch:
     recovery: str | None = None
     events: bool = True  # False: the cluster keeps no events, polled instead
     kube_ids: frozenset[str] | None = None  # instance ids of the Kubernetes nodes at that read
+    checked_at: float | None = None  # monotonic time of the last newest-event check
 
 
 def pages_for(nodes: int) -> int:
@@ -54,12 +60,23 @@ def full_cost(watch: ClusterWatch) -> int:
     return watch.pages + 2
 
 
-def next_step(watch: ClusterWatch, now: float, resync: float) -> Step:
+def next_step(watch: ClusterWatch, now: float, resync: float, quiet: float | None = None) -> Step:
     """A full read when there is none yet, an event said so or the resync is due; else the
-    one-call check of the newest event."""
-    if watch.observed_at is None or watch.changed or not watch.events or in_flux(watch):
+    one-call check of the newest event. With `quiet` (node health events flow for the
+    cluster), a settled cluster looked at less than `quiet` seconds ago is left alone."""
+    if watch.observed_at is None or watch.changed or in_flux(watch):
+        return "full"
+    if quiet is not None and now - last_look(watch) < quiet:
+        return "quiet"
+    if not watch.events:
         return "full"
     return "full" if now - watch.observed_at >= resync else "events"
+
+
+def last_look(watch: ClusterWatch) -> float:
+    """When the watcher last asked AWS about the cluster (a full read or an event check)."""
+    looks = [t for t in (watch.observed_at, watch.checked_at) if t is not None]
+    return max(looks) if looks else float("-inf")
 
 
 def in_flux(watch: ClusterWatch) -> bool:
