@@ -7,7 +7,8 @@ import {
   fill, section, showErrors, when,
 } from "../dom.js";
 import { dryRun, planLines } from "../plan.js";
-import { onChange, watch } from "../store.js";
+import { pagedTable } from "../paged_table.js";
+import { onChange } from "../store.js";
 import { fleetOverview } from "./fleet.js";
 import { loadRegions } from "./create.js";
 import { progressPanel } from "./progress.js";
@@ -15,63 +16,57 @@ import { progressPanel } from "./progress.js";
 export async function render(main) {
   let panel = null;
   const status = h("div", { class: "notice", role: "status" });
-  const tableBody = h("tbody");
-  const table = h(
-    "table",
-    { class: "list" },
-    h("caption", { class: "visually-hidden" }, "Clusters and their status"),
-    h("thead", {}, h("tr", {}, ...["Name", "Status", "Region", "Groups", "Created", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
-    tableBody,
-  );
-  const empty = h("p", { hidden: true }, "No clusters yet. Create one, or import one that exists.");
+  const fleet = fleetOverview();
+  const search = h("input", { type: "search", autocomplete: "off", spellcheck: "false", placeholder: "name, region or instance type" });
+  const matches = (c) => {
+    const text = search.value.trim().toLowerCase();
+    const types = ((c.spec && c.spec.instance_groups) || []).map((g) => g.instance_type).join(" ");
+    return !text || `${c.name} ${c.region || ""} ${types}`.toLowerCase().includes(text);
+  };
+  // Every page of the list is read, one after the other (the search and the fleet overview
+  // take the whole fleet); only the rows in view are drawn.
+  const table = pagedTable({
+    path: "/clusters",
+    caption: "Clusters and their status",
+    label: "Clusters list",
+    noun: "clusters",
+    empty: "No clusters yet. Create one, or import one that exists.",
+    columns: ["Name", "Status", "Region", "Groups", "Created", "Actions"],
+    all: true,
+    key: (c) => c.name,
+    loaded: (clusters) => fleet.read(clusters),
+    row: (c) => {
+      const link = h("a", { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name);
+      const groups = ((c.spec && c.spec.instance_groups) || [])
+        .map((g) => `${g.name}: ${g.count} × ${g.instance_type}`)
+        .join(", ");
+      const makeActive = c.active
+        ? h("span", { class: "badge status-active" }, h("span", { "aria-hidden": "true" }, "★"), " active")
+        : h("button", { type: "button", class: "small secondary", "aria-label": `Make active: ${c.name}`, onclick: () => activate(c.name) }, "Make active");
+      const remove = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${c.name}`, onclick: () => remove_(c) }, "Delete");
+      return h(
+        "tr",
+        { "data-cluster": c.name },
+        h("th", { scope: "row", "data-label": "Name" }, link, c.managed === false ? h("span", { class: "hint" }, " (imported)") : null),
+        h("td", { "data-label": "Status" }, badge(c.status)),
+        h("td", { "data-label": "Region" }, c.region || ""),
+        h("td", { "data-label": "Groups" }, groups),
+        h("td", { "data-label": "Created" }, when(c.created_at)),
+        h("td", { "data-label": "Actions", class: "actions" }, makeActive, remove),
+      );
+    },
+  });
+  search.addEventListener("input", () => {
+    const text = search.value.trim();
+    table.filter(text ? matches : null);
+    fleet.search(matches);
+  });
 
   function showPanel(operationId) {
     if (panel) panel.stop();
     panel = progressPanel(operationId);
     fill(panelSlot, panel.element);
     panel.focus();
-  }
-
-  const fleet = fleetOverview();
-  let all = [];
-  const search = h("input", { type: "search", autocomplete: "off", spellcheck: "false", placeholder: "name, region or instance type" });
-  search.addEventListener("input", () => {
-    paint(all);
-    fleet.search(matches);
-  });
-  const matches = (c) => {
-    const text = search.value.trim().toLowerCase();
-    const types = ((c.spec && c.spec.instance_groups) || []).map((g) => g.instance_type).join(" ");
-    return !text || `${c.name} ${c.region || ""} ${types}`.toLowerCase().includes(text);
-  };
-
-  function paint(clusters) {
-    if (clusters !== all) fleet.read(clusters);
-    all = clusters;
-    empty.hidden = clusters.length > 0;
-    table.hidden = clusters.length === 0;
-    fill(tableBody,
-      ...clusters.filter(matches).map((c) => {
-        const link = h("a", { href: `#/clusters/${encodeURIComponent(c.name)}` }, c.name);
-        const groups = ((c.spec && c.spec.instance_groups) || [])
-          .map((g) => `${g.name}: ${g.count} × ${g.instance_type}`)
-          .join(", ");
-        const makeActive = c.active
-          ? h("span", { class: "badge status-active" }, h("span", { "aria-hidden": "true" }, "★"), " active")
-          : h("button", { type: "button", class: "small secondary", "aria-label": `Make active: ${c.name}`, onclick: () => activate(c.name) }, "Make active");
-        const remove = h("button", { type: "button", class: "small danger", "aria-label": `Delete ${c.name}`, onclick: () => remove_(c) }, "Delete");
-        return h(
-          "tr",
-          { "data-cluster": c.name },
-          h("th", { scope: "row", "data-label": "Name" }, link, c.managed === false ? h("span", { class: "hint" }, " (imported)") : null),
-          h("td", { "data-label": "Status" }, badge(c.status)),
-          h("td", { "data-label": "Region" }, c.region || ""),
-          h("td", { "data-label": "Groups" }, groups),
-          h("td", { "data-label": "Created" }, when(c.created_at)),
-          h("td", { "data-label": "Actions", class: "actions" }, makeActive, remove),
-        );
-      }),
-    );
   }
 
   async function activate(name) {
@@ -146,15 +141,13 @@ export async function render(main) {
     panelSlot,
     h("div", { class: "search-row" }, field("Search clusters", search)),
     section("Fleet", fleet.element),
-    h("div", { class: "table-wrap" }, table),
-    empty,
+    table.element,
     section("Import an existing cluster", h("details", {}, h("summary", {}, "Import from this account"), importForm)),
   );
-  // the list follows every change through the live store (this page, REST, the CLI)
-  // the most one page holds: the table filters and sorts the whole fleet in the page
-  const stop = watch("/clusters?limit=1000", paint, { failed: (error) => { status.textContent = errorText(error); } });
-  // node health, jobs and endpoints change without the list changing
-  const stopFleet = onChange(() => fleet.read(all));
+  // the list and the fleet overview follow every change through the live store (this page,
+  // REST, the CLI); node health, jobs and endpoints change without the list changing
+  table.load();
+  const stop = onChange(table.reread);
   // the importable EKS clusters of the region chosen
   function loadImportable() {
     get(`/inspect/clusters${query({ region: importRegion.value })}`)
@@ -171,7 +164,7 @@ export async function render(main) {
   loadRegions(importRegion).then(loadImportable);
   return () => {
     stop();
-    stopFleet();
+    table.stop();
     if (panel) panel.stop();
   };
 }

@@ -8,6 +8,7 @@
 
 import { get } from "../api.js";
 import { fill, h } from "../dom.js";
+import { virtualRows } from "../virtual_rows.js";
 
 const RUNNING_JOB = /^(running|pending|starting|restarting|created)$/i;
 
@@ -44,6 +45,27 @@ const COLUMNS = [
   ["endpoints", "Endpoints"], ["cost", "Cost per hour"],
 ];
 
+// Clusters read at once (two requests each): a browser holds six connections to one host
+// (HTTP/1.1), one of them the event stream; a fleet of hundreds leaves one to the list and the
+// page's actions.
+const READERS = 2;
+
+// `work` of every item, at most `most` at a time, in order; stops starting new ones when
+// `going()` turns false (a later read took over).
+async function eachAtMost(most, items, going, work) {
+  const done = new Array(items.length);
+  let next = 0;
+  async function worker() {
+    while (next < items.length && going()) {
+      const i = next;
+      next += 1;
+      done[i] = await work(items[i]);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(most, items.length) }, worker));
+  return done;
+}
+
 const money = (v) => (v === null ? "not readable" : `$${v.toFixed(2)}`);
 
 export function fleetOverview() {
@@ -51,16 +73,22 @@ export function fleetOverview() {
   let keep = () => true;
   let sortKey = "name";
   let ascending = true;
+  let reads = 0; // the reads so far: only the last one is shown
   const totals = h("p", { class: "fleet-totals", "aria-live": "polite" });
-  const body = h("tbody");
-  const head = h("tr");
-  const table = h(
-    "table",
-    { class: "list fleet" },
-    h("caption", { class: "visually-hidden" }, "Fleet overview"),
-    h("thead", {}, head),
-    body,
-  );
+  // one row per cluster, drawn as it scrolls into view (a fleet of hundreds of clusters)
+  const table = virtualRows({
+    caption: "Fleet overview",
+    label: "Per-cluster GPUs, nodes, jobs and cost",
+    className: "list fleet",
+    columns: COLUMNS.map(() => h("th", { scope: "col" })),
+    key: (r) => r.name,
+    row: (r) => h(
+      "tr",
+      { "data-fleet": r.name },
+      h("th", { scope: "row", "data-label": "Cluster" }, h("a", { href: `#/clusters/${encodeURIComponent(r.name)}` }, r.name)),
+      ...COLUMNS.slice(1).map(([key, label]) => h("td", { "data-label": label, "data-key": key }, key === "cost" ? money(r.cost) : String(r[key]))),
+    ),
+  });
 
   function paint() {
     const shown = rows
@@ -71,7 +99,7 @@ export function fleetOverview() {
         const order = typeof x === "string" ? x.localeCompare(y) : x - y;
         return ascending ? order : -order;
       });
-    fill(head, ...COLUMNS.map(([key, label]) => h(
+    fill(table.head, ...COLUMNS.map(([key, label], column) => h(
       "th",
       { scope: "col", "aria-sort": key === sortKey ? (ascending ? "ascending" : "descending") : "none" },
       h("button", {
@@ -80,15 +108,12 @@ export function fleetOverview() {
           ascending = key === sortKey ? !ascending : key === "name";
           sortKey = key;
           paint();
+          // the header is drawn again: the focus stays on this column's button
+          table.head.children[column].querySelector("button").focus();
         },
       }, label, key === sortKey ? h("span", { "aria-hidden": "true" }, ascending ? " ▲" : " ▼") : null),
     )));
-    fill(body, ...shown.map((r) => h(
-      "tr",
-      { "data-fleet": r.name },
-      h("th", { scope: "row", "data-label": "Cluster" }, h("a", { href: `#/clusters/${encodeURIComponent(r.name)}` }, r.name)),
-      ...COLUMNS.slice(1).map(([key, label]) => h("td", { "data-label": label, "data-key": key }, key === "cost" ? money(r.cost) : String(r[key]))),
-    )));
+    table.show(shown, rows.length ? "No cluster matches the search." : "No clusters yet.");
     const sum = (key) => shown.reduce((n, r) => n + r[key], 0);
     const unread = shown.filter((r) => r.cost === null).length;
     const cost = `$${shown.reduce((n, r) => n + (r.cost || 0), 0).toFixed(2)} per hour` +
@@ -104,12 +129,14 @@ export function fleetOverview() {
   // Read every cluster's nodes and jobs, all endpoints and the fleet's capacity again (the
   // store calls this).
   async function read(clusters) {
+    reads += 1;
+    const turn = reads;
     const [endpoints, capacity] = await Promise.all([
       get("/endpoints?cluster=*").catch(() => []),
       get("/capacity").catch(() => null),
     ]);
     const lines = new Map(((capacity && capacity.clusters) || []).map((c) => [c.cluster, c]));
-    rows = await Promise.all(clusters.map(async (c) => {
+    const fresh = await eachAtMost(READERS, clusters, () => turn === reads, async (c) => {
       const path = `/clusters/${encodeURIComponent(c.name)}`;
       const [nodes, jobs] = await Promise.all([
         get(`${path}/nodes`).catch(() => ({ nodes: [] })),
@@ -118,7 +145,9 @@ export function fleetOverview() {
       ]);
       const mine = endpoints.filter((e) => e.cluster === c.name);
       return { ...figures(c, nodes, jobs, mine, lines.get(c.name)), cluster: c };
-    }));
+    });
+    if (turn !== reads) return; // a later read is under way
+    rows = fresh;
     const source = capacity && capacity.prices;
     prices.textContent = source
       ? `Cost per hour of the nodes at list prices (${source.currency}, ${source.region}, published ${source.as_of}): ${source.source}.`
@@ -127,7 +156,7 @@ export function fleetOverview() {
   }
 
   return {
-    element: h("div", { class: "fleet-overview" }, totals, h("div", { class: "table-wrap" }, table), prices),
+    element: h("div", { class: "fleet-overview" }, totals, table.element, prices),
     read,
     // show only the clusters `predicate` keeps (the page's search)
     search(predicate) {

@@ -38,6 +38,7 @@ export async function render(main, [cluster, job]) {
     noun: "jobs",
     empty: "No jobs yet.",
     columns: ["Job", "Recipe", "Status", "Restarts", "Created"],
+    key: (j) => j.name,
     row: (j) => h("tr", { "data-job": j.name },
       h("th", { scope: "row", "data-label": "Job" }, h("a", { href: `#/clusters/${encodeURIComponent(cluster)}/jobs/${encodeURIComponent(j.name)}` }, j.name)),
       h("td", { "data-label": "Recipe" }, j.recipe || ""),

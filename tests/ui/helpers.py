@@ -1,0 +1,91 @@
+"""What the browser tests share: signing in as a given token, axe-core and its findings, the
+overflow probe of the page's tables, and running a coroutine (seeding the database) beside
+Playwright's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RunningStack
+
+AXE = Path(__file__).resolve().parent / "axe"
+
+# axe-core's findings on the whole document, one line each: the rule and the elements it names.
+AXE_RUN = (
+    "async () => (await axe.run(document)).violations"
+    ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
+)
+
+# Every table of the page against the box it sits in: the table's width beyond the width its
+# scroll box shows (0 when it fits), and the page's own horizontal overflow.
+OVERFLOW = """
+() => ({
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  tables: [...document.querySelectorAll('table')].map((t) => {
+    const box = t.closest('.table-wrap') || t.parentElement;
+    const card = t.closest('.card') || document.getElementById('main');
+    const over = Math.max(t.scrollWidth - box.clientWidth, box.getBoundingClientRect().right
+      - card.getBoundingClientRect().right);
+    return [t.querySelector('caption')?.textContent || t.className, Math.round(over)];
+  }),
+})
+"""
+
+
+def axe_source() -> str:
+    """axe-core from tests/ui/axe (npm ci there once, if npm is installed)."""
+    script = AXE / "node_modules" / "axe-core" / "axe.min.js"
+    if not script.is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: axe-core (tests/ui/axe) cannot be installed")
+        done = subprocess.run(
+            [npm, "ci", "--prefix", str(AXE), "--no-audit", "--no-fund", "--loglevel=error"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0 or not script.is_file():
+            pytest.skip(f"axe-core could not be installed: {done.stderr[-500:]}")
+    return script.read_text()
+
+
+def axe_violations(page: Any) -> list[str]:
+    """What axe-core finds on the page as it is now (axe loaded into it first)."""
+    page.evaluate(axe_source())
+    found: list[str] = page.evaluate(AXE_RUN)
+    return found
+
+
+def sign_in(
+    browser: Any, stack: RunningStack, token: str, width: int = 1280, timeout_ms: int = 60_000
+) -> Any:
+    """A new tab of its own (its own session storage), signed in with `token` on the stack's
+    UI, on the clusters page. The caller closes its context (`tab.context.close()`)."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, base_url=stack.stack.url
+    )
+    tab = context.new_page()
+    tab.set_default_timeout(timeout_ms)
+    tab.goto("/")
+    tab.get_by_label("API token").fill(token)
+    tab.get_by_role("button", name="Sign in").click()
+    expect(tab.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
+    return tab
+
+
+def run_async(job: Coroutine[Any, Any, Any]) -> Any:
+    """Run `job` to its end in a thread of its own: Playwright's event loop runs in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, job).result()
