@@ -150,22 +150,46 @@ def listed(
 ) -> list[Any]:
     """The rows of a REST list paged by cursor (X-Next-Page-Token): every page, or the first
     `limit` rows; when rows are left, how to read them goes to stderr."""
+    rows, _ = _pages(api, path, limit, page_token, None, params)
+    return rows
+
+
+def listed_in(
+    api: Client, path: str, field: str, limit: int | None, page_token: str | None, **params: Any
+) -> dict[str, Any]:
+    """A REST object whose `field` is a list paged by cursor (the teams of GET .../teams):
+    the first page's object, its `field` holding the rows of every page read (as `listed`)."""
+    rows, first = _pages(api, path, limit, page_token, field, params)
+    return {**first, field: rows}
+
+
+def _pages(
+    api: Client,
+    path: str,
+    limit: int | None,
+    page_token: str | None,
+    field: str | None,
+    params: dict[str, Any],
+) -> tuple[list[Any], Any]:
     rows: list[Any] = []
+    first: Any = None
     token = page_token
     while True:
         want = PAGE if limit is None else min(PAGE, limit - len(rows))
         response = api.send("GET", path, params={**params, "limit": want, "page_token": token})
-        rows += response.json()
+        body = response.json()
+        first = body if first is None else first
+        rows += body if field is None else body.get(field) or []
         token = response.headers.get("x-next-page-token")
         if token is None:
-            return rows
+            return rows, first
         if limit is not None and len(rows) >= limit:
             left = int(response.headers.get("x-total-count", len(rows))) - len(rows)
             err_console().print(
                 f"{len(rows)} shown, more follow (about {left}): --page-token {token}",
                 highlight=False,
             )
-            return rows
+            return rows, first
 
 
 Region = Annotated[

@@ -30,7 +30,7 @@ def cluster_names(incomplete: str) -> list[str]:
 
 
 def bucket_names(incomplete: str) -> list[str]:
-    rows = _fetch("/api/v1/storage/buckets") or []
+    rows = _fetch("/api/v1/storage/buckets", limit=1000) or []
     return _matching([str(r["name"]) for r in rows if isinstance(r, dict)], incomplete)
 
 

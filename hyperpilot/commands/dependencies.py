@@ -6,12 +6,15 @@ from hyperpilot.commands.common import (
     Area,
     Cluster,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     active_cluster,
     client,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.output import Column, emit, table
@@ -35,10 +38,15 @@ def _path(cluster: str) -> str:
     "list",
     epilog=examples("hyperpilot dependencies list", "hyperpilot dependencies list -c llm -o json"),
 )
-def list_(cluster: Cluster = None, output: Output = None) -> None:
-    """Each dependency component with its version and status."""
+def list_(
+    cluster: Cluster = None,
+    limit: Limit = None,
+    page_token: PageToken = None,
+    output: Output = None,
+) -> None:
+    """Each dependency component with its version and status, by name."""
     with client() as api:
-        rows = api.get(_path(active_cluster(api, cluster)))
+        rows = listed(api, _path(active_cluster(api, cluster)), limit, page_token)
     emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no components)")
 
 

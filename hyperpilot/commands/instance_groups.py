@@ -13,7 +13,9 @@ from hyperpilot.commands.common import (
     Cluster,
     ContractOption,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     Yes,
     active_cluster,
@@ -22,6 +24,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.output import Column, emit, table
@@ -111,10 +114,15 @@ def _base(cluster: str) -> str:
         "hyperpilot instance-groups list -c llm-training -o json",
     ),
 )
-def list_(cluster: Cluster = None, output: Output = None) -> None:
-    """List a cluster's instance groups with type, count and status."""
+def list_(
+    cluster: Cluster = None,
+    limit: Limit = None,
+    page_token: PageToken = None,
+    output: Output = None,
+) -> None:
+    """List a cluster's instance groups with type, count and status, by name."""
     with client() as api:
-        rows = api.get(_base(active_cluster(api, cluster)))
+        rows = listed(api, _base(active_cluster(api, cluster)), limit, page_token)
     emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no instance groups)")
 
 

@@ -14,7 +14,9 @@ from hyperpilot.commands.common import (
     Area,
     Cluster,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     Yes,
     active_cluster,
@@ -23,6 +25,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.output import Column, details, emit, table
@@ -111,10 +114,15 @@ def _settings(
 
 
 @app.command("list", epilog=examples("hyperpilot spaces list", "hyperpilot spaces list -o json"))
-def list_(cluster: Cluster = None, output: Output = None) -> None:
-    """Your spaces on the cluster (an admin's: every space), read live."""
+def list_(
+    cluster: Cluster = None,
+    limit: Limit = None,
+    page_token: PageToken = None,
+    output: Output = None,
+) -> None:
+    """Your spaces on the cluster (an admin's: every space), read live, by name."""
     with client() as api:
-        answer = api.get(_path(active_cluster(api, cluster)))
+        answer = listed(api, _path(active_cluster(api, cluster)), limit, page_token)
     emit(answer, fmt(output), lambda rows: table(rows, SPACES) if rows else Text("no spaces"))
 
 

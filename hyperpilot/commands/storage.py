@@ -10,7 +10,9 @@ from hyperpilot.commands.common import (
     Area,
     Cluster,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Region,
     Wait,
     Yes,
@@ -19,6 +21,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed,
     mutate,
 )
 from hyperpilot.commands.complete import bucket_names
@@ -71,10 +74,10 @@ def create(
 
 
 @app.command("list", epilog=examples("hyperpilot storage list", "hyperpilot storage list -o yaml"))
-def list_(output: Output = None) -> None:
-    """List the buckets managed here."""
+def list_(limit: Limit = None, page_token: PageToken = None, output: Output = None) -> None:
+    """List the buckets managed here, by name."""
     with client() as api:
-        emit(api.get(BASE), fmt(output), _buckets)
+        emit(listed(api, BASE, limit, page_token), fmt(output), _buckets)
 
 
 @app.command(epilog=examples("hyperpilot storage describe team-llm-data -o json"))

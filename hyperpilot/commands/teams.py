@@ -17,7 +17,9 @@ from hyperpilot.commands.common import (
     Cluster,
     ContractOption,
     DryRun,
+    Limit,
     Output,
+    PageToken,
     Wait,
     Yes,
     active_cluster,
@@ -26,6 +28,7 @@ from hyperpilot.commands.common import (
     confirm,
     examples,
     fmt,
+    listed_in,
     mutate,
 )
 from hyperpilot.commands.jobs import Job
@@ -159,10 +162,16 @@ def _settings(
 
 
 @app.command("list", epilog=examples("hyperpilot teams list", "hyperpilot teams list -o yaml"))
-def list_(cluster: Cluster = None, output: Output = None) -> None:
-    """Task governance (add-on, priority classes) and every team's quota, read live."""
+def list_(
+    cluster: Cluster = None,
+    limit: Limit = None,
+    page_token: PageToken = None,
+    output: Output = None,
+) -> None:
+    """Task governance (add-on, priority classes) and every team's quota, read live; teams by
+    name."""
     with client() as api:
-        answer = api.get(_path(active_cluster(api, cluster)))
+        answer = listed_in(api, _path(active_cluster(api, cluster)), "teams", limit, page_token)
     emit(answer, fmt(output), _render)
 
 

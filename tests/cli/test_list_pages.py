@@ -1,4 +1,5 @@
-"""`jobs list`, `clusters list` and `endpoints list` read the gateway's cursor pages: every page
+"""The list commands of the lists the gateway pages by cursor (jobs, clusters, endpoints,
+dependencies, instance groups, storage, spaces, teams) read every page
 by default (following X-Next-Page-Token), or the first --limit rows, saying on stderr how to
 read the rest; --page-token starts where a limited list stopped."""
 
@@ -34,7 +35,11 @@ def sent(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[list[httpx.
         headers = {"x-total-count": str(len(ROWS))}
         if start + limit < len(ROWS):
             headers["x-next-page-token"] = f"t{start + limit}"
-        return httpx.Response(200, json=ROWS[start : start + limit], headers=headers)
+        page = ROWS[start : start + limit]
+        if request.url.path.endswith("/teams"):  # the task governance object, its teams paged
+            body = {"cluster": "llm", "task_governance": {"enabled": True}, "teams": page}
+            return httpx.Response(200, json=body, headers=headers)
+        return httpx.Response(200, json=page, headers=headers)
 
     def make(base_url: str, token: str | None) -> Client:
         return Client(base_url, token, transport=httpx.MockTransport(handler))
@@ -56,6 +61,10 @@ def _names(output: str) -> list[str]:
         (["jobs", "list"], "/api/v1/clusters/llm/jobs"),
         (["clusters", "list"], "/api/v1/clusters"),
         (["endpoints", "list", "--all"], "/api/v1/endpoints"),
+        (["dependencies", "list"], "/api/v1/clusters/llm/dependencies"),
+        (["instance-groups", "list"], "/api/v1/clusters/llm/instance-groups"),
+        (["storage", "list"], "/api/v1/storage/buckets"),
+        (["spaces", "list"], "/api/v1/clusters/llm/spaces"),
     ],
 )
 def test_a_list_reads_every_page_by_default(
@@ -87,3 +96,22 @@ def test_limit_stops_early_and_names_the_token_of_the_rest(sent: list[httpx.Requ
         {"limit": "200", "page_token": "t1030"},
     ]
     assert "--page-token t1230" in more.stderr
+
+
+def test_teams_list_reads_every_page_of_teams_with_the_governance_once(
+    sent: list[httpx.Request],
+) -> None:
+    done = CliRunner().invoke(app, ["teams", "list", "-o", "json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    answer = json.loads(done.stdout)
+    assert answer["task_governance"] == {"enabled": True}
+    assert [t["name"] for t in answer["teams"]] == [r["name"] for r in ROWS]
+    pages = [r for r in sent if r.url.path.endswith("/teams")]
+    assert [r.url.params.get("page_token") for r in pages] == [None, "t1000", "t2000"]
+
+    limited = CliRunner().invoke(app, ["teams", "list", "--limit", "5", "-o", "json"])
+    assert limited.exit_code == 0, limited.output
+    assert [t["name"] for t in json.loads(limited.stdout)["teams"]] == [
+        f"row-{i:04d}" for i in range(5)
+    ]
+    assert "--page-token t5" in limited.stderr
