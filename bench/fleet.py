@@ -62,18 +62,21 @@ HOUR = 3600.0
 
 
 class CountingBudget:
-    """Stands where the account limiter does (aws_session.use_budget): counts each request."""
+    """Stands where the account limiter does (aws_session.use_budget): counts each request, and
+    each throttling answer (the simulator throttles beyond AWS's published rates)."""
 
     def __init__(self) -> None:
         self.requests = 0
+        self.throttled = 0
         self._lock = threading.Lock()
 
-    def gate(self, region: str) -> None:
+    def gate(self, region: str, service: str | None = None, operation: str | None = None) -> None:
         with self._lock:
             self.requests += 1
 
     def report_throttled(self, region: str) -> None:
-        """The simulator does not throttle the bench's calls: nothing to slow down."""
+        with self._lock:
+            self.throttled += 1
 
 
 def _make_clusters(sim: Any) -> dict[str, tuple[str, str]]:
@@ -303,7 +306,14 @@ async def _bench() -> dict[str, Any]:
         aws_session.use_budget(None)
         await pool.close()
         ops = Counter(str(c.get("operation")) for c in sim.call_log())
-        return {**calls, "reads": reads, "mutating_calls_in_the_simulator": dict(ops)}
+        return {
+            **calls,
+            "reads": reads,
+            "mutating_calls_in_the_simulator": dict(ops),
+            # throttling answers the bench's calls met (the simulator's count, and the hook's)
+            "throttled_in_the_simulator": sim.throttle.throttled,
+            "throttled_answers_seen": counter.throttled,
+        }
     finally:
         sim.stop()
         world.close()
@@ -332,6 +342,8 @@ def main() -> None:
             "p95_ratio"
         ],
         "ratio_goal": 3.0,
+        "throttled": result["throttled_in_the_simulator"],
+        "throttled_floor": 0,
     }
     path = record(
         "fleet",

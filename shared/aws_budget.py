@@ -10,6 +10,11 @@ upsert, so any number of replicas share them without a coordinator:
   callers across replicas are spaced at the declared rate in the order PostgreSQL served them.
   A throttling answer from AWS (`throttled`) empties the bucket for everyone for `penalty`
   seconds: one replica's throttle slows the whole fleet's calls, not just its own retry.
+- **An operation's published rate** (`op:<account>:<region>:<service>:<operation>`): where
+  AWS publishes a rate for an operation (or a bucket several share) below the account's
+  (`PUBLISHED_LIMITS`: EC2's mutating actions, the Price List API, Service Quotas' reads), its
+  calls take a token from that bucket too, borrowed and waited for the same way, so no burst of
+  one operation goes beyond what AWS answers without throttling.
 - **A watcher's declared budget** (`watch:<watcher>:<cluster>`): `WatchBudget.spend` takes the
   calls an observation will cost, or refuses (and the watcher skips the cluster this round).
   This is never borrowed: a watcher that spent its hour waits for the refill.
@@ -35,15 +40,138 @@ log = get_logger("shared.aws_budget")
 
 # The defaults: SageMaker and EKS throttle their describe and list calls per account and
 # region; neither publishes a fixed rate for them (SageMaker's "Amazon SageMaker AI endpoints
-# and quotas" lists API request rates as adjustable per account; EKS documents a token bucket
-# for its API in "Amazon EKS service quotas"), so the control plane declares a conservative
-# one: 10 calls a second with bursts of 20, across every replica and service.
+# and quotas" lists API request rates as adjustable per account; EKS publishes none), so the
+# control plane declares a conservative one: 10 calls a second with bursts of 20, across every
+# replica and service, at or below every per-operation bucket in PUBLISHED_LIMITS but the few
+# it also spends from (see `binding`).
 DEFAULT_RATE = 10.0
 DEFAULT_BURST = 20.0
 DEFAULT_PENALTY = 1.0
 # The longest a caller waits for a borrowed token before its call goes ahead anyway (a bucket
 # deep in debt, e.g. after a long throttle, must not stall a stage beyond its own timeouts).
 MAX_WAIT = 30.0
+
+
+@dataclass(frozen=True)
+class PublishedLimit:
+    """A request rate AWS publishes for an operation: `burst` tokens, `rate` back a second;
+    `shared` names the bucket when several operations spend from one."""
+
+    rate: float
+    burst: float
+    source: str
+    shared: str | None = None
+
+
+_EC2 = "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html"
+_EVENTBRIDGE = "https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html"
+_SQS = (
+    "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html"
+)
+_QUOTAS = "https://docs.aws.amazon.com/servicequotas/latest/userguide/reference_limits.html"
+_PRICING = "https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-pelong.html"
+_STS = (
+    "https://aws.amazon.com/blogs/security/how-to-monitor-and-query-iam-resources-at-scale-part-2/"
+)
+_READ = PublishedLimit(20.0, 100.0, _EC2)
+_MUTATION = PublishedLimit(5.0, 50.0, _EC2)
+_UNPUBLISHED_READ = PublishedLimit(
+    20.0, 100.0, f"not published; EC2's non-mutating bucket ({_EC2})"
+)
+_UNPUBLISHED_MUTATION = PublishedLimit(5.0, 50.0, f"not published; EC2's mutating bucket ({_EC2})")
+
+# AWS's request rates per account and region, as the simulated AWS throttles them (the same
+# numbers and pages as sim/aws/throttle.py's LIMITS, which the control plane may not import;
+# tests/unit/test_aws_budget_limits.py keeps the two equal). "*read" and "*mutation" stand for
+# the service's other operations that read, or change something. SageMaker, EKS and STS publish
+# no rate: EC2's per-action buckets stand in for theirs. An operation not named is not limited
+# by AWS beyond the account bucket (SQS's standard-queue calls are "nearly unlimited").
+PUBLISHED_LIMITS: dict[tuple[str, str], PublishedLimit] = {
+    ("ec2", "*read"): _READ,
+    ("ec2", "*mutation"): _MUTATION,
+    ("sagemaker", "*read"): _UNPUBLISHED_READ,
+    ("sagemaker", "*mutation"): _UNPUBLISHED_MUTATION,
+    ("eks", "*read"): _UNPUBLISHED_READ,
+    ("eks", "*mutation"): _UNPUBLISHED_MUTATION,
+    ("sts", "*read"): PublishedLimit(
+        20.0, 100.0, f"not published ({_STS}); EC2's non-mutating bucket"
+    ),
+    ("sts", "*mutation"): PublishedLimit(
+        5.0, 50.0, f"not published ({_STS}); EC2's mutating bucket"
+    ),
+    ("events", "PutEvents"): PublishedLimit(2400.0, 2400.0, _EVENTBRIDGE),
+    ("events", "*read"): PublishedLimit(50.0, 50.0, _EVENTBRIDGE, shared="other-apis"),
+    ("events", "*mutation"): PublishedLimit(50.0, 50.0, _EVENTBRIDGE, shared="other-apis"),
+    ("sqs", "TagQueue"): PublishedLimit(30.0, 30.0, _SQS, shared="tagging"),
+    ("sqs", "UntagQueue"): PublishedLimit(30.0, 30.0, _SQS, shared="tagging"),
+    ("sqs", "ListQueueTags"): PublishedLimit(30.0, 30.0, _SQS, shared="tagging"),
+    ("service-quotas", "GetAWSDefaultServiceQuota"): PublishedLimit(5.0, 10.0, _QUOTAS),
+    ("service-quotas", "GetRequestedServiceQuotaChange"): PublishedLimit(5.0, 10.0, _QUOTAS),
+    ("service-quotas", "GetServiceQuota"): PublishedLimit(5.0, 10.0, _QUOTAS),
+    ("service-quotas", "ListAWSDefaultServiceQuotas"): PublishedLimit(10.0, 20.0, _QUOTAS),
+    ("service-quotas", "ListRequestedServiceQuotaChangeHistory"): PublishedLimit(
+        5.0, 10.0, _QUOTAS
+    ),
+    ("service-quotas", "ListRequestedServiceQuotaChangeHistoryByQuota"): PublishedLimit(
+        5.0, 10.0, _QUOTAS
+    ),
+    ("service-quotas", "ListServiceQuotas"): PublishedLimit(10.0, 20.0, _QUOTAS),
+    ("pricing", "DescribeServices"): PublishedLimit(5.0, 10.0, _PRICING),
+    ("pricing", "GetAttributeValues"): PublishedLimit(5.0, 10.0, _PRICING),
+    ("pricing", "GetProducts"): PublishedLimit(5.0, 10.0, _PRICING),
+}
+
+# AWS names its reads Describe/List/Get/...: the same prefixes as the simulated AWS's
+# (sim/aws/wire.py is_mutating).
+_READ_PREFIXES = (
+    "Describe",
+    "List",
+    "Get",
+    "Head",
+    "Search",
+    "BatchGet",
+    "BatchDescribe",
+    "Validate",
+    "Lookup",
+    "Select",
+    "Estimate",
+    "Check",
+)
+
+
+def published_limit(service: str, operation: str) -> PublishedLimit | None:
+    """The published bucket a call of `operation` spends from, if any."""
+    found = PUBLISHED_LIMITS.get((service, operation))
+    if found is not None:
+        return found
+    kind = "*read" if operation.startswith(_READ_PREFIXES) else "*mutation"
+    return PUBLISHED_LIMITS.get((service, kind))
+
+
+# Tokens of an operation's bucket the control plane leaves unspent: AWS counts a request when
+# it arrives, the bucket here when its token is taken, and the first request of a connection
+# can arrive a tenth of a second or more after its take (seen against the simulated AWS: a
+# borrowed token that was due exactly met an empty bucket there). One token is 1/rate seconds
+# of such skew.
+HEADROOM = 1.0
+
+
+def binding(limit: PublishedLimit | None, rate: float, burst: float) -> PublishedLimit | None:
+    """`limit` if an account bucket of `rate` and `burst` alone could go beyond it (or come
+    within HEADROOM of its burst)."""
+    if limit is None or (limit.rate >= rate and limit.burst - HEADROOM >= burst):
+        return None
+    return limit
+
+
+def operation_bucket(limit: PublishedLimit, rate: float, burst: float) -> tuple[float, float]:
+    """(capacity, refill a second) of an operation's bucket here: the published one less
+    HEADROOM, and never more than the account bucket's."""
+    return min(limit.burst - HEADROOM, burst), min(limit.rate, rate)
+
+
+def operation_key(account: str, region: str, service: str, bucket: str) -> str:
+    return f"op:{account}:{region}:{service}:{bucket}"
 
 
 def refilled(tokens: float, capacity: float, rate: float, elapsed: float) -> float:
@@ -189,12 +317,32 @@ class AccountLimiter:
                 self._local.resolving = False
         return self._account
 
-    async def take(self, region: str, account: str | None = None) -> float:
-        """Take one token; returns the seconds to wait before the call goes out."""
-        key = account_key(account or self._account or "unresolved", region)
+    async def take(
+        self,
+        region: str,
+        account: str | None = None,
+        service: str | None = None,
+        operation: str | None = None,
+    ) -> float:
+        """Take one token (and one of the operation's published bucket, where it is tighter
+        than the account's); returns the seconds to wait before the call goes out."""
+        name = account or self._account or "unresolved"
+        limit = (
+            binding(published_limit(service, operation), self.rate, self.burst)
+            if service and operation
+            else None
+        )
         async with self.pool.acquire() as conn:
-            tokens = await conn.fetchval(_TAKE, key, self.burst, self.rate, 1.0)
-        return min(MAX_WAIT, wait_seconds(float(tokens), self.rate))
+            tokens = await conn.fetchval(
+                _TAKE, account_key(name, region), self.burst, self.rate, 1.0
+            )
+            wait = wait_seconds(float(tokens), self.rate)
+            if limit is not None and service and operation:
+                key = operation_key(name, region, service, limit.shared or operation)
+                capacity, rate = operation_bucket(limit, self.rate, self.burst)
+                left = await conn.fetchval(_TAKE, key, capacity, rate, 1.0)
+                wait = max(wait, wait_seconds(float(left), rate))
+        return min(MAX_WAIT, wait)
 
     async def throttled(self, region: str, account: str | None = None) -> None:
         key = account_key(account or self._account or "unresolved", region)
@@ -217,12 +365,12 @@ class AccountLimiter:
             log.warning("aws call budget unreachable", error=f"{type(exc).__name__}: {exc}")
             return None
 
-    def gate(self, region: str) -> None:
+    def gate(self, region: str, service: str | None = None, operation: str | None = None) -> None:
         """Before an AWS request is sent (a boto3 worker thread): take a token, wait for it."""
         if getattr(self._local, "resolving", False):
             return
         account = self._account_now()
-        wait = self._run(lambda: self.take(region, account))
+        wait = self._run(lambda: self.take(region, account, service, operation))
         if wait:
             self.waited += wait
             self._sleep(wait)

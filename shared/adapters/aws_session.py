@@ -8,7 +8,9 @@ Every client made here spends from the account's AWS call budget (shared/aws_bud
 service has installed one (`use_budget`): botocore emits `before-send` before each HTTP attempt
 (botocore/endpoint.py, `_do_get_response`; its own retries included) and `response-received`
 with each attempt's parsed answer, errors included (`_get_response`), so a hook on those two
-events covers every call path and every retry without touching the callers.
+events covers every call path and every retry without touching the callers. The service and
+operation go with each token (shared.aws_budget.PUBLISHED_LIMITS: an operation whose published
+rate is below the account's spends from its own bucket too).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ THROTTLING_CODES = frozenset(ThrottledRetryableChecker._THROTTLED_ERROR_CODES)
 class CallBudget(Protocol):
     """What the hooks need of the budget (shared.aws_budget.AccountLimiter)."""
 
-    def gate(self, region: str) -> None: ...
+    def gate(
+        self, region: str, service: str | None = None, operation: str | None = None
+    ) -> None: ...
 
     def report_throttled(self, region: str) -> None: ...
 
@@ -63,10 +67,13 @@ def account_id(region: str, endpoint_url: str | None = None) -> str:
 
 
 def _hooks(made: Any, region: str) -> None:
-    def before_send(**_: Any) -> None:
+    service = str(made.meta.service_model.service_name)
+
+    def before_send(event_name: str = "", **_: Any) -> None:
         budget = _budget
         if budget is not None:
-            budget.gate(region)
+            # the event is `before-send.<service id>.<operation>` (botocore/endpoint.py)
+            budget.gate(region, service, event_name.rsplit(".", 1)[-1] or None)
         return None  # a value here would replace the HTTP response
 
     def received(parsed_response: Any = None, **_: Any) -> None:

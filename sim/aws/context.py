@@ -1,5 +1,5 @@
-"""What every simulated service shares: the lock, the clock, the account, faults, the call
-log, and the seam to the Kubernetes emulator."""
+"""What every simulated service shares: the lock, the clock, the account, faults, request-rate
+limits, the call log, and the seam to the Kubernetes emulator."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sim.aws.account import Account
 from sim.aws.calllog import CallLog
 from sim.aws.clock import Scheduler, utcnow
 from sim.aws.faults import Faults
+from sim.aws.throttle import Throttle, scale_from_env
 from sim.interfaces import EksFactsHooks, KubeHooks, SimNode
 from sim.profile import TimeProfile
 
@@ -39,7 +40,12 @@ class SimContext:
     """State shared by the simulated services of one SimulatedAws."""
 
     def __init__(
-        self, profile: TimeProfile, kube: KubeHooks | None, region: str, account_id: str
+        self,
+        profile: TimeProfile,
+        kube: KubeHooks | None,
+        region: str,
+        account_id: str,
+        throttle_scale: float | None = None,
     ) -> None:
         self.profile = profile
         self.kube = kube
@@ -48,6 +54,8 @@ class SimContext:
         self.lock = threading.RLock()
         self.account = Account(account_id, region)
         self.faults = Faults()
+        # AWS's published request rates (sim.aws.throttle); SIM_AWS_THROTTLE_SCALE when not given
+        self.throttle = Throttle(scale_from_env() if throttle_scale is None else throttle_scale)
         self.calls = CallLog()
         self.scheduler = Scheduler(self.lock, self.flush)
         self._dirty_eks: set[str] = set()

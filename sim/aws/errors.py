@@ -125,6 +125,10 @@ def throttling_code(service: str | None, protocol: str) -> str:
         return "Throttling"
     if service == "service-quotas":
         return "TooManyRequestsException"
+    if service == "sqs":
+        # SQS's modeled throttling error, HTTP 400 (the SQS API Reference, "Common Errors" and
+        # each action's errors, e.g. https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ReceiveMessage.html)
+        return "RequestThrottled"
     return "ThrottlingException"
 
 

@@ -2,7 +2,8 @@
 under /_sim/, and hands every other AWS request to moto (correcting a few of its answers, see
 sim.aws.overlays).
 
-Per request: run the work the clock says is due, apply armed faults, refuse what cannot be read
+Per request: run the work the clock says is due, throttle a caller beyond AWS's published
+request rates (sim.aws.throttle), apply armed faults, refuse what cannot be read
 (an unknown operation, a malformed body) and what breaks botocore's model of the operation
 (sim.aws.validation), for the simulation's operations and moto's alike, then call the
 simulation (or moto), and log the call if it mutates.
@@ -90,6 +91,21 @@ class FrontApp:
         req = read_request(environ, body)
         self.ctx.scheduler.run_due()
         simulated = (req.service, req.operation) in self.handlers
+        # AWS throttles at its front door, before the request is looked at further: a throttled
+        # call changes nothing (its call-log entry says applied: false).
+        if (
+            req.service is not None
+            and req.operation is not None
+            and not self.ctx.throttle.take(
+                self.ctx.account_id,
+                req.region or self.ctx.region,
+                req.service,
+                req.operation,
+                req.mutating,
+            )
+        ):
+            throttled = self.ctx.throttle.error(req.service, req.protocol)
+            return self._error(req, throttled, start_response, simulated)
         error = (
             self.ctx.faults.request_error(req.service, req.operation, req.protocol)
             if req.operation

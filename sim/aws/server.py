@@ -34,6 +34,7 @@ from sim.aws.pricing import Pricing
 from sim.aws.sagemaker_extras import SageMakerExtras
 from sim.aws.service_quotas import ServiceQuotas
 from sim.aws.task_governance import TaskGovernance
+from sim.aws.throttle import Throttle
 from sim.aws.training_plans import TrainingPlanOfferings
 from sim.interfaces import KubeHooks
 from sim.profile import TimeProfile
@@ -120,11 +121,16 @@ class SimulatedAws:
         *,
         account_id: str = DEFAULT_ACCOUNT_ID,
         regions: tuple[str, ...] = (),
+        throttle_scale: float | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.region = region
-        self.ctx = SimContext(profile, _kube_in(kube, region), region, account_id)
+        # throttle_scale multiplies AWS's published request rates (sim.aws.throttle); None reads
+        # SIM_AWS_THROTTLE_SCALE (1 when unset), 0 turns throttling off.
+        self.ctx = SimContext(
+            profile, _kube_in(kube, region), region, account_id, throttle_scale=throttle_scale
+        )
         self.eks = Eks(self.ctx)
         self.hyperpod = HyperPod(self.ctx, self.eks)
         self.sagemaker_extras = SageMakerExtras(self.ctx, self.hyperpod)
@@ -154,7 +160,14 @@ class SimulatedAws:
         self.app = FrontApp(self.ctx, handlers, moto_app, admin, self.mlflow)
         # the other regions: their own simulation each, behind this one's endpoint
         self.regions = {
-            other: SimulatedAws(profile, host, kube=kube, region=other, account_id=account_id)
+            other: SimulatedAws(
+                profile,
+                host,
+                kube=kube,
+                region=other,
+                account_id=account_id,
+                throttle_scale=throttle_scale,
+            )
             for other in dict.fromkeys(regions)
             if other != region
         }
@@ -184,6 +197,10 @@ class SimulatedAws:
     @property
     def faults(self) -> Faults:
         return self.ctx.faults
+
+    @property
+    def throttle(self) -> Throttle:
+        return self.ctx.throttle
 
     @property
     def account(self) -> Account:

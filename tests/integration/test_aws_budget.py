@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from botocore.config import Config
 
 from shared.adapters import aws_session
 from shared.aws_budget import AccountLimiter, WatchBudget, figures
@@ -125,3 +126,30 @@ async def test_a_watch_budget_refills_on_its_clock_and_records_calls_beyond_the_
     assert await budget.spend("big", 1)
     [spent] = await figures(pool, "watch:nodes:big")
     assert spent.calls == 13
+
+
+async def test_an_operation_aws_limits_more_tightly_spends_from_its_own_bucket_and_is_not_throttled(
+    sim_env: SimulatedAws, pool: asyncpg.Pool
+) -> None:
+    # The Price List API publishes 10 at once and 5 a second for GetProducts (the simulated AWS
+    # throttles at that); the account bucket alone (10 a second, 20 at once) would go beyond it.
+    limiter = AccountLimiter(pool, ACCOUNT)
+    limiter.bind(asyncio.get_running_loop())
+    aws_session.use_budget(limiter)
+    no_retries = Config(retries={"total_max_attempts": 1})
+    pricing = aws_session.client("pricing", REGION, sim_env.endpoint_url, no_retries)
+    throttled_before = sim_env.throttle.throttled
+    started = time.monotonic()
+    for _ in range(14):
+        await asyncio.to_thread(pricing.get_products, ServiceCode="AmazonEC2", MaxResults=1)
+    elapsed = time.monotonic() - started
+    # 5 tokens beyond the burst kept here (10 less a token of headroom) at 5 a second: 1 s at
+    # the least, and no throttling answer
+    assert elapsed >= 1.0 * 0.95
+    assert sim_env.throttle.throttled == throttled_before
+    spent = {b.key: b.calls for b in await figures(pool, "op:")}
+    assert spent == {f"op:{ACCOUNT}:{REGION}:pricing:GetProducts": 14}
+    # a read whose published bucket is wider than the account's costs no second token
+    sagemaker = aws_session.client("sagemaker", REGION, sim_env.endpoint_url, no_retries)
+    await asyncio.to_thread(sagemaker.list_clusters)
+    assert {b.key for b in await figures(pool, "op:")} == set(spent)

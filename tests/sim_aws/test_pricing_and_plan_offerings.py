@@ -22,6 +22,15 @@ from sim.testing import aws_client, wait_for
 RAW = Config(parameter_validation=False, retries={"mode": "standard", "total_max_attempts": 1})
 
 
+@pytest.fixture(autouse=True)
+def full_buckets(sim: SimulatedAws) -> Iterator[None]:
+    """Each test starts with the Price List API's buckets full: the module calls GetProducts
+    dozens of times without retries, beyond its published 10 at once and 5 a second
+    (sim.aws.throttle; tests/sim_aws/test_throttle.py is where throttling is shown)."""
+    sim.throttle.reset()
+    yield
+
+
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimulatedAws]:
     aws = SimulatedAws(get_profile("fast"), account_id="555566667777").start()
