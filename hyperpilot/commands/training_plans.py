@@ -11,6 +11,7 @@ from hyperpilot.commands.common import (
     Area,
     DryRun,
     Output,
+    Region,
     Wait,
     Yes,
     accepted,
@@ -48,12 +49,20 @@ EndBefore = Annotated[str | None, typer.Option("--end-before", help="ISO 8601 la
 
 
 def _search(
-    instance_type: str, count: int, days: int, target: str, start: str | None, end: str | None
+    instance_type: str,
+    count: int,
+    days: int,
+    target: str,
+    start: str | None,
+    end: str | None,
+    region: str | None,
 ) -> dict[str, Any]:
     """The REST search (its rules are the gateway's); unset bounds are left out."""
-    asked = (instance_type, count, days, target, start, end)
+    asked = (instance_type, count, days, target, start, end, region)
     keys = ("instance_type", "instance_count", "duration_days", "target", "start_after")
-    return {k: v for k, v in zip((*keys, "end_before"), asked, strict=True) if v is not None}
+    return {
+        k: v for k, v in zip((*keys, "end_before", "region"), asked, strict=True) if v is not None
+    }
 
 
 @app.command(
@@ -68,10 +77,11 @@ def offerings(
     target: Target = "hyperpod-cluster",
     start_after: StartAfter = None,
     end_before: EndBefore = None,
+    region: Region = None,
     output: Output = None,
 ) -> None:
     """Offerings for an instance type, count and duration, best match first, with their fee."""
-    search = _search(instance_type, count, days, target, start_after, end_before)
+    search = _search(instance_type, count, days, target, start_after, end_before, region)
     with client() as api:
         rows = api.get(f"{BASE}/offerings", **search)
         emit(rows, fmt(output), lambda r: table(r, COLUMNS) if r else "(no offerings)")
@@ -96,6 +106,7 @@ def buy(
     target: Target = "hyperpod-cluster",
     start_after: StartAfter = None,
     end_before: EndBefore = None,
+    region: Region = None,
     fee: Annotated[
         str | None, typer.Option("--fee", help="Confirm this upfront fee (USD) without asking")
     ] = None,
@@ -108,7 +119,7 @@ def buy(
     body: dict[str, Any] = {
         "name": name,
         "offering_id": offering,
-        "search": _search(instance_type, count, days, target, start_after, end_before),
+        "search": _search(instance_type, count, days, target, start_after, end_before, region),
     }
     if fee is not None:
         body["confirm_upfront_fee"] = fee
@@ -139,10 +150,10 @@ def _offered_fee(answer: dict[str, Any]) -> str:
 @prices_app.command(
     "show", epilog=examples("hyperpilot prices show", "hyperpilot prices show -o json")
 )
-def show(output: Output = None) -> None:
-    """The price table: USD per hour of each instance type, its source and publication date."""
+def show(region: Region = None, output: Output = None) -> None:
+    """A region's price table: USD per hour of each instance type, its source and date."""
     with client() as api:
-        answer = api.get("/api/v1/prices")
+        answer = api.get("/api/v1/prices", region=region)
 
         def render(raw: dict[str, Any]) -> Any:
             source = raw.get("prices") or {}

@@ -15,6 +15,7 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from shared.contracts.cluster import REGION_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.spec import Spec
 from shared.validation import RuleViolation
@@ -51,6 +52,12 @@ class OfferingSearch(Spec):
     )
     start_after: datetime | None = Field(None, description="Earliest start (default: now)")
     end_before: datetime | None = Field(None, description="Latest end")
+    region: str | None = Field(
+        None,
+        pattern=REGION_PATTERN,
+        description="The region to reserve in: one the control plane serves (default: its"
+        " default region)",
+    )
 
     @field_validator("instance_type")
     @classmethod

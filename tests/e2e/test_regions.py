@@ -142,6 +142,53 @@ def test_regions_are_listed_and_others_refused(two_region_stack: RunningStack) -
     assert create.json()["error"]["fields"][0]["rule"] == "region_served"
 
 
+def test_prices_and_training_plans_of_a_region(
+    two_region_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    """A region's price table and training plan offerings are that region's; a plan bought
+    there exists in that region only (read with raw boto3 in each)."""
+    api = two_region_stack.client
+    prices = api.get("/api/v1/prices", params={"region": WEST})
+    assert prices.status_code == 200, prices.text
+    assert prices.json()["prices"]["region"] == WEST
+    assert api.get("/api/v1/prices", params={"region": "eu-west-1"}).status_code == 422
+
+    search = {"instance_type": "ml.p5.48xlarge", "instance_count": 2, "duration_days": 2}
+    found = api.get("/api/v1/training-plans/offerings", params={**search, "region": WEST})
+    assert found.status_code == 200, found.text
+    west_zones = {z["zone_name"] for z in zones_of(api, WEST).json()}
+    assert found.json() and all(o["availability_zone"] in west_zones for o in found.json())
+    offering = found.json()[0]
+    refused = api.get("/api/v1/training-plans/offerings", params={**search, "region": "eu-west-1"})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["fields"][0]["rule"] == "region_served"
+
+    name = unique("west-plan")
+    body = {
+        "name": name,
+        "offering_id": offering["offering_id"],
+        "search": {**search, "region": WEST},
+        "confirm_upfront_fee": offering["upfront_fee"],
+    }
+    elsewhere = api.post(
+        "/api/v1/training-plans", {**body, "search": {**search, "region": "eu-west-1"}}
+    )
+    assert elsewhere.status_code == 422, elsewhere.text
+    assert elsewhere.json()["error"]["fields"][0]["field"] == "search.region"
+    bought = api.post("/api/v1/training-plans", body)
+    assert bought.status_code == 202, bought.text
+    done = api.wait(bought.json()["operation_id"], timeout=60)
+    assert done["status"] == "succeeded", done.get("error")
+
+    def plans_in(region: str) -> set[str]:
+        answer = raw(sim_aws, "sagemaker", region).list_training_plans()
+        return {p["TrainingPlanName"] for p in answer["TrainingPlanSummaries"]}
+
+    assert name in plans_in(WEST) and name not in plans_in(EAST)
+    listed = api.get("/api/v1/inspect/training-plans", params={"region": WEST}).json()
+    assert name in {p["name"] for p in listed}
+
+
 def test_clusters_in_two_regions_side_by_side(
     two_region_stack: RunningStack, sim_aws: SimulatedAws
 ) -> None:

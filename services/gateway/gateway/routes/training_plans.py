@@ -19,8 +19,10 @@ from gateway.accept import plan_then_accept
 from gateway.deps import AdminMutation, Viewer
 from gateway.errors import field_error
 from gateway.queries import query
+from gateway.regions import served_region
 from gateway.routes.models import LIVE_READ_ERRORS, accepted
 from gateway.routing import PrefixedRoute
+from shared.contracts.cluster import REGION_PATTERN
 from shared.contracts.training_plans import (
     OFFERING_PATTERN,
     PLAN_NAME_PATTERN,
@@ -28,6 +30,11 @@ from shared.contracts.training_plans import (
     OfferingSearch,
     check_fee,
 )
+
+Region = Annotated[
+    str | None,
+    Query(pattern=REGION_PATTERN, description="AWS region (default: the control plane's)"),
+]
 
 router = APIRouter(
     route_class=PrefixedRoute, prefix="/api/v1", tags=["cost"], responses=LIVE_READ_ERRORS
@@ -71,8 +78,10 @@ class OfferingRead(BaseModel):
     response_model=PriceTableRead,
     summary="The list price table (AWS Price List API) with its source and date",
 )
-async def prices(request: Request, _: Viewer) -> Any:
-    return await query(request.app.state.bus, "cluster", "prices", {})
+async def prices(request: Request, _: Viewer, region: Region = None) -> Any:
+    return await query(
+        request.app.state.bus, "cluster", "prices", {"region": served_region(request, region)}
+    )
 
 
 @router.get(
@@ -81,11 +90,12 @@ async def prices(request: Request, _: Viewer) -> Any:
     summary="Training plan offerings for an instance type, count and duration",
 )
 async def offerings(request: Request, _: Viewer, search: Annotated[OfferingSearch, Query()]) -> Any:
+    region = served_region(request, search.region)
     return await query(
         request.app.state.bus,
         "cluster",
         "training_plan_offerings",
-        {"search": search.model_dump(mode="json")},
+        {"search": {**search.model_dump(mode="json"), "region": region}, "region": region},
     )
 
 
@@ -110,7 +120,7 @@ class PlanPurchase(BaseModel):
     summary="Buy a training plan offering (dry run first: it shows the fee to confirm)",
 )
 async def buy(body: PlanPurchase, request: Request, mutation: AdminMutation) -> JSONResponse:
-    region = str(request.app.state.settings.aws_region)
+    region = served_region(request, body.search.region, "search.region")
     if body.confirm_upfront_fee is None and not mutation.dry_run:
         raise field_error(
             "confirm_upfront_fee",
@@ -123,7 +133,7 @@ async def buy(body: PlanPurchase, request: Request, mutation: AdminMutation) -> 
         return BuyTrainingPlan(
             name=body.name,
             offering_id=body.offering_id,
-            search=body.search,
+            search=body.search.model_copy(update={"region": region}),
             confirm_upfront_fee=body.confirm_upfront_fee,
             region=region,
         )

@@ -10,7 +10,7 @@ from pydantic import Field
 from mcp_svc.client import Gateway
 from mcp_svc.registry import HyperpilotServer
 from mcp_svc.results import OperationStarted, Passthrough, ToolResult
-from mcp_svc.tools.common import DryRun, RequestId, count, named, submit
+from mcp_svc.tools.common import DryRun, Region, RequestId, count, named, submit
 from shared.contracts.training_plans import OFFERING_PATTERN, PLAN_NAME_PATTERN, OfferingSearch
 
 PlanType = Annotated[
@@ -29,6 +29,7 @@ FIELDS = (
     "target",
     "start_after",
     "end_before",
+    "region",
 )
 StartAfter = Annotated[
     str | None, Field(description="Earliest start, ISO 8601, e.g. 2026-12-03T00:00:00Z")
@@ -60,10 +61,11 @@ def _search(*asked: str | int | None) -> dict[str, Any]:
 
 def register(server: HyperpilotServer, gateway: Gateway) -> None:
     @server.read_tool(area="cost", rest="GET /api/v1/prices")
-    async def get_prices() -> Prices:
-        """The list price table: USD per hour of each instance type, NAT gateway and FSx
-        for Lustre GB-month, with its source (AWS Price List API) and publication date."""
-        raw = await gateway.get("/api/v1/prices")
+    async def get_prices(region: Region = None) -> Prices:
+        """The list price table of a region: USD per hour of each instance type, NAT gateway
+        and FSx for Lustre GB-month, with its source (AWS Price List API) and publication
+        date."""
+        raw = await gateway.get("/api/v1/prices", params={"region": region} if region else None)
         source = raw.get("prices") or {}
         summary = (
             f"{count(len(raw.get('instance_types') or []), 'instance type')} priced"
@@ -80,11 +82,12 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
         target: PlanTarget = "hyperpod-cluster",
         start_after: StartAfter = None,
         end_before: EndBefore = None,
+        region: Region = None,
     ) -> Offerings:
         """Training plan offerings (reserved capacity) with their zone, window and upfront fee;
         buy one with buy_training_plan (dry run first)."""
         search = _search(
-            instance_type, instance_count, duration_days, target, start_after, end_before
+            instance_type, instance_count, duration_days, target, start_after, end_before, region
         )
         rows = await gateway.get("/api/v1/training-plans/offerings", params=search)
         found = [Offering.model_validate(r) for r in rows]
