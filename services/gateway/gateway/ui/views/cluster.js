@@ -407,7 +407,7 @@ export async function render(main, [name]) {
   const storageSection = section("Storage", storageBox);
   async function loadStorage() {
     try {
-      const answer = await get("/storage/buckets");
+      const answer = await get("/storage/buckets?limit=1000");
       const buckets = Array.isArray(answer) ? answer : answer.items || [];
       const bname = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
       const form = h("form", { novalidate: true, "aria-label": "Create a bucket", class: "inline-form" },
@@ -452,9 +452,9 @@ export async function render(main, [name]) {
     : h("p", { class: "form-error" }, errorText(error))) });
   const stops = [
     watch(base, paintSummary, { cluster: name }),
-    watch(`${base}/instance-groups`, paintGroups, shown(groupsBox)),
+    watch(`${base}/instance-groups?limit=1000`, paintGroups, shown(groupsBox)),
     () => stopNodes(),
-    watch(`${base}/dependencies`, paintDeps, shown(depsBox)),
+    watch(`${base}/dependencies?limit=1000`, paintDeps, shown(depsBox)),
     onChange(features.reload, { cluster: name }),
     drift.stop,
     claims.stop,

@@ -17,7 +17,7 @@ export async function render(main, [cluster]) {
     h("h1", {}, "Software update"),
     status,
   );
-  const groups = await get(`${base}/instance-groups`).catch(() => []);
+  const groups = await get(`${base}/instance-groups?limit=1000`).catch(() => []);
   const boxes = groups.map((g) => h("input", { type: "checkbox", name: "instance_groups", value: g.name, checked: true }));
   const image = h("input", { name: "image_id", autocomplete: "off", spellcheck: "false", placeholder: "latest" });
   const batchType = h("select", { name: "batch_type" },

@@ -134,7 +134,7 @@ export async function render(main, [cluster]) {
       body))),
     section("Open space", frameNote, frame),
   );
-  const stop = watch(base, (spaces) => {
+  const stop = watch(`${base}?limit=1000`, (spaces) => {
     fill(body, ...spaces.map((s) => {
       const running = s.status === "Running";
       const buttons = [

@@ -134,8 +134,8 @@ export async function render(main, [cluster]) {
     section("Task governance", policy),
     section("Teams", table, editor),
   );
-  const admin = await get("/tokens").then(() => true, () => false);
-  const groups = await get(`${base}/instance-groups`).catch(() => []);
+  const admin = await get("/tokens?limit=1").then(() => true, () => false);
+  const groups = await get(`${base}/instance-groups?limit=1000`).catch(() => []);
   const types = [...new Set(groups.map((g) => g.instance_type))];
 
   async function submitted(what, method, path, requestBody, verb, current = null) {
@@ -199,7 +199,7 @@ export async function render(main, [cluster]) {
   }
 
   fresh();
-  return watch(`${base}/teams`, show, {
+  return watch(`${base}/teams?limit=1000`, show, {
     cluster,
     failed: (error) => fill(status, h("span", { class: "form-error", role: "alert" }, errorText(error))),
   });

@@ -84,5 +84,5 @@ export async function render(main) {
   });
 
   main.append(status, table, section("Create or rotate a token", form));
-  return watch("/tokens", paint, { failed: (error) => { status.textContent = errorText(error); } });
+  return watch("/tokens?limit=1000", paint, { failed: (error) => { status.textContent = errorText(error); } });
 }

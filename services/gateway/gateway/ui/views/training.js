@@ -47,7 +47,7 @@ export async function render(main, [cluster, job]) {
       h("td", { "data-label": "Created" }, when(j.created_at))),
   });
 
-  const groups = ((await get(`/clusters/${encodeURIComponent(cluster)}/instance-groups`).catch(() => [])) || []);
+  const groups = ((await get(`/clusters/${encodeURIComponent(cluster)}/instance-groups?limit=1000`).catch(() => [])) || []);
   const name = h("input", { name: "name", autocomplete: "off", spellcheck: "false" });
   const recipe = h("select", { name: "recipe" }, ...[["pytorch", "pytorch (torchrun)"], ["shell", "shell script"], ["llama-factory", "llama-factory"], ["ms-swift", "ms-swift (SFT or GRPO)"], ["verl", "verl"]].map(([r, label]) => h("option", { value: r }, label)));
   const typed = recipeFields();

@@ -40,7 +40,7 @@ async function groupsByPlan() {
   const clusters = await get("/clusters?limit=1000").catch(() => []);
   const used = new Map();
   const lists = await Promise.all(clusters.map((c) =>
-    get(`/clusters/${encodeURIComponent(c.name)}/instance-groups`).then((gs) => [c.name, gs], () => [c.name, []])));
+    get(`/clusters/${encodeURIComponent(c.name)}/instance-groups?limit=1000`).then((gs) => [c.name, gs], () => [c.name, []])));
   for (const [cluster, groups] of lists) {
     for (const g of groups) {
       const arn = g.spec && g.spec.training_plan_arn;
@@ -68,7 +68,7 @@ function planRow(p, used) {
 const instant = (input) => (input.value ? new Date(input.value).toISOString() : undefined);
 
 export async function render(main) {
-  const admin = await get("/tokens").then(() => true, () => false);
+  const admin = await get("/tokens?limit=1").then(() => true, () => false);
   const status = h("div", { class: "notice", role: "status" });
   const body = h("tbody");
   const list = h("table", { class: "list plans" },
