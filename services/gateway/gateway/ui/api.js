@@ -145,12 +145,13 @@ export function streamEvents({ after = 0, operationId = null, onEvent, onState =
   };
 }
 
-// A page of a REST list paged by cursor: its rows, the next page's token (null on the last page)
-// and how many rows the whole list has.
+// A page of a REST list paged by cursor: its rows (the answer, or its `items`), the next page's
+// token (null on the last page) and how many rows the whole list has.
 export async function getPage(path) {
   const { text, headers } = await request("GET", path, undefined, { text: true });
+  const body = text ? JSON.parse(text) : [];
   return {
-    items: text ? JSON.parse(text) : [],
+    items: Array.isArray(body) ? body : body.items || [],
     next: headers.get("X-Next-Page-Token"),
     total: Number(headers.get("X-Total-Count") || 0),
   };

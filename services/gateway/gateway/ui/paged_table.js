@@ -8,11 +8,12 @@ import { errorText, h } from "./dom.js";
 import { virtualRows } from "./virtual_rows.js";
 
 const LIMIT = 200; // rows a page asks for
-const REREAD = 1000; // the most rows one request of a reread asks for
+const REREAD = 1000; // the most rows one request of a reread asks for (unless the list allows fewer)
 
 // all: read every page (the page filters the whole list); loaded(items): called each time the
-// whole list has been read (the last page loaded, or a reread).
-export function pagedTable({ path, caption, label, columns, row, key, empty, noun, all = false, loaded = () => {} }) {
+// whole list has been read (the last page loaded, or a reread); most: the largest page the list
+// allows. A filter (filter()) keeps reading pages while its matches do not fill the view.
+export function pagedTable({ path, caption, label, columns, row, key, empty, noun, all = false, most = REREAD, loaded = () => {} }) {
   const join = path.includes("?") ? "&" : "?";
   let items = [];
   let next = null;
@@ -69,7 +70,7 @@ export function pagedTable({ path, caption, label, columns, row, key, empty, nou
     let page = null;
     try {
       do {
-        const limit = Math.min(REREAD, all ? REREAD : want - fresh.length);
+        const limit = Math.min(most, all ? most : want - fresh.length);
         const after = token ? `&page_token=${encodeURIComponent(token)}` : "";
         page = await getPage(`${path}${join}limit=${limit}${after}`);
         fresh = fresh.concat(page.items);

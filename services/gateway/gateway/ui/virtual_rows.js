@@ -75,6 +75,7 @@ export function virtualRows({ caption, columns, row, key, label, className = "li
     if (!items.length) {
       drawn = new Map();
       fill(body, h("tr", {}, h("td", { colspan: String(columns.length) }, placeholder)));
+      nearEnd();
       return;
     }
     const keep = new Map();

@@ -1,17 +1,17 @@
-// Operations: the list (newest first) and one operation's live progress panel.
+// Operations: the list (newest first, paged by cursor, the rows in view drawn) and one
+// operation's live progress panel.
 
-import { get, query } from "../api.js";
-import { badge, errorText, h, when, fill } from "../dom.js";
+import { get } from "../api.js";
+import { badge, h, when } from "../dom.js";
 import { operationWords } from "../operation_words.js";
-import { watch } from "../store.js";
+import { pagedTable } from "../paged_table.js";
+import { onChange } from "../store.js";
 import { progressPanel } from "./progress.js";
 
 export async function render(main, [id]) {
   if (id) return detail(main, id);
   main.append(h("h1", {}, "Operations"));
   const kind = h("input", { id: "op-target", name: "target", autocomplete: "off", placeholder: "any" });
-  const body = h("tbody");
-  const message = h("p", { role: "status" });
   const filter = h(
     "form",
     { class: "inline", role: "search", "aria-label": "Filter operations" },
@@ -19,50 +19,42 @@ export async function render(main, [id]) {
     kind,
     h("button", { type: "submit", class: "secondary" }, "Filter"),
   );
-  let items = [];
-  function paint() {
-    const needle = kind.value.trim().toLowerCase();
-    fill(body, 
-      ...items
-        .filter((o) => !needle || `${o.target_type} ${o.target_id} ${o.kind} ${operationWords(o)}`.toLowerCase().includes(needle))
-        .map((o) =>
-          h(
-            "tr",
-            {},
-            h("th", { scope: "row", "data-label": "Operation" }, h("a", { href: `#/operations/${o.id}`, title: o.kind }, operationWords(o))),
-            h("td", { "data-label": "Target" }, `${o.target_type} ${o.target_id}`),
-            h("td", { "data-label": "Status" }, badge(o.status)),
-            h("td", { "data-label": "By" }, `${o.principal} (${o.source})`),
-            h("td", { "data-label": "Created" }, when(o.created_at)),
-          ),
-        ),
-    );
-    message.textContent = body.children.length ? "" : "No operations.";
-  }
+  // newest first, 200 a page by cursor as the list scrolls; only the rows in view are drawn
+  const table = pagedTable({
+    path: "/operations",
+    caption: "Operations, newest first",
+    label: "Operations list",
+    noun: "operations",
+    empty: "No operations.",
+    most: 500, // GET /operations answers at most 500 a page
+    columns: ["Operation", "Target", "Status", "By", "Created"],
+    key: (o) => o.id,
+    row: (o) => h(
+      "tr",
+      { "data-operation": o.id },
+      h("th", { scope: "row", "data-label": "Operation" }, h("a", { href: `#/operations/${o.id}`, title: o.kind }, operationWords(o))),
+      h("td", { "data-label": "Target" }, `${o.target_type} ${o.target_id}`),
+      h("td", { "data-label": "Status" }, badge(o.status)),
+      h("td", { "data-label": "By" }, `${o.principal} (${o.source})`),
+      h("td", { "data-label": "Created" }, when(o.created_at)),
+    ),
+  });
   filter.addEventListener("submit", (event) => {
     event.preventDefault();
-    paint();
+    const needle = kind.value.trim().toLowerCase();
+    // the pages loaded, and the next ones while the matches do not fill the view
+    table.filter(needle
+      ? (o) => `${o.target_type} ${o.target_id} ${o.kind} ${operationWords(o)}`.toLowerCase().includes(needle)
+      : null);
   });
-  main.append(
-    filter,
-    h(
-      "div",
-      { class: "table-wrap" },
-      h(
-        "table",
-        { class: "list" },
-        h("caption", { class: "visually-hidden" }, "Operations, newest first"),
-        h("thead", {}, h("tr", {}, ...["Operation", "Target", "Status", "By", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-        body,
-      ),
-    ),
-    message,
-  );
+  main.append(filter, table.element);
   // the list follows every operation through the live store
-  return watch(`/operations${query({ limit: 100 })}`, (answer) => {
-    items = answer.items || [];
-    paint();
-  }, { failed: (error) => { message.textContent = errorText(error); } });
+  table.load();
+  const stop = onChange(table.reread);
+  return () => {
+    stop();
+    table.stop();
+  };
 }
 
 function detail(main, id) {
