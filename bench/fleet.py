@@ -24,6 +24,8 @@ official Kubernetes client to the emulator). Every AWS request goes through
    reads): the live read cluster-svc answers GET /clusters/{name}/nodes with (ListClusterNodes
    pages, the Kubernetes Node list, the joined health views) and the recorded read (one page
    of 100 of the read model, indexed). Goal: p95 <= 3x the 10-node one.
+3. **Throttles**: the simulator throttles beyond AWS's published request rates
+   (sim/aws/throttle.py); the throttling answers the bench's calls met. Floor and goal: 0.
 
     .venv/bin/python -m bench.fleet
 
