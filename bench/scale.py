@@ -1,8 +1,9 @@
 """Issue 28, fleet scale: a page of the jobs list with 10,000 jobs in history against one with
-100, and the memory of each service with 50 clusters loaded.
+100, the node list and cluster page at 1,000 nodes, and the memory of each process and the AWS
+calls of a live fleet of 50 clusters.
 
-The stack as `make up` runs it (the simulated world in its own process). Its read model in
-PostgreSQL is filled directly: 50 clusters (imported, no Kubernetes API behind them, so no
+Parts 1-3 (`--part seeded`): the stack as `make up` runs it (the simulated world in its own
+process), its read model in PostgreSQL filled directly: 50 clusters (imported, no Kubernetes API behind them, so no
 watcher reads them live), one with 1,000 recorded nodes, one with 10, one with 10,000 jobs and
 one with 100, and 100 endpoints spread over the clusters.
 
@@ -20,11 +21,24 @@ one with 100, and 100 endpoints spread over the clusters.
    most 100 recorded nodes live, which an imported cluster cannot answer, so the browser sends
    every node read of both pages to the read model (`source=recorded`). Floor: the 10-node
    page. Goal: <= 1 s and <= 3x.
-4. **Memory**: VmRSS of each process, idle once the fleet is loaded, and its peak while the
-   lists are read (every cluster's page, the 1,000 recorded nodes, the jobs pages, the
-   endpoints of every cluster). Goal: <= 150 MB per service.
+4. **Memory with a live fleet** (`live_fleet`, a stack of its own): 50 clusters created
+   through the product's own path (POST /api/v1/clusters, 5 at a time): each a VPC, an EKS
+   cluster with its dependencies installed in the Kubernetes emulator and a HyperPod cluster,
+   one of 1,000 nodes and 49 of 2, recorded by the lifecycle as any create is. The build
+   lifts the account's AWS call rate (AWS_CALLS_PER_SECOND) so that it takes minutes, not
+   tens of them; every watcher runs at its shipped interval (node watcher 5 s with its
+   600 s resync and 60 calls per cluster-hour, drift watcher 300 s, the SQS long poll).
+   VmRSS and PSS of every process are sampled each second: after 10, 25 and 50 clusters
+   (the growth per cluster), through IDLE_SECONDS of the idle fleet (steady: the median of
+   that window; the watchers' AWS calls counted over it from the account's call bucket, which
+   every AWS call of every service spends from), then while every list of the fleet is read
+   (the cluster list and each cluster, its live and recorded nodes, its capacity, which starts
+   its Nodes and Pods watch, its jobs and endpoints; the fleet's capacity) three times, and
+   for READ_IDLE_SECONDS after with the capacity watches open. Goal: <= 150 MB per service;
+   <= 60 AWS calls per idle cluster-hour. The 49 small clusters are built first (samples at
+   10, 25 and 49: the growth per cluster), the 1,000-node one last (what it adds).
 
-    .venv/bin/python -m bench.scale [--runs 200]
+    .venv/bin/python -m bench.scale [--runs 200] [--part all|seeded|live]
 
 Writes bench/results/scale.json.
 """
@@ -34,8 +48,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
+import statistics
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,7 +61,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench.common import TOKEN, embedded_stack, median, percentile, record, rss_mb
+from bench.common import RESULTS, TOKEN, embedded_stack, median, percentile, pss_mb, record, rss_mb
 from bench.pipeline import MemorySampler, _processes
 
 CLUSTERS = 50
@@ -89,6 +106,27 @@ JOB_COLUMNS: tuple[str, ...] = (
     "restarts",
 )
 JOB_COLUMNS += ("budget", "created_at")
+
+# The live fleet (part 4).
+LIVE_SMALL_NODES = 2
+BUILD_AT_ONCE = 5
+# Clusters built when memory is sampled: the 49 small ones first (the growth per cluster),
+# then the 1,000-node one (what it adds).
+CHECKPOINTS = (10, 25, 49, 50)
+SMALL_CHECKPOINTS = CHECKPOINTS[:-1]
+# A create answered 429/503/504 ("retry shortly": a throttled check, cluster-svc busy) is sent
+# again, as a client would.
+CREATE_TRIES = 8
+RETRY = '"hint":"retry shortly"'
+SETTLE_SECONDS = 30.0  # after each checkpoint's last create, before its sample (the last 15 s)
+WARMUP_SECONDS = 120.0  # the node watcher's burst (10 calls a cluster) spent before counting
+IDLE_SECONDS = 300.0  # DRIFT_WATCH_SECONDS: every cluster observed once by the drift watcher
+READ_IDLE_SECONDS = 60.0  # after the reads, the capacity watches still open
+READ_ROUNDS = 3
+CALL_GOAL = 60.0  # AWS calls per idle cluster-hour, all watchers together
+# For the build: the account's shared AWS call rate (10/s by default) would make 50 creates take
+# tens of minutes. The rate paces calls; it does not change how many the watchers make.
+BUILD_ENV = {"AWS_CALLS_PER_SECOND": "40", "AWS_CALL_BURST": "80"}
 
 
 def _node(i: int) -> dict[str, Any]:
@@ -308,6 +346,315 @@ def _read_everything(api: httpx.Client) -> None:
         api.get(f"/api/v1/clusters/{cluster['name']}/jobs", params={"limit": 1000})
 
 
+class Sampler:
+    """VmRSS and PSS of named processes every `interval` seconds, kept as (time, name, rss,
+    pss), until stopped; windows of it summarised by `steady` and `peak`."""
+
+    def __init__(self, pids: Any, interval: float = 1.0) -> None:
+        self.pids = pids
+        self.interval = interval
+        self.samples: list[tuple[float, str, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            for name, pids in self.pids().items():
+                rss = sum(rss_mb(p) for p in pids)
+                pss = sum(pss_mb(p) for p in pids)
+                self.samples.append((now, name, rss, pss))
+            self._stop.wait(self.interval)
+
+    def window(self, start: float, end: float) -> dict[str, list[tuple[float, float]]]:
+        out: dict[str, list[tuple[float, float]]] = {}
+        for at, name, rss, pss in list(self.samples):
+            if start <= at <= end:
+                out.setdefault(name, []).append((rss, pss))
+        return out
+
+    def steady(self, start: float, end: float) -> dict[str, dict[str, float]]:
+        """The median of each process's samples in the window."""
+        return {
+            name: {
+                "rss_mb": round(statistics.median(r for r, _ in values), 1),
+                "pss_mb": round(statistics.median(p for _, p in values), 1),
+            }
+            for name, values in self.window(start, end).items()
+        }
+
+    def peak(self, start: float, end: float) -> dict[str, dict[str, float]]:
+        return {
+            name: {
+                "rss_mb": round(max(r for r, _ in values), 1),
+                "pss_mb": round(max(p for _, p in values), 1),
+            }
+            for name, values in self.window(start, end).items()
+        }
+
+
+def growth_per_cluster(points: dict[int, float]) -> float:
+    """The least-squares slope of MB against clusters (MB per cluster) of >= 2 points."""
+    if len(points) < 2:
+        raise ValueError("a slope needs two points")
+    xs, ys = list(points), list(points.values())
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    if spread == 0:
+        raise ValueError("a slope needs two different cluster counts")
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+
+
+def per_cluster_hour(calls: float, clusters: int, seconds: float) -> float:
+    """Calls counted over `seconds` across `clusters`, as calls per cluster per hour."""
+    return calls / clusters / (seconds / 3600.0)
+
+
+def _live_spec(api: httpx.Client, name: str, count: int) -> dict[str, Any]:
+    """A create as tests/e2e/conftest.py's cluster_spec makes it: the first zone and an
+    instance type offered there."""
+    deadline = time.monotonic() + 60
+    while (answer := api.get("/api/v1/inspect/availability-zones")).status_code != 200:
+        assert time.monotonic() < deadline, answer.text  # cluster-svc not on NATS yet
+        time.sleep(0.2)
+    zone = answer.json()[0]["zone_id"]
+    offered = api.get(
+        "/api/v1/inspect/instance-types", params={"availability_zone_id": zone}
+    ).json()
+    types = [t["instance_type"] for t in offered if zone in t["availability_zone_ids"]]
+    instance_type = "ml.g5.8xlarge" if "ml.g5.8xlarge" in types else types[0]
+    return {
+        "name": name,
+        "availability_zone_id": zone,
+        "instance_groups": [{"name": "gpu", "instance_type": instance_type, "count": count}],
+    }
+
+
+async def _create(api: httpx.AsyncClient, spec: dict[str, Any], gate: asyncio.Semaphore) -> float:
+    async with gate:
+        began = time.monotonic()
+        for _ in range(CREATE_TRIES):
+            accepted = await api.post("/api/v1/clusters", json=spec)
+            if accepted.status_code not in (429, 502, 503, 504) and RETRY not in accepted.text:
+                break
+            await asyncio.sleep(2.0)
+        assert accepted.status_code == 202, accepted.text
+        operation = accepted.json()["operation_id"]
+        while True:
+            response = await api.get(f"/api/v1/operations/{operation}", params={"wait": 30})
+            op = response.json()
+            if op["status"] in ("succeeded", "failed", "cancelled", "noop"):
+                break
+        assert op["status"] == "succeeded", f"{spec['name']}: {op.get('error')}"
+        return time.monotonic() - began
+
+
+async def _build(url: str, specs: list[dict[str, Any]]) -> list[float]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    gate = asyncio.Semaphore(BUILD_AT_ONCE)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as api:
+        return list(await asyncio.gather(*(_create(api, s, gate) for s in specs)))
+
+
+async def _buckets(dsn: str) -> dict[str, int]:
+    """Calls counted so far: every AWS call of every service (the account's buckets), and the
+    node and drift watchers' own (their per-cluster buckets)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT key, calls FROM aws_call_buckets")
+    finally:
+        await conn.close()
+    out = {"all": 0, "nodes": 0, "drift": 0}
+    for key, calls in rows:
+        if key.startswith("aws:"):
+            out["all"] += int(calls)
+        elif key.startswith("watch:nodes:"):
+            out["nodes"] += int(calls)
+        elif key.startswith("watch:drift:"):
+            out["drift"] += int(calls)
+    return out
+
+
+def _read_fleet(api: httpx.Client, names: list[str], large: str) -> dict[str, int]:
+    """Every list of the live fleet once; returns how many answers were not 200, by route."""
+    failed: dict[str, int] = {}
+
+    def get(route: str, path: str, **params: Any) -> Any:
+        response = api.get(path, params=params)
+        if response.status_code != 200:
+            failed[route] = failed.get(route, 0) + 1
+            return None
+        return response.json()
+
+    clusters = get("clusters", "/api/v1/clusters", limit=1000)
+    assert clusters is not None and len(clusters) == len(names), "the fleet's clusters"
+    for name in names:
+        get("cluster", f"/api/v1/clusters/{name}")
+        live = get("nodes_live", f"/api/v1/clusters/{name}/nodes", limit=1000)
+        expected = NODES if name == large else LIVE_SMALL_NODES
+        assert live is None or len(live["nodes"]) == expected, f"{name}: live nodes"
+        get("nodes_recorded", f"/api/v1/clusters/{name}/nodes", source="recorded", limit=1000)
+        get("capacity", f"/api/v1/clusters/{name}/capacity")
+        get("jobs", f"/api/v1/clusters/{name}/jobs", limit=1000)
+    get("endpoints", "/api/v1/endpoints", cluster="*", limit=1000)
+    get("fleet_capacity", "/api/v1/capacity")
+    return failed
+
+
+def live_fleet(idle_seconds: float = IDLE_SECONDS) -> dict[str, Any]:
+    """Part 4: 50 clusters built through REST, the watchers on; memory and AWS calls."""
+    from sim.testing import AdminClient
+
+    names = [f"live-{i:02d}" for i in range(CLUSTERS)]
+    large = names[-1]  # built last
+    with embedded_stack(extra_env=BUILD_ENV) as stack:
+        assert stack.database_url is not None and stack.aws_endpoint_url is not None
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with (
+            httpx.Client(base_url=stack.url, headers=headers, timeout=180) as api,
+            Sampler(lambda: _processes(stack)) as sampler,
+        ):
+            template = _live_spec(api, "x", 1)
+            instance_type = template["instance_groups"][0]["instance_type"]
+            AdminClient(stack.aws_endpoint_url).update_account(
+                {"quotas": {"sagemaker": {f"{instance_type} for cluster usage": 10_000}}}
+            )
+            specs = [
+                {
+                    **template,
+                    "name": name,
+                    "instance_groups": [
+                        {
+                            "name": "gpu",
+                            "instance_type": instance_type,
+                            "count": NODES if name == large else LIVE_SMALL_NODES,
+                        }
+                    ],
+                }
+                for name in names
+            ]
+            build_seconds: list[float] = []
+            began = time.monotonic()
+            growth: dict[int, dict[str, dict[str, float]]] = {}
+            done = 0
+            for checkpoint in CHECKPOINTS:
+                build_seconds += asyncio.run(_build(stack.url, specs[done:checkpoint]))
+                done = checkpoint
+                time.sleep(SETTLE_SECONDS)
+                now = time.monotonic()
+                growth[checkpoint] = sampler.steady(now - SETTLE_SECONDS / 2, now)
+            built = time.monotonic() - began
+            time.sleep(WARMUP_SECONDS)
+            before = asyncio.run(_buckets(stack.database_url))
+            idle_start = time.monotonic()
+            time.sleep(idle_seconds)
+            idle_end = time.monotonic()
+            after = asyncio.run(_buckets(stack.database_url))
+            failed: dict[str, int] = {}
+            read_times: list[float] = []
+            for _ in range(READ_ROUNDS):
+                round_began = time.monotonic()
+                for route, count in _read_fleet(api, names, large).items():
+                    failed[route] = failed.get(route, 0) + count
+                read_times.append(time.monotonic() - round_began)
+            reads_end = time.monotonic()
+            time.sleep(READ_IDLE_SECONDS)
+            end = time.monotonic()
+        inventory = AdminClient(stack.aws_endpoint_url).inventory()
+    idle = sampler.steady(idle_start, idle_end)
+    idle_peak = sampler.peak(idle_start, idle_end)
+    reading_peak = sampler.peak(idle_end, reads_end)
+    after_reads = sampler.steady(reads_end, end)
+    whole_peak = sampler.peak(0.0, end)
+    processes = sorted(whole_peak)
+    memory = {
+        name: {
+            "steady_idle_rss_mb": idle[name]["rss_mb"],
+            "steady_idle_pss_mb": idle[name]["pss_mb"],
+            "peak_idle_rss_mb": idle_peak[name]["rss_mb"],
+            "peak_reading_rss_mb": reading_peak[name]["rss_mb"],
+            "peak_reading_pss_mb": reading_peak[name]["pss_mb"],
+            "steady_after_reads_rss_mb": after_reads[name]["rss_mb"],
+            "peak_whole_run_rss_mb": whole_peak[name]["rss_mb"],
+        }
+        for name in processes
+        if name in idle and name in reading_peak and name in after_reads
+    }
+    slopes = {
+        name: round(
+            growth_per_cluster({n: growth[n][name]["rss_mb"] for n in SMALL_CHECKPOINTS}), 3
+        )
+        for name in processes
+        if all(name in growth[n] for n in SMALL_CHECKPOINTS)
+    }
+    large_adds = {
+        name: round(growth[50][name]["rss_mb"] - growth[49][name]["rss_mb"], 1)
+        for name in processes
+        if name in growth[49] and name in growth[50]
+    }
+    spent = {k: after[k] - before[k] for k in after}
+    hourly = {
+        "all_services": round(per_cluster_hour(spent["all"], CLUSTERS, idle_seconds), 1),
+        "node_watcher": round(per_cluster_hour(spent["nodes"], CLUSTERS, idle_seconds), 1),
+        "drift_watcher": round(per_cluster_hour(spent["drift"], CLUSTERS, idle_seconds), 1),
+        "rest": round(
+            per_cluster_hour(
+                spent["all"] - spent["nodes"] - spent["drift"], CLUSTERS, idle_seconds
+            ),
+            1,
+        ),
+    }
+    calls = {
+        "window_seconds": round(idle_end - idle_start, 1),
+        "calls_in_window": spent,
+        "per_cluster_hour": hourly,
+        "goal_per_cluster_hour": CALL_GOAL,
+        "meets_goal": hourly["all_services"] <= CALL_GOAL,
+    }
+    worst = max(memory[name]["peak_whole_run_rss_mb"] for name in SERVICES if name in memory)
+    return {
+        "clusters": CLUSTERS,
+        "nodes": {
+            "large": NODES,
+            "small": LIVE_SMALL_NODES,
+            "total": NODES + 49 * LIVE_SMALL_NODES,
+        },
+        "build": {
+            "seconds": round(built, 1),
+            "at_once": BUILD_AT_ONCE,
+            "create_p50_seconds": round(median(build_seconds), 1),
+            "create_max_seconds": round(max(build_seconds), 1),
+            "env": BUILD_ENV,
+        },
+        "watchers": "shipped intervals: NODE_WATCH_SECONDS 5, resync 600 s, 60 calls per"
+        " cluster-hour; DRIFT_WATCH_SECONDS 300, 120 calls per cluster-hour; AWS_EVENTS_QUEUE on",
+        "idle_seconds": round(idle_end - idle_start, 1),
+        "read_rounds_seconds": [round(t, 1) for t in read_times],
+        "read_failures": failed,
+        "memory": memory,
+        "growth_rss_mb": {
+            str(n): {k: v["rss_mb"] for k, v in growth[n].items()} for n in CHECKPOINTS
+        },
+        "growth_mb_per_cluster": slopes,
+        "growth_mb_per_cluster_of": f"{LIVE_SMALL_NODES}-node clusters, {SMALL_CHECKPOINTS}",
+        "large_cluster_adds_mb": large_adds,
+        "aws_calls": calls,
+        "simulator_inventory": {kind: len(items) for kind, items in sorted(inventory.items())},
+        "worst_service_peak_mb": worst,
+        "goal_mb": GOAL_MB,
+        "meets_goal": worst <= GOAL_MB,
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+    }
+
+
 def run(runs: int) -> dict[str, Any]:
     with embedded_stack() as stack:
         assert stack.database_url is not None
@@ -367,12 +714,7 @@ def run(runs: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=200)
-    args = parser.parse_args()
-    result = run(args.runs)
-    path = record("scale", result)
+def _print_seeded(result: dict[str, Any]) -> None:
     page, memory = result["jobs_page"], result["memory"]
     for label, nodes in result["node_list"].items():
         if isinstance(nodes, dict):
@@ -393,9 +735,52 @@ def main() -> None:
     print(
         f"jobs page p95 {page[f'{JOBS}_jobs']['p95_ms']} ms with {JOBS} jobs vs"
         f" {page[f'{FEW_JOBS}_jobs']['p95_ms']} ms with {FEW_JOBS} ({page['p95_ratio']}x, goal"
-        f" <= 3x); worst service peak {memory['worst_service_peak_mb']} MB (goal <= {GOAL_MB:.0f})"
-        f" -> {path}"
+        f" <= 3x); read model only: worst service peak {memory['worst_service_peak_mb']} MB"
     )
+
+
+def _print_live(live: dict[str, Any]) -> None:
+    for name, mb in live["memory"].items():
+        print(
+            f"{name}: steady {mb['steady_idle_rss_mb']} MB RSS ({mb['steady_idle_pss_mb']} PSS),"
+            f" peak reading {mb['peak_reading_rss_mb']}, whole run {mb['peak_whole_run_rss_mb']},"
+            f" after reads {mb['steady_after_reads_rss_mb']};"
+            f" {live['growth_mb_per_cluster'].get(name)} MB per cluster"
+        )
+    calls = live["aws_calls"]["per_cluster_hour"]
+    print(
+        f"live fleet of {live['clusters']} built in {live['build']['seconds']} s; worst service"
+        f" {live['worst_service_peak_mb']} MB (goal <= {GOAL_MB:.0f}); AWS calls per idle"
+        f" cluster-hour {calls['all_services']} (nodes {calls['node_watcher']}, drift"
+        f" {calls['drift_watcher']}, rest {calls['rest']}; goal <= {CALL_GOAL:.0f})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument(
+        "--part", choices=("all", "seeded", "live"), default="all", help="which stack to run"
+    )
+    parser.add_argument("--idle-seconds", type=float, default=IDLE_SECONDS)
+    args = parser.parse_args()
+    previous = RESULTS / "scale.json"
+    kept: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
+    kept.pop("machine", None)
+    kept.pop("recorded_at", None)
+    result = run(args.runs) if args.part != "live" else {k: v for k, v in kept.items()}
+    if args.part != "seeded":
+        live = live_fleet(args.idle_seconds)
+        live["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        result["live_fleet"] = live
+    elif "live_fleet" in kept:
+        result["live_fleet"] = kept["live_fleet"]
+    path = record("scale", result)
+    if "jobs_page" in result:
+        _print_seeded(result)
+    if "live_fleet" in result:
+        _print_live(result["live_fleet"])
+    print(f"-> {path}")
 
 
 if __name__ == "__main__":
