@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from shared import pages
 from sim.aws import SimulatedAws
 from tests.e2e.conftest import Client, RunningStack
 from tests.e2e.test_cluster_lifecycle import _kubeconfig
@@ -104,6 +105,21 @@ def test_a_gpu_space_with_the_bucket_mounted_opens_for_its_owner_only(
         assert stranger.get(f"{base}/alice-lab").status_code == 403
         assert [s["name"] for s in stranger.get(base).json()] == []
     assert other.post(f"{base}/alice-lab/stop").status_code == 403
+
+    # Her spaces a page at a time, by name: two pages of one hold both, once each.
+    _done(owner, owner.post(base, {"name": "alice-notes", "cpu": "1", "memory": "1Gi"}))
+    first = owner.get(base, params={"limit": 1})
+    assert first.status_code == 200, first.text
+    assert first.headers["X-Total-Count"] == "2"
+    second = owner.get(base, params={"limit": 1, "page_token": first.headers["X-Next-Page-Token"]})
+    assert "X-Next-Page-Token" not in second.headers
+    walked = [s["name"] for page in (first, second) for s in page.json()]
+    assert walked == [s["name"] for s in owner.get(base).json()] == ["alice-lab", "alice-notes"]
+    assert other.get(base, params={"limit": 1}).headers["X-Total-Count"] == "0"
+    foreign = owner.get(base, params={"page_token": pages.encode("teams", ["alice-lab"])})
+    assert foreign.status_code == 400, foreign.text
+    assert foreign.json()["error"]["fields"][0]["field"] == "page_token"
+    _done(owner, owner.delete(f"{base}/alice-notes"))
 
     config = _kubeconfig(sim_aws, name, tmp_path / "config")
     workspace = _kubectl(config, "get", "workspaces.workspace.jupyter.org", "alice-lab")

@@ -21,6 +21,7 @@ from hyperpilot.cli import app as cli_app
 from mcp_svc.client import Gateway
 from mcp_svc.config import McpSettings
 from mcp_svc.server import build_server
+from shared import pages
 from sim.aws import SimulatedAws
 from sim.k8s import ApiServer, KubeWorld
 from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
@@ -163,6 +164,21 @@ def test_two_teams_wait_borrow_and_preempt_with_the_explainer_naming_the_fix(
     teams = {t["name"]: t for t in api.get(f"{base}/teams").json()["teams"]}
     assert teams["team-a"]["namespace"] == "hyperpod-ns-team-a"
     assert teams["team-b"]["sharing"] == "DontLend"
+    # The teams come a page at a time, by name, the task governance on each page.
+    first = api.get(f"{base}/teams", params={"limit": 1})
+    assert first.status_code == 200, first.text
+    assert first.headers["X-Total-Count"] == "2"
+    second = api.get(
+        f"{base}/teams", params={"limit": 1, "page_token": first.headers["X-Next-Page-Token"]}
+    )
+    assert second.status_code == 200, second.text
+    assert "X-Next-Page-Token" not in second.headers
+    assert second.json()["task_governance"] == first.json()["task_governance"]
+    walked = [t["name"] for page in (first, second) for t in page.json()["teams"]]
+    assert walked == sorted(teams) == ["team-a", "team-b"]
+    foreign = api.get(f"{base}/teams", params={"page_token": pages.encode("spaces", ["team-a"])})
+    assert foreign.status_code == 400, foreign.text
+    assert foreign.json()["error"]["fields"][0]["field"] == "page_token"
     # A viewer reads teams and may not change them.
     viewer_token = api.post("/api/v1/tokens", {"name": "gov-viewer", "role": "viewer"}).json()
     viewer = Client(stack.stack.url, viewer_token["token"])

@@ -1,7 +1,8 @@
-"""The REST lists of jobs, clusters, endpoints and operations on real PostgreSQL, a page at a time: walking
-the X-Next-Page-Token headers returns every row once in order, even with rows inserted between
-two pages; a token altered, of another list or not a token at all is a 400 naming page_token;
-and the page reads use the indexes of migration 0019 (EXPLAIN), not a sort of the whole table.
+"""The REST lists of jobs, clusters, endpoints, operations, buckets, tokens, dependencies and
+instance groups on real PostgreSQL, a page at a time: walking the X-Next-Page-Token headers
+returns every row once in order, even with rows inserted between two pages; a token altered, of
+another list or not a token at all is a 400 naming page_token; and the page reads use the
+indexes of migration 0019 and the primary keys (EXPLAIN), not a sort of the whole table.
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ from gateway.auth import Principal
 from gateway.errors import ApiError
 from gateway.pages import NEXT_HEADER, TOTAL_HEADER
 from gateway.routes.clusters import list_clusters
+from gateway.routes.dependencies import list_components
 from gateway.routes.endpoints import list_endpoints
+from gateway.routes.instance_groups import list_instance_groups
 from gateway.routes.jobs import list_jobs
 from gateway.routes.operations import list_operations
+from gateway.routes.storage import list_buckets
+from gateway.routes.tokens import list_tokens
 from shared import pages
 
 VIEWER = Principal(name="viewer", role="viewer")
+ADMIN = Principal(name="admin", role="admin")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -254,3 +260,149 @@ async def test_operations_page_newest_first_by_token_and_still_by_offset(
         await call(response=Response(), limit=10, target_id=None, offset=5, page_token=token)
     assert refused.value.status == 400
     assert refused.value.fields[0]["field"] == "offset"
+
+
+async def _seed_lists(pool: asyncpg.Pool) -> None:
+    """Two clusters with 23 and 4 components and instance groups, 31 buckets, 17 tokens."""
+    async with pool.acquire() as conn:
+        await conn.executemany(
+            "INSERT INTO clusters (name, region, status, managed) VALUES ($1, 'us-east-1',"
+            " 'active', true)",
+            [("c1",), ("c2",)],
+        )
+        for cluster, count in (("c1", 23), ("c2", 4)):
+            await conn.executemany(
+                "INSERT INTO cluster_components (cluster, component, version, status)"
+                " VALUES ($1, $2, '1.0', 'installed')",
+                [(cluster, f"component-{i:02d}") for i in reversed(range(count))],
+            )
+            await conn.executemany(
+                "INSERT INTO instance_groups (cluster, name, instance_type, count, spec, status)"
+                " VALUES ($1, $2, 'ml.g5.8xlarge', 1, '{}', 'InService')",
+                [(cluster, f"group-{i:02d}") for i in reversed(range(count))],
+            )
+        await conn.executemany(
+            "INSERT INTO storage_buckets (name, region, status) VALUES ($1, 'us-east-1',"
+            " 'available')",
+            [(f"bucket-{i:02d}",) for i in reversed(range(31))],
+        )
+        await conn.executemany(
+            "INSERT INTO api_tokens (id, name, token_hash, role) VALUES ($1, $2, $3, 'viewer')",
+            [(uuid.uuid4(), f"holder-{i:02d}", f"hash-{i}") for i in reversed(range(17))],
+        )
+
+
+async def test_buckets_tokens_dependencies_and_groups_page_by_name(pool: asyncpg.Pool) -> None:
+    await _seed_lists(pool)
+
+    async def buckets(**query: Any) -> list[dict[str, Any]]:
+        return await list_buckets(pool=pool, _=VIEWER, **query)
+
+    async def tokens(**query: Any) -> list[dict[str, Any]]:
+        return await list_tokens(pool=pool, _=ADMIN, **query)
+
+    async def components(**query: Any) -> list[dict[str, Any]]:
+        return await list_components(name="c1", pool=pool, _=VIEWER, **query)
+
+    async def groups(**query: Any) -> list[dict[str, Any]]:
+        return await list_instance_groups(name="c1", pool=pool, _=VIEWER, **query)
+
+    async with pool.acquire() as conn:  # whatever the fixture's database holds already
+        known = [r["name"] for r in await conn.fetch("SELECT name FROM api_tokens ORDER BY name")]
+    for call, count, prefix, limit in (
+        (buckets, 31, "bucket", 10),
+        (components, 23, "component", 5),
+        (groups, 23, "group", 12),
+    ):
+        seen, totals = await _walk(call, limit=limit)
+        assert [r["name"] for r in seen] == [f"{prefix}-{i:02d}" for i in range(count)], prefix
+        assert set(totals) == {count} and len(totals) == -(-count // limit), prefix
+    seen, totals = await _walk(tokens, limit=4)
+    assert [t["name"] for t in seen] == known
+    assert set(totals) == {len(known)} and len(known) >= 17
+    assert "token_hash" not in seen[0]
+
+    # Two pages of another cluster's groups: its own rows only, the total its own.
+    first = Response()
+    page = await list_instance_groups(name="c2", pool=pool, _=VIEWER, response=first, limit=3)
+    assert first.headers[TOTAL_HEADER] == "4"
+    last = Response()
+    rest = await list_instance_groups(
+        name="c2",
+        pool=pool,
+        _=VIEWER,
+        response=last,
+        limit=3,
+        page_token=first.headers[NEXT_HEADER],
+    )
+    assert [g["name"] for g in page + rest] == [f"group-{i:02d}" for i in range(4)]
+    assert NEXT_HEADER not in last.headers
+
+    # A bucket added between two pages comes in its place, none repeated.
+    first = Response()
+    page = await buckets(response=first, limit=10)
+    async with pool.acquire() as conn:
+        await conn.execute(
+            "INSERT INTO storage_buckets (name, region, status) VALUES ('bucket-05a', 'us-east-1',"
+            " 'available'), ('bucket-15a', 'us-east-1', 'available')"
+        )
+    token = first.headers[NEXT_HEADER]
+    later: list[dict[str, Any]] = []
+    while token:
+        response = Response()
+        later += await buckets(response=response, limit=10, page_token=token)
+        token = response.headers.get(NEXT_HEADER, "")
+    names = [b["name"] for b in page + later]
+    assert "bucket-05a" not in names and "bucket-15a" in names  # before the cursor / after it
+    assert len(names) == len(set(names)) == 32
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda pool, **q: list_buckets(pool=pool, _=VIEWER, **q),
+        lambda pool, **q: list_tokens(pool=pool, _=ADMIN, **q),
+        lambda pool, **q: list_components(name="c1", pool=pool, _=VIEWER, **q),
+        lambda pool, **q: list_instance_groups(name="c1", pool=pool, _=VIEWER, **q),
+    ],
+    ids=["buckets", "tokens", "dependencies", "instance-groups"],
+)
+async def test_a_token_of_another_list_is_refused_by_the_new_lists(
+    pool: asyncpg.Pool, call: Any
+) -> None:
+    await _seed_lists(pool)
+    for token in (
+        pages.encode("clusters", ["2026-01-01T00:00:00+00:00", "c1"]),
+        pages.encode("jobs", ["x"]),  # another list's, a key of the same size
+        "not-a-token",
+    ):
+        with pytest.raises(ApiError) as refused:
+            await call(pool, response=Response(), limit=10, page_token=token)
+        assert refused.value.status == 400
+        assert refused.value.fields[0]["field"] == "page_token"
+
+
+async def test_the_new_lists_read_by_their_primary_keys(pool: asyncpg.Pool) -> None:
+    await _seed_lists(pool)
+    async with pool.acquire() as conn:
+        await conn.execute("ANALYZE")
+        await conn.execute("SET enable_seqscan = off; SET enable_bitmapscan = off")
+        for sql, args in (
+            (
+                "SELECT * FROM instance_groups WHERE cluster = $1 AND (name) > ($2)"
+                " ORDER BY name LIMIT 11",
+                ("c1", "group-05"),
+            ),
+            (
+                "SELECT * FROM cluster_components WHERE cluster = $1 AND (component) > ($2)"
+                " ORDER BY component LIMIT 11",
+                ("c1", "component-05"),
+            ),
+            (
+                "SELECT * FROM storage_buckets WHERE TRUE AND (name) > ($1) ORDER BY name LIMIT 11",
+                ("b",),
+            ),
+        ):
+            plan = await _plan(conn, sql, *args)
+            assert any(n["Node Type"] == "Index Scan" for n in plan), plan
+            assert not any(n["Node Type"] == "Sort" for n in plan), plan
