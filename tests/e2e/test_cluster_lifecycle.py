@@ -100,6 +100,7 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
 ) -> None:
     api = running_stack.client
     before = sim_aws.inventory()
+    throttled_before = sim_aws.throttle.throttled
     name = unique("hp")
     spec = _spec(api, name)
     calls_before = len(sim_aws.changes())
@@ -186,6 +187,9 @@ def test_one_call_builds_a_working_cluster_and_delete_leaves_nothing(
         kind: sorted(set(after.get(kind, [])) - set(before.get(kind, []))) for kind in after
     }
     assert not any(leftovers.values()), leftovers
+    # The whole build and teardown stayed under AWS's published request rates: the simulator,
+    # which throttles beyond them (sim/aws/throttle.py), never had to.
+    assert sim_aws.throttle.throttled == throttled_before
 
 
 def test_insufficient_capacity_fails_its_stage_and_a_retry_finishes_without_redoing_the_rest(
