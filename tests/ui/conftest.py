@@ -20,6 +20,7 @@ from tests.e2e.conftest import (  # noqa: F401 - fixtures used by this package's
     module_stack,
     sim_aws,
 )
+from tests.ui.helpers import sign_in
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -65,20 +66,11 @@ def browser(module_stack: RunningStack) -> Iterator[object]:  # noqa: F811
 @pytest.fixture
 def page(browser: object, module_stack: RunningStack) -> Iterator[object]:  # noqa: F811
     """A signed-in page of the UI served by the stack's gateway."""
-    from playwright.sync_api import Browser, expect
+    from playwright.sync_api import Browser
 
     assert isinstance(browser, Browser)
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 900}, base_url=module_stack.stack.url
-    )
-    tab = context.new_page()
-    tab.set_default_timeout(30_000)
     errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.goto("/")
-    tab.get_by_label("API token").fill(TOKEN)
-    tab.get_by_role("button", name="Sign in").click()
-    expect(tab.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
+    tab = sign_in(browser, module_stack, TOKEN, timeout_ms=30_000, errors=errors)
     yield tab
-    context.close()
+    tab.context.close()
     assert not errors, f"uncaught errors in the page: {errors}"

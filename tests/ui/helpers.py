@@ -1,6 +1,6 @@
-"""What the browser tests share: signing in as a given token, axe-core and its findings, the
-overflow probe of the page's tables, and running a coroutine (seeding the database) beside
-Playwright's event loop."""
+"""What the browser tests share: tokens of given roles and signing in with one, axe-core and its
+findings, the overflow probe of the page's tables, a small vLLM endpoint's spec, and running a
+coroutine (seeding the database) beside Playwright's event loop."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import RunningStack
+from tests.e2e.conftest import Client, RunningStack
 
 AXE = Path(__file__).resolve().parent / "axe"
 
@@ -67,10 +67,16 @@ def axe_violations(page: Any) -> list[str]:
 
 
 def sign_in(
-    browser: Any, stack: RunningStack, token: str, width: int = 1280, timeout_ms: int = 60_000
+    browser: Any,
+    stack: RunningStack,
+    token: str,
+    width: int = 1280,
+    timeout_ms: int = 60_000,
+    errors: list[str] | None = None,
 ) -> Any:
     """A new tab of its own (its own session storage), signed in with `token` on the stack's
-    UI, on the clusters page. The caller closes its context (`tab.context.close()`)."""
+    UI, on the clusters page; the page's uncaught errors go to `errors`, if given. The caller
+    closes its context (`tab.context.close()`)."""
     from playwright.sync_api import expect
 
     context = browser.new_context(
@@ -78,6 +84,8 @@ def sign_in(
     )
     tab = context.new_page()
     tab.set_default_timeout(timeout_ms)
+    if errors is not None:
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
     tab.goto("/")
     tab.get_by_label("API token").fill(token)
     tab.get_by_role("button", name="Sign in").click()
@@ -89,3 +97,25 @@ def run_async(job: Coroutine[Any, Any, Any]) -> Any:
     """Run `job` to its end in a thread of its own: Playwright's event loop runs in this one."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, job).result()
+
+
+def tokens(api: Client, roles: dict[str, str]) -> dict[str, str]:
+    """A new API token for each name, of the role given: name -> the token."""
+    made = {}
+    for who, role in roles.items():
+        answer = api.post("/api/v1/tokens", {"name": who, "role": role})
+        assert answer.status_code in (200, 201), answer.text
+        made[who] = answer.json()["token"]
+    return made
+
+
+def vllm_endpoint(name: str) -> dict[str, Any]:
+    """The spec of a one-replica vLLM endpoint of a small model on one A10G."""
+    return {
+        "name": name,
+        "kind": "container",
+        "instance_type": "ml.g5.8xlarge",
+        "replicas": 1,
+        "gpus": 1,
+        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
+    }

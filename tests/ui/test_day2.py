@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Page, Request, expect
 
 from tests.e2e.conftest import RunningStack, unique
+from tests.ui.helpers import OVERFLOW, axe_violations, vllm_endpoint
 
 
 def group_count(stack: RunningStack, cluster: str, group: str = "gpu") -> int:
@@ -196,22 +193,6 @@ def test_a_cluster_made_through_rest_appears_on_the_open_list_within_2s(
     expect(row).to_have_count(0, timeout=LIVE_MS)
 
 
-# Every table of the page against the box it sits in: the table's width beyond the width its
-# scroll box shows (0 when it fits), and the page's own horizontal overflow.
-OVERFLOW = """
-() => ({
-  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
-  tables: [...document.querySelectorAll('table')].map((t) => {
-    const box = t.closest('.table-wrap') || t.parentElement;
-    const card = t.closest('.card') || document.getElementById('main');
-    const over = Math.max(t.scrollWidth - box.clientWidth, box.getBoundingClientRect().right
-      - card.getBoundingClientRect().right);
-    return [t.querySelector('caption')?.textContent || t.className, Math.round(over)];
-  }),
-})
-"""
-
-
 def test_every_table_fits_its_card_at_1280_and_420_px(
     page: Page, created_cluster: tuple[RunningStack, str]
 ) -> None:
@@ -357,14 +338,7 @@ def test_endpoints_of_every_cluster_listed(
     stack, cluster = created_cluster
     api = stack.client
     name = unique("ep")
-    spec = {
-        "name": name,
-        "kind": "container",
-        "instance_type": "ml.g5.8xlarge",
-        "replicas": 1,
-        "gpus": 1,
-        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
-    }
+    spec = vllm_endpoint(name)
     page.goto("/#/endpoints")
     expect(page.get_by_role("heading", name="Inference endpoints")).to_be_visible()
     deployed = api.post("/api/v1/endpoints", spec, params={"cluster": cluster})
@@ -377,33 +351,10 @@ def test_endpoints_of_every_cluster_listed(
     expect(row).to_have_count(0, timeout=LIVE_MS)
 
 
-AXE = Path(__file__).resolve().parent / "axe"
-
-
-def axe_source() -> str:
-    """axe-core from tests/ui/axe (npm ci there once, if npm is installed)."""
-    script = AXE / "node_modules" / "axe-core" / "axe.min.js"
-    if not script.is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: axe-core (tests/ui/axe) cannot be installed")
-        done = subprocess.run(
-            [npm, "ci", "--prefix", str(AXE), "--no-audit", "--no-fund", "--loglevel=error"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0 or not script.is_file():
-            pytest.skip(f"axe-core could not be installed: {done.stderr[-500:]}")
-    return script.read_text()
-
-
 def test_no_accessibility_violations_on_any_page(
     page: Page, created_cluster: tuple[RunningStack, str]
 ) -> None:
     _, cluster = created_cluster
-    source = axe_source()
     pages = {
         "/#/clusters": "tr[data-cluster]",
         "/#/clusters/new": "option[value='use1-az1']",
@@ -426,11 +377,7 @@ def test_no_accessibility_violations_on_any_page(
             page.goto(path)
             expect(page.locator(ready).first).to_be_attached()
             page.wait_for_timeout(300)
-            page.evaluate(source)
-            violations = page.evaluate(
-                "async () => (await axe.run(document)).violations"
-                ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-            )
+            violations = axe_violations(page)
             if violations:
                 found[f"{width} {path}"] = violations
     assert not found, found

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import RunningStack
 from tests.e2e.test_features import _apply
 from tests.e2e.test_inference import MODEL, _deploy, _instance_type, _vllm
-from tests.ui.test_day2 import axe_source
+from tests.ui.helpers import axe_violations
 from tests.ui.test_gpu_chart import _until
 
 pytestmark = pytest.mark.slow
@@ -76,9 +76,5 @@ def test_endpoint_charts_move_and_the_cluster_heatmap_renders(
     assert label.startswith("GPU utilization per node over the last 15m:"), label
     heatmap.locator("summary", has_text="As a table").click()
     assert heatmap.locator("table tbody tr").count() == len(listed)
-    page.evaluate(axe_source())
-    violations = page.evaluate(
-        "async () => (await axe.run(document)).violations"
-        ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-    )
+    violations = axe_violations(page)
     assert not violations, violations

@@ -5,6 +5,7 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RunningStack, unique
+from tests.ui.helpers import vllm_endpoint
 
 LIVE_MS = 2_000
 
@@ -44,14 +45,7 @@ def test_fleet_overview_totals_search_sort_and_live(
 
     # an endpoint deployed through REST takes a GPU: the open overview follows within 2 s
     name = unique("fl")
-    spec = {
-        "name": name,
-        "kind": "container",
-        "instance_type": "ml.g5.8xlarge",
-        "replicas": 1,
-        "gpus": 1,
-        "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
-    }
+    spec = vllm_endpoint(name)
     deployed = api.post("/api/v1/endpoints", spec, params={"cluster": cluster})
     assert deployed.status_code == 202, deployed.text
     expect(row.locator("td[data-key='endpoints']")).to_have_text("1", timeout=LIVE_MS)

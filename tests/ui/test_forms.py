@@ -409,10 +409,9 @@ def test_the_new_fields_have_no_accessibility_violations(
     page: Page, created_cluster: tuple[RunningStack, str]
 ) -> None:
     """axe-core on the forms with every new field shown, at 1280 and 420 px."""
-    from tests.ui.test_day2 import axe_source
+    from tests.ui.helpers import axe_violations
 
     _, cluster = created_cluster
-    source = axe_source()
 
     def jobs() -> None:
         page.goto(f"/#/clusters/{cluster}/jobs")
@@ -446,11 +445,7 @@ def test_the_new_fields_have_no_accessibility_violations(
         ):
             show()
             page.wait_for_timeout(300)
-            page.evaluate(source)
-            violations = page.evaluate(
-                "async () => (await axe.run(document)).violations"
-                ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-            )
+            violations = axe_violations(page)
             if violations:
                 found[f"{width} {name}"] = violations
             # nothing wider than the page at either width

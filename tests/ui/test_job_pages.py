@@ -6,8 +6,6 @@ The jobs are written straight into the read model (PostgreSQL): the table reads 
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -15,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RunningStack
-from tests.ui.test_day2 import OVERFLOW, axe_source
+from tests.ui.helpers import OVERFLOW, axe_violations, run_async
 
 CLUSTER = "ui-scale"
 JOBS = 10_000
@@ -54,10 +52,7 @@ async def _seed(dsn: str) -> None:
 @pytest.fixture(scope="module")
 def seeded(module_stack: RunningStack) -> RunningStack:
     assert module_stack.stack.database_url
-    dsn = module_stack.stack.database_url
-    # Playwright's event loop runs in this thread: the seeding runs in one of its own.
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, _seed(dsn)).result()
+    run_async(_seed(module_stack.stack.database_url))
     return module_stack
 
 
@@ -95,7 +90,6 @@ def test_the_first_rows_show_and_scrolling_loads_the_next_pages(
 def test_the_table_fits_and_has_no_axe_violations_at_1280_and_420_px(
     page: Page, seeded: RunningStack
 ) -> None:
-    source = axe_source()
     found = {}
     for width in (1280, 420):
         page.set_viewport_size({"width": width, "height": 900})
@@ -106,11 +100,7 @@ def test_the_table_fits_and_has_no_axe_violations_at_1280_and_420_px(
         overflow = page.evaluate(OVERFLOW)
         assert overflow["page"] <= 0, (width, overflow)
         assert all(over <= 1 for _, over in overflow["tables"]), (width, overflow)
-        page.evaluate(source)
-        violations = page.evaluate(
-            "async () => (await axe.run(document)).violations"
-            ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-        )
+        violations = axe_violations(page)
         if violations:
             found[width] = violations
     assert not found, found

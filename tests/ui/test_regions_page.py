@@ -19,7 +19,7 @@ from sim.profile import get_profile
 from sim.testing import simulated_aws
 from tests.conftest import TEMPLATE
 from tests.e2e.conftest import RunningStack, _stack, unique
-from tests.ui.test_day2 import OVERFLOW, axe_source
+from tests.ui.helpers import OVERFLOW, axe_violations
 
 WEST = "us-west-2"
 
@@ -90,7 +90,6 @@ def test_create_in_the_region_picked_and_see_it_listed(
             page.wait_for_timeout(100)
         assert sent and sent[0]["region"] == WEST, sent
 
-        source = axe_source()
         for width in (1280, 420):
             page.set_viewport_size({"width": width, "height": 900})
             for path, ready in {
@@ -100,11 +99,7 @@ def test_create_in_the_region_picked_and_see_it_listed(
                 page.goto(path)
                 expect(page.locator(ready).first).to_be_attached()
                 page.wait_for_timeout(300)
-                page.evaluate(source)
-                violations = page.evaluate(
-                    "async () => (await axe.run(document)).violations"
-                    ".map((v) => `${v.id}: ${v.nodes.map((n) => n.html).join(', ')}`)"
-                )
+                violations = axe_violations(page)
                 assert violations == [], (width, path, violations)
                 found: dict[str, Any] = page.evaluate(OVERFLOW)
                 assert found["page"] <= 0, (width, path, found)

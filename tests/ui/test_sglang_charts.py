@@ -12,7 +12,7 @@ import pytest
 from tests.e2e.conftest import RunningStack
 from tests.e2e.test_features import _apply
 from tests.e2e.test_inference import MODEL, _deploy, _instance_type
-from tests.ui.test_day2 import axe_source
+from tests.ui.helpers import axe_violations
 from tests.ui.test_gpu_chart import _until
 
 pytestmark = pytest.mark.slow
@@ -61,6 +61,5 @@ def test_an_sglang_endpoints_charts_read_sglangs_metrics(
         page, "Request latency (ms)", lambda v: v.get("p50") is not None and v.get("p95")
     )
     assert latency == {"p50": 150, "p95": 285}, latency
-    page.evaluate(axe_source())
-    violations = page.evaluate("async () => (await axe.run(document)).violations.map((v) => v.id)")
+    violations = axe_violations(page)
     assert violations == [], violations

@@ -16,7 +16,7 @@ import pytest
 from sim.aws import SimulatedAws
 from tests.e2e.conftest import RunningStack
 from tests.e2e.test_cluster_lifecycle import _kubeconfig
-from tests.ui.test_day2 import axe_source
+from tests.ui.helpers import axe_violations
 
 pytestmark = pytest.mark.slow
 
@@ -37,15 +37,6 @@ TEMPLATE = {
         "defaultIdleShutdown": {"enabled": True, "idleTimeoutInMinutes": 240},
     },
 }
-
-
-def _violations(page: Any) -> list[str]:
-    page.evaluate(axe_source())
-    found: list[str] = page.evaluate(
-        "async () => (await axe.run(document)).violations"
-        ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-    )
-    return found
 
 
 def test_the_space_form_picks_a_template(
@@ -80,7 +71,7 @@ def test_the_space_form_picks_a_template(
     expect(page.get_by_label("GPUs")).to_have_value("1")
     expect(page.get_by_label("Memory")).to_have_value("8Gi")
     expect(page.get_by_text("Allowed: GPUs 0 to 1.")).to_be_visible()
-    assert not _violations(page)
+    assert not axe_violations(page)
     page.get_by_label("Space name").fill("picked")
     page.get_by_label("Storage claim to mount (optional)").fill("")
     page.get_by_role("button", name="Create space").click()
@@ -91,4 +82,4 @@ def test_the_space_form_picks_a_template(
     assert described["image"] == TEMPLATE["spec"]["defaultImage"]
     page.set_viewport_size({"width": 420, "height": 900})
     page.wait_for_timeout(300)
-    assert not _violations(page)
+    assert not axe_violations(page)

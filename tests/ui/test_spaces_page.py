@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Client, RunningStack
+from tests.ui.helpers import sign_in, tokens
 
 pytestmark = pytest.mark.slow
 
@@ -26,32 +27,15 @@ def spaced(created_cluster: tuple[RunningStack, str]) -> Iterator[str]:
     yield name
 
 
-def _sign_in(browser: Any, stack: RunningStack, token: str) -> Any:
-    from playwright.sync_api import expect
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=stack.stack.url)
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    tab.goto("/")
-    tab.get_by_label("API token").fill(token)
-    tab.get_by_role("button", name="Sign in").click()
-    expect(tab.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
-    return tab
-
-
 def test_an_operator_creates_opens_and_stops_a_gpu_space(
     browser: Any, module_stack: RunningStack, spaced: str
 ) -> None:
     from playwright.sync_api import expect
 
     api = module_stack.client
-    tokens = {
-        who: api.post("/api/v1/tokens", {"name": who, "role": role}).json()["token"]
-        for who, role in (("dana", "operator"), ("erin", "viewer"))
-    }
-    page = _sign_in(browser, module_stack, tokens["dana"])
+    made = tokens(api, {"dana": "operator", "erin": "viewer"})
     errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page = sign_in(browser, module_stack, made["dana"], errors=errors)
     page.goto(f"/#/clusters/{spaced}")
     page.get_by_role("link", name="Spaces").click()
     expect(page.get_by_role("heading", name="Spaces", level=1)).to_be_visible()
@@ -67,10 +51,10 @@ def test_an_operator_creates_opens_and_stops_a_gpu_space(
     frame = page.frame_locator("iframe.space-frame")
     expect(frame.get_by_text("JupyterLab: dana-lab")).to_be_visible(timeout=30_000)
 
-    other = _sign_in(browser, module_stack, tokens["erin"])
+    other = sign_in(browser, module_stack, made["erin"])
     other.goto(f"/#/clusters/{spaced}/spaces")
     expect(other.get_by_text("No spaces yet.")).to_be_visible(timeout=30_000)
-    viewer = Client(module_stack.stack.url, tokens["erin"])
+    viewer = Client(module_stack.stack.url, made["erin"])
     denied = viewer.get(f"/api/v1/clusters/{spaced}/spaces/dana-lab/lab/")
     assert denied.status_code == 403, denied.text
 

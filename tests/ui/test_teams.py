@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Client, RunningStack, cluster_spec, unique
+from tests.ui.helpers import sign_in
 
 pytestmark = pytest.mark.slow
 
@@ -85,18 +86,14 @@ def test_an_admin_manages_teams_and_a_viewer_reads_them(
 
     # a viewer reads the same, without controls
     viewer_token = api.post("/api/v1/tokens", {"name": unique("tv"), "role": "viewer"}).json()
-    context = browser.new_context(base_url=module_stack.stack.url)
-    other = context.new_page()
-    other.goto("/")
-    other.get_by_label("API token").fill(viewer_token["token"])
-    other.get_by_role("button", name="Sign in").click()
+    other = sign_in(browser, module_stack, viewer_token["token"])
     other.goto(f"/#/clusters/{cluster}/teams")
     viewed = other.locator("tr[data-team='team-a']")
     expect(viewed).to_contain_text(f"{TYPE}: 4 of 4 GPUs")
     expect(other.get_by_text("Changing teams needs an admin token")).to_be_visible()
     expect(other.get_by_role("button", name="Edit")).to_have_count(0)
     expect(other.get_by_role("form", name="Create a team")).to_have_count(0)
-    context.close()
+    other.context.close()
 
     # edit: the diff first, then the new sharing shows
     row.get_by_role("button", name="Edit").click()

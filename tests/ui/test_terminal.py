@@ -12,22 +12,7 @@ import time
 from typing import Any
 
 from tests.e2e.conftest import RunningStack
-from tests.ui.test_day2 import axe_source
-
-
-def _sign_in(browser: Any, stack: RunningStack, token: str, width: int = 1280) -> Any:
-    from playwright.sync_api import expect
-
-    context = browser.new_context(
-        viewport={"width": width, "height": 900}, base_url=stack.stack.url
-    )
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
-    tab.goto("/")
-    tab.get_by_label("API token").fill(token)
-    tab.get_by_role("button", name="Sign in").click()
-    expect(tab.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
-    return tab
+from tests.ui.helpers import axe_violations, sign_in, tokens
 
 
 def _open_terminal(tab: Any, cluster: str) -> str:
@@ -45,15 +30,6 @@ def _screen_text(tab: Any, pod: str) -> str:
     return str(tab.locator(f"[data-terminal='{pod}'] .xterm-rows").inner_text(timeout=30_000))
 
 
-def _violations(tab: Any) -> list[str]:
-    tab.evaluate(axe_source())
-    found: list[str] = tab.evaluate(
-        "async () => (await axe.run(document)).violations"
-        ".map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)"
-    )
-    return found
-
-
 def _until(check: Any, timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while not (found := check()):
@@ -69,13 +45,9 @@ def test_an_operator_types_in_a_real_terminal_that_follows_its_size(
 
     _, cluster = created_cluster
     api = module_stack.client
-    tokens = {
-        who: api.post("/api/v1/tokens", {"name": who, "role": role}).json()["token"]
-        for who, role in (("tess", "operator"), ("vic", "viewer"))
-    }
-    page = _sign_in(browser, module_stack, tokens["tess"])
+    made = tokens(api, {"tess": "operator", "vic": "viewer"})
     errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page = sign_in(browser, module_stack, made["tess"], errors=errors)
     pod = _open_terminal(page, cluster)
     expect(page.get_by_role("status").filter(has_text="Connected to")).to_be_visible(timeout=30_000)
     _until(lambda: "#" in _screen_text(page, pod))  # the shell's prompt
@@ -89,7 +61,7 @@ def test_an_operator_types_in_a_real_terminal_that_follows_its_size(
     wide = _until(lambda: re.findall(r"^\s*(\d+) (\d+)\s*$", _screen_text(page, pod), re.M))
     wide_cols = int(wide[-1][1])
     assert wide_cols > 60, wide
-    assert not _violations(page)
+    assert not axe_violations(page)
 
     page.set_viewport_size({"width": 420, "height": 900})  # the box narrows: fewer columns
     page.wait_for_timeout(500)
@@ -106,11 +78,11 @@ def test_an_operator_types_in_a_real_terminal_that_follows_its_size(
     assert int(narrow[-1][1]) < 60, narrow
     box = page.locator(f"[data-terminal='{pod}']").bounding_box()
     assert box is not None and box["x"] + box["width"] <= 420  # the terminal fits the window
-    assert not _violations(page)
+    assert not axe_violations(page)
     page.goto(f"/#/clusters/{cluster}")  # leaving the page ends the session
     assert not errors, errors
 
-    viewer = _sign_in(browser, module_stack, tokens["vic"])
+    viewer = sign_in(browser, module_stack, made["vic"])
     _open_terminal(viewer, cluster)
     expect(viewer.get_by_text("Refused: a pod terminal needs the operator role")).to_be_visible(
         timeout=30_000

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import RunningStack, unique
+from tests.ui.helpers import sign_in
 
 # Chromium against a full stack: in `make reliability`.
 pytestmark = pytest.mark.slow
@@ -93,19 +94,14 @@ def test_search_buy_and_list_a_training_plan_and_a_viewer_cannot_buy(
 
     # a viewer searches the same offerings and sees no Buy button
     viewer = api.post("/api/v1/tokens", {"name": unique("tpv"), "role": "viewer"}).json()
-    context = browser.new_context(base_url=module_stack.stack.url)
-    other = context.new_page()
-    other.goto("/")
-    other.get_by_label("API token").fill(viewer["token"])
-    other.get_by_role("button", name="Sign in").click()
-    expect(other.get_by_role("heading", name="Clusters", level=1)).to_be_visible()
+    other = sign_in(browser, module_stack, viewer["token"])
     other.goto("/#/training-plans")
     expect(other.locator(f"tr[data-plan='{name}']")).to_be_visible()
     _search(other, "2")
     expect(other.locator("tr[data-offering]").first).to_contain_text(re.compile(r"\$[\d,]+\.\d\d"))
     expect(other.get_by_text("Buying a plan needs an admin token")).to_be_visible()
     expect(other.get_by_role("button", name="Buy")).to_have_count(0)
-    context.close()
+    other.context.close()
 
 
 def test_an_instance_group_is_added_on_a_plan_from_the_add_group_form(
