@@ -1,5 +1,6 @@
 """Stage waits end on SageMaker HyperPod's EventBridge events (cluster-svc's SQS queue), with
-two cluster-svc replicas; without the queue they poll as before."""
+two cluster-svc replicas; without the queue they poll as before. A node health event has the
+node watcher record the node's new health at once, its next pass minutes away."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ SLOW_POLLS = {
     "POLL_MAX_SECONDS": "600",
     "POLL_MAX_EVENTED_SECONDS": "600",
 }
+# The node watcher passes once at start (no cluster yet), then not for 10 minutes: only an
+# event can make it record the cluster's nodes within the test.
+SLOW_NODE_WATCH = {**SLOW_POLLS, "NODE_WATCH_SECONDS": "600"}
 
 
 def _stage_seconds(op: dict[str, Any], stage: str) -> float:
@@ -46,6 +50,22 @@ def _delete(running: RunningStack, name: str) -> None:
     api.wait(api.delete(f"/api/v1/clusters/{name}").json()["operation_id"], timeout=300)
 
 
+def _recorded_node(running: RunningStack, name: str, node_id: str) -> dict[str, Any] | None:
+    answer = running.client.get(f"/api/v1/clusters/{name}/nodes", params={"source": "recorded"})
+    assert answer.status_code == 200, answer.text
+    return next((n for n in answer.json()["nodes"] if n["node_id"] == node_id), None)
+
+
+def _seconds_until(probe: Any, timeout: float) -> float:
+    """Seconds until `probe()` is true; `timeout` + 1 if it is not true by then."""
+    started = time.monotonic()
+    while not probe():
+        if time.monotonic() - started > timeout:
+            return timeout + 1
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
 def _logs(running: RunningStack) -> str:
     return "".join(
         p.read_text(errors="replace") for p in running.stack.state_dir.glob("cluster-svc*.log")
@@ -65,7 +85,7 @@ def no_queue(sim_aws: SimulatedAws) -> Iterator[None]:
 def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
     tmp_path: Path, database_url: str, sim_aws: SimulatedAws
 ) -> None:
-    with _stack(tmp_path, database_url, sim_aws, env=SLOW_POLLS) as running:
+    with _stack(tmp_path, database_url, sim_aws, env=SLOW_NODE_WATCH) as running:
         running.stack.start_replica("cluster-svc", 2)
         deadline = time.monotonic() + 30
         while _logs(running).count("aws event queue read") < 2:
@@ -80,6 +100,60 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
             )
             # EKS sends no cluster state change: its wait polled (first poll at 4 s).
             assert _stage_seconds(op, "eks_cluster") >= 3.9
+
+            # A scale-up (UpdateCluster: Updating for 1 s, then InService): the state change
+            # ends its wait on the cluster's ARN too.
+            api = running.client
+            scaled = api.http.patch(
+                f"/api/v1/clusters/{name}/instance-groups/gpu", json={"count": 3}
+            )
+            assert scaled.status_code == 202, scaled.text
+            done = api.wait(scaled.json()["operation_id"], timeout=120)
+            assert done["status"] == "succeeded", done.get("error")
+            assert _stage_seconds(done, "update_group") < 3.9, _stage_seconds(done, "update_group")
+
+            # A node fails: HyperPod's node health event has a node watcher read the cluster
+            # at once (its AWS and Kubernetes sides); no pass of its own is due for minutes.
+            # (Typically well under a second: bench/status_lag.py measures it; the bound
+            # here leaves room for a loaded machine.)
+            arn = str(api.get(f"/api/v1/clusters/{name}").json()["hyperpod_cluster_arn"])
+            victim = sim_aws.faults.inject("node_failure", cluster=arn).node_ids[0]
+
+            seen: list[Any] = []
+
+            def failed() -> bool:
+                node = _recorded_node(running, name, victim)
+                kube = (node or {}).get("kubernetes") or {}
+                seen.append(
+                    (
+                        time.monotonic(),
+                        node
+                        and (node["instance_status"], node["health"], kube.get("health_status")),
+                    )
+                )
+                # Failure, or already Pending its replacement (NodeRecovery=Automatic: 0.25 s
+                # after the failure in the fast profile), on both sides
+                return (
+                    node is not None
+                    and node["instance_status"] != "Running"
+                    and node["health"] != "healthy"
+                    and kube.get("health_status", "Schedulable") != "Schedulable"
+                )
+
+            assert _seconds_until(failed, 5.0) < 5.0, seen
+
+            # NodeRecovery=Automatic replaces it in 1 s (fast profile): the node, healthy
+            # again under a new instance id, is recorded on its node health event too.
+            def replaced() -> bool:
+                answer = api.get(f"/api/v1/clusters/{name}/nodes", params={"source": "recorded"})
+                nodes = answer.json()["nodes"]
+                return (
+                    len(nodes) == 3
+                    and victim not in {n["node_id"] for n in nodes}
+                    and all(n["health"] == "healthy" for n in nodes)
+                )
+
+            assert _seconds_until(replaced, 5.0) < 5.0
         finally:
             _delete(running, name)
 

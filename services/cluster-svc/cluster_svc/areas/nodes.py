@@ -294,7 +294,15 @@ class NodeWatcher:
         for cluster in clusters:
             self.clusters.setdefault(cluster.name, ClusterWatch()).changed = True
         self.refreshed += len(clusters)
-        return sum(await asyncio.gather(*(self._cluster(c, evented=True) for c in clusters)))
+        appended = sum(await asyncio.gather(*(self._cluster(c, evented=True) for c in clusters)))
+        if clusters:
+            log.info(
+                "node health event: nodes read now",
+                clusters=[c.name for c in clusters],
+                unread=[c.name for c in clusters if self.clusters[c.name].changed],
+                events=appended,
+            )
+        return appended
 
     async def once(self) -> int:
         """One pass over the active managed clusters; returns the number of events appended."""
