@@ -148,6 +148,7 @@ def test_prices_and_training_plans_of_a_region(
     """A region's price table and training plan offerings are that region's; a plan bought
     there exists in that region only (read with raw boto3 in each)."""
     api = two_region_stack.client
+    west_zones = {z["zone_name"] for z in zones_of(api, WEST).json()}  # once cluster-svc answers
     prices = api.get("/api/v1/prices", params={"region": WEST})
     assert prices.status_code == 200, prices.text
     assert prices.json()["prices"]["region"] == WEST
@@ -156,7 +157,6 @@ def test_prices_and_training_plans_of_a_region(
     search = {"instance_type": "ml.p5.48xlarge", "instance_count": 2, "duration_days": 2}
     found = api.get("/api/v1/training-plans/offerings", params={**search, "region": WEST})
     assert found.status_code == 200, found.text
-    west_zones = {z["zone_name"] for z in zones_of(api, WEST).json()}
     assert found.json() and all(o["availability_zone"] in west_zones for o in found.json())
     offering = found.json()[0]
     refused = api.get("/api/v1/training-plans/offerings", params={**search, "region": "eu-west-1"})
@@ -189,6 +189,35 @@ def test_prices_and_training_plans_of_a_region(
     assert name in {p["name"] for p in listed}
 
 
+def test_an_mlflow_tracking_server_in_a_region(
+    two_region_stack: RunningStack, sim_aws: SimulatedAws
+) -> None:
+    """A tracking server created in a served region is made there only and described there."""
+    api = two_region_stack.client
+    name = unique("west-mlflow")
+    server = {
+        "name": name,
+        "artifact_store_uri": "s3://hyperpilot-mlflow/artifacts",
+        "role_arn": "arn:aws:iam::123456789012:role/mlflow",
+    }
+    refused = api.post("/api/v1/mlflow/tracking-servers", {**server, "region": "eu-west-1"})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["fields"][0]["rule"] == "region_served"
+    created = api.post("/api/v1/mlflow/tracking-servers", {**server, "region": WEST})
+    assert created.status_code == 202, created.text
+    assert api.wait(created.json()["operation_id"])["status"] == "succeeded"
+
+    def servers_in(region: str) -> set[str]:
+        answer = raw(sim_aws, "sagemaker", region).list_mlflow_tracking_servers()
+        return {s["TrackingServerName"] for s in answer["TrackingServerSummaries"]}
+
+    assert name in servers_in(WEST) and name not in servers_in(EAST)
+    described = api.get(f"/api/v1/mlflow/tracking-servers/{name}", params={"region": WEST})
+    assert described.status_code == 200, described.text
+    assert f":{WEST}:" in described.json()["arn"]
+    assert api.get(f"/api/v1/mlflow/tracking-servers/{name}").status_code == 404
+
+
 def test_clusters_in_two_regions_side_by_side(
     two_region_stack: RunningStack, sim_aws: SimulatedAws
 ) -> None:
@@ -217,6 +246,15 @@ def test_clusters_in_two_regions_side_by_side(
                 raw(sim_aws, "sagemaker", away).describe_cluster(ClusterName=name)
             assert missing.value.response["Error"]["Code"] == "ResourceNotFound"
             assert hyperpod_counts(sim_aws, home, name) == {"gpu": 1}
+
+        # one event queue and rule per served region: each region's HyperPod state changes
+        # reached that region's queue (EventBridge rules see only their own region's events)
+        for region in (EAST, WEST):
+            queue = f"hyperpilot-aws-events-{region}"
+            assert raw(sim_aws, "sqs", region).get_queue_url(QueueName=queue)["QueueUrl"]
+            rules = raw(sim_aws, "events", region).list_rules(NamePrefix="hyperpilot-aws-events")
+            assert [r["State"] for r in rules["Rules"]] == ["ENABLED"]
+            assert sim_aws.in_region(region).hyperpod.events.delivered >= 2, region
 
         # scale the western cluster's group; the eastern cluster is untouched
         scaled = api.http.patch(f"/api/v1/clusters/{west}/instance-groups/gpu", json={"count": 2})
