@@ -110,3 +110,21 @@ def test_a_node_failure_and_its_replacement_send_node_health_events(
     assert [e["detail"]["HealthSummary"]["HealthStatus"] for e in healthy] == ["Healthy"]
     assert healthy[0]["detail"]["InstanceId"] != failed
     assert healthy[0]["detail"]["InstanceId"] in {n["InstanceId"] for n in nodes(sim, name)}
+
+
+def test_a_deletion_sends_deleting_and_nothing_once_the_cluster_is_gone(
+    sim: SimulatedAws, network: Network, eks_cluster: dict[str, Any]
+) -> None:
+    """AWS documents no state after Deleting (ClusterStatus: Creating, Deleting, Failed,
+    InService, RollingBack, SystemUpdating, Updating; API_DescribeCluster.html): a wait for the
+    cluster to be gone cannot end on an event, it polls."""
+    pattern = {"source": ["aws.sagemaker"], "detail-type": [STATE_CHANGE]}
+    url = _queue(sim, "events-delete", pattern, allow=True)
+    name = create_hyperpod(sim, network, eks_cluster)
+    sm = aws_client(sim, "sagemaker")
+    arn = sm.describe_cluster(ClusterName=name)["ClusterArn"]
+    _bodies(sim, url)
+    sm.delete_cluster(ClusterName=name)
+    wait_for(lambda: name not in {c["ClusterName"] for c in sm.list_clusters()["ClusterSummaries"]})
+    statuses = [e["detail"]["ClusterStatus"] for e in _bodies(sim, url) if e["resources"] == [arn]]
+    assert statuses == ["Deleting"]

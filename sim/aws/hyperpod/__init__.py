@@ -23,7 +23,8 @@ What AWS does, and so what this does:
 - Node ids are EC2 instance ids (`i-` + 17 hex); NodeLogicalIds are stable across replacement.
 - EventBridge (sim.aws.eventbridge) gets "SageMaker HyperPod Cluster State Change" when a
   cluster's status changes (Creating, InService, Updating, Deleting, Failed; nothing once it is
-  gone, as AWS documents no state after Deleting) and "SageMaker HyperPod Cluster Node Health
+  gone: DescribeCluster's ClusterStatus has no state after Deleting,
+  https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeCluster.html) and "SageMaker HyperPod Cluster Node Health
   Event" when a node turns unhealthy (Failure) or an unhealthy node turns healthy again.
 """
 
