@@ -17,7 +17,6 @@ from shared.boundary import (
 from shared.contracts.cluster import (
     ML_INSTANCE_PATTERN,
     NAME_PATTERN,
-    REGION_PATTERN,
     ZONE_ID_PATTERN,
 )
 from shared.contracts.diagnostics import KIND_PATTERN, OBJECT_PATTERN, POD_PATTERN
@@ -30,6 +29,7 @@ from shared.contracts.spaces import QUANTITY_PATTERN, SPACE_NAME_PATTERN
 from shared.contracts.storage import FILE_SYSTEM_ID_PATTERN
 from shared.contracts.training_plans import PLAN_NAME_PATTERN
 from shared.contracts.workloads import JOB_NAME_PATTERN, SECRET_KEY_PATTERN
+from shared.regions import REGION_PATTERN
 from shared.validation import rule_message
 
 _AWS_NAME = "1 to 63 letters, digits and hyphens, starting and ending with a letter or digit"

@@ -29,7 +29,6 @@ from shared.validation import RuleViolation
 
 # HyperPod's ClusterName/InstanceGroupName pattern (stricter than EKS's, so it serves both).
 NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
-REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d$"
 ZONE_ID_PATTERN = r"^[a-z]{2,5}[0-9]-az[0-9]{1,2}$"
 ML_INSTANCE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"
 TRAINING_PLAN_ARN_PATTERN = (

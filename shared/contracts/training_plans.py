@@ -15,9 +15,9 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from shared.contracts.cluster import REGION_PATTERN
 from shared.contracts.commands import Command
 from shared.contracts.spec import Spec
+from shared.regions import REGION_PATTERN
 from shared.validation import RuleViolation
 
 # botocore's ReservedCapacityInstanceType (sagemaker 2017-07-24)

@@ -34,6 +34,7 @@ from shared.contracts.gpu import (
 )
 from shared.contracts.spec import Spec
 from shared.contracts.storage import Volumes, check_volumes
+from shared.regions import REGION_PATTERN
 from shared.secrets import HINT, check_env, secret_name, secret_shape
 from shared.validation import RuleViolation
 
@@ -944,6 +945,11 @@ class TrackingServerSpec(Spec):
     size: Literal["Small", "Medium", "Large"] = Field("Small", description="server size")
     mlflow_version: str | None = Field(
         None, pattern=r"^\d+\.\d+(\.\d+)?$", description="default: SageMaker's"
+    )
+    region: str | None = Field(
+        None,
+        pattern=REGION_PATTERN,
+        description="a region the control plane serves; default: its default region",
     )
 
 

@@ -24,7 +24,8 @@ from gateway.routes.clusters import _check_region, _get_cluster, _reserve, defau
 from gateway.routes.models import LIVE_READ_ERRORS, accepted
 from gateway.routing import PrefixedRoute
 from shared.contracts.adoption import AdoptCluster, AdoptSpec
-from shared.contracts.cluster import KUBERNETES_VERSIONS, NAME_PATTERN, REGION_PATTERN
+from shared.contracts.cluster import KUBERNETES_VERSIONS, NAME_PATTERN
+from shared.regions import REGION_PATTERN
 
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", responses=LIVE_READ_ERRORS)
 

@@ -23,6 +23,7 @@ from gateway.deps import Mutation, Operator, OperatorMutation, Pool, Source, Vie
 from gateway.errors import ApiError
 from gateway.limits import NonNegativeBigint
 from gateway.queries import query
+from gateway.regions import served_region
 from gateway.routes.cluster_storage import checked_volumes
 from gateway.routes.models import ACCEPTED, READ_ERRORS
 from gateway.routing import PrefixedRoute
@@ -41,6 +42,7 @@ from shared.contracts.workloads import (
     SubmitJob,
     TrackingServerSpec,
 )
+from shared.regions import REGION_PATTERN
 
 router = APIRouter(route_class=PrefixedRoute, prefix="/api/v1", tags=["jobs"])
 
@@ -397,7 +399,8 @@ async def create_tracking_server(
     mutation: OperatorMutation,
 ) -> JSONResponse:
     async def build() -> Command:
-        return CreateTrackingServer(region=request.app.state.settings.aws_region, spec=spec)
+        region = served_region(request, spec.region)
+        return CreateTrackingServer(region=region, spec=spec.model_copy(update={"region": region}))
 
     return await plan_then_accept(
         request.app.state.bus,
@@ -419,10 +422,17 @@ async def describe_tracking_server(
     server: Annotated[str, Path(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")],
     request: Request,
     _: Viewer,
+    region: Annotated[
+        str | None,
+        Query(pattern=REGION_PATTERN, description="AWS region (default: the control plane's)"),
+    ] = None,
 ) -> dict[str, Any]:
     try:
         answer: dict[str, Any] = await query(
-            request.app.state.bus, "workload", "tracking_server", {"name": server}
+            request.app.state.bus,
+            "workload",
+            "tracking_server",
+            {"name": server, "region": served_region(request, region)},
         )
     except ApiError as exc:
         if exc.code == "TrackingServerNotFound":

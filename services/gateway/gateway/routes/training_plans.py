@@ -22,7 +22,6 @@ from gateway.queries import query
 from gateway.regions import served_region
 from gateway.routes.models import LIVE_READ_ERRORS, accepted
 from gateway.routing import PrefixedRoute
-from shared.contracts.cluster import REGION_PATTERN
 from shared.contracts.training_plans import (
     OFFERING_PATTERN,
     PLAN_NAME_PATTERN,
@@ -30,6 +29,7 @@ from shared.contracts.training_plans import (
     OfferingSearch,
     check_fee,
 )
+from shared.regions import REGION_PATTERN
 
 Region = Annotated[
     str | None,

@@ -11,8 +11,9 @@ from pydantic_core import to_jsonable_python
 from mcp_svc.client import Gateway, idempotency_key
 from mcp_svc.registry import reference
 from mcp_svc.results import OperationStarted, planned, started
-from shared.contracts.cluster import NAME_PATTERN, REGION_PATTERN
+from shared.contracts.cluster import NAME_PATTERN
 from shared.contracts.workloads import JOB_NAME_PATTERN
+from shared.regions import REGION_PATTERN
 
 Region = Annotated[
     str | None,

@@ -24,7 +24,16 @@ from mcp_svc.results import (
     rest_page,
     tail_fitted,
 )
-from mcp_svc.tools.common import ClusterRef, DryRun, JobName, RequestId, count, named, submit
+from mcp_svc.tools.common import (
+    ClusterRef,
+    DryRun,
+    JobName,
+    Region,
+    RequestId,
+    count,
+    named,
+    submit,
+)
 from mcp_svc.tools.events import After
 from shared.boundary import api_path
 from shared.contracts.workloads import (
@@ -348,10 +357,13 @@ def register(server: HyperpilotServer, gateway: Gateway) -> None:
                 description="Name of a SageMaker managed MLflow tracking server",
             ),
         ],
+        region: Region = None,
     ) -> TrackingServer:
         """A SageMaker managed MLflow tracking server, described live: status, ARN (a job's
         mlflow_tracking_uri) and URL."""
-        raw = await gateway.get(api_path("mlflow", "tracking-servers", name))
+        raw = await gateway.get(
+            api_path("mlflow", "tracking-servers", name), {"region": region} if region else None
+        )
         status = raw.get("status") or raw.get("TrackingServerStatus") or "unknown"
         return TrackingServer(summary=f"Tracking server {name} is {status}.", server=raw)
 

@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 
 from shared.adapters import aws_session
 from shared.errors import PermanentError, TemporaryError
+from shared.regions import scoped_region
 from workload_svc.adapters.sagemaker import in_thread
 from workload_svc.domain.mlflow_access import MANAGED_TAG, POLICY_NAME, TrackingServer
 
@@ -48,10 +49,15 @@ class MlflowIdentity:
             "iam", self.region, self.endpoint_url, Config(retries={"mode": "standard"})
         )
 
-    @functools.cached_property
+    @property
     def eks(self) -> Any:
+        """EKS in the region of the running command (the job's cluster's), else the default."""
+        return self._eks(scoped_region() or self.region)
+
+    @functools.cache  # noqa: B019 - one client per region for the life of the process
+    def _eks(self, region: str) -> Any:
         return aws_session.client(
-            "eks", self.region, self.endpoint_url, Config(retries={"mode": "standard"})
+            "eks", region, self.endpoint_url, Config(retries={"mode": "standard"})
         )
 
     async def issuer(self, eks_cluster: str) -> str | None:

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from shared.adapters import aws_session
 from shared.errors import PermanentError, StageError, TemporaryError
+from shared.regions import scoped_region
 
 T = TypeVar("T")
 RETRYABLE = frozenset({"ThrottlingException", "InternalFailure", "ServiceUnavailable"})
@@ -46,12 +47,14 @@ class TrackingServers:
         self.region = region
         self.endpoint_url = endpoint_url
 
-    @functools.cached_property
+    @property
     def client(self) -> Any:
-        # Made on first use: SageMaker's service model costs the process about 20 MB, and
-        # tracking-server calls are rare.
-        return self._client(self.region)
+        """SageMaker in the region of the running command or query, else the default region."""
+        return self._client(scoped_region() or self.region)
 
+    # Made on first use, one per region: SageMaker's service model costs the process about
+    # 20 MB, and tracking-server calls are rare.
+    @functools.cache  # noqa: B019 - one client per region for the life of the process
     def _client(self, region: str) -> Any:
         return aws_session.client(
             "sagemaker",
@@ -82,7 +85,7 @@ class TrackingServers:
         """DescribeCluster of a HyperPod cluster (by name or ARN) in `region`."""
 
         def call() -> dict[str, Any] | None:
-            client = self.client if region == self.region else self._client(region)
+            client = self._client(region)
             try:
                 found: dict[str, Any] = client.describe_cluster(ClusterName=cluster)
             except ClientError as exc:
