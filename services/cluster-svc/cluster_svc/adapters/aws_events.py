@@ -12,16 +12,21 @@ one EventBridge rule (shared/wake.py's pattern), both made idempotently; its lon
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
+import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from cluster_svc.adapters.aws import AwsClients, stage_error
 from shared.boundary import event_rule_name, sqs_queue_name
 from shared.wake import EVENT_PATTERN
+
+T = TypeVar("T")
 
 # Long poll: the longest SQS allows (ReceiveMessage, WaitTimeSeconds 0 to 20).
 WAIT_SECONDS = 20
@@ -48,6 +53,31 @@ def queue_policy(queue_arn: str, rule_arn: str) -> dict[str, Any]:
     }
 
 
+def _in_daemon_thread(call: Callable[[], T]) -> Awaitable[T]:
+    """`call` in a thread of its own that does not hold the process up: a long poll waits up to
+    20 s for its answer, and the default executor's threads are joined at shutdown, so a
+    service stopping would wait for the poll to end (or be killed for it)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            result = call()
+        except BaseException as exc:  # handed to the awaiting task
+            done = functools.partial(settle, functools.partial(future.set_exception, exc))
+        else:
+            done = functools.partial(settle, functools.partial(future.set_result, result))
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(done)
+
+    threading.Thread(target=run, name="sqs-long-poll", daemon=True).start()
+    return future
+
+
 @dataclass(frozen=True)
 class Message:
     receipt: str
@@ -62,10 +92,13 @@ class EventQueue:
         self.rule_name = event_rule_name("hyperpilot", "aws-events")
         self.url: str | None = None
 
-    async def _call(self, service: str, operation: str, **params: Any) -> Any:
+    async def _call(
+        self, service: str, operation: str, *, long_poll: bool = False, **params: Any
+    ) -> Any:
         method = getattr(self.aws.client(service, self.region), operation)
+        call = functools.partial(method, **params)
         try:
-            return await asyncio.to_thread(functools.partial(method, **params))
+            return await (_in_daemon_thread(call) if long_poll else asyncio.to_thread(call))
         except (ClientError, BotoCoreError) as exc:
             raise stage_error(exc) from exc
 
@@ -112,6 +145,7 @@ class EventQueue:
         answer = await self._call(
             "sqs",
             "receive_message",
+            long_poll=True,
             QueueUrl=self.url,
             MaxNumberOfMessages=10,
             WaitTimeSeconds=wait,
