@@ -17,11 +17,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sim.aws import SimulatedAws
 from sim.k8s import KubeWorld
 from sim.testing import aws_client
 from tests.cli.conftest import Cli
 from tests.e2e.conftest import TOKEN, Client, RunningStack, cluster_spec, unique
+
+# Minutes of Chromium/cluster work: in `make reliability`, so `make test` stays under 30 minutes on 2 cores.
+pytestmark = pytest.mark.slow
 
 
 def _storage(cluster: str) -> str:

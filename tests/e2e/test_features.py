@@ -152,6 +152,8 @@ def test_rules_answer_422_with_the_field_and_the_way_out(
     assert unknown.status_code == 422, unknown.text
 
 
+# minutes of feature round trips: in `make reliability`, so `make test` stays under 30 min
+@pytest.mark.slow
 def test_tiered_checkpointing_round_trips_with_its_identity_chain(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws, kubeconfig: Path
 ) -> None:
@@ -232,6 +234,8 @@ def test_training_operator_round_trips_and_keeps_cert_manager(
     assert _features(stack, name)["training_operator"]["enabled"] is True
 
 
+# minutes of feature round trips: in `make reliability`, so `make test` stays under 30 min
+@pytest.mark.slow
 def test_inference_operator_round_trips(
     created_cluster: tuple[RunningStack, str], kubeconfig: Path
 ) -> None:
@@ -260,6 +264,8 @@ def test_inference_operator_round_trips(
     assert _features(stack, name)["inference_operator"]["installed_by_hyperpilot"] is True
 
 
+# minutes of feature round trips: in `make reliability`, so `make test` stays under 30 min
+@pytest.mark.slow
 def test_autoscaling_round_trips_with_node_class_and_pool(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws, kubeconfig: Path
 ) -> None:
@@ -308,6 +314,8 @@ def test_autoscaling_round_trips_with_node_class_and_pool(
     assert _features(stack, name)["autoscaling"]["cluster_role_made_by_hyperpilot"] is True
 
 
+# minutes of feature round trips: in `make reliability`, so `make test` stays under 30 min
+@pytest.mark.slow
 def test_disabling_everything_in_one_patch_leaves_no_feature_resource(
     created_cluster: tuple[RunningStack, str], sim_aws: SimulatedAws, kubeconfig: Path
 ) -> None:

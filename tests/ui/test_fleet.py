@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RunningStack, unique
 from tests.ui.helpers import vllm_endpoint
+
+# Minutes of Chromium/cluster work: in `make reliability`, so `make test` stays under 30 minutes on 2 cores.
+pytestmark = pytest.mark.slow
 
 LIVE_MS = 2_000
 
