@@ -15,9 +15,10 @@ function spacer(columns) {
   return h("tr", { "aria-hidden": "true", class: "spacer" }, cell);
 }
 
-function setHeight(row, px) {
-  row.hidden = px <= 0;
+// The spacer of `px` pixels, or nothing when there is no row to stand for.
+function sized(row, px) {
   row.firstChild.style.height = `${px}px`;
+  return px > 0 ? [row] : [];
 }
 
 // columns: the header cells (a label, or a th of the caller's); row(item): its tr; key(item):
@@ -88,11 +89,9 @@ export function virtualRows({ caption, columns, row, key, label, className = "li
     const view = wrap.clientHeight || window.innerHeight;
     const start = Math.max(0, Math.floor(wrap.scrollTop / rowHeight) - MARGIN);
     const end = Math.min(items.length, Math.ceil((wrap.scrollTop + view) / rowHeight) + MARGIN);
-    setHeight(top, start * rowHeight);
-    setHeight(bottom, (items.length - end) * rowHeight);
     const rows = [];
     for (let i = start; i < end; i += 1) rows.push(rowOf(i, keep));
-    place([top, ...rows, bottom]);
+    place([...sized(top, start * rowHeight), ...rows, ...sized(bottom, (items.length - end) * rowHeight)]);
     drawn = keep;
     if (end >= items.length - MARGIN) nearEnd();
   }
