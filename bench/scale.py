@@ -498,10 +498,10 @@ def _read_fleet(api: httpx.Client, names: list[str], large: str) -> dict[str, in
     assert clusters is not None and len(clusters) == len(names), "the fleet's clusters"
     for name in names:
         get("cluster", f"/api/v1/clusters/{name}")
-        live = get("nodes_live", f"/api/v1/clusters/{name}/nodes", limit=1000)
+        live = get("nodes_live", f"/api/v1/clusters/{name}/nodes")  # every node, no page
         expected = NODES if name == large else LIVE_SMALL_NODES
         assert live is None or len(live["nodes"]) == expected, f"{name}: live nodes"
-        get("nodes_recorded", f"/api/v1/clusters/{name}/nodes", source="recorded", limit=1000)
+        get("nodes_recorded", f"/api/v1/clusters/{name}/nodes", source="recorded", limit=500)
         get("capacity", f"/api/v1/clusters/{name}/capacity")
         get("jobs", f"/api/v1/clusters/{name}/jobs", limit=1000)
     get("endpoints", "/api/v1/endpoints", cluster="*", limit=1000)
