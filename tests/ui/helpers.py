@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from tests.e2e.conftest import Client, RunningStack
@@ -119,3 +120,24 @@ def vllm_endpoint(name: str) -> dict[str, Any]:
         "gpus": 1,
         "container": {"engine": "vllm", "model": "Qwen/Qwen3-0.6B"},
     }
+
+
+Rows = tuple[Sequence[str], Sequence[tuple[Any, ...]]]
+
+
+async def _write(dsn: str, forget: str, tables: dict[str, Rows]) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(forget)
+        for table, (columns, records) in tables.items():
+            await conn.copy_records_to_table(table, columns=list(columns), records=records)
+    finally:
+        await conn.close()
+
+
+def seed(stack: RunningStack, forget: str, tables: dict[str, Rows]) -> RunningStack:
+    """Write rows straight into the stack's read model (PostgreSQL COPY), in the order given,
+    after `forget` (SQL that removes what an earlier seeding left): table -> (columns, rows)."""
+    assert stack.stack.database_url
+    run_async(_write(stack.stack.database_url, forget, tables))
+    return stack

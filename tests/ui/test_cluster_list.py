@@ -12,12 +12,11 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RunningStack
-from tests.ui.helpers import OVERFLOW, axe_violations, run_async
+from tests.ui.helpers import OVERFLOW, axe_violations, seed
 
 CLUSTERS = 1_200  # more than the 1,000 one request may ask for
 OPERATIONS = 2_000
@@ -44,49 +43,38 @@ def _spec(i: int) -> str:
     return json.dumps({"instance_groups": groups})
 
 
-async def _seed(dsn: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute("DELETE FROM clusters WHERE name LIKE 'fleet-%'")
-        await conn.copy_records_to_table(
-            "clusters",
-            columns=["name", "region", "status", "managed", "spec", "created_at"],
-            records=[
-                (_name(i), "us-east-1", "active", True, _spec(i), T0 + timedelta(seconds=i))
-                for i in range(CLUSTERS)
-            ],
-        )
-        # operations on the clusters, the newest last; finished (nothing runs them again)
-        await conn.copy_records_to_table(
-            "operations",
-            columns=OPERATION_COLUMNS,
-            records=[
-                (
-                    uuid.uuid4(),
-                    "cluster.set_feature",
-                    "cluster",
-                    "cluster",
-                    _name(i % CLUSTERS),
-                    "{}",
-                    "SetFeature",
-                    "{}",
-                    "seed",
-                    f"h{i}",
-                    "succeeded",
-                    T0 + timedelta(seconds=i),
-                )
-                for i in range(OPERATIONS)
-            ],
-        )
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(scope="module")
 def seeded(module_stack: RunningStack) -> RunningStack:
-    assert module_stack.stack.database_url
-    run_async(_seed(module_stack.stack.database_url))
-    return module_stack
+    clusters = [
+        (_name(i), "us-east-1", "active", True, _spec(i), T0 + timedelta(seconds=i))
+        for i in range(CLUSTERS)
+    ]
+    # operations on the clusters, the newest last; finished (nothing runs them again)
+    operations = [
+        (
+            uuid.uuid4(),
+            "cluster.set_feature",
+            "cluster",
+            "cluster",
+            _name(i % CLUSTERS),
+            "{}",
+            "SetFeature",
+            "{}",
+            "seed",
+            f"h{i}",
+            "succeeded",
+            T0 + timedelta(seconds=i),
+        )
+        for i in range(OPERATIONS)
+    ]
+    return seed(
+        module_stack,
+        "DELETE FROM operations WHERE principal = 'seed'; DELETE FROM clusters WHERE name LIKE 'fleet-%'",
+        {
+            "clusters": (["name", "region", "status", "managed", "spec", "created_at"], clusters),
+            "operations": (OPERATION_COLUMNS, operations),
+        },
+    )
 
 
 def _drawn(page: Page, selector: str) -> int:

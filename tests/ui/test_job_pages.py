@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import RunningStack
-from tests.ui.helpers import OVERFLOW, axe_violations, run_async
+from tests.ui.helpers import OVERFLOW, axe_violations, seed
 
 CLUSTER = "ui-scale"
 JOBS = 10_000
@@ -22,38 +21,26 @@ COLUMNS = ["cluster", "name", "recipe", "api_version", "kind", "spec", "status",
 COLUMNS += ["budget", "created_at"]
 
 
-async def _seed(dsn: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute("DELETE FROM jobs WHERE cluster = $1", CLUSTER)
-        await conn.copy_records_to_table(
-            "jobs",
-            columns=COLUMNS,
-            records=[
-                (
-                    CLUSTER,
-                    f"job-{i:05d}",
-                    "pytorch",
-                    "sagemaker.amazonaws.com/v1",
-                    "HyperPodPyTorchJob",
-                    "{}",
-                    ("succeeded", "failed", "running")[i % 3],
-                    i % 4,
-                    3,
-                    T0 + timedelta(seconds=i),
-                )
-                for i in range(JOBS)
-            ],
-        )
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(scope="module")
 def seeded(module_stack: RunningStack) -> RunningStack:
-    assert module_stack.stack.database_url
-    run_async(_seed(module_stack.stack.database_url))
-    return module_stack
+    jobs = [
+        (
+            CLUSTER,
+            f"job-{i:05d}",
+            "pytorch",
+            "sagemaker.amazonaws.com/v1",
+            "HyperPodPyTorchJob",
+            "{}",
+            ("succeeded", "failed", "running")[i % 3],
+            i % 4,
+            3,
+            T0 + timedelta(seconds=i),
+        )
+        for i in range(JOBS)
+    ]
+    return seed(
+        module_stack, f"DELETE FROM jobs WHERE cluster = '{CLUSTER}'", {"jobs": (COLUMNS, jobs)}
+    )
 
 
 def _rows(page: Page) -> int:
