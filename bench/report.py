@@ -27,7 +27,7 @@ METHOD = """## How each figure is measured
 | 4 | `bench/fanout.py` | 500 subscribers of `/api/v1/events/stream` (plain asyncio sockets in another process), 30 events at 10/s (bucket creates accepted by the gateway); delivery = arrival - `occurred_at` | the same subscribers on a bare FastAPI SSE endpoint fed by one `LISTEN` connection |
 | 5 | `bench/logs.py` | a training job submitted through REST on the stack as `make up` runs it; pods of the job print numbered lines; one WebSocket client (`/api/v1/clusters/{name}/jobs/{job}/logs/ws`) follows every pod to its end: emulator pod log API -> workload-svc (log pages over NATS) -> gateway -> client, checking that every line arrives once and in order | `kubectl logs -f` of the same pods on the same emulator, one per pod in parallel, straight from its API server |
 | 6 | `bench/workflow.py` | a full cluster creation, fast profile, `POLL_MAX_SECONDS=0.5` | the critical path of its stage durations, and their sum |
-| 7 | `bench/status_lag.py` | 3 cluster creations with the product's default polling on a stack with polling only (`AWS_EVENTS_QUEUE=false`), then 3 on a stack reading SageMaker HyperPod's EventBridge events from its SQS queue (the default); the simulator runs in the bench process, its clock's tasks timestamp each state change and its HTTP front counts the describe calls and long polls; lag = our `StageSucceeded` - the change. The real profile is modelled: polling only, the backoff (0.05 s x1.5 up to 15 s) over HyperPod waits of 10 to 20 minutes; with events, the event path measured here (it does not depend on the wait's length; EventBridge's own delivery time on AWS, unpublished, is not in it) and the fallback polls (up to 60 s apart) | one `DescribeCluster` round trip |
+| 7 | `bench/status_lag.py` | 3 cluster creations with the product's default polling on a stack with polling only (`AWS_EVENTS_QUEUE=false`), then 3 on a stack reading SageMaker HyperPod's EventBridge events from its SQS queue (the default); the simulator runs in the bench process, its clock's tasks timestamp each state change and its HTTP front counts the describe calls and long polls; lag = our `StageSucceeded` - the change. The real profile is modelled: polling only, the backoff (0.05 s x1.5 up to 15 s) over HyperPod waits of 10 to 20 minutes; with events, the event path measured here (it does not depend on the wait's length; EventBridge's own delivery time on AWS, unpublished, is not in it) and the fallback polls (up to 60 s apart). Node health lag: 5 node failures per stack on clusters made with NodeRecovery=None (each replaced by the bench once seen), node failure -> the node watcher's recorded read (`?source=recorded`) showing it, the watcher's budget raised to 3,600 calls/h on both stacks (the default's polling lag is modelled: a check a minute once its burst is spent) | one `DescribeCluster` round trip |
 | 8 | `bench/pipeline.py` | VmRSS (and PSS) of every process after one warm-up operation and 2 s idle, and the peak under the throughput load; PostgreSQL counts its postmaster and backends | a bare FastAPI + asyncpg process (uvicorn), idle |
 | 25 | `bench/capacity.py` | the Kubernetes emulator in a process of its own (500 HyperPod nodes, 10 pods each, 5 pending, Kueue with one governed Job waiting on its quota); cluster-svc's capacity and pending routes (`cluster_svc.areas.capacity`, `.governance`, built as bootstrap builds them, the official client) answer from the cluster's watched model (list + watch of Nodes and Pods, `adapters/capacity_watch.py`), started by a first read that is recorded apart; measured once the emulator answers a GET of the Job within 25 ms five times in a row, or after 300 s (the 500-node emulator did not get there in the recorded run: its own controllers keep it busy). The pending read still makes its own Kubernetes calls (the Job, the Kueue objects, the namespace's events) | the same routes on a 10-node, 100-pod cluster in the same run; `limit=10` reads the same number of nodes on both sizes |
 | 28 | `bench/scale.py` | the stack as `make up` runs it, its read model filled directly (50 imported clusters, 1,000 and 10 recorded nodes, 10,000 and 100 jobs, 100 endpoints); 200 reads of a jobs page by its page token spread over the list and 200 reads of the recorded node list, interleaved with the floor's; the cluster page in Debian's Chromium (Playwright), signed in once, median of 5 full loads, every node read of the page sent to the read model (`source=recorded`) | the 100-job page; the 10-node cluster's node list and cluster page |
@@ -99,6 +99,12 @@ What remains, in order of cost:
   (EventBridge -> cluster-svc's SQS queue, long-polled -> the waiting replica over NATS), tens
   of milliseconds after the change whatever the wait's length, and polls only every 60 s
   meanwhile; EKS sends no cluster state change to EventBridge, so its waits still poll.
+- **Node health events set the recorded nodes' lag**: polling, a node failure is recorded at
+  the watcher's next round the budget affords (5 s rounds here, and the failures follow a round,
+  so about one whole round; a minute at the default budget once its burst is spent). With
+  HyperPod's "Cluster Node Health Event" the receiving replica reads the cluster at once: a
+  quarter to three quarters of a second here, most of it the full read (nodes, DescribeCluster,
+  the newest event, Kubernetes) and the recorded write.
 - **The bucket create's S3 calls run through 10 threads of boto3** in cluster-svc; the
   simulator's S3 alone sustains more than the pipeline completes. A second replica of each
   service adds processes to the same 2 cores (and `make up` now runs four services), so it
@@ -404,7 +410,46 @@ def rows() -> list[Row]:
                     "met" if s["goal_met"] else "**not met**",
                 )
             )
-        else:
+        if "node_health_events_p50_ms" in s:
+            out.append(
+                Row(
+                    "7",
+                    "node health lag, node failure -> the recorded node read (fast profile),"
+                    " polling only (5 s rounds): p50 / p99",
+                    f"{_ms(s['node_health_polling_p50_ms'])} / "
+                    f"{_ms(s['node_health_polling_p99_ms'])}",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                )
+            )
+            out.append(
+                Row(
+                    "7",
+                    "node health lag with node health events: p50 / p99",
+                    f"{_ms(s['node_health_events_p50_ms'])} / "
+                    f"{_ms(s['node_health_events_p99_ms'])}",
+                    f"{_ms(s['node_health_polling_p50_ms'])} (polling only, p50)",
+                    _ratio(s["node_health_events_p50_ms"], s["node_health_polling_p50_ms"]),
+                    "-",
+                    "-",
+                )
+            )
+            out.append(
+                Row(
+                    "7",
+                    "node health lag, real default budget (60 calls/h, modelled), polling"
+                    " only: p50 / p99",
+                    f"{s['real_node_health_polling_p50_s']:.1f} / "
+                    f"{s['real_node_health_polling_p99_s']:.1f} s",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                )
+            )
+        if "hyperpod_events_lag_ms" not in s:
             model = w["hyperpod_cluster"]["real_profile_model"]
             out.append(
                 Row(

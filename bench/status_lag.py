@@ -18,7 +18,16 @@ waiting replica's poll -> StageSucceeded), which does not depend on the wait's l
 fallback polls (up to 60 s apart) as describe calls. EventBridge's own delivery time on AWS is
 not in it: AWS publishes none ("near real time").
 
-    .venv/bin/python -m bench.status_lag [--creations N]
+Node health lag: from a simulated node failure (the node_failure fault, on clusters made with
+NodeRecovery=None so that the failure stays until the bench replaces the node: with Automatic
+the fast profile replaces it within 1 s and a 5 s poll mostly never sees it) to the node watcher's recorded read (GET .../nodes?source=recorded)
+showing the node unhealthy, `--failures` times per run. Both runs give the watcher a budget of
+NODE_WATCH_AWS_CALLS_PER_CLUSTER_HOUR = 3600 (the default, 60, is spent by the polling run's
+5 s checks within a minute, after which it checks once a minute); the real-profile model gives
+the default budget's polling lag (a check every 60 s once the burst is spent: uniform over a
+minute) against the event path measured here.
+
+    .venv/bin/python -m bench.status_lag [--creations N] [--failures N]
 
 Writes bench/results/status_lag.json.
 """
@@ -44,6 +53,8 @@ REAL_SECONDS = {"eks_cluster": 600.0, "hyperpod_cluster": 900.0}
 POLL_MAX = 15.0
 POLL_MAX_EVENTED = 60.0
 GOAL_P50_S = 2.0
+NODE_WATCH_CALLS_PER_HOUR = 3600  # both runs: see the docstring
+DEFAULT_NODE_CHECK_SECONDS = 60.0  # the default budget (60 calls/h) spent: one check a minute
 
 
 class Observer:
@@ -143,10 +154,58 @@ def _describe_floor(endpoint: str, name: str) -> float:
     return median(times)
 
 
-def _run(events: bool, creations: int) -> dict[str, Any]:
-    """`creations` cluster creations on a stack of their own: per-wait lags and calls."""
+def _node_health_lags(api: httpx.Client, sim: Any, name: str, failures: int) -> list[float]:
+    """Seconds from a node failure to the recorded node read showing it, `failures` times (each
+    after the previous node, replaced, is recorded healthy)."""
+    import boto3
+
+    sagemaker = boto3.client(
+        "sagemaker",
+        endpoint_url=sim.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+    def recorded() -> list[dict[str, Any]]:
+        answer = api.get(f"/api/v1/clusters/{name}/nodes", params={"source": "recorded"})
+        nodes: list[dict[str, Any]] = answer.json()["nodes"]
+        return nodes
+
+    deadline = time.monotonic() + 120
+    while not (nodes := recorded()) or any(n["health"] != "healthy" for n in nodes):
+        assert time.monotonic() < deadline, nodes  # the watcher's baseline, all healthy
+        time.sleep(0.1)
+    arn = next(c.arn for c in sim.hyperpod.clusters.values() if c.name == name)
+    lags = []
+    for _ in range(failures):
+        failed_at = time.time()
+        victim = sim.faults.inject("node_failure", cluster=arn).node_ids[0]
+        while True:
+            view = next((n for n in recorded() if n["node_id"] == victim), None)
+            if view is not None and view["health"] != "healthy":
+                lags.append(time.time() - failed_at)
+                break
+            assert time.time() - failed_at < 120, f"{victim} never recorded unhealthy"
+            time.sleep(0.02)
+        sagemaker.batch_replace_cluster_nodes(ClusterName=arn, NodeIds=[victim])
+        while True:  # replaced (1 s) and recorded so
+            nodes = recorded()
+            ids = {n["node_id"] for n in nodes}
+            if victim not in ids and all(n["health"] == "healthy" for n in nodes):
+                break
+            assert time.time() - failed_at < 240, nodes
+            time.sleep(0.1)
+    return lags
+
+
+def _run(events: bool, creations: int, failures: int = 5) -> dict[str, Any]:
+    """`creations` cluster creations on a stack of their own: per-wait lags and calls; then
+    `failures` node failures in the last cluster: the node health lag."""
     observer = Observer()
-    env = {} if events else {"AWS_EVENTS_QUEUE": "false"}
+    env = {"NODE_WATCH_AWS_CALLS_PER_CLUSTER_HOUR": str(NODE_WATCH_CALLS_PER_HOUR)}
+    if not events:
+        env["AWS_EVENTS_QUEUE"] = "false"
     with simulated_stack(extra_env=env, instrument=observer.attach) as (stack, sim):
         api = httpx.Client(
             base_url=stack.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
@@ -165,6 +224,7 @@ def _run(events: bool, creations: int) -> dict[str, Any]:
                 "name": f"lag-{index}-{time.time_ns() % 10**6}",
                 "availability_zone_id": zones.json()[0]["zone_id"],
                 "instance_groups": [{"name": "gpu", "instance_type": "ml.g5.8xlarge", "count": 2}],
+                "node_recovery": "None",  # a failure stays until replaced: see the docstring
             }
             op_id = api.post("/api/v1/clusters", json=spec).json()["operation_id"]
             while (op := api.get(f"/api/v1/operations/{op_id}", params={"wait": 10}).json())[
@@ -175,6 +235,7 @@ def _run(events: bool, creations: int) -> dict[str, Any]:
             ops.append(op)
         ended = time.time()
         floor_ms = _describe_floor(sim.endpoint_url, next(iter(sim.eks.clusters)))
+        node_lags = _node_health_lags(api, sim, spec["name"], failures)
         delivered = sim.hyperpod.events.delivered
 
     waits: dict[str, Any] = {}
@@ -209,6 +270,12 @@ def _run(events: bool, creations: int) -> dict[str, Any]:
         "events": events,
         "creations": creations,
         "waits": waits,
+        "node_health": {
+            "failures": failures,
+            "lag_ms": [round(x * 1000, 1) for x in node_lags],
+            "lag_p50_ms": round(median(node_lags) * 1000, 1),
+            "lag_p99_ms": round(percentile(node_lags, 99) * 1000, 1),
+        },
         "floor_ms": round(floor_ms, 2),
         "events_delivered": delivered,
         "queue_receives_per_minute": round(
@@ -217,9 +284,9 @@ def _run(events: bool, creations: int) -> dict[str, Any]:
     }
 
 
-def run(creations: int = 3) -> dict[str, Any]:
-    polling = _run(False, creations)
-    evented = _run(True, creations)
+def run(creations: int = 3, failures: int = 5) -> dict[str, Any]:
+    polling = _run(False, creations, failures)
+    evented = _run(True, creations, failures)
     floor_ms = min(polling["floor_ms"], evented["floor_ms"])
     event_lags_s = [x / 1000 for x in evented["waits"]["hyperpod_cluster"]["lag_ms"]]
     hp_wait = REAL_SECONDS["hyperpod_cluster"]
@@ -245,6 +312,20 @@ def run(creations: int = 3) -> dict[str, Any]:
                 **modelled(REAL_SECONDS["eks_cluster"]),
                 **modelled_spread(REAL_SECONDS["eks_cluster"], POLL_MAX),
             },
+        },
+    }
+    node_events_s = [x / 1000 for x in evented["node_health"]["lag_ms"]]
+    checks = [x * 0.1 for x in range(int(DEFAULT_NODE_CHECK_SECONDS * 10))]  # uniform
+    real["node_health"] = {
+        "polling_only": {
+            "p50_s": round(median(checks), 2),
+            "p99_s": round(percentile(checks, 99), 2),
+            "how": "default budget (60 calls/h): a check a minute once the burst is spent",
+        },
+        "with_events": {
+            "p50_s": round(median(node_events_s), 3),
+            "p99_s": round(percentile(node_events_s, 99), 3),
+            "how": "the event path measured in the fast profile",
         },
     }
     p50 = real["with_events"]["hyperpod"]["p50_s"]
@@ -283,6 +364,12 @@ def run(creations: int = 3) -> dict[str, Any]:
                 "calls_per_minute"
             ],
             "queue_receives_per_minute": evented["queue_receives_per_minute"],
+            "node_health_polling_p50_ms": polling["node_health"]["lag_p50_ms"],
+            "node_health_polling_p99_ms": polling["node_health"]["lag_p99_ms"],
+            "node_health_events_p50_ms": evented["node_health"]["lag_p50_ms"],
+            "node_health_events_p99_ms": evented["node_health"]["lag_p99_ms"],
+            "real_node_health_polling_p50_s": real["node_health"]["polling_only"]["p50_s"],
+            "real_node_health_polling_p99_s": real["node_health"]["polling_only"]["p99_s"],
             "goal_p50_s": GOAL_P50_S,
             "goal_met": p50 <= GOAL_P50_S,
         },
@@ -293,8 +380,9 @@ def run(creations: int = 3) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creations", type=int, default=3, help="cluster creations per run")
+    parser.add_argument("--failures", type=int, default=5, help="node failures per run")
     args = parser.parse_args()
-    result = run(args.creations)
+    result = run(args.creations, args.failures)
     path = record("status_lag", result)
     s = result["summary"]
     print(
@@ -304,7 +392,9 @@ def main() -> None:
         f"{s['real_hyperpod_polling_p99_s']} s at {s['real_hyperpod_polling_calls_per_minute']}/min, "
         f"events p50/p99 {s['real_hyperpod_events_p50_s']}/{s['real_hyperpod_events_p99_s']} s at "
         f"{s['real_hyperpod_events_calls_per_minute']}/min (+{s['queue_receives_per_minute']} "
-        f"ReceiveMessage/min for the fleet) -> {path}"
+        f"ReceiveMessage/min for the fleet); node health p50/p99: polling "
+        f"{s['node_health_polling_p50_ms']}/{s['node_health_polling_p99_ms']} ms, events "
+        f"{s['node_health_events_p50_ms']}/{s['node_health_events_p99_ms']} ms -> {path}"
     )
 
 
