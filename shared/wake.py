@@ -17,9 +17,15 @@ subscribed) and each replica's `Wakes` ends the wait of the stage whose external
 which polls at once. A node health event also tells the receiving replica's node watcher which
 cluster to read again at once (`node_health_clusters`, `ClusterSignals`).
 
-Polling stays: a wait armed on a key the live event source covers (a HyperPod cluster of a
-region whose queue is read) polls at most every `evented_max` seconds (a lost event costs that
-much lag, no more), every other wait as before.
+Every stage wait on a HyperPod cluster's ARN is woken by its state changes: a creation (to
+InService or Failed), an instance group added, scaled or deleted and a software update (the
+cluster goes Updating, then InService). Some ends are no state change, so those waits keep
+their polling: a deletion's end (the cluster is gone; DescribeCluster's ClusterStatus has no
+state after Deleting, and AWS documents no event for it), and a Continuous-provisioning
+cluster's scale (it stays InService). Only the stages that declare `evented` (the creation)
+stretch their polling while events flow: a wait armed on a key the live event source covers
+(a HyperPod cluster of a region whose queue is read) polls at most every `evented_max` seconds
+(a lost event costs that much lag, no more), every other wait as before.
 """
 
 from __future__ import annotations
