@@ -19,8 +19,8 @@ cluster to read again at once (`node_health_clusters`, `ClusterSignals`).
 
 Every stage wait on a HyperPod cluster's ARN is woken by its state changes: a creation (to
 InService or Failed), an instance group added, scaled or deleted and a software update (the
-cluster goes Updating or SystemUpdating, then InService). Some ends are no state change, so those waits keep
-their polling: a deletion's end (the cluster is gone; DescribeCluster's ClusterStatus has no
+cluster goes Updating or SystemUpdating, then InService). Some ends are no state change, so
+those waits keep their polling: a deletion's end (the cluster is gone; DescribeCluster's ClusterStatus has no
 state after Deleting, and AWS documents no event for it), and a Continuous-provisioning
 cluster's scale (it stays InService). Only the stages that declare `evented` (the creation)
 stretch their polling while events flow: a wait armed on a key the live event source covers
