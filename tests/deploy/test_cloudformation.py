@@ -805,7 +805,16 @@ def test_control_plane_policies_are_least_privilege(aws: Aws, local_stack: Deplo
         "servicequotas",
         "ssm",
         "pricing",  # list prices (pricing:GetProducts)
+        "sqs",  # the event queue of stage waits, by name
+        "events",  # its EventBridge rule, by name
     }
+    assert (
+        by_sid["EventQueue"]["Resource"]
+        == f"arn:aws:sqs:{REGION}:{ACCOUNT}:hyperpilot-aws-events-*"
+    )
+    assert by_sid["EventRule"]["Resource"] == (
+        f"arn:aws:events:{REGION}:{ACCOUNT}:rule/hyperpilot-aws-events"
+    )
 
 
 def test_operator_role_only_port_forwards(aws: Aws, local_stack: Deployed) -> None:
