@@ -3,7 +3,9 @@ arm faults and configure the account.
 
 GET /_sim/health | GET, DELETE /_sim/calls?service=&operation= | GET /_sim/inventory |
 GET, POST, DELETE /_sim/faults | DELETE /_sim/faults/<id> | GET, PUT /_sim/account
-"""
+
+A simulation of several regions answers each of these for the region `?region=` names (the home
+region without one)."""
 
 from __future__ import annotations
 

@@ -82,8 +82,9 @@ def signed_region(environ: dict[str, Any]) -> str | None:
 
 class _ByRegion:
     """One endpoint for several regions: a request goes to the simulation of the region it is
-    signed for, as each regional AWS endpoint answers for its own region only; the admin API
-    and unsigned requests to the home region's."""
+    signed for, as each regional AWS endpoint answers for its own region only; unsigned
+    requests to the home region's, and the admin API to the region its `?region=` names (the
+    home region's without one), so a fault is armed or a call log read in any region."""
 
     def __init__(self, home: WsgiApp, regions: dict[str, WsgiApp]) -> None:
         self.home = home
@@ -91,7 +92,12 @@ class _ByRegion:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         app = self.home
-        if self.regions and not str(environ.get("PATH_INFO", "")).startswith("/_sim/"):
+        if not self.regions:
+            return app(environ, start_response)
+        if str(environ.get("PATH_INFO", "")).startswith("/_sim/"):
+            named = parse_qs(str(environ.get("QUERY_STRING", ""))).get("region", [""])[0]
+            app = self.regions.get(named, self.home)
+        else:
             app = self.regions.get(signed_region(environ) or "", self.home)
         return app(environ, start_response)
 

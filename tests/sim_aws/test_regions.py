@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from sim.testing import aws_env, wait_for
 from sim.world import World
@@ -90,3 +92,30 @@ def test_one_name_in_two_regions_is_two_clusters(tmp_path: Path) -> None:
             == "ACTIVE"
         )
         assert "only-in-east" in {n.metadata.name for n in east_api.list_namespace().items}
+
+
+def test_the_admin_api_reaches_the_region_it_names() -> None:
+    """A fault armed with `?region=` is armed in that region's simulation only, and each
+    region's call log holds its own calls."""
+    import httpx
+
+    with World("fast*0.3", kubernetes=False, regions=("us-west-2",)) as world:
+        admin = aws_env(world.aws)["AWS_ENDPOINT_URL"] + "/_sim"
+        armed = httpx.post(
+            f"{admin}/faults",
+            params={"region": "us-west-2"},
+            json={"kind": "error", "service": "sqs", "operation": "CreateQueue", "times": 1},
+        )
+        assert armed.status_code == 201, armed.text
+        west = httpx.get(f"{admin}/faults", params={"region": "us-west-2"}).json()["faults"]
+        assert [f["id"] for f in west] == [armed.json()["id"]]
+        assert httpx.get(f"{admin}/faults").json()["faults"] == []
+        client(world, "sqs", "us-east-1").create_queue(QueueName="east-q")
+        with pytest.raises(ClientError):  # the fault armed in us-west-2 fails its call there
+            client(world, "sqs", "us-west-2").create_queue(QueueName="west-q")
+        east_calls = httpx.get(f"{admin}/calls", params={"service": "sqs"}).json()["calls"]
+        west_calls = httpx.get(
+            f"{admin}/calls", params={"service": "sqs", "region": "us-west-2"}
+        ).json()["calls"]
+        assert [c["params"].get("QueueName") for c in east_calls] == ["east-q"]
+        assert [c["params"].get("QueueName") for c in west_calls] == ["west-q"]
