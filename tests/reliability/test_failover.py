@@ -334,12 +334,11 @@ def _count_terminal(gateway: str) -> int:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     total = 0
     for status in TERMINAL:
-        for offset in range(0, OPERATIONS, 500):
-            answer = httpx.get(
-                f"{gateway}/api/v1/operations",
-                params={"limit": 500, "offset": offset, "status": status},
-                headers=headers,
-                timeout=30,
-            )
-            total += len(answer.json()["items"])
+        answer = httpx.get(
+            f"{gateway}/api/v1/operations",
+            params={"limit": 1, "status": status},
+            headers=headers,
+            timeout=30,
+        )
+        total += int(answer.headers["X-Total-Count"])
     return total

@@ -24,10 +24,11 @@ async def page(
     columns: str = "*",
     where: str = "TRUE",
     args: Sequence[Any] = (),
+    descending: bool = False,
 ) -> tuple[list[asyncpg.Record], int]:
     """The rows of `table` matching `where` (its parameters `args`, numbered from $1) whose
-    `key` columns come after `after` (None: from the first), ordered by `key`, at most
-    limit + 1; and how many rows match `where` in all.
+    `key` columns come after `after` (None: from the first), ordered by `key` (newest first
+    when `descending`), at most limit + 1; and how many rows match `where` in all.
 
     `table`, `columns`, `where` and `key` are the caller's SQL, never a client's text: what a
     client sends travels only in `args` and `after`.
@@ -39,11 +40,11 @@ async def page(
         if len(after) != len(key):
             raise ValueError(f"a key of {len(key)} columns, not {len(after)}")
         holders = ", ".join(f"${len(params) + i}" for i in range(1, len(key) + 1))
-        found += f" AND ({', '.join(key)}) > ({holders})"
+        found += f" AND ({', '.join(key)}) {'<' if descending else '>'} ({holders})"
         params += after
+    order = ", ".join(f"{k} DESC" if descending else k for k in key)
     rows = await conn.fetch(
-        f"SELECT {columns} FROM {table} WHERE {found}"
-        f" ORDER BY {', '.join(key)} LIMIT ${len(params) + 1}",
+        f"SELECT {columns} FROM {table} WHERE {found} ORDER BY {order} LIMIT ${len(params) + 1}",
         *params,
         limit + 1,
     )

@@ -11,7 +11,7 @@ import asyncpg
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
-from gateway import pages
+from gateway import keyset, pages
 from gateway.deps import Broadcaster, Operator, Pool, Source, Viewer
 from gateway.errors import ApiError
 from gateway.routes.models import READ_ERRORS, OperationList, OperationRead, RetryAccepted
@@ -87,45 +87,21 @@ async def list_operations(
     kind: Annotated[str | None, Query(max_length=100)] = None,
     target_id: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[
-        int, Query(ge=0, le=1_000_000, description="Rows to skip (page_token is stable)")
-    ] = 0,
     page_token: pages.PageToken = None,
 ) -> dict[str, Any]:
     key = pages.key_of("operations", page_token, 2)
-    filters = (
-        "($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2)"
-        " AND ($3::text IS NULL OR target_id = $3)"
-    )
-    where, args = filters, list[Any]([status, kind, target_id])
-    if key is not None:
-        if offset:
-            raise ApiError(
-                400,
-                "invalid_page_token",
-                "page_token and offset both given",
-                hint="send page_token alone: it names where the page starts",
-                fields=[
-                    {
-                        "field": "offset",
-                        "rule": "page_token_or_offset",
-                        "message": "offset cannot be combined with page_token",
-                        "hint": "leave offset out when sending page_token",
-                    }
-                ],
-            )
-        where += " AND (created_at, id) < ($4, $5)"
-        args += [pages.instant(key[0]), _operation_id(key[1])]
+    after = None if key is None else (pages.instant(key[0]), _operation_id(key[1]))
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            f"SELECT * FROM operations WHERE {where}"
-            f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) + 1} OFFSET ${len(args) + 2}",
-            *args,
-            limit + 1,
-            offset,
-        )
-        total: int = await conn.fetchval(
-            f"SELECT count(*) FROM operations WHERE {filters}", status, kind, target_id
+        rows, total = await keyset.page(
+            conn,
+            "operations",
+            ("created_at", "id"),
+            after,
+            limit,
+            where="($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2)"
+            " AND ($3::text IS NULL OR target_id = $3)",
+            args=(status, kind, target_id),
+            descending=True,
         )
     page = pages.send(
         response,
