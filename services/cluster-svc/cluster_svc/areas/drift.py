@@ -78,10 +78,10 @@ class DriftSettings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore")
 
     drift_watch_seconds: float = Field(
-        300.0, gt=0, description="How often the drift watcher observes each active cluster"
+        900.0, gt=0, description="How often the drift watcher observes each active cluster"
     )
     drift_aws_calls_per_cluster_hour: float = Field(
-        120.0, gt=0, description="The most AWS calls the drift watcher makes per cluster per hour"
+        24.0, gt=0, description="The most AWS calls the drift watcher makes per cluster per hour"
     )
 
 

@@ -79,13 +79,15 @@ class WatchSettings(BaseSettings):
         gt=0,
         description="How often the node watcher lists a cluster's nodes in AWS with no event",
     )
+    # Defaults: the node watcher's 30 and the drift watcher's 24 keep an idle cluster within 60
+    # AWS calls an hour with the event queue's poll (docs/performance.md).
     node_watch_aws_calls_per_cluster_hour: float = Field(
-        60.0,
+        30.0,
         gt=0,
         description="The most AWS calls the node watcher makes per cluster per hour (all replicas)",
     )
     node_watch_evented_seconds: float = Field(
-        60.0,
+        120.0,
         gt=0,
         description=(
             "While HyperPod's node health events for a cluster are read (its region's event"
