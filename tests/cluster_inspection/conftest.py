@@ -45,6 +45,16 @@ def spec(name: str = "llm-training", zone: str = "use1-az2", **groups: Any) -> C
     )
 
 
+@pytest.fixture(autouse=True)
+def full_buckets(sim: SimulatedAws) -> None:
+    """Each test starts with the simulated AWS's throttling buckets full: these tests read
+    through the adapters without the control plane's account limiter (which paces a running
+    service under the published limits) and without botocore's retries, so a module's bursts
+    would otherwise meet the Price List API's 10 at once and 5 a second (sim/aws/throttle.py;
+    tests/sim_aws/test_throttle.py is where throttling is shown)."""
+    sim.throttle.reset()
+
+
 @pytest.fixture(scope="session")
 def world(sim: SimulatedAws) -> World:
     """An account with a VPC, an EKS cluster this control plane made, two HyperPod clusters
