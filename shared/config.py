@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     consumer_concurrency: int = 16
     outbox_poll_seconds: float = 1.0
     health_port: int = Field(0, description="Port of a domain service's /healthz (0 = off)")
+    memory_trim_seconds: float = Field(
+        10.0,
+        ge=0,
+        description="How often a domain service gives freed heap memory back (glibc's"
+        " malloc_trim; 0 = never)",
+    )
 
     # Stage engine
     poll_initial_seconds: float = 0.05

@@ -30,6 +30,7 @@ from shared.contracts.subjects import WAKE_SUBJECT, domain_commands, query_subje
 from shared.db import create_pool
 from shared.errors import StageError
 from shared.logging import configure_logging, get_logger
+from shared.memory import release_freed_memory
 from shared.outbox import OutboxRelay
 from shared.queries import BadRequest, QueryResponder, Route, temporary_hint
 from shared.regions import region_scope
@@ -267,6 +268,9 @@ async def serve(service: Service, settings: Settings) -> None:
             _answer_queries(service, assembled.routes, bus), name=f"{name}-queries"
         ),
         asyncio.create_task(follow_wakes(bus, engine.wakes), name=f"{name}-wakes"),
+        asyncio.create_task(
+            release_freed_memory(settings.memory_trim_seconds), name=f"{name}-memory"
+        ),
         *(asyncio.create_task(companion(runtime)) for companion in assembled.companions),
     ]
     health = None
