@@ -267,10 +267,18 @@ def test_dry_run_persists_nothing(core: client.CoreV1Api) -> None:
 
 def test_status_and_scale_subresources(apps: client.AppsV1Api) -> None:
     apps.create_namespaced_deployment("default", deployment("sub", replicas=0))
-    current = apps.read_namespaced_deployment("sub", "default")
-    current.status = client.V1DeploymentStatus(replicas=42)
-    current.spec.replicas = 0
-    apps.replace_namespaced_deployment("sub", "default", current)
+    for _ in range(10):  # the Deployment controller may write its status between read and replace
+        current = apps.read_namespaced_deployment("sub", "default")
+        current.status = client.V1DeploymentStatus(replicas=42)
+        current.spec.replicas = 0
+        try:
+            apps.replace_namespaced_deployment("sub", "default", current)
+            break
+        except ApiException as exc:
+            if exc.status != 409:  # a stale resourceVersion: read again, as a client does
+                raise
+    else:
+        raise AssertionError("the replace met a conflict ten times")
     assert (apps.read_namespaced_deployment("sub", "default").status.replicas or 0) != 42
     scale = apps.read_namespaced_deployment_scale("sub", "default")
     assert scale.spec.replicas == 0 and scale.status.selector == "app=sub"
