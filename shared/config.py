@@ -94,6 +94,15 @@ class Settings(BaseSettings):
     consumer_concurrency: int = 16
     outbox_poll_seconds: float = 1.0
     health_port: int = Field(0, description="Port of a domain service's /healthz (0 = off)")
+    kube_connect_timeout_seconds: float = Field(
+        10.0, gt=0, description="How long a Kubernetes API request may take to connect"
+    )
+    kube_request_timeout_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="How long a Kubernetes API request may wait for its answer (watches and"
+        " log streams keep their own); past it the call fails as temporary and is retried",
+    )
     memory_trim_seconds: float = Field(
         10.0,
         ge=0,

@@ -33,6 +33,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from shared.adapters import aws_session
+from shared.config import get_settings
 from shared.errors import PermanentError, StageError, TemporaryError
 
 T = TypeVar("T")
@@ -102,8 +103,40 @@ class EksTokens:
             return self._token
 
 
+class TimedApiClient(k8s.ApiClient):
+    """An ApiClient whose every request has a timeout: the official client sets none (nor does
+    client-go: kubectl's --request-timeout defaults to 0, "no timeout"), so an API server that
+    stops answering would hold the calling thread, and every call queued behind the service's
+    threads for blocking calls, for ever. A request that names its own timeout (a watch, a
+    list that may be long) keeps it."""
+
+    def __init__(self, configuration: k8s.Configuration, timeout: tuple[float, float]) -> None:
+        super().__init__(configuration)
+        self.timeout = timeout
+
+    def call_api(
+        self,
+        method: str,
+        url: str,
+        header_params: Any = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
+        return super().call_api(
+            method, url, header_params, body, post_params, _request_timeout or self.timeout
+        )
+
+
+def request_timeout() -> tuple[float, float]:
+    """(connect, read) seconds of a Kubernetes request that names no timeout of its own."""
+    settings = get_settings()
+    return (settings.kube_connect_timeout_seconds, settings.kube_request_timeout_seconds)
+
+
 def api_client(target: ClusterEndpoint, tokens: EksTokens, ca_dir: Path) -> k8s.ApiClient:
-    """An ApiClient for the cluster; the bearer token is renewed on a request when due."""
+    """An ApiClient for the cluster, its requests timed (`TimedApiClient`); the bearer token is
+    renewed on a request when due."""
     ca_file = ca_dir / f"{target.eks_name}-{abs(hash(target.ca_data))}.crt"
     ca_file.write_bytes(base64.b64decode(target.ca_data))
     config = k8s.Configuration(host=target.endpoint)
@@ -116,7 +149,7 @@ def api_client(target: ClusterEndpoint, tokens: EksTokens, ca_dir: Path) -> k8s.
 
     config.refresh_api_key_hook = refresh  # type: ignore[assignment]
     refresh(config)
-    return k8s.ApiClient(config)
+    return TimedApiClient(config, request_timeout())
 
 
 def kube_error(
@@ -148,6 +181,19 @@ def kube_error(
         if status == 422:
             return PermanentError("KubernetesInvalid", f"{what}: {message}", invalid_hint)
         return PermanentError(f"Kubernetes{status}", f"{what}: {message}")
+    cause = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    if isinstance(cause, urllib3.exceptions.TimeoutError):
+        connect, read = request_timeout()
+        waited = (
+            "connect" if isinstance(cause, urllib3.exceptions.ConnectTimeoutError) else "answer"
+        )
+        return TemporaryError(
+            "KubernetesApiTimeout",
+            f"{what}: the cluster's API server did not {waited} in time ({cause})",
+            "it is retried; if it keeps failing, check that the API server is up and not"
+            f" overloaded, or raise KUBE_REQUEST_TIMEOUT_SECONDS (now {read:g}) or"
+            f" KUBE_CONNECT_TIMEOUT_SECONDS (now {connect:g})",
+        )
     if isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError):
         return TemporaryError("KubernetesApiUnreachable", f"{what}: {exc}")
     return PermanentError(type(exc).__name__, f"{what}: {exc}")
