@@ -164,3 +164,50 @@ def test_a_page_past_the_last_node_is_empty_and_the_answer_counts_every_node() -
     answer, more = world.model.capacity("c1", PRICES, limit=2)
     assert [n.name for n in answer.nodes] == ["n0", "n1"] and more
     assert answer.groups[0].nodes == 3 and world.model.node_count == 3
+
+
+def _as_listed(obj: dict[str, Any], *, is_node: bool = False) -> dict[str, Any]:
+    """`obj` with what an API server's list adds and the model does not read."""
+    full = copy.deepcopy(obj)
+    meta = full["metadata"]
+    meta["uid"] = f"uid-{meta['name']}"
+    meta["resourceVersion"] = "42"
+    meta["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{" + "x" * 900}
+    meta["managedFields"] = [
+        {"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {"x": {}}}}
+    ]
+    if is_node:
+        full["status"]["images"] = [{"names": [f"img-{i}"], "sizeBytes": i} for i in range(50)]
+        full["status"]["nodeInfo"] = {"kubeletVersion": "v1.33"}
+    else:
+        for container in full["spec"].get("containers") or []:
+            container["env"] = [{"name": "A", "value": "b" * 200}]
+            container["image"] = "registry/img:tag"
+        full["spec"]["volumes"] = [{"name": "token", "projected": {"sources": [{}] * 3}}]
+        full["status"]["containerStatuses"] = [
+            {"name": "main", "imageID": "sha256:" + "0" * 64, "state": {"running": {}}}
+        ]
+    return full
+
+
+def test_the_model_keeps_only_what_it_reads_and_answers_the_same() -> None:
+    nodes = [_as_listed(node(f"n{i}", group="g", gpus=8), is_node=True) for i in range(4)]
+    pods = [_as_listed(_running(f"p{i}", f"n{i % 4}", 2, "team-a", "job1")) for i in range(8)]
+    model = CapacityModel()
+    model.replace_nodes(copy.deepcopy(nodes))
+    model.replace_pods(copy.deepcopy(pods))
+    whole = capacity.cluster_capacity("c1", nodes, pods, PRICES, NOW)
+    assert model.capacity("c1", PRICES, NOW) == (whole, False)
+    held = model.pods_in("team-a")
+    assert len(held) == 8
+    for kept in held:
+        assert set(kept["metadata"]) == {"name", "namespace", "uid", "labels"}
+        assert kept["metadata"]["labels"] == {capacity.JOB_LABEL: "job1"}
+        assert "volumes" not in kept["spec"]
+        assert all(set(c) <= {"name", "resources"} for c in kept["spec"]["containers"])
+        assert kept["status"]["containerStatuses"] == [{"name": "main", "state": {"running": {}}}]
+    assert all("images" in n["status"] for n in nodes)
+    for name in model._nodes:
+        kept_node = model._nodes[name]
+        assert "images" not in kept_node["status"] and "nodeInfo" not in kept_node["status"]
+        assert "managedFields" not in kept_node["metadata"]

@@ -48,6 +48,66 @@ PodKey = tuple[str, str]  # (namespace, name)
 NodeKey = tuple[str, str]  # (instance group or "", node name): the order nodes are listed in
 
 
+# What the model keeps of each object: the fields capacity, costs and the pending explanation
+# read. The rest (managedFields, annotations, volumes, env, a Node's images and nodeInfo) is
+# dropped on arrival, as an informer's transform does (client-go's SharedInformer.SetTransform,
+# whose documented use is stripping managedFields): a cluster's Pods are most of its memory.
+_META = (
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "ownerReferences",
+    "creationTimestamp",
+    "deletionTimestamp",
+)
+_POD_SPEC = (
+    "nodeName",
+    "nodeSelector",
+    "overhead",
+    "priority",
+    "priorityClassName",
+    "schedulerName",
+    "tolerations",
+)
+_POD_STATUS = ("phase", "conditions", "startTime", "reason", "message", "nominatedNodeName")
+_CONTAINER_STATUS = ("name", "state", "lastState", "ready", "restartCount")
+_NODE_STATUS = ("capacity", "allocatable", "conditions")
+
+
+def _some(obj: Mapping[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: obj[k] for k in keys if obj and k in obj}
+
+
+def _containers(found: Any) -> list[dict[str, Any]]:
+    return [_some(c, ("name", "resources")) for c in found or []]
+
+
+def kept_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a Pod the model reads."""
+    spec: Mapping[str, Any] = pod.get("spec") or {}
+    status: Mapping[str, Any] = pod.get("status") or {}
+    kept_spec = _some(spec, _POD_SPEC)
+    for key in ("containers", "initContainers"):
+        if key in spec:
+            kept_spec[key] = _containers(spec[key])
+    kept_status = _some(status, _POD_STATUS)
+    if "containerStatuses" in status:
+        kept_status["containerStatuses"] = [
+            _some(c, _CONTAINER_STATUS) for c in status["containerStatuses"] or []
+        ]
+    return {"metadata": _some(_meta(pod), _META), "spec": kept_spec, "status": kept_status}
+
+
+def kept_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a Node the model reads."""
+    return {
+        "metadata": _some(_meta(node), _META),
+        "spec": dict(node.get("spec") or {}),
+        "status": _some(node.get("status"), _NODE_STATUS),
+    }
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta: Mapping[str, Any] = obj.get("metadata") or {}
     return meta
@@ -146,7 +206,7 @@ class CapacityModel:
             if self._nodes.pop(name, None) is not None:
                 self._drop_view(name)
             return
-        self._nodes[name] = node
+        self._nodes[name] = kept_node(node)
         self._refresh(name)
 
     def pod_event(self, kind: str, pod: Mapping[str, Any]) -> None:
@@ -173,7 +233,7 @@ class CapacityModel:
         return {before or "", new.node or ""}
 
     def _pod(self, given: Mapping[str, Any]) -> _Pod:
-        pod = given if isinstance(given, dict) else dict(given)
+        pod = kept_pod(given)
         status = pod.get("status") or {}
         spec = pod.get("spec") or {}
         wanted = pod_requests(spec)
