@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar, get_args, get_origin
@@ -260,6 +263,36 @@ def confirm(question: str, yes: bool) -> None:
         raise typer.Exit(EXIT_USAGE)
 
 
+SHOW_CURSOR = b"\x1b[?25h"
+
+
+class _ExitOnInterrupt:
+    """While inside: Ctrl-C (SIGINT) writes `message` to stderr and ends the process at once,
+    with EXIT_INTERRUPTED. Nothing is left to clean up when one stops watching, and unwinding
+    a KeyboardInterrupt through the HTTP client's connection pool, raised between a lock's
+    acquire and its release, can leave the pool's lock held and the exit waiting on it for
+    ever. The message goes straight to the file descriptor: the handler may run while the main
+    thread holds sys.stderr's own lock."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message.encode()
+        self.previous: Any = None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        if os.isatty(2):
+            os.write(2, SHOW_CURSOR)  # the live progress table hides it while it draws
+        os.write(2, self.message)
+        os._exit(EXIT_INTERRUPTED)
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+
+    def __exit__(self, *_: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
 def wait_for(api: Client, operation_id: str, output: Format) -> None:
     """Show live progress until the operation ends; print it; exit with its outcome.
 
@@ -268,15 +301,17 @@ def wait_for(api: Client, operation_id: str, output: Format) -> None:
     """
     err = err_console()
     follower = Follower(api, operation_id, err)
-    try:
-        final = follower.run()
-    except KeyboardInterrupt:
-        sys.stderr.write(
-            f"\nstopped watching; operation {operation_id} keeps running.\n"
-            f"resume with: hyperpilot operations wait {operation_id}\n"
-        )
-        sys.stderr.flush()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    stopped = (
+        f"\nstopped watching; operation {operation_id} keeps running.\n"
+        f"resume with: hyperpilot operations wait {operation_id}\n"
+    )
+    with _ExitOnInterrupt(stopped):
+        try:
+            final = follower.run()
+        except KeyboardInterrupt:  # off the main thread, where no signal handler can be set
+            sys.stderr.write(stopped)
+            sys.stderr.flush()
+            raise typer.Exit(EXIT_INTERRUPTED) from None
     status = str(final["status"])
     if output is Format.TABLE:
         out = console()
