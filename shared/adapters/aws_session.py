@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import boto3
 from botocore.config import Config
+from botocore.loaders import Loader
 from botocore.retries.standard import ThrottledRetryableChecker
 
 _lock = threading.Lock()
@@ -50,13 +51,60 @@ def use_budget(budget: CallBudget | None) -> None:
     _budget = budget
 
 
+# Members of a service model that only documentation reads (botocore's docs and help). They are
+# about 40% of a parsed model: EC2's is 14.6 MB in memory with them, 8.8 MB without; SageMaker's
+# 9.5 and 6.0.
+DOCUMENTATION = ("documentation", "documentationUrl")
+
+
+def without_documentation(node: Any) -> None:
+    """Drop the documentation members of a parsed service model, in place."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in DOCUMENTATION:
+                item.pop(key, None)
+            stack.extend(v for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
+
+
+class ModelLoader(Loader):  # type: ignore[misc]  # botocore ships no types
+    """botocore's loader, keeping service models without their documentation: a process
+    holds every model it makes a client of for its whole life (the loader's cache), and
+    requests, answers, validation and errors never read the documentation."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._stripped: set[tuple[str, str | None]] = set()
+
+    def load_service_model(
+        self, service_name: str, type_name: str, api_version: str | None = None
+    ) -> Any:
+        model = super().load_service_model(service_name, type_name, api_version)
+        if type_name == "service-2" and (service_name, api_version) not in self._stripped:
+            without_documentation(model)  # the cached model itself: stripped once
+            self._stripped.add((service_name, api_version))
+        return model
+
+
 def session() -> boto3.session.Session:
     """The process's session, made on first use (credentials from the environment, an
-    instance profile or AWS_PROFILE, as boto3 finds them)."""
+    instance profile or AWS_PROFILE, as boto3 finds them); its models without documentation
+    (`ModelLoader`)."""
     global _session
     with _lock:
         if _session is None:
-            _session = boto3.session.Session()
+            made = boto3.session.Session()
+            default: Loader = made._session.get_component("data_loader")
+            made._session.register_component(
+                "data_loader",
+                ModelLoader(
+                    extra_search_paths=default.search_paths, include_default_search_paths=False
+                ),
+            )
+            _session = made
         return _session
 
 

@@ -41,3 +41,30 @@ def test_every_adapter_makes_its_clients_from_the_one_session(
     assert {c.meta.region_name for c in clients} == {"us-east-1", "us-west-2"}
     assert token.startswith("k8s-aws-v1.")
     assert aws.client("eks") is clients[0]  # cached per service
+
+
+def test_the_session_keeps_service_models_without_their_documentation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setattr(aws_session, "_session", None)
+    ec2 = aws_session.client("ec2", "us-east-1", "http://127.0.0.1:1")
+    loader = aws_session.session()._session.get_component("data_loader")
+    assert isinstance(loader, aws_session.ModelLoader)
+    held = loader.load_service_model("ec2", "service-2")
+    pending = [held]
+    while pending:  # no documentation member anywhere in the model the client uses
+        item = pending.pop()
+        if isinstance(item, dict):
+            assert not set(item) & set(aws_session.DOCUMENTATION)
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    # everything a call needs is there: the operation, its members, their constraints
+    op = ec2.meta.service_model.operation_model("DescribeVpcs")
+    assert {"VpcIds", "Filters", "MaxResults"} <= set(op.input_shape.members)
+    assert op.input_shape.members["MaxResults"].metadata["min"] == 5
+    assert len(loader.search_paths) == len(set(loader.search_paths))
+    with pytest.raises(Exception, match="Invalid type for parameter VpcIds"):
+        ec2.describe_vpcs(VpcIds="vpc-1")  # client-side validation still reads the model
