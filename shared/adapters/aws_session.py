@@ -58,13 +58,15 @@ DOCUMENTATION = ("documentation", "documentationUrl")
 
 
 def without_documentation(node: Any) -> None:
-    """Drop the documentation members of a parsed service model, in place."""
+    """Empty the documentation members of a parsed service model, in place (emptied, not
+    removed: botocore reads a few of them by key, e.g. a context parameter's)."""
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key in DOCUMENTATION:
-                item.pop(key, None)
+                if key in item:
+                    item[key] = ""
             stack.extend(v for v in item.values() if isinstance(v, dict | list))
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, dict | list))
