@@ -27,7 +27,7 @@ one with 100, and 100 endpoints spread over the clusters.
    one of 1,000 nodes and 49 of 2, recorded by the lifecycle as any create is. The build
    lifts the account's AWS call rate (AWS_CALLS_PER_SECOND) so that it takes minutes, not
    tens of them; every watcher runs at its shipped interval (node watcher 5 s with its
-   600 s resync and 60 calls per cluster-hour, drift watcher 300 s, the SQS long poll).
+   600 s resync and 30 calls per cluster-hour, drift watcher 900 s, the SQS long poll).
    VmRSS and PSS of every process are sampled each second: after 10, 25 and 50 clusters
    (the growth per cluster), through IDLE_SECONDS of the idle fleet (steady: the median of
    that window; the watchers' AWS calls counted over it from the account's call bucket, which
@@ -120,7 +120,7 @@ CREATE_TRIES = 8
 RETRY = '"hint":"retry shortly"'
 SETTLE_SECONDS = 30.0  # after each checkpoint's last create, before its sample (the last 15 s)
 WARMUP_SECONDS = 120.0  # the node watcher's burst (10 calls a cluster) spent before counting
-IDLE_SECONDS = 300.0  # DRIFT_WATCH_SECONDS: every cluster observed once by the drift watcher
+IDLE_SECONDS = 900.0  # DRIFT_WATCH_SECONDS: every cluster observed once by the drift watcher
 READ_IDLE_SECONDS = 60.0  # after the reads, the capacity watches still open
 READ_ROUNDS = 3
 CALL_GOAL = 60.0  # AWS calls per idle cluster-hour, all watchers together
