@@ -677,7 +677,10 @@ def scale_rows() -> list[Row]:
             "0 (nothing changed)",
             "-",
             f"<= {calls['goal_per_cluster_hour']:.0f}",
-            _met(calls["meets_goal"]),
+            # a window shorter than the drift watcher's period counts none of its observations
+            "not proven: the window held no drift observation"
+            if not hourly["drift_watcher"]
+            else _met(calls["meets_goal"]),
         )
     )
     return rows

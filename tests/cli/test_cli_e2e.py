@@ -208,9 +208,9 @@ def test_events_list_tail_and_audit(cli: Cli, cli_in: Cli) -> None:
     assert "OperationSucceeded" in plain.stdout.splitlines()[-1]
 
 
-# In `make reliability`: in the full parallel `make test` on a loaded machine the CLI twice did
-# not exit within 20 s of its SIGINT (it passes alone, under CPU load, and with its module);
-# the cause is not found yet (docs/reliability.md).
+# In `make reliability`: in loaded runs the CLI did not always exit within 20 s of its SIGINT;
+# the wait now exits from a SIGINT handler at once (hyperpilot/commands/common.py), the
+# likeliest cause fixed, not proven (docs/reliability.md).
 @pytest.mark.slow
 def test_ctrl_c_during_a_wait_leaves_the_operation_running_and_says_how_to_resume(
     cli: Cli, cli_in: Cli, module_stack: RunningStack
