@@ -17,7 +17,9 @@ upsert, so any number of replicas share them without a coordinator:
   one operation goes beyond what AWS answers without throttling.
 - **A watcher's declared budget** (`watch:<watcher>:<cluster>`): `WatchBudget.spend` takes the
   calls an observation will cost, or refuses (and the watcher skips the cluster this round).
-  This is never borrowed: a watcher that spent its hour waits for the refill.
+  A watcher that spent its hour waits for the refill, except for a read an outside event asked
+  for, which may take a bounded `overdraft` (the node watcher's: one hour's budget); the debt
+  is repaid before anything else is spent, so the sustained rate stays the declared one.
 
 The arithmetic is `refilled` and `wait_seconds` (pure, unit-tested); the SQL applies the same
 formula inside PostgreSQL with `clock_timestamp()`, so the replicas' clocks do not matter.
@@ -212,7 +214,7 @@ _TRY = (
     " updated_at)"
     " SELECT $1::text, $2::float8, $3::float8, $2::float8 - $4::float8, $4::float8::bigint,"
     " COALESCE($5::timestamptz, clock_timestamp())"
-    " WHERE $4::float8 <= $2::float8"
+    " WHERE $4::float8 - $6::float8 <= $2::float8"
     " ON CONFLICT (key) DO UPDATE SET"
     "  capacity = excluded.capacity, refill_per_second = excluded.refill_per_second,"
     "  tokens = LEAST(excluded.capacity, b.tokens"
@@ -221,7 +223,7 @@ _TRY = (
     "  updated_at = excluded.updated_at, calls = b.calls + $4::float8::bigint"
     " WHERE LEAST(excluded.capacity, b.tokens"
     "   + EXTRACT(EPOCH FROM excluded.updated_at - b.updated_at) * excluded.refill_per_second)"
-    "   >= $4::float8"
+    "   - $4::float8 >= -$6::float8"
     " RETURNING tokens"
 )
 
@@ -394,7 +396,7 @@ class WatchBudget:
 
     The bucket holds `burst` calls (at least one observation's worth) and refills at
     `per_hour / 3600` a second, so over any hour a cluster costs at most `per_hour + burst`
-    and, sustained, `per_hour`.
+    (plus the `overdraft` a read on credit may take) and, sustained, `per_hour`.
     """
 
     def __init__(
@@ -413,8 +415,10 @@ class WatchBudget:
         self.per_hour = _positive("per_hour", per_hour)
         self.burst = _positive("burst", burst if burst is not None else max(1.0, per_hour / 6))
 
-    async def spend(self, cluster: str, calls: float) -> bool:
-        """Take `calls` from the cluster's budget if it holds them; False leaves it unchanged."""
+    async def spend(self, cluster: str, calls: float, *, overdraft: float = 0.0) -> bool:
+        """Take `calls` from the cluster's budget if it holds them, or if taking them leaves
+        it no lower than `-overdraft` (a read on credit, repaid by the refill before anything
+        else is spent); False leaves it unchanged."""
         if calls <= 0:
             return True
         async with self.pool.acquire() as conn:
@@ -425,6 +429,7 @@ class WatchBudget:
                 self.per_hour / 3600.0,
                 float(calls),
                 self.clock() if self.clock is not None else None,
+                float(overdraft),
             )
         return left is not None
 

@@ -4,6 +4,7 @@ node watcher record the node's new health at once, its next pass minutes away.""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -26,16 +27,10 @@ SLOW_POLLS = {
     "POLL_MAX_EVENTED_SECONDS": "600",
 }
 # The node watcher passes once at start (no cluster yet), then not for 10 minutes: only an
-# event can make it record the cluster's nodes within the test.
-# The node watcher's own passes minutes apart, and its budget out of the way: this proves the
-# reaction to the event. At the default budget (30 calls per cluster-hour) the create and the
-# scale-up spend the cluster's burst, and the failure's read waits for a token (up to two
-# minutes): an evented read needs one token, like any other (docs/performance.md).
-SLOW_NODE_WATCH = {
-    **SLOW_POLLS,
-    "NODE_WATCH_SECONDS": "600",
-    "NODE_WATCH_AWS_CALLS_PER_CLUSTER_HOUR": "3600",
-}
+# event can make it record the cluster's nodes within the test. Its budget is the default (30
+# calls per cluster-hour): the create's and the scale-up's reads spend the burst, and the
+# failure's read goes on credit (down to an hour's budget of debt), so it is not delayed.
+SLOW_NODE_WATCH = {**SLOW_POLLS, "NODE_WATCH_SECONDS": "600"}
 
 
 def _stage_seconds(op: dict[str, Any], stage: str) -> float:
@@ -99,6 +94,7 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
         while _logs(running).count("aws event queue read") < 2:
             assert time.monotonic() < deadline, _logs(running)[-3000:]
             time.sleep(0.2)
+        fast = sim_aws.ctx.profile
         name, op = _create(running)
         try:
             # The simulated creation takes 2 s; the first poll would come at 4 s, the next at
@@ -125,6 +121,10 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
             # (Typically well under a second: bench/status_lag.py measures it; the bound
             # here leaves room for a loaded machine.)
             arn = str(api.get(f"/api/v1/clusters/{name}").json()["hyperpod_cluster_arn"])
+            # The replacement takes 3 s here, not the fast profile's 1 s: the watcher's first
+            # read of this cluster is the event's, and under load it has taken more than a
+            # second, by when the failed node was already replaced and never seen failing.
+            sim_aws.ctx.profile = dataclasses.replace(fast, node_replace=3.0)
             victim = sim_aws.faults.inject("node_failure", cluster=arn).node_ids[0]
 
             seen: list[Any] = []
@@ -139,8 +139,8 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
                         and (node["instance_status"], node["health"], kube.get("health_status")),
                     )
                 )
-                # Failure, or already Pending its replacement (NodeRecovery=Automatic: 0.25 s
-                # after the failure in the fast profile), on both sides
+                # Failure, or already Pending its replacement (NodeRecovery=Automatic: 0.75 s
+                # after the failure here), on both sides
                 return (
                     node is not None
                     and node["instance_status"] != "Running"
@@ -150,7 +150,7 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
 
             assert _seconds_until(failed, 5.0) < 5.0, seen
 
-            # NodeRecovery=Automatic replaces it in 1 s (fast profile): the node, healthy
+            # NodeRecovery=Automatic replaces it in 3 s (as set above): the node, healthy
             # again under a new instance id, is recorded on its node health event too.
             def replaced() -> bool:
                 answer = api.get(f"/api/v1/clusters/{name}/nodes", params={"source": "recorded"})
@@ -161,8 +161,9 @@ def test_a_hyperpod_wait_ends_on_its_event_with_two_replicas(
                     and all(n["health"] == "healthy" for n in nodes)
                 )
 
-            assert _seconds_until(replaced, 5.0) < 5.0
+            assert _seconds_until(replaced, 8.0) < 8.0
         finally:
+            sim_aws.ctx.profile = fast
             _delete(running, name)
 
 

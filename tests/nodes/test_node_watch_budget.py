@@ -261,3 +261,36 @@ async def test_a_node_health_event_has_its_cluster_read_at_once_and_idle_checks_
         assert calls == {"ListClusterEvents": 1, "ListClusterNodes": 1, "DescribeCluster": 1}
     finally:
         running.cancel()
+
+
+async def test_an_event_is_read_after_the_burst_is_spent_and_a_storm_waits_for_the_refill(
+    pool: asyncpg.Pool,
+    sim: SimulatedAws,
+    hyperpod: HyperPodCluster,
+    counted: tuple[HyperPodNodes, Counter[str]],
+) -> None:
+    """The default budget (30 calls an hour, a burst of 5): a create's and a scale-up's reads
+    leave the cluster in debt, and the node failure that follows is still read at once, on
+    credit down to one hour's budget; past that debt an event waits as a check would."""
+    port, calls = counted
+    await _watched(pool, hyperpod)
+    budget = WatchBudget(pool, "nodes", per_hour=30.0)
+    watcher = NodeWatcher(pool, port, budget)
+    await watcher.once()  # the first read: 3 of the burst's 5
+    await budget.charge("w1", 10.0)  # the reads of a create and a scale-up: 8 in debt
+    victim = watcher.clusters["w1"].instances[0].node_id
+    with inject_fault(sim, "node_failure", cluster=hyperpod.arn, node_ids=[victim]):
+        pass
+    calls.clear()
+    await watcher.refresh({hyperpod.arn})
+    seen = {i.node_id: i.status for i in watcher.clusters["w1"].instances}
+    assert seen[victim] == "Failure"
+    assert calls == {"ListClusterEvents": 1, "ListClusterNodes": 1, "DescribeCluster": 1}
+    [spent] = await figures(pool, "watch:nodes:w1")
+    assert -12.0 < spent.tokens < -10.0  # 11 in debt, less the refill of these seconds
+
+    await budget.charge("w1", 18.0)  # 29 in debt: a read more would go past an hour's budget
+    calls.clear()
+    assert await watcher.refresh({hyperpod.arn}) == 0
+    assert calls == {}
+    assert watcher.clusters["w1"].changed  # read once the refill allows

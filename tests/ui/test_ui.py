@@ -392,3 +392,33 @@ def test_diagnostics_show_a_crashed_pod_its_warning_and_its_logs(
     finally:
         core.delete_namespaced_pod("crasher", ns, grace_period_seconds=0)
         core.delete_namespace(ns)
+
+
+def test_the_pods_asked_for_stay_when_the_first_read_answers_last(
+    page: Page, created_cluster: tuple[RunningStack, str]
+) -> None:
+    """The page reads namespace default as it opens; an operator asks for kube-system before
+    that answer arrives. The late answer to the first read must not replace the one asked for
+    (under load it did, and kube-system's pods vanished from the table)."""
+    _, cluster = created_cluster
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if "namespace=default" in route.request.url and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(f"**/api/v1/clusters/{cluster}/pods?*", hold_the_first)
+    page.goto(f"/#/clusters/{cluster}/diagnostics")
+    pods = page.get_by_role("region", name="Pods")
+    pods.get_by_label("Namespace").fill("kube-system")
+    pods.get_by_role("button", name="Show pods").click()
+    coredns = pods.locator("tr[data-pod^='coredns-']").first
+    expect(coredns).to_be_visible()
+    assert len(held) == 1, "the page's first read was not held"
+    with page.expect_response(lambda r: "namespace=default" in r.url):
+        held[0].continue_()
+    page.wait_for_timeout(300)  # the late answer's handler has run
+    expect(coredns).to_be_visible()
+    expect(pods).not_to_contain_text("No pods in namespace default")

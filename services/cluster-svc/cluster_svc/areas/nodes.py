@@ -240,9 +240,9 @@ class NodeWatcher:
     budget cannot pay for leaves the cluster's AWS side as last read.
 
     With `signals` (the node health events this replica receives, shared/wake.py), a cluster an
-    event names is read in full at once (one call spent, the rest of the read charged, as for a
-    change a check found), and while its region's events flow a settled cluster's AWS side is
-    checked at most every `quiet` seconds."""
+    event names is read in full at once, on credit down to one hour's budget of debt, and
+    while its region's events flow a settled cluster's AWS side is checked at most every
+    `quiet` seconds."""
 
     def __init__(
         self,
@@ -296,6 +296,7 @@ class NodeWatcher:
         for cluster in clusters:
             self.clusters.setdefault(cluster.name, ClusterWatch()).changed = True
         self.refreshed += len(clusters)
+        started = time.monotonic()
         appended = sum(await asyncio.gather(*(self._cluster(c, evented=True) for c in clusters)))
         if clusters:
             log.info(
@@ -303,6 +304,7 @@ class NodeWatcher:
                 clusters=[c.name for c in clusters],
                 unread=[c.name for c in clusters if self.clusters[c.name].changed],
                 events=appended,
+                seconds=round(time.monotonic() - started, 3),
             )
         return appended
 
@@ -332,11 +334,13 @@ class NodeWatcher:
     ) -> None:
         arn = cluster.hyperpod_cluster_arn
         if evented:
-            # An event said the nodes changed: read now if one call is affordable, the rest
-            # of the read on credit (repaid before the next check).
-            if await self.budget.spend(cluster.name, 1):
-                await self.budget.charge(cluster.name, full_cost(watch) - 1)
-                await self._read(cluster, watch, kube_ids, full_cost(watch))
+            # An event said the nodes changed: the whole read now, on credit down to an hour's
+            # budget of debt, so a node failure is seen within seconds even when a create's
+            # and a scale-up's reads have spent the burst. The debt is repaid before the next
+            # check; past it (a storm of events) the cluster is read when the refill allows.
+            cost = full_cost(watch)
+            if await self.budget.spend(cluster.name, cost, overdraft=self.budget.per_hour):
+                await self._read(cluster, watch, kube_ids, cost)
             return
         covered = self.signals is not None and self.signals.covers(arn)
         step = next_step(watch, self.clock(), self.resync, self.quiet if covered else None)

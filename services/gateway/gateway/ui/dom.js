@@ -28,6 +28,17 @@ function append(el, children) {
   }
 }
 
+// Reads of one place where only the newest answer may be shown: `const turn = newestOnly();`
+// then, per read, `const mine = turn();` and after the await `if (!mine()) return;`. An early
+// read (a page's first, default one) that comes back late must not overwrite a later one.
+export function newestOnly() {
+  let asked = 0;
+  return () => {
+    const mine = ++asked;
+    return () => mine === asked;
+  };
+}
+
 let uid = 0;
 export function nextId(prefix) {
   uid += 1;

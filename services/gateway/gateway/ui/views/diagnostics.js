@@ -3,7 +3,7 @@
 // reads only: nothing here changes the cluster.
 
 import { get, query } from "../api.js";
-import { clearErrors, elapsed, field, fill, formError, h, nextId, section, showErrors } from "../dom.js";
+import { clearErrors, elapsed, field, fill, formError, h, newestOnly, nextId, section, showErrors } from "../dom.js";
 import { podTerminal } from "./terminal.js";
 
 const enc = encodeURIComponent;
@@ -76,10 +76,13 @@ export async function render(main, [name]) {
     h("button", { type: "submit" }, "Show pods"));
   const podsBox = h("div", { "aria-live": "polite" }, h("p", {}, "Reading pods…"));
 
+  const podsTurn = newestOnly(); // the first read (namespace default) may come back last
   async function loadPods() {
+    const mine = podsTurn();
     clearErrors(podsForm);
     try {
       const answer = await get(`${base}/pods${query({ namespace: podsNs.value.trim() || "default", selector: selector.value.trim() })}`);
+      if (!mine()) return;
       const pods = answer.pods || [];
       remember(pods.map((p) => p.namespace));
       const everywhere = answer.namespace === "*";
@@ -114,6 +117,7 @@ export async function render(main, [name]) {
           }))
         : h("p", {}, `No pods in ${everywhere ? "any namespace" : `namespace ${answer.namespace}`}${answer.selector ? ` matching ${answer.selector}` : ""}.`));
     } catch (error) {
+      if (!mine()) return;
       fill(podsBox);
       showErrors(podsForm, error);
     }
@@ -126,7 +130,7 @@ export async function render(main, [name]) {
   // ---- one pod's log ---------------------------------------------------------------------
   let pod = null;
   let chosen = null; // the container asked for; null: the pod's default one
-  let reading = 0;
+  const logTurn = newestOnly();
   const logHeading = h("h2", { id: nextId("log"), tabindex: "-1" }, "Log");
   const container = h("select", { name: "container" });
   const tail = h("input", { name: "tail", type: "number", min: "1", max: "5000", value: "500", class: "count" });
@@ -147,13 +151,13 @@ export async function render(main, [name]) {
     logHeading, logForm, meta, out);
 
   async function loadLog() {
-    const mine = ++reading;
+    const mine = logTurn();
     clearErrors(logForm);
     meta.textContent = "Reading…";
     const path = `${base}/pods/${enc(pod.namespace)}/${enc(pod.name)}/logs${query({ container: chosen, tail: tail.value, previous: previous.checked ? "true" : "" })}`;
     try {
       const { text, headers } = await get(path, { text: true });
-      if (mine !== reading) return;
+      if (!mine()) return;
       const restarts = Number(headers.get("X-Restart-Count") || 0);
       container.value = headers.get("X-Container") || container.value;
       previousField.hidden = restarts === 0 && !previous.checked;
@@ -165,7 +169,7 @@ export async function render(main, [name]) {
         + `${lines} line${lines === 1 ? "" : "s"}${headers.get("X-Truncated") === "true" ? " (the last ones only)" : ""}; `
         + `${restarts} restart${restarts === 1 ? "" : "s"}.`;
     } catch (error) {
-      if (mine !== reading) return;
+      if (!mine()) return;
       out.textContent = "";
       meta.textContent = "";
       showErrors(logForm, error);
@@ -208,12 +212,15 @@ export async function render(main, [name]) {
   const eventsBox = h("div", { "aria-live": "polite" }, h("p", {}, "Reading events…"));
   const eventsSection = section("Kubernetes events", eventsForm, eventsBox);
 
+  const eventsTurn = newestOnly();
   async function loadEvents() {
+    const mine = eventsTurn();
     clearErrors(eventsForm);
     try {
       const answer = await get(`${base}/kubernetes-events${query({
         namespace: eventsNs.value.trim(), object: object.value.trim(), type: warningOnly.checked ? "Warning" : "",
       })}`);
+      if (!mine()) return;
       const events = answer.events || [];
       remember(events.map((e) => e.object && e.object.namespace));
       fill(eventsBox, events.length
@@ -233,6 +240,7 @@ export async function render(main, [name]) {
             }))]
         : h("p", {}, "No events match."));
     } catch (error) {
+      if (!mine()) return;
       fill(eventsBox);
       showErrors(eventsForm, error);
     }

@@ -9,7 +9,7 @@
 // groups, weight, GPU limit and consolidation), sent as `autoscaling.node_pools` with the plan.
 
 import { get, patch } from "../api.js";
-import { announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h, operationLink, section, showErrors } from "../dom.js";
+import { announce, badge, clearErrors, confirmAction, errorText, field, fill, formError, h, newestOnly, operationLink, section, showErrors } from "../dom.js";
 import { dryRun } from "../plan.js";
 import { nodePoolsEditor, poolsText } from "./node_pools.js";
 
@@ -118,7 +118,7 @@ export function featuresPanel(cluster) {
   let memory = null;
   let pools = null; // the node pools editor of managed autoscaling
   let planned = null; // { text: the body as JSON, plan } once the plan of that body is shown
-  let asked = 0;
+  const planTurn = newestOnly(); // a plan read for an earlier form is not shown after a later one
 
   function changes() {
     const body = {};
@@ -149,22 +149,22 @@ export function featuresPanel(cluster) {
     planned = null;
     apply.disabled = true;
     clearErrors(form);
+    const mine = planTurn();
     if (!Object.keys(body).length) {
       fill(planBox, h("p", { class: "hint" }, "No changes."));
       return;
     }
-    const mine = ++asked;
     fill(planBox, h("p", { class: "hint" }, "Reading the plan…"));
     try {
       const plan = await dryRun("PATCH", path, body);
-      if (mine !== asked) return;
+      if (!mine()) return;
       planned = { text, plan };
       fill(planBox,
         h("h3", {}, "Plan"),
         h("ul", { class: "diff", "aria-label": "Plan of the change" }, ...featurePlanLines(plan).map((l) => h("li", {}, l))));
       apply.disabled = false;
     } catch (error) {
-      if (mine !== asked) return;
+      if (!mine()) return;
       fill(planBox);
       showErrors(form, error);
     }
