@@ -100,17 +100,38 @@ async def test_every_request_of_a_session_client_spends_and_throttling_slows_eve
 
 
 async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg.Pool) -> None:
-    budget = WatchBudget(pool, "nodes", per_hour=3600.0, burst=3.0)  # one call a second
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
+    # one call a second, on a clock of the test's (a loaded machine's sleeps are no measure)
+    budget = WatchBudget(pool, "nodes", per_hour=3600.0, burst=3.0, clock=lambda: now[0])
     assert await budget.spend("team-a", 3)
     assert not await budget.spend("team-a", 1)
     assert await budget.spend("team-b", 2)  # each cluster its own bucket
-    await asyncio.sleep(1.1)
+    now[0] += timedelta(seconds=1.1)
     assert await budget.spend("team-a", 1)
     assert not await budget.spend("team-a", 1)
     # One observation dearer than the burst (a cluster of many nodes) still fits, once full.
     assert await budget.spend("team-c", 11)
     spent: dict[str, Any] = {b.key: b.calls for b in await figures(pool, "watch:")}
     assert spent == {"watch:nodes:team-a": 4, "watch:nodes:team-b": 2, "watch:nodes:team-c": 11}
+
+
+async def test_a_read_on_credit_goes_into_debt_no_further_than_its_overdraft(
+    pool: asyncpg.Pool,
+) -> None:
+    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
+    budget = WatchBudget(pool, "nodes", per_hour=30.0, burst=5.0, clock=lambda: now[0])
+    assert await budget.spend("c", 4)
+    assert not await budget.spend("c", 3)  # 1 left: no overdraft, no read
+    assert await budget.spend("c", 3, overdraft=30)  # -2
+    assert await budget.spend("c", 28, overdraft=30)  # -30: as deep as allowed
+    assert not await budget.spend("c", 1, overdraft=30)
+    now[0] += timedelta(minutes=2)  # one call refilled: -29
+    assert await budget.spend("c", 1, overdraft=30)
+    assert not await budget.spend("c", 1)  # the debt first: nothing else is spent meanwhile
+    [spent] = await figures(pool, "watch:nodes:c")
+    assert spent.calls == 36 and spent.tokens == pytest.approx(-30.0)
+    # A fresh bucket (full) takes a read on credit too.
+    assert await budget.spend("d", 8, overdraft=30)
 
 
 async def test_a_watch_budget_refills_on_its_clock_and_records_calls_beyond_the_spend(

@@ -270,7 +270,14 @@ def test_software_update_health_check_and_events(
     name = create_hyperpod(sim, network, eks_cluster, [group_spec(network, count=2)])
     sm.update_cluster_software(ClusterName=name, ImageId="ami-0123456789abcdef0")
     assert sm.describe_cluster(ClusterName=name)["ClusterStatus"] == "SystemUpdating"
-    assert {n["InstanceStatus"]["Status"] for n in nodes(sim, name)} == {"SystemUpdating"}
+    listed = {n["InstanceStatus"]["Status"] for n in nodes(sim, name)}
+    after = sm.describe_cluster(ClusterName=name)["ClusterStatus"]
+    # The update takes 1 s here: nodes listed while it runs say SystemUpdating; a machine slow
+    # enough for it to end before the listing sees them Running with the cluster InService.
+    assert listed == {"SystemUpdating"} or (listed == {"Running"} and after == "InService"), (
+        listed,
+        after,
+    )
     wait_for(lambda: sm.describe_cluster(ClusterName=name)["ClusterStatus"] == "InService")
     assert all(n.get("LastSoftwareUpdateTime") for n in nodes(sim, name))
     assert (

@@ -80,7 +80,8 @@ export function fleetOverview() {
     caption: "Fleet overview",
     label: "Per-cluster GPUs, nodes, jobs and cost",
     className: "list fleet",
-    columns: COLUMNS.map(() => h("th", { scope: "col" })),
+    // named before the first read is drawn (a header without text is no header to a reader)
+    columns: COLUMNS.map(([, label]) => h("th", { scope: "col" }, label)),
     key: (r) => r.name,
     row: (r) => h(
       "tr",

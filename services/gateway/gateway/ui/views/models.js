@@ -38,6 +38,9 @@ export async function render(main, [cluster]) {
     const spec = { name: name.value.trim(), repo_id: repo.value.trim() };
     if (revision.value.trim() && revision.value.trim() !== "main") spec.revision = revision.value.trim();
     if (target.value.trim()) spec.target = target.value.trim();
+    const send = form.querySelector("button[type=submit]");
+    send.disabled = true; // one request at a time: a second click is not a second download
+    fill(status, `Asking for the download of ${spec.repo_id}…`);
     try {
       if (token.value) {
         const stored = await post(`${base}/secrets/hf-token`, { token: token.value });
@@ -48,7 +51,10 @@ export async function render(main, [cluster]) {
       fill(status, `Downloading ${spec.repo_id}: `, operationLink(accepted.operation_id, "follow the operation"));
       announce(`Downloading ${spec.repo_id}`);
     } catch (error) {
+      fill(status);
       showErrors(form, error);
+    } finally {
+      send.disabled = false;
     }
   });
 
