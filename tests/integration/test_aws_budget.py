@@ -99,14 +99,23 @@ async def test_every_request_of_a_session_client_spends_and_throttling_slows_eve
     assert bucket.calls == 6  # nothing spent once the budget is removed
 
 
-async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg.Pool) -> None:
+def _clocked(pool: asyncpg.Pool, per_hour: float, burst: float) -> tuple[WatchBudget, Any]:
+    """A node-watcher budget refilled on the test's clock (a loaded machine's sleeps are no
+    measure), and the function that moves that clock on."""
     now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
-    # one call a second, on a clock of the test's (a loaded machine's sleeps are no measure)
-    budget = WatchBudget(pool, "nodes", per_hour=3600.0, burst=3.0, clock=lambda: now[0])
+
+    def advance(by: timedelta) -> None:
+        now[0] += by
+
+    return WatchBudget(pool, "nodes", per_hour, burst, clock=lambda: now[0]), advance
+
+
+async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg.Pool) -> None:
+    budget, advance = _clocked(pool, per_hour=3600.0, burst=3.0)  # one call a second
     assert await budget.spend("team-a", 3)
     assert not await budget.spend("team-a", 1)
     assert await budget.spend("team-b", 2)  # each cluster its own bucket
-    now[0] += timedelta(seconds=1.1)
+    advance(timedelta(seconds=1.1))
     assert await budget.spend("team-a", 1)
     assert not await budget.spend("team-a", 1)
     # One observation dearer than the burst (a cluster of many nodes) still fits, once full.
@@ -118,14 +127,13 @@ async def test_a_watch_budget_refuses_what_the_cluster_has_not_got(pool: asyncpg
 async def test_a_read_on_credit_goes_into_debt_no_further_than_its_overdraft(
     pool: asyncpg.Pool,
 ) -> None:
-    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
-    budget = WatchBudget(pool, "nodes", per_hour=30.0, burst=5.0, clock=lambda: now[0])
+    budget, advance = _clocked(pool, per_hour=30.0, burst=5.0)
     assert await budget.spend("c", 4)
     assert not await budget.spend("c", 3)  # 1 left: no overdraft, no read
     assert await budget.spend("c", 3, overdraft=30)  # -2
     assert await budget.spend("c", 28, overdraft=30)  # -30: as deep as allowed
     assert not await budget.spend("c", 1, overdraft=30)
-    now[0] += timedelta(minutes=2)  # one call refilled: -29
+    advance(timedelta(minutes=2))  # one call refilled: -29
     assert await budget.spend("c", 1, overdraft=30)
     assert not await budget.spend("c", 1)  # the debt first: nothing else is spent meanwhile
     [spent] = await figures(pool, "watch:nodes:c")
@@ -137,13 +145,12 @@ async def test_a_read_on_credit_goes_into_debt_no_further_than_its_overdraft(
 async def test_a_watch_budget_refills_on_its_clock_and_records_calls_beyond_the_spend(
     pool: asyncpg.Pool,
 ) -> None:
-    now = [datetime(2026, 12, 1, 12, 0, tzinfo=UTC)]
-    budget = WatchBudget(pool, "nodes", per_hour=60.0, burst=10.0, clock=lambda: now[0])
+    budget, advance = _clocked(pool, per_hour=60.0, burst=10.0)
     assert await budget.spend("big", 10)
     await budget.charge("big", 2)  # the listing took two pages more than foreseen
-    now[0] += timedelta(minutes=2)  # 2 calls refilled: the debt of 2 paid, nothing left
+    advance(timedelta(minutes=2))  # 2 calls refilled: the debt of 2 paid, nothing left
     assert not await budget.spend("big", 1)
-    now[0] += timedelta(minutes=1)
+    advance(timedelta(minutes=1))
     assert await budget.spend("big", 1)
     [spent] = await figures(pool, "watch:nodes:big")
     assert spent.calls == 13

@@ -348,11 +348,12 @@ class NodeWatcher:
             return
         checked = step == "events"
         if not checked and only_resync_due(watch):
-            # The resync, once a call is affordable, the rest on credit as for an event: saving
-            # up for the whole read would stop the checks (or starve the resync) meanwhile.
-            if await self.budget.spend(cluster.name, 1):
-                await self.budget.charge(cluster.name, full_cost(watch) - 1)
-                await self._read(cluster, watch, kube_ids, full_cost(watch))
+            # The resync, once a call is affordable, the rest on credit (an overdraft of the
+            # read less one call): saving up for the whole read would stop the checks (or
+            # starve the resync) meanwhile.
+            cost = full_cost(watch)
+            if await self.budget.spend(cluster.name, cost, overdraft=cost - 1):
+                await self._read(cluster, watch, kube_ids, cost)
             return
         if checked:
             if not await self.budget.spend(cluster.name, 1):
