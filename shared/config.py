@@ -103,6 +103,12 @@ class Settings(BaseSettings):
         description="How long a Kubernetes API request may wait for its answer (watches and"
         " log streams keep their own); past it the call fails as temporary and is retried",
     )
+    malloc_arenas: int = Field(
+        2,
+        ge=0,
+        description="How many glibc malloc arenas a service's threads share (mallopt"
+        " M_ARENA_MAX; 0 = glibc's default of eight per core, each keeping its own free memory)",
+    )
     memory_trim_seconds: float = Field(
         10.0,
         ge=0,

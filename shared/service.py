@@ -30,7 +30,7 @@ from shared.contracts.subjects import WAKE_SUBJECT, domain_commands, query_subje
 from shared.db import create_pool
 from shared.errors import StageError
 from shared.logging import configure_logging, get_logger
-from shared.memory import release_freed_memory
+from shared.memory import limit_arenas, release_freed_memory
 from shared.outbox import OutboxRelay
 from shared.queries import BadRequest, QueryResponder, Route, temporary_hint
 from shared.regions import region_scope
@@ -219,8 +219,10 @@ async def _health_server(port: int, is_ready: Callable[[], bool]) -> asyncio.Ser
 
 def run(service: Service) -> None:
     """`python -m <service>`: serve on uvloop, as the gateway is served, with the settings
-    from the environment."""
-    uvloop.run(serve(service, get_settings()))
+    from the environment; the malloc arenas limited before any thread starts."""
+    settings = get_settings()
+    limit_arenas(settings.malloc_arenas)
+    uvloop.run(serve(service, settings))
 
 
 async def serve(service: Service, settings: Settings) -> None:

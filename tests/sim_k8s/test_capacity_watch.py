@@ -19,7 +19,9 @@ from cluster_svc.adapters.capacity_watch import ClusterCapacityWatch, Gone, List
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import KubeClient
 from cluster_svc.domain.capacity import cluster_capacity
+from cluster_svc.domain.capacity_model import kept_pod
 from cluster_svc.domain.prices import PriceTable
+from shared.adapters import eks_kube
 from shared.contracts.capacity import ClusterCapacity, PriceSource
 from sim.interfaces import SimNode
 from sim.k8s import ApiServer
@@ -153,3 +155,32 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
     finally:
         lw.stop()
         cluster.store.history["pods"] = deque(cluster.store.history["pods"], maxlen=ring.maxlen)
+
+
+def test_a_list_is_read_in_pages_each_kept_as_it_comes(
+    monkeypatch: pytest.MonkeyPatch, core: client.CoreV1Api, nodes: list[str]
+) -> None:
+    for i in range(20):
+        core.create_namespaced_pod(NS, _pod(f"paged-{i:02d}", nodes[i % len(nodes)], 0))
+    monkeypatch.setattr(eks_kube, "LIST_PAGE", 7)
+    asked: list[dict[str, Any]] = []
+
+    def pods(**kwargs: Any) -> Any:
+        asked.append(kwargs)
+        return core.list_pod_for_all_namespaces(**kwargs)
+
+    seen: list[list[Any]] = []
+    try:
+        version = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)._list()
+        whole = orjson.loads(core.list_pod_for_all_namespaces(_preload_content=False).data)
+        listed = whole["items"]
+        assert len(listed) >= 20
+        assert len(asked) == -(-len(listed) // 7) >= 3  # pages of 7, the last one shorter
+        assert all(a["limit"] == 7 for a in asked)
+        assert asked[0]["_continue"] is None and all(a["_continue"] for a in asked[1:])
+        assert seen == [[kept_pod(p) for p in listed]]  # every pod once, in order, kept form
+        assert "managedFields" not in seen[0][0]["metadata"]
+        assert int(version) <= int(whole["metadata"]["resourceVersion"])
+    finally:
+        for i in range(20):
+            core.delete_namespaced_pod(f"paged-{i:02d}", NS, grace_period_seconds=0)

@@ -6,6 +6,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.loaders import Loader
 
 from shared.adapters import aws_session
 
@@ -57,10 +58,16 @@ def test_the_session_keeps_service_models_without_their_documentation(
     while pending:  # no documentation member anywhere in the model the client uses
         item = pending.pop()
         if isinstance(item, dict):
+            assert type(item) is dict  # plain dicts, not botocore's OrderedDicts
             assert not any(item.get(key) for key in aws_session.DOCUMENTATION)
             pending.extend(item.values())
         elif isinstance(item, list):
             pending.extend(item)
+    # the same model as botocore's own parse, in the same order, less its documentation
+    theirs = Loader().load_service_model("ec2", "service-2")
+    aws_session.without_documentation(theirs)
+    assert theirs == held
+    assert list(theirs["shapes"]) == list(held["shapes"])
     # everything a call needs is there: the operation, its members, their constraints
     op = ec2.meta.service_model.operation_model("DescribeVpcs")
     assert {"VpcIds", "Filters", "MaxResults"} <= set(op.input_shape.members)

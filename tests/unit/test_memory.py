@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 from shared.memory import release_freed_memory, trimmer
 
@@ -30,3 +32,38 @@ def test_freed_memory_goes_back_to_the_system() -> None:
 
 def test_a_period_of_zero_gives_nothing_back_and_returns() -> None:
     asyncio.run(asyncio.wait_for(release_freed_memory(0), timeout=1))
+
+
+ARENAS = """
+import ctypes, ctypes.util, sys, threading
+from shared.memory import limit_arenas
+limited = limit_arenas(int(sys.argv[1]))
+held, ready = [], threading.Barrier(9)
+def grow():
+    held.append([bytearray(600) for _ in range(2000)])  # glibc's heap, from this thread
+    ready.wait()  # every thread alive at once: none can reuse a finished one's arena
+threads = [threading.Thread(target=grow) for _ in range(8)]
+for t in threads:
+    t.start()
+ready.wait()
+ctypes.CDLL(ctypes.util.find_library("c")).malloc_stats()  # one "Arena N:" per arena, stderr
+for t in threads:
+    t.join()
+print(limited)
+"""
+
+
+def _arenas(limit: int) -> tuple[bool, int]:
+    done = subprocess.run(
+        [sys.executable, "-c", ARENAS, str(limit)], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip() == "True", done.stderr.count("Arena ")
+
+
+def test_threads_share_the_arenas_they_are_limited_to() -> None:
+    limited, arenas = _arenas(2)
+    assert limited
+    assert arenas <= 2
+    unlimited, default = _arenas(0)  # glibc's default: threads allocating at once spread out
+    assert not unlimited
+    assert default > 2

@@ -25,6 +25,7 @@ from shared.bus import Bus
 from shared.config import Settings, get_settings
 from shared.db import create_pool
 from shared.logging import configure_logging, get_logger
+from shared.memory import limit_arenas
 from shared.outbox import OutboxRelay
 
 log = get_logger("gateway")
@@ -174,6 +175,7 @@ def main() -> None:
     import uvicorn
 
     settings = get_settings()
+    limit_arenas(settings.malloc_arenas)  # before uvicorn starts a thread
     configure_logging(settings.log_level, settings.log_format)
     uvicorn.run(
         create_app(settings),

@@ -6,6 +6,11 @@ watch request's status) lists again. That is the protocol of
 https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
 (client-go's reflector does the same: tools/cache/reflector.go, ListAndWatch).
 
+The list is read in pages (`shared.adapters.eks_kube.list_pages`, as the reflector's pager
+reads), each page reduced to the fields the model reads before the next is asked for. Every
+page is served at the first page's resourceVersion, so the watch starts from that version; a
+continue token that expired (410) lists again from the start.
+
 One `ClusterCapacityWatch` per EKS cluster, started on its first read and stopped once nobody
 read it for `idle_seconds`; its two watches run in threads of their own (the official client is
 blocking) and apply their events to one `CapacityModel` under a lock.
@@ -25,7 +30,8 @@ from kubernetes.client.exceptions import ApiException
 
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import KubeClient
-from cluster_svc.domain.capacity_model import CapacityModel
+from cluster_svc.domain.capacity_model import CapacityModel, kept_node, kept_pod
+from shared.adapters.eks_kube import list_pages
 from shared.logging import get_logger
 
 log = get_logger("cluster_svc.capacity_watch")
@@ -52,9 +58,14 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield pending
 
 
+def _as_listed(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj
+
+
 class ListWatch:
     """List then watch one resource (a `list_*` call of the official client), applying what it
-    sees through `replace(items)` and `apply(type, object)`; in a thread until `stop()`."""
+    sees through `replace(items)` and `apply(type, object)`; in a thread until `stop()`. Each
+    listed item goes through `keep` as its page is read (the fields the model reads)."""
 
     def __init__(
         self,
@@ -62,11 +73,14 @@ class ListWatch:
         call: Callable[..., Any],
         replace: Callable[[list[Mapping[str, Any]]], None],
         apply: Callable[[str, Mapping[str, Any]], None],
+        *,
+        keep: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _as_listed,
     ) -> None:
         self.what = what
         self.call = call
         self.replace = replace
         self.apply = apply
+        self.keep = keep
         self.listed = threading.Event()
         self.lists = 0  # how many times it listed (the first, then one per 410)
         self.events = 0  # how many watch events it applied
@@ -111,13 +125,22 @@ class ListWatch:
                 self._stopped.wait(RETRY_SECONDS)
 
     def _list(self) -> str:
-        response = self.call(_preload_content=False, _request_timeout=60)
-        body = orjson.loads(response.data)
-        self.replace(list(body.get("items") or []))
+        items: list[Mapping[str, Any]] = []
+        version: str | None = None
+        try:
+            for page in list_pages(self.call, _request_timeout=60):
+                items.extend(self.keep(item) for item in page.get("items") or [])
+                if version is None:
+                    version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        except ApiException as exc:
+            if exc.status == 410:  # the continue token expired
+                raise Gone from exc
+            raise
+        self.replace(items)
         self.lists += 1
         self.error = None
         self.listed.set()
-        return str((body.get("metadata") or {}).get("resourceVersion") or "")
+        return version or ""
 
     def _watch(self, version: str) -> str:
         try:
@@ -175,13 +198,18 @@ class ClusterCapacityWatch:
 
         self.watches = (
             ListWatch(
-                "nodes", nodes, locked(self.model.replace_nodes), locked(self.model.node_event)
+                "nodes",
+                nodes,
+                locked(self.model.replace_nodes),
+                locked(self.model.node_event),
+                keep=kept_node,
             ),
             ListWatch(
                 "pods",
                 core.list_pod_for_all_namespaces,
                 locked(self.model.replace_pods),
                 locked(self.model.pod_event),
+                keep=kept_pod,
             ),
         )
         for watch in self.watches:
