@@ -126,7 +126,9 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
     cluster: ApiServer, core: client.CoreV1Api, nodes: list[str]
 ) -> None:
     seen: list[list[Any]] = []
-    lw = ListWatch("pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None)
+    lw = ListWatch(
+        "pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None, keep=kept_pod
+    )
     version = lw._list()
     # a history of 20 changes: the 60 that follow push the listed version out of it
     ring = cluster.store.history["pods"]
@@ -138,7 +140,9 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
         with pytest.raises(Gone):
             lw._watch(version)
         # a loop whose first list's version is that old one: its watch gets 410, it lists again
-        again = ListWatch("pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None)
+        again = ListWatch(
+            "pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None, keep=kept_pod
+        )
         listed = again._list
 
         def stale_first() -> str:

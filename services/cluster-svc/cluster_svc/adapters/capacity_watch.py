@@ -58,10 +58,6 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield pending
 
 
-def _as_listed(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj
-
-
 class ListWatch:
     """List then watch one resource (a `list_*` call of the official client), applying what it
     sees through `replace(items)` and `apply(type, object)`; in a thread until `stop()`. Each
@@ -74,7 +70,7 @@ class ListWatch:
         replace: Callable[[list[Mapping[str, Any]]], None],
         apply: Callable[[str, Mapping[str, Any]], None],
         *,
-        keep: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _as_listed,
+        keep: Callable[[Mapping[str, Any]], Mapping[str, Any]],
     ) -> None:
         self.what = what
         self.call = call
