@@ -12,7 +12,9 @@ official Kubernetes client to the emulator). Every AWS request goes through
      DescribeCluster) every NODE_WATCH_SECONDS = 5 s, the watcher before the budget: one
      round's calls counted, times the 720 rounds of an hour;
    - *events + budget*: the watcher as shipped (the newest HyperPod event each round, a full
-     read on a new event or every 600 s, at most 60 calls per cluster per hour), run round
+     read on a new event or every NODE_WATCH_RESYNC_SECONDS, at most
+     NODE_WATCH_AWS_CALLS_PER_CLUSTER_HOUR calls per cluster per hour, their defaults; no
+     event queue, so every round may check), run round
      after round on a fake clock 5 s apart (the watcher's and its budget's), so that an hour
      of rounds takes what its calls take; its first 10 minutes (the burst the budget holds)
      are left out, then one hour counted. Every call is a real request to the simulator.
@@ -145,7 +147,7 @@ async def _calls_per_hour(
 ) -> dict[str, Any]:
     """AWS calls only: the clusters are registered without their Kubernetes API here (the
     Node list is no AWS call)."""
-    from cluster_svc.areas.nodes import NodeWatcher
+    from cluster_svc.areas.nodes import NodeWatcher, WatchSettings
     from cluster_svc.domain.nodes.watch_plan import idle_calls_per_hour, pages_for
     from shared.aws_budget import WatchBudget
     from sim.testing import inject_fault
@@ -159,11 +161,15 @@ async def _calls_per_hour(
         name: int((calls - 1) * rounds) for name, calls in (await _spent(pool, "today")).items()
     }
 
-    # The watcher as shipped (every 5 s, resync 600 s, 60 calls per cluster-hour), its first
-    # 10 minutes (the burst the budget holds) then one hour, on the fake clock.
+    # The watcher as shipped (its default resync and budget; no event queue here, so no quiet
+    # rounds), its first 10 minutes (the burst the budget holds) then one hour, on the fake
+    # clock.
+    defaults = {k: f.default for k, f in WatchSettings.model_fields.items()}
+    resync = defaults["node_watch_resync_seconds"]
+    per_hour = defaults["node_watch_aws_calls_per_cluster_hour"]
     fake = FakeTime()
-    budget = WatchBudget(pool, "nodes", 60.0, clock=fake.now)
-    shipped = NodeWatcher(pool, port, budget, resync=600.0, clock=fake.monotonic)
+    budget = WatchBudget(pool, "nodes", per_hour, clock=fake.now)
+    shipped = NodeWatcher(pool, port, budget, resync=resync, clock=fake.monotonic)
 
     async def run(seconds: float) -> None:
         for _ in range(int(seconds / ROUND)):
@@ -198,7 +204,7 @@ async def _calls_per_hour(
         lags.append(fake.seconds - failed_at)
         await run(600.0)  # ten quiet minutes between failures, the watcher running
     demand = {
-        name: round(idle_calls_per_hour(ROUND, 600.0, pages_for(SIZES[name]), 1e12))
+        name: round(idle_calls_per_hour(ROUND, resync, pages_for(SIZES[name]), 1e12))
         for name in SIZES
     }
     return {
@@ -209,7 +215,8 @@ async def _calls_per_hour(
             name: end[name] - start.get(name, 0) for name in end
         },
         "events_and_budget_requests_in_the_hour": last - first,
-        "budget_per_cluster_hour": 60,
+        "budget_per_cluster_hour": per_hour,
+        "resync_seconds": resync,
         "node_failure_seen_after_seconds": sorted(lags),
         "node_failure_seen_after_p50_seconds": median(lags),
     }

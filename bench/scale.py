@@ -26,8 +26,9 @@ one with 100, and 100 endpoints spread over the clusters.
    cluster with its dependencies installed in the Kubernetes emulator and a HyperPod cluster,
    one of 1,000 nodes and 49 of 2, recorded by the lifecycle as any create is. The build
    lifts the account's AWS call rate (AWS_CALLS_PER_SECOND) so that it takes minutes, not
-   tens of them; every watcher runs at its shipped interval (node watcher 5 s with its
-   600 s resync and 30 calls per cluster-hour, drift watcher 900 s, the SQS long poll).
+   tens of them; every watcher runs at its shipped defaults (node watcher 5 s rounds, a
+   900 s resync and an event check each 300 s while events flow, 28 calls per cluster-hour;
+   drift watcher 900 s, 28 calls per cluster-hour; the SQS long poll).
    VmRSS and PSS of every process are sampled each second: after 10, 25 and 50 clusters
    (the growth per cluster), through IDLE_SECONDS of the idle fleet (steady: the median of
    that window; the watchers' AWS calls counted over it from the account's call bucket, which
@@ -113,6 +114,20 @@ BUILD_AT_ONCE = 5
 # Clusters built when memory is sampled: the 49 small ones first (the growth per cluster),
 # then the 1,000-node one (what it adds).
 CHECKPOINTS = (10, 25, 49, 50)
+
+
+def _shipped_watchers() -> dict[str, float]:
+    """The watchers' defaults the live fleet runs with (nothing in BUILD_ENV changes them)."""
+    from cluster_svc.areas.drift import DriftSettings
+    from cluster_svc.areas.nodes import WatchSettings
+
+    return {
+        name.upper(): float(field.default)
+        for settings in (WatchSettings, DriftSettings)
+        for name, field in settings.model_fields.items()
+    }
+
+
 SMALL_CHECKPOINTS = CHECKPOINTS[:-1]
 # A create answered 429/503/504 ("retry shortly": a throttled check, cluster-svc busy) is sent
 # again, as a client would.
@@ -634,8 +649,7 @@ def live_fleet(idle_seconds: float = IDLE_SECONDS) -> dict[str, Any]:
             "create_max_seconds": round(max(build_seconds), 1),
             "env": BUILD_ENV,
         },
-        "watchers": "shipped intervals: NODE_WATCH_SECONDS 5, resync 600 s, 60 calls per"
-        " cluster-hour; DRIFT_WATCH_SECONDS 300, 120 calls per cluster-hour; AWS_EVENTS_QUEUE on",
+        "watchers": _shipped_watchers(),
         "idle_seconds": round(idle_end - idle_start, 1),
         "read_rounds_seconds": [round(t, 1) for t in read_times],
         "read_failures": failed,

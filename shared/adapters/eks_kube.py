@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 import boto3
 import orjson
@@ -349,16 +349,35 @@ class ClusterKube:
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
             return _items(
-                self.core.list_namespaced_pod, namespace=namespace, label_selector=selector
+                self.core.list_namespaced_pod, _same, namespace=namespace, label_selector=selector
             )
 
         return await self._run(f"list pods {selector}", call)
 
-    async def nodes(self, selector: str = "") -> list[KubeObject]:
-        def call() -> list[KubeObject]:
-            return _items(self.core.list_node, label_selector=selector)
+    @overload
+    async def nodes(self, selector: str = "") -> list[KubeObject]: ...
+
+    @overload
+    async def nodes(self, selector: str, keep: Callable[[KubeObject], T]) -> list[T]: ...
+
+    async def nodes(
+        self, selector: str = "", keep: Callable[[KubeObject], Any] | None = None
+    ) -> list[Any]:
+        """The Nodes the label selector matches, each as `keep` makes it of the API's object
+        as its page is read (what a caller keeps of a 1,000-Node list, not the list)."""
+
+        def call() -> list[Any]:
+            return _items(self.core.list_node, keep or _same, label_selector=selector)
 
         return await self._run("list nodes", call)
+
+    async def all_pods(self, keep: Callable[[KubeObject], T]) -> list[T]:
+        """Every Pod of every namespace, each as `keep` makes it as its page is read."""
+
+        def call() -> list[T]:
+            return _items(self.core.list_pod_for_all_namespaces, keep)
+
+        return await self._run("list pods of every namespace", call)
 
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]
@@ -388,9 +407,14 @@ def list_pages(call: Callable[..., Any], **params: Any) -> Iterator[KubeObject]:
             return
 
 
-def _items(call: Callable[..., Any], **params: Any) -> list[KubeObject]:
-    """Every item of a list, read in pages (`list_pages`)."""
-    return [item for page in list_pages(call, **params) for item in page.get("items") or []]
+def _items(call: Callable[..., Any], keep: Callable[[KubeObject], T], **params: Any) -> list[T]:
+    """Every item of a list, read in pages (`list_pages`), each as `keep` makes it: a page
+    is dropped once its items are kept."""
+    return [keep(item) for page in list_pages(call, **params) for item in page.get("items") or []]
+
+
+def _same(item: KubeObject) -> KubeObject:
+    return item
 
 
 def _ns(resource: Any, namespace: str | None) -> str | None:

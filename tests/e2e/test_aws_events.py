@@ -27,7 +27,7 @@ SLOW_POLLS = {
     "POLL_MAX_EVENTED_SECONDS": "600",
 }
 # The node watcher passes once at start (no cluster yet), then not for 10 minutes: only an
-# event can make it record the cluster's nodes within the test. Its budget is the default (30
+# event can make it record the cluster's nodes within the test. Its budget is the default (28
 # calls per cluster-hour): the create's and the scale-up's reads spend the burst, and the
 # failure's read goes on credit (down to an hour's budget of debt), so it is not delayed.
 SLOW_NODE_WATCH = {**SLOW_POLLS, "NODE_WATCH_SECONDS": "600"}

@@ -192,3 +192,45 @@ def test_a_list_is_read_in_pages_each_kept_as_it_comes(
     finally:
         for i in range(20):
             core.delete_namespaced_pod(f"paged-{i:02d}", NS, grace_period_seconds=0)
+
+
+def test_the_adapter_s_node_and_pod_lists_keep_each_page_s_items_as_they_come(
+    monkeypatch: pytest.MonkeyPatch,
+    api_client: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: list[str],
+    tmp_path: Any,
+) -> None:
+    """`nodes(selector, keep)` and `all_pods(keep)` of the Kubernetes adapter read in pages
+    and give back only what `keep` made of each item (the node watcher's KubeNodes of a
+    1,000-Node list, the capacity's kept Pods), the same items as one whole list."""
+    import asyncio
+
+    from cluster_svc.adapters.hyperpod_nodes import kube_node
+
+    for i in range(9):
+        core.create_namespaced_pod(NS, _pod(f"kept-{i}", nodes[i % len(nodes)], 0))
+    monkeypatch.setattr(eks_kube, "LIST_PAGE", 2)
+    kube = KubeClient(api_client, tmp_path / "discovery")
+    pages: list[int] = []
+    real = core.list_node
+
+    def counted(**kwargs: Any) -> Any:
+        pages.append(kwargs["limit"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(kube.core, "list_node", counted)
+    try:
+        kept = asyncio.run(kube.nodes(HYPERPOD_NODE_SELECTOR, kube_node))
+        listed_nodes = orjson.loads(
+            real(label_selector=HYPERPOD_NODE_SELECTOR, _preload_content=False).data
+        )["items"]
+        assert kept == [kube_node(n) for n in listed_nodes] and len(kept) == len(nodes)
+        assert len(pages) == -(-len(nodes) // 2) >= 2 and set(pages) == {2}
+        pods = asyncio.run(kube.all_pods(kept_pod))
+        listed = orjson.loads(core.list_pod_for_all_namespaces(_preload_content=False).data)
+        assert [pod_key(p) for p in pods] == [pod_key(p) for p in listed["items"]]
+        assert all(p == kept_pod(p) and "managedFields" not in p["metadata"] for p in pods)
+    finally:
+        for i in range(9):
+            core.delete_namespaced_pod(f"kept-{i}", NS, grace_period_seconds=0)

@@ -54,7 +54,9 @@ def test_the_session_keeps_service_models_without_their_documentation(
     loader = aws_session.session()._session.get_component("data_loader")
     assert isinstance(loader, aws_session.ModelLoader)
     held = loader.load_service_model("ec2", "service-2")
-    pending = [held]
+    assert isinstance(held["shapes"], aws_session.CompactShapes)
+    shapes = {name: held["shapes"][name] for name in held["shapes"]}
+    pending = [{**held, "shapes": shapes}]
     while pending:  # no documentation member anywhere in the model the client uses
         item = pending.pop()
         if isinstance(item, dict):
@@ -66,8 +68,9 @@ def test_the_session_keeps_service_models_without_their_documentation(
     # the same model as botocore's own parse, in the same order, less its documentation
     theirs = Loader().load_service_model("ec2", "service-2")
     aws_session.without_documentation(theirs)
-    assert theirs == held
+    assert theirs == {**held, "shapes": shapes}
     assert list(theirs["shapes"]) == list(held["shapes"])
+    assert all(list(theirs["shapes"][n]) == list(shapes[n]) for n in shapes)  # member order
     # everything a call needs is there: the operation, its members, their constraints
     op = ec2.meta.service_model.operation_model("DescribeVpcs")
     assert {"VpcIds", "Filters", "MaxResults"} <= set(op.input_shape.members)
@@ -78,3 +81,41 @@ def test_the_session_keeps_service_models_without_their_documentation(
     s3 = aws_session.client("s3", "us-east-1", "http://127.0.0.1:1")
     with pytest.raises(Exception, match="Could not connect"):  # built and sent, as before
         s3.put_object(Bucket="b", Key="k", Body=b"x")
+    # an error answer is matched to its modelled exception (botocore lists every shape once)
+    assert ec2.meta.service_model.shape_for_error_code("NoSuchKey") is None
+    error = s3.meta.service_model.shape_for_error_code("NoSuchKey")
+    assert error is not None and error.metadata.get("exception")
+
+
+def test_a_model_s_shapes_held_compact_take_less_memory_than_parsed() -> None:
+    """In a process of its own: the clients cluster-svc makes, their models' memory with the
+    shapes parsed (botocore's loader, documentation emptied) and compact."""
+    import subprocess
+    import sys
+    import textwrap
+
+    probe = textwrap.dedent(
+        """
+        import gc, os, sys, tracemalloc
+        os.environ.update(AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="secret")
+        from shared.adapters import aws_session
+        if sys.argv[1] == "parsed":
+            aws_session.CompactShapes = lambda shapes: shapes
+        tracemalloc.start()
+        clients = [
+            aws_session.client(name, "us-east-1", "http://127.0.0.1:1")
+            for name in "ec2 eks sagemaker iam s3 sts fsx cloudformation sqs events".split()
+        ]
+        gc.collect()
+        print(tracemalloc.get_traced_memory()[0])
+        """
+    )
+    traced = {
+        form: int(
+            subprocess.run(
+                [sys.executable, "-c", probe, form], check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for form in ("parsed", "compact")
+    }
+    assert traced["compact"] < 0.75 * traced["parsed"], traced

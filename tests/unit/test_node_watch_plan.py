@@ -59,6 +59,34 @@ def test_pages_and_the_idle_hour() -> None:
     # every 5 s a check, a full read of a 10-node cluster every 600 s: 732 calls, capped at 60
     assert idle_calls_per_hour(5.0, 600.0, 1, 1e9) == 714 + 6 * 3
     assert idle_calls_per_hour(5.0, 600.0, 10, 60.0) == 60.0
+    # events flowing: a check every 300 s, a full read every 900 s
+    assert idle_calls_per_hour(5.0, 900.0, 1, 1e9, quiet=300.0) == 8 + 4 * 3
+
+
+def test_the_shipped_defaults_ask_an_idle_cluster_for_no_more_than_its_budgets() -> None:
+    """The node and drift watchers' defaults are the fleet's AWS call budget: an idle cluster
+    of up to 100 nodes whose events flow asks each watcher for no more than its budget (so
+    the budget is a ceiling, not the cadence), and the two budgets with the event queue's
+    long poll (a 20 s poll per region, shared by at least 50 clusters in the fleet bench) fit
+    60 calls per cluster-hour."""
+    from cluster_svc.areas.drift import FORESEEN_CALLS, DriftSettings
+    from cluster_svc.areas.nodes import WatchSettings
+
+    nodes_ = {k: f.default for k, f in WatchSettings.model_fields.items()}
+    drift = {k: f.default for k, f in DriftSettings.model_fields.items()}
+    asked = idle_calls_per_hour(
+        nodes_["node_watch_seconds"],
+        nodes_["node_watch_resync_seconds"],
+        1,
+        1e9,
+        quiet=nodes_["node_watch_evented_seconds"],
+    )
+    assert asked <= nodes_["node_watch_aws_calls_per_cluster_hour"]
+    drift_asked = FORESEEN_CALLS * 3600.0 / drift["drift_watch_seconds"]
+    assert drift_asked <= drift["drift_aws_calls_per_cluster_hour"]
+    queue = 3600.0 / 20.0 / 50
+    budgets = nodes_["node_watch_aws_calls_per_cluster_hour"]
+    assert budgets + drift["drift_aws_calls_per_cluster_hour"] + queue <= 60.0
 
 
 def test_a_node_in_flux_keeps_the_cluster_polled_until_it_settles() -> None:

@@ -237,7 +237,7 @@ class HyperPodNodes:
 
     async def kube_nodes(self, access: ClusterAccess) -> list[KubeNode]:
         """HyperPod's Nodes of the EKS cluster (label compute-type=hyperpod)."""
-        return [kube_node(n) for n in await self.kube(access).nodes(HYPERPOD_NODE_SELECTOR)]
+        return await self.kube(access).nodes(HYPERPOD_NODE_SELECTOR, kube_node)
 
 
 def _snake(operation: str) -> str:

@@ -16,7 +16,6 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from cluster_svc.adapters.aws import AwsClients
@@ -26,9 +25,8 @@ from cluster_svc.adapters.k8s import EksKubeFactory, KubeClient
 from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import Area
 from cluster_svc.domain.capacity import cluster_capacity, fleet, summarize, unreadable
-from cluster_svc.domain.capacity_model import NodeKey
+from cluster_svc.domain.capacity_model import NodeKey, kept_node, kept_pod
 from cluster_svc.domain.cluster_workflow import ClusterPorts
-from cluster_svc.domain.components.base import KubeObject
 from cluster_svc.domain.prices import infrastructure_per_hour, with_infrastructure
 from shared.contracts.capacity import ClusterCapacity, ClusterSummary, InfrastructureFacts
 from shared.contracts.subjects import query_subject
@@ -45,23 +43,6 @@ def _name(request: dict[str, Any], key: str) -> str:
     if not isinstance(value, str) or not value:
         raise BadRequest(f"{key} is required", "ask through GET /api/v1/clusters/{name}/capacity")
     return value
-
-
-async def _all_pods(kube: KubeClient) -> list[KubeObject]:
-    """Every pod of every namespace, as the API serves it (camelCase keys): the JSON read as
-    is, not through the client's models (thousands of pods are a read, not a conversion)."""
-
-    def call() -> list[KubeObject]:
-        response: Any = kube.core.list_pod_for_all_namespaces(_preload_content=False)
-        items: list[KubeObject] = orjson.loads(response.data).get("items") or []
-        return items
-
-    try:
-        return await asyncio.to_thread(call)
-    except StageError:
-        raise
-    except Exception as exc:
-        raise kube.error(exc, "list pods") from exc
 
 
 MAX_PAGE = 500
@@ -121,7 +102,9 @@ def build(
 
     async def live(cluster: str, client: KubeClient) -> ClusterCapacity:
         nodes, pods, table = await asyncio.gather(
-            client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client), prices.table()
+            client.nodes(HYPERPOD_NODE_SELECTOR, kept_node),
+            client.all_pods(kept_pod),
+            prices.table(),
         )
         return cluster_capacity(cluster, nodes, pods, table, datetime.now(UTC))
 

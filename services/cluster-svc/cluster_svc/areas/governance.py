@@ -18,8 +18,8 @@ from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import EksKubeFactory
 from cluster_svc.adapters.pricing import PriceList
 from cluster_svc.areas import Area
-from cluster_svc.areas.capacity import _all_pods
 from cluster_svc.domain.capacity import cluster_capacity
+from cluster_svc.domain.capacity_model import kept_node, kept_pod
 from cluster_svc.domain.cluster_workflow import ClusterPorts
 from cluster_svc.domain.features.steps import Step
 from cluster_svc.domain.governance.actual import GovernanceActual
@@ -149,7 +149,7 @@ def build(
             )
         else:
             nodes, every_pod = await asyncio.gather(
-                client.nodes(HYPERPOD_NODE_SELECTOR), _all_pods(client)
+                client.nodes(HYPERPOD_NODE_SELECTOR, kept_node), client.all_pods(kept_pod)
             )
             capacity = cluster_capacity(target.cluster, nodes, every_pod, table)
             pods = list(every_pod)

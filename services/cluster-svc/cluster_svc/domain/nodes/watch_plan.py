@@ -126,9 +126,11 @@ def read_in_full(
     watch.recovery = recovery
 
 
-def idle_calls_per_hour(interval: float, resync: float, pages: int, per_hour: float) -> float:
-    """AWS calls an idle cluster costs in an hour: a check each round and a full read each
-    resync, capped by its budget."""
-    rounds = 3600.0 / interval
+def idle_calls_per_hour(
+    interval: float, resync: float, pages: int, per_hour: float, quiet: float | None = None
+) -> float:
+    """AWS calls an idle cluster costs in an hour: a check each round (each `quiet` seconds
+    while its node health events flow) and a full read each resync, capped by its budget."""
+    looks = 3600.0 / max(interval, quiet or 0.0)
     fulls = 3600.0 / resync
-    return min(per_hour, (rounds - fulls) + fulls * (pages + 2))
+    return min(per_hour, (looks - fulls) + fulls * (pages + 2))
