@@ -150,6 +150,7 @@ async def _calls_per_hour(
     from cluster_svc.areas.nodes import NodeWatcher, WatchSettings
     from cluster_svc.domain.nodes.watch_plan import idle_calls_per_hour, pages_for
     from shared.aws_budget import WatchBudget
+    from shared.config import shipped_defaults
     from sim.testing import inject_fault
 
     rounds = int(HOUR / ROUND)
@@ -164,7 +165,7 @@ async def _calls_per_hour(
     # The watcher as shipped (its default resync and budget; no event queue here, so no quiet
     # rounds), its first 10 minutes (the burst the budget holds) then one hour, on the fake
     # clock.
-    defaults = {k: f.default for k, f in WatchSettings.model_fields.items()}
+    defaults = shipped_defaults(WatchSettings)
     resync = defaults["node_watch_resync_seconds"]
     per_hour = defaults["node_watch_aws_calls_per_cluster_hour"]
     fake = FakeTime()

@@ -120,11 +120,12 @@ def _shipped_watchers() -> dict[str, float]:
     """The watchers' defaults the live fleet runs with (nothing in BUILD_ENV changes them)."""
     from cluster_svc.areas.drift import DriftSettings
     from cluster_svc.areas.nodes import WatchSettings
+    from shared.config import shipped_defaults
 
     return {
-        name.upper(): float(field.default)
+        name.upper(): float(value)
         for settings in (WatchSettings, DriftSettings)
-        for name, field in settings.model_fields.items()
+        for name, value in shipped_defaults(settings).items()
     }
 
 

@@ -59,8 +59,9 @@ NODE_WATCH_CALLS_PER_HOUR = 3600  # both runs: see the docstring
 def default_node_budget() -> float:
     """The node watcher's default NODE_WATCH_AWS_CALLS_PER_CLUSTER_HOUR, as shipped."""
     from cluster_svc.areas.nodes import WatchSettings
+    from shared.config import shipped_defaults
 
-    return float(WatchSettings.model_fields["node_watch_aws_calls_per_cluster_hour"].default)
+    return float(shipped_defaults(WatchSettings)["node_watch_aws_calls_per_cluster_hour"])
 
 
 class Observer:

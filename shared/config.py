@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -173,3 +174,9 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def shipped_defaults(settings: type[BaseSettings]) -> dict[str, Any]:
+    """A settings class's defaults by field name, as shipped (no environment, no .env): what
+    benches and tests compare against instead of restating them."""
+    return {name: field.default for name, field in settings.model_fields.items()}

@@ -69,11 +69,13 @@ def test_the_shipped_defaults_ask_an_idle_cluster_for_no_more_than_its_budgets()
     the budget is a ceiling, not the cadence), and the two budgets with the event queue's
     long poll (a 20 s poll per region, shared by at least 50 clusters in the fleet bench) fit
     60 calls per cluster-hour."""
+    from cluster_svc.adapters.aws_events import WAIT_SECONDS
     from cluster_svc.areas.drift import FORESEEN_CALLS, DriftSettings
     from cluster_svc.areas.nodes import WatchSettings
+    from shared.config import shipped_defaults
 
-    nodes_ = {k: f.default for k, f in WatchSettings.model_fields.items()}
-    drift = {k: f.default for k, f in DriftSettings.model_fields.items()}
+    nodes_ = shipped_defaults(WatchSettings)
+    drift = shipped_defaults(DriftSettings)
     asked = idle_calls_per_hour(
         nodes_["node_watch_seconds"],
         nodes_["node_watch_resync_seconds"],
@@ -84,7 +86,7 @@ def test_the_shipped_defaults_ask_an_idle_cluster_for_no_more_than_its_budgets()
     assert asked <= nodes_["node_watch_aws_calls_per_cluster_hour"]
     drift_asked = FORESEEN_CALLS * 3600.0 / drift["drift_watch_seconds"]
     assert drift_asked <= drift["drift_aws_calls_per_cluster_hour"]
-    queue = 3600.0 / 20.0 / 50
+    queue = 3600.0 / WAIT_SECONDS / 50
     budgets = nodes_["node_watch_aws_calls_per_cluster_hour"]
     assert budgets + drift["drift_aws_calls_per_cluster_hour"] + queue <= 60.0
 
