@@ -92,15 +92,19 @@ class PlainJSONFileLoader(JSONFileLoader):  # type: ignore[misc]  # botocore shi
             return orjson.loads(fp.read())
 
 
-class CompactShapes(Mapping[str, Any]):
-    """A service model's shapes as compact JSON, each parsed when botocore asks for it.
+class CompactMapping(Mapping[str, Any]):
+    """A mapping of parsed JSON values kept as compact JSON, each parsed when it is asked for:
+    a service model's shapes and the endpoint data's services of each partition.
 
     botocore reads `shapes` only by name (`ShapeResolver.get_shape_by_name`, which builds a
     new Shape from the dict each time) or to list the names (`ServiceModel.shape_names`), and
     keeps the Shapes it built where it uses them (an operation's input and output, a
     structure's members, the error shapes), so a parsed dict is never needed twice. A process
     uses a few dozen of EC2's 4,421 shapes: the models of 10 of the clients cluster-svc makes
-    trace to 17.2 MB instead of 27.2 (`tests/unit/test_aws_session.py` checks < 75%)."""
+    trace to 17.2 MB instead of 27.2 (`tests/unit/test_aws_session.py` checks < 75%). The
+    endpoint data (endpoints.json, 4 MB parsed) is read by service name too, as a client is
+    made (`botocore.regions.EndpointResolver`: `in`, `[]`, `.get`), and a process makes
+    clients of a dozen of its 305 services in the aws partition."""
 
     __slots__ = ("_json",)
 
@@ -123,15 +127,17 @@ class CompactShapes(Mapping[str, Any]):
 
 class ModelLoader(Loader):  # type: ignore[misc]  # botocore ships no types
     """botocore's loader, keeping service models without their documentation, in plain dicts
-    (`PlainJSONFileLoader`) and their shapes compact (`CompactShapes`): a process holds every
-    model it makes a client of for its whole life (the loader's cache), and requests,
-    answers, validation and errors never read the documentation."""
+    (`PlainJSONFileLoader`) and their shapes compact (`CompactMapping`), and the endpoint
+    data's services compact: a process holds every model it makes a client of for its whole
+    life (the loader's cache), and requests, answers, validation and errors never read the
+    documentation."""
 
     FILE_LOADER_CLASS = PlainJSONFileLoader
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._stripped: set[tuple[str, str | None]] = set()
+        self._compacted: set[str] = set()
 
     def load_service_model(
         self, service_name: str, type_name: str, api_version: str | None = None
@@ -139,9 +145,17 @@ class ModelLoader(Loader):  # type: ignore[misc]  # botocore ships no types
         model = super().load_service_model(service_name, type_name, api_version)
         if type_name == "service-2" and (service_name, api_version) not in self._stripped:
             without_documentation(model)  # the cached model itself: stripped once
-            model["shapes"] = CompactShapes(model.get("shapes", {}))
+            model["shapes"] = CompactMapping(model.get("shapes", {}))
             self._stripped.add((service_name, api_version))
         return model
+
+    def load_data_with_path(self, name: str) -> Any:
+        data, path = super().load_data_with_path(name)  # cached: compacted once
+        if name == "endpoints" and name not in self._compacted:
+            for partition in data.get("partitions", []):
+                partition["services"] = CompactMapping(partition.get("services", {}))
+            self._compacted.add(name)
+        return data, path
 
 
 def session() -> boto3.session.Session:

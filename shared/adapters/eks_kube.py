@@ -18,10 +18,12 @@ import json
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
+from urllib.parse import quote
 
 import boto3
 import orjson
@@ -214,10 +216,21 @@ class ClusterKube:
 
     def __init__(self, api: k8s.ApiClient, cache_file: Path) -> None:
         self.api = api
-        self.core = k8s.CoreV1Api(api)
         self._cache_file = cache_file
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()
+
+    @cached_property
+    def core(self) -> k8s.CoreV1Api:
+        """The official client's typed core API, for the calls lists and watches do not cover
+        (a Pod's log, exec, proxy, Secrets). Made on first use: importing it builds a pydantic
+        validator for each of its ~400 methods and imports their models (29 MB of a service's
+        RSS; `Collection` reads what a list or a watch needs without it)."""
+        return k8s.CoreV1Api(self.api)
+
+    def collection(self, *segments: str, **query: str) -> Collection:
+        """The collection at `segments` of this cluster's API (see `Collection`)."""
+        return Collection(self.api, segments, query)
 
     def _resource(self, api_version: str, kind: str) -> Any:
         with self._lock:
@@ -348,9 +361,8 @@ class ClusterKube:
 
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
-            return _items(
-                self.core.list_namespaced_pod, _same, namespace=namespace, label_selector=selector
-            )
+            pods = self.collection("api", "v1", "namespaces", namespace, "pods")
+            return list_items(pods, labelSelector=selector)
 
         return await self._run(f"list pods {selector}", call)
 
@@ -367,7 +379,8 @@ class ClusterKube:
         as its page is read (what a caller keeps of a 1,000-Node list, not the list)."""
 
         def call() -> list[Any]:
-            return _items(self.core.list_node, keep or _same, label_selector=selector)
+            nodes = self.collection("api", "v1", "nodes")
+            return list_items(nodes, keep, labelSelector=selector)
 
         return await self._run("list nodes", call)
 
@@ -375,7 +388,7 @@ class ClusterKube:
         """Every Pod of every namespace, each as `keep` makes it as its page is read."""
 
         def call() -> list[T]:
-            return _items(self.core.list_pod_for_all_namespaces, keep)
+            return list_items(self.collection("api", "v1", "pods"), keep)
 
         return await self._run("list pods of every namespace", call)
 
@@ -386,19 +399,56 @@ class ClusterKube:
 LIST_PAGE = 500  # client-go's pager's default page (k8s.io/client-go/tools/pager, defaultPageSize)
 
 
-def list_pages(call: Callable[..., Any], **params: Any) -> Iterator[KubeObject]:
-    """The pages of a list (`call`: a `list_*` of the official client, with `params`), each
-    parsed from the API server's JSON (camelCase keys, RFC 3339 times) as it is read: LIST_PAGE
-    items a page (`limit`, then `continue` until the server gives none), as client-go's pager
-    reads. One page is parsed at a time: a 1,000-node cluster's Pods in one answer were tens of
-    MB, parsed whole. Every page is served at the first page's resourceVersion; a continue
-    token that expired fails with 410, and the list must start again ("Retrieving large results
-    sets in chunks", https://kubernetes.io/docs/reference/using-api/api-concepts/). Parsing
-    the JSON, not the client's models: those cost 1.6 s of CPU for a 1,000-Node list against
-    0.2 s (and `sanitize_for_serialization` gave back the same dicts)."""
+@dataclass(frozen=True)
+class Collection:
+    """One collection of a cluster's API (`/api/v1/nodes`, `/apis/<group>/<version>/<plural>`),
+    read as JSON over the official client's transport: its TLS, bearer token (renewed by the
+    refresh hook) and request timeouts (`TimedApiClient`). Each segment is quoted whole, as
+    the typed client quotes a path parameter, so a name cannot add a segment or a query.
+    `query` is sent with every request (the API's own names: `labelSelector`).
+
+    Not the typed API classes: lists and watches are parsed from the JSON anyway
+    (`list_pages`), and importing `CoreV1Api` alone costs 79 MB in a bare interpreter."""
+
+    api: k8s.ApiClient
+    segments: tuple[str, ...]
+    query: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return "".join("/" + quote(s, safe="") for s in self.segments)
+
+    def get(self, timeout: Any = None, **more: str | int | bool | None) -> Any:
+        """GET the collection with `query` and `more` (None left out); the urllib3 response,
+        unread (`.data`, or `.stream()` for a watch). A status other than 2xx raises the
+        client's ApiException, as its typed calls do."""
+        params = [(k, v) for k, v in {**self.query, **more}.items() if v is not None]
+        request = self.api.param_serialize(
+            "GET",
+            self.path,
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response: Any = self.api.call_api(*request, _request_timeout=timeout)
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        return response.response
+
+
+def list_pages(collection: Collection, timeout: Any = None) -> Iterator[KubeObject]:
+    """The pages of a list of `collection`, each parsed from the API server's JSON (camelCase
+    keys, RFC 3339 times) as it is read: LIST_PAGE items a page (`limit`, then `continue` until
+    the server gives none), as client-go's pager reads. One page is parsed at a time: a
+    1,000-node cluster's Pods in one answer were tens of MB, parsed whole. Every page is served
+    at the first page's resourceVersion; a continue token that expired fails with 410, and the
+    list must start again ("Retrieving large results sets in chunks",
+    https://kubernetes.io/docs/reference/using-api/api-concepts/). Parsing the JSON, not the
+    client's models: those cost 1.6 s of CPU for a 1,000-Node list against 0.2 s."""
     token: str | None = None
     while True:
-        response = call(**params, limit=LIST_PAGE, _continue=token, _preload_content=False)
+        response = collection.get(timeout, limit=LIST_PAGE, **{"continue": token})
         page: KubeObject = orjson.loads(response.data)
         del response
         token = (page.get("metadata") or {}).get("continue") or None
@@ -407,10 +457,24 @@ def list_pages(call: Callable[..., Any], **params: Any) -> Iterator[KubeObject]:
             return
 
 
-def _items(call: Callable[..., Any], keep: Callable[[KubeObject], T], **params: Any) -> list[T]:
-    """Every item of a list, read in pages (`list_pages`), each as `keep` makes it: a page
-    is dropped once its items are kept."""
-    return [keep(item) for page in list_pages(call, **params) for item in page.get("items") or []]
+@overload
+def list_items(collection: Collection, keep: None = None, **query: str) -> list[KubeObject]: ...
+
+
+@overload
+def list_items(
+    collection: Collection, keep: Callable[[KubeObject], T], **query: str
+) -> list[T]: ...
+
+
+def list_items(
+    collection: Collection, keep: Callable[[KubeObject], Any] | None = None, **query: str
+) -> list[Any]:
+    """Every item of a list of `collection` with `query` added, read in pages (`list_pages`),
+    each as `keep` makes it (else as read): a page is dropped once its items are kept."""
+    listed = Collection(collection.api, collection.segments, {**collection.query, **query})
+    made = keep or _same
+    return [made(item) for page in list_pages(listed) for item in page.get("items") or []]
 
 
 def _same(item: KubeObject) -> KubeObject:

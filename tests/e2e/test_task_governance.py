@@ -234,7 +234,8 @@ def test_two_teams_wait_borrow_and_preempt_with_the_explainer_naming_the_fix(
     assert pending.structured_content["summary"] == answer["summary"]
     assert "2 teams" in teams_tool.structured_content["summary"]
     assert write.is_error  # writes are off on this server: nothing was deleted
-    env = {"HYPERPILOT_URL": stack.stack.url, "HYPERPILOT_TOKEN": TOKEN}
+    # COLUMNS: a table as wide as the CLI prints it when piped, whatever an earlier test left
+    env = {"HYPERPILOT_URL": stack.stack.url, "HYPERPILOT_TOKEN": TOKEN, "COLUMNS": "160"}
     runner = CliRunner()
     why_cli = runner.invoke(
         cli_app, ["jobs", "why-pending", "a-two", "-c", cluster, "-o", "json"], env=env

@@ -5,11 +5,11 @@ list; a watch from a resourceVersion the server compacted away gets 410 and list
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from datetime import date
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
@@ -74,6 +74,19 @@ def _agrees(watch: ClusterCapacityWatch, core: Any, timeout: float = 60.0) -> Cl
         time.sleep(0.3)
 
 
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """The path and query of every GET a `Collection` sends from now on."""
+    asked: list[tuple[str, dict[str, Any]]] = []
+    real = eks_kube.Collection.get
+
+    def get(self: eks_kube.Collection, timeout: Any = None, **more: Any) -> Any:
+        asked.append((self.path, {**self.query, **more}))
+        return real(self, timeout, **more)
+
+    monkeypatch.setattr(eks_kube.Collection, "get", get)
+    return asked
+
+
 @pytest.fixture(scope="module")
 def nodes(cluster: ApiServer, core: client.CoreV1Api) -> list[str]:
     cluster.sync_nodes(
@@ -92,9 +105,13 @@ def nodes(cluster: ApiServer, core: client.CoreV1Api) -> list[str]:
 
 
 def test_the_watched_model_equals_a_full_list_through_changes(
-    cluster: ApiServer, core: client.CoreV1Api, nodes: list[str]
+    cluster: ApiServer,
+    api_client: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: list[str],
+    tmp_path: Any,
 ) -> None:
-    watch = ClusterCapacityWatch(cast(KubeClient, SimpleNamespace(core=core)))
+    watch = ClusterCapacityWatch(KubeClient(api_client, tmp_path / "discovery"))
     try:
         assert watch.wait_ready(30)
         for i in range(240):
@@ -123,12 +140,11 @@ def test_the_watched_model_equals_a_full_list_through_changes(
 
 
 def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
-    cluster: ApiServer, core: client.CoreV1Api, nodes: list[str]
+    cluster: ApiServer, api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[str]
 ) -> None:
     seen: list[list[Any]] = []
-    lw = ListWatch(
-        "pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None, keep=kept_pod
-    )
+    pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
+    lw = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)
     version = lw._list()
     # a history of 20 changes: the 60 that follow push the listed version out of it
     ring = cluster.store.history["pods"]
@@ -140,9 +156,7 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
         with pytest.raises(Gone):
             lw._watch(version)
         # a loop whose first list's version is that old one: its watch gets 410, it lists again
-        again = ListWatch(
-            "pods", core.list_pod_for_all_namespaces, seen.append, lambda k, o: None, keep=kept_pod
-        )
+        again = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)
         listed = again._list
 
         def stale_first() -> str:
@@ -162,17 +176,16 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
 
 
 def test_a_list_is_read_in_pages_each_kept_as_it_comes(
-    monkeypatch: pytest.MonkeyPatch, core: client.CoreV1Api, nodes: list[str]
+    monkeypatch: pytest.MonkeyPatch,
+    api_client: client.ApiClient,
+    core: client.CoreV1Api,
+    nodes: list[str],
 ) -> None:
     for i in range(20):
         core.create_namespaced_pod(NS, _pod(f"paged-{i:02d}", nodes[i % len(nodes)], 0))
     monkeypatch.setattr(eks_kube, "LIST_PAGE", 7)
-    asked: list[dict[str, Any]] = []
-
-    def pods(**kwargs: Any) -> Any:
-        asked.append(kwargs)
-        return core.list_pod_for_all_namespaces(**kwargs)
-
+    asked = _asked(monkeypatch)
+    pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
     seen: list[list[Any]] = []
     try:
         version = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)._list()
@@ -180,8 +193,8 @@ def test_a_list_is_read_in_pages_each_kept_as_it_comes(
         listed = whole["items"]
         assert len(listed) >= 20
         assert len(asked) == -(-len(listed) // 7) >= 3  # pages of 7, the last one shorter
-        assert all(a["limit"] == 7 for a in asked)
-        assert asked[0]["_continue"] is None and all(a["_continue"] for a in asked[1:])
+        assert all(a["limit"] == 7 and path == "/api/v1/pods" for path, a in asked)
+        assert asked[0][1]["continue"] is None and all(a["continue"] for _, a in asked[1:])
         # every pod once, in order (the emulator's controllers may change a pod's status
         # between the two lists, so the pods are compared by name), each in its kept form
         assert len(seen) == 1
@@ -212,21 +225,16 @@ def test_the_adapter_s_node_and_pod_lists_keep_each_page_s_items_as_they_come(
         core.create_namespaced_pod(NS, _pod(f"kept-{i}", nodes[i % len(nodes)], 0))
     monkeypatch.setattr(eks_kube, "LIST_PAGE", 2)
     kube = KubeClient(api_client, tmp_path / "discovery")
-    pages: list[int] = []
-    real = core.list_node
-
-    def counted(**kwargs: Any) -> Any:
-        pages.append(kwargs["limit"])
-        return real(**kwargs)
-
-    monkeypatch.setattr(kube.core, "list_node", counted)
+    asked = _asked(monkeypatch)
     try:
         kept = asyncio.run(kube.nodes(HYPERPOD_NODE_SELECTOR, kube_node))
         listed_nodes = orjson.loads(
-            real(label_selector=HYPERPOD_NODE_SELECTOR, _preload_content=False).data
+            core.list_node(label_selector=HYPERPOD_NODE_SELECTOR, _preload_content=False).data
         )["items"]
         assert kept == [kube_node(n) for n in listed_nodes] and len(kept) == len(nodes)
-        assert len(pages) == -(-len(nodes) // 2) >= 2 and set(pages) == {2}
+        assert len(asked) == -(-len(nodes) // 2) >= 2
+        assert all(path == "/api/v1/nodes" and a["limit"] == 2 for path, a in asked)
+        assert all(a["labelSelector"] == HYPERPOD_NODE_SELECTOR for _, a in asked)
         pods = asyncio.run(kube.all_pods(kept_pod))
         listed = orjson.loads(core.list_pod_for_all_namespaces(_preload_content=False).data)
         assert [pod_key(p) for p in pods] == [pod_key(p) for p in listed["items"]]
@@ -234,3 +242,59 @@ def test_the_adapter_s_node_and_pod_lists_keep_each_page_s_items_as_they_come(
     finally:
         for i in range(9):
             core.delete_namespaced_pod(f"kept-{i}", NS, grace_period_seconds=0)
+
+
+READS_WITHOUT_TYPED_APIS = """
+import asyncio, json, os, sys, tempfile
+from pathlib import Path
+from kubernetes import config
+import shared.slim
+from cluster_svc.bootstrap import SERVICE
+from cluster_svc.adapters.capacity_watch import ClusterCapacityWatch
+from cluster_svc.adapters.governance import kueue_objects, namespace_events
+from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR, kube_node
+from cluster_svc.adapters.k8s import KubeClient
+from cluster_svc.domain.capacity_model import kept_pod
+
+api = config.new_client_from_config_dict(json.loads(os.environ["KUBECONFIG_JSON"]))
+kube = KubeClient(api, Path(tempfile.mkdtemp()) / "discovery")
+async def reads():
+    return (
+        await kube.nodes(HYPERPOD_NODE_SELECTOR, kube_node),
+        await kube.all_pods(kept_pod),
+        await kube.pods("kube-system", ""),
+        await namespace_events(kube, "default"),
+        await kueue_objects(kube, "clusterqueues"),
+    )
+nodes, pods, system, events, queues = asyncio.run(reads())
+watch = ClusterCapacityWatch(kube)
+assert watch.wait_ready(30), watch.error
+watch.stop()
+typed = sorted(m for m in sys.modules if m.startswith("kubernetes.client.api."))
+print(json.dumps({"nodes": len(nodes), "pods": len(pods), "typed": typed}))
+"""
+
+
+def test_cluster_svc_reads_and_watches_without_importing_the_typed_apis(
+    cluster: ApiServer, nodes: list[str]
+) -> None:
+    """The node, pod, event and Kueue reads and the capacity watch go through `Collection`,
+    not the official client's typed API classes: importing `CoreV1Api` builds a validator for
+    each of its methods and imports their models, 29 MB of cluster-svc's RSS at its first
+    cluster (docs/performance.md). In a process of its own, as the service imports itself."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", READS_WITHOUT_TYPED_APIS],
+        env={**os.environ, "KUBECONFIG_JSON": json.dumps(cluster.kubeconfig())},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["nodes"] == len(nodes) and answer["pods"] > 0
+    assert answer["typed"] == []

@@ -54,7 +54,7 @@ def test_the_session_keeps_service_models_without_their_documentation(
     loader = aws_session.session()._session.get_component("data_loader")
     assert isinstance(loader, aws_session.ModelLoader)
     held = loader.load_service_model("ec2", "service-2")
-    assert isinstance(held["shapes"], aws_session.CompactShapes)
+    assert isinstance(held["shapes"], aws_session.CompactMapping)
     shapes = {name: held["shapes"][name] for name in held["shapes"]}
     pending = [{**held, "shapes": shapes}]
     while pending:  # no documentation member anywhere in the model the client uses
@@ -100,7 +100,7 @@ def test_a_model_s_shapes_held_compact_take_less_memory_than_parsed() -> None:
         os.environ.update(AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="secret")
         from shared.adapters import aws_session
         if sys.argv[1] == "parsed":
-            aws_session.CompactShapes = lambda shapes: shapes
+            aws_session.CompactMapping = lambda shapes: shapes
         tracemalloc.start()
         clients = [
             aws_session.client(name, "us-east-1", "http://127.0.0.1:1")
@@ -119,3 +119,32 @@ def test_a_model_s_shapes_held_compact_take_less_memory_than_parsed() -> None:
         for form in ("parsed", "compact")
     }
     assert traced["compact"] < 0.75 * traced["parsed"], traced
+
+
+def test_the_endpoint_data_keeps_its_services_compact_and_resolves_as_botocore_s_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setattr(aws_session, "_session", None)
+    ours = aws_session.session()
+    theirs = boto3.session.Session()
+    loader = ours._session.get_component("data_loader")
+    data, _ = loader.load_data_with_path("endpoints")
+    assert all(isinstance(p["services"], aws_session.CompactMapping) for p in data["partitions"])
+    plain, _ = Loader().load_data_with_path("endpoints")
+    for held, parsed in zip(data["partitions"], plain["partitions"], strict=True):
+        assert list(held["services"]) == list(parsed["services"])
+        assert all(
+            held["services"][name] == parsed["services"][name] for name in parsed["services"]
+        )
+    for service in ("ec2", "sagemaker", "eks", "s3", "iam", "pricing", "sts"):
+        for partition in ("aws", "aws-cn", "aws-us-gov"):
+            assert ours.get_available_regions(service, partition) == theirs.get_available_regions(
+                service, partition
+            )
+    for service, region in (("sagemaker", "eu-west-1"), ("iam", "us-east-1"), ("s3", "cn-north-1")):
+        mine = aws_session.client(service, region)
+        assert (
+            mine.meta.endpoint_url == theirs.client(service, region_name=region).meta.endpoint_url
+        )

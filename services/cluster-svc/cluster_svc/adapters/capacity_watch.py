@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import KubeClient
 from cluster_svc.domain.capacity_model import CapacityModel, kept_node, kept_pod
-from shared.adapters.eks_kube import list_pages
+from shared.adapters.eks_kube import Collection, list_pages
 from shared.logging import get_logger
 
 log = get_logger("cluster_svc.capacity_watch")
@@ -59,21 +59,21 @@ def _lines(response: Any) -> Iterator[bytes]:
 
 
 class ListWatch:
-    """List then watch one resource (a `list_*` call of the official client), applying what it
+    """List then watch one collection of the API, applying what it
     sees through `replace(items)` and `apply(type, object)`; in a thread until `stop()`. Each
     listed item goes through `keep` as its page is read (the fields the model reads)."""
 
     def __init__(
         self,
         what: str,
-        call: Callable[..., Any],
+        collection: Collection,
         replace: Callable[[list[Mapping[str, Any]]], None],
         apply: Callable[[str, Mapping[str, Any]], None],
         *,
         keep: Callable[[Mapping[str, Any]], Mapping[str, Any]],
     ) -> None:
         self.what = what
-        self.call = call
+        self.collection = collection
         self.replace = replace
         self.apply = apply
         self.keep = keep
@@ -124,7 +124,7 @@ class ListWatch:
         items: list[Mapping[str, Any]] = []
         version: str | None = None
         try:
-            for page in list_pages(self.call, _request_timeout=60):
+            for page in list_pages(self.collection, timeout=60):
                 items.extend(self.keep(item) for item in page.get("items") or [])
                 if version is None:
                     version = str((page.get("metadata") or {}).get("resourceVersion") or "")
@@ -140,13 +140,12 @@ class ListWatch:
 
     def _watch(self, version: str) -> str:
         try:
-            response = self.call(
+            response = self.collection.get(
+                (10, WATCH_SECONDS + 30),
                 watch=True,
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=WATCH_SECONDS,
-                _preload_content=False,
-                _request_timeout=(10, WATCH_SECONDS + 30),
+                resourceVersion=version,
+                allowWatchBookmarks=True,
+                timeoutSeconds=WATCH_SECONDS,
             )
         except ApiException as exc:
             if exc.status == 410:
@@ -180,7 +179,6 @@ class ClusterCapacityWatch:
         self.model = CapacityModel()
         self.lock = threading.Lock()
         self.last_read = time.monotonic()
-        core: Any = client.core
 
         def locked(fn: Callable[..., None]) -> Callable[..., None]:
             def run(*args: Any) -> None:
@@ -189,20 +187,17 @@ class ClusterCapacityWatch:
 
             return run
 
-        def nodes(**kwargs: Any) -> Any:
-            return core.list_node(label_selector=HYPERPOD_NODE_SELECTOR, **kwargs)
-
         self.watches = (
             ListWatch(
                 "nodes",
-                nodes,
+                client.collection("api", "v1", "nodes", labelSelector=HYPERPOD_NODE_SELECTOR),
                 locked(self.model.replace_nodes),
                 locked(self.model.node_event),
                 keep=kept_node,
             ),
             ListWatch(
                 "pods",
-                core.list_pod_for_all_namespaces,
+                client.collection("api", "v1", "pods"),
                 locked(self.model.replace_pods),
                 locked(self.model.pod_event),
                 keep=kept_pod,

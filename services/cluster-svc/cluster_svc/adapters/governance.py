@@ -235,13 +235,8 @@ async def _read(kube: KubeClient, what: str, call: Any) -> Any:
 
 async def kueue_objects(kube: KubeClient, plural: str) -> list[KubeObject]:
     """Every object of a Kueue kind (cluster-wide; none when Kueue is not installed)."""
-    custom = k8s.CustomObjectsApi(kube.api)
     found = await _read(
-        kube,
-        f"list {plural}",
-        lambda: custom.list_cluster_custom_object(
-            KUEUE_GROUP, KUEUE_VERSION, plural, _preload_content=False
-        ),
+        kube, f"list {plural}", kube.collection("apis", KUEUE_GROUP, KUEUE_VERSION, plural).get
     )
     items: list[KubeObject] = found.get("items") or []
     return items
@@ -251,7 +246,7 @@ async def namespace_events(kube: KubeClient, namespace: str) -> list[KubeObject]
     found = await _read(
         kube,
         f"list events in {namespace}",
-        lambda: kube.core.list_namespaced_event(namespace, _preload_content=False),
+        kube.collection("api", "v1", "namespaces", namespace, "events").get,
     )
     items: list[KubeObject] = found.get("items") or []
     return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import boto3
 
 from inference_svc.domain.render import INVOKE_PATHS
-from shared.adapters.eks_kube import ClusterEndpoint, ClusterKube, KubeObject, eks_token
+from shared.adapters.eks_kube import (
+    ClusterEndpoint,
+    ClusterKube,
+    KubeObject,
+    eks_token,
+    list_items,
+)
 from shared.adapters.eks_kube import KubeClients as _KubeClients
 from shared.boundary import confined_subpath, dns_label, path_segment
 from shared.boundary import namespace as user_namespace
@@ -104,8 +110,8 @@ class InferenceKube(ClusterKube):
 
     async def services(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
-            found = self.core.list_namespaced_service(namespace, label_selector=selector)
-            return [self.api.sanitize_for_serialization(s) for s in found.items]  # type: ignore[no-untyped-call]
+            services = self.collection("api", "v1", "namespaces", namespace, "services")
+            return list_items(services, labelSelector=selector)
 
         return await self._run(f"list services {selector}", call)
 
