@@ -74,6 +74,22 @@ def _agrees(watch: ClusterCapacityWatch, core: Any, timeout: float = 60.0) -> Cl
         time.sleep(0.3)
 
 
+def _pod_list_watch(
+    pods: eks_kube.Collection, seen: list[list[Any]], retained: list[set[Any]]
+) -> ListWatch[Any]:
+    """A list and watch of Pods that records each page it puts and what the list retains."""
+
+    def put(items: list[Any]) -> list[Any]:
+        seen.append(items)
+        return [pod_key(p) for p in items]
+
+    return ListWatch("pods", pods, put, retained.append, lambda k, o: None, keep=kept_pod)
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 def _asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
     """The path and query of every GET a `Collection` sends from now on."""
     asked: list[tuple[str, dict[str, Any]]] = []
@@ -142,9 +158,8 @@ def test_the_watched_model_equals_a_full_list_through_changes(
 def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
     cluster: ApiServer, api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[str]
 ) -> None:
-    seen: list[list[Any]] = []
     pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
-    lw = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)
+    lw = _pod_list_watch(pods, [], [])
     version = lw._list()
     # a history of 20 changes: the 60 that follow push the listed version out of it
     ring = cluster.store.history["pods"]
@@ -156,7 +171,7 @@ def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
         with pytest.raises(Gone):
             lw._watch(version)
         # a loop whose first list's version is that old one: its watch gets 410, it lists again
-        again = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)
+        again = _pod_list_watch(pods, [], [])
         listed = again._list
 
         def stale_first() -> str:
@@ -187,8 +202,9 @@ def test_a_list_is_read_in_pages_each_kept_as_it_comes(
     asked = _asked(monkeypatch)
     pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
     seen: list[list[Any]] = []
+    retained: list[set[Any]] = []
     try:
-        version = ListWatch("pods", pods, seen.append, lambda k, o: None, keep=kept_pod)._list()
+        version = _pod_list_watch(pods, seen, retained)._list()
         whole = orjson.loads(core.list_pod_for_all_namespaces(_preload_content=False).data)
         listed = whole["items"]
         assert len(listed) >= 20
@@ -197,10 +213,13 @@ def test_a_list_is_read_in_pages_each_kept_as_it_comes(
         assert asked[0][1]["continue"] is None and all(a["continue"] for _, a in asked[1:])
         # every pod once, in order (the emulator's controllers may change a pod's status
         # between the two lists, so the pods are compared by name), each in its kept form
-        assert len(seen) == 1
-        assert [pod_key(p) for p in seen[0]] == [pod_key(p) for p in listed]
-        assert all(p == kept_pod(p) for p in seen[0])
-        assert "managedFields" not in seen[0][0]["metadata"]
+        # each page handed over as it came, in its kept form; the list's end keeps them all
+        assert [len(page) for page in seen] == [len(p) for p in _chunks(listed, 7)]
+        kept = [p for page in seen for p in page]
+        assert [pod_key(p) for p in kept] == [pod_key(p) for p in listed]
+        assert all(p == kept_pod(p) for p in kept)
+        assert "managedFields" not in kept[0]["metadata"]
+        assert retained == [{pod_key(p) for p in listed}]
         assert int(version) <= int(whole["metadata"]["resourceVersion"])
     finally:
         for i in range(20):

@@ -155,6 +155,26 @@ def test_a_relist_replaces_what_the_model_held() -> None:
     world.check()
 
 
+def test_a_relist_read_in_pages_replaces_what_the_model_held() -> None:
+    """As a watch lists: each page put as it comes, then what the list did not name dropped."""
+    world = World()
+    for i in range(6):
+        world.put_node(node(f"n{i}", group="g0"))
+    for i in range(50):
+        world.put_pod(_running(f"p{i:02d}", f"n{i % 6}", 1, "team-a", "j"))
+    del world.nodes["n0"]
+    world.nodes["n9"] = node("n9", group="g1")
+    for i in range(0, 50, 3):
+        del world.pods[("team-a", f"p{i:02d}")]
+    world.pods[("team-a", "p01")]["spec"]["nodeName"] = "n9"
+    nodes, pods = list(world.nodes.values()), list(world.pods.values())
+    names = {n for i in range(0, len(nodes), 4) for n in world.model.put_nodes(nodes[i : i + 4])}
+    world.model.retain_nodes(names)
+    keys = {k for i in range(0, len(pods), 7) for k in world.model.put_pods(pods[i : i + 7])}
+    world.model.retain_pods(keys)
+    world.check()
+
+
 def test_a_page_past_the_last_node_is_empty_and_the_answer_counts_every_node() -> None:
     world = World()
     for i in range(3):
@@ -211,3 +231,24 @@ def test_the_model_keeps_only_what_it_reads_and_answers_the_same() -> None:
         kept_node = model._nodes[name]
         assert "images" not in kept_node["status"] and "nodeInfo" not in kept_node["status"]
         assert "managedFields" not in kept_node["metadata"]
+
+
+def test_a_pod_whose_cost_is_not_counted_is_held_compact_and_read_back_the_same() -> None:
+    """A daemon pod (no job, no team namespace) is held as compact JSON, a job's pod parsed
+    (every capacity read reads it); `pods_in` gives both back as they were kept."""
+    from cluster_svc.domain.capacity_model import kept_pod
+
+    daemon = _as_listed(_running("proxy-1", "n0", 0, "kube-system", None))
+    job = _as_listed(_running("p0", "n0", 2, "team-a", "job1"))
+    model = CapacityModel()
+    model.replace_nodes([node("n0", group="g", gpus=8)])
+    model.replace_pods([daemon, job])
+    held = {k: p.held for k, p in model._pods.items()}
+    assert isinstance(held[pod_key(daemon)], bytes) and isinstance(held[pod_key(job)], dict)
+    assert len(held[pod_key(daemon)]) < 600
+    assert model.pods_in("kube-system") == [kept_pod(daemon)]
+    assert model.pods_in("team-a") == [kept_pod(job)]
+    whole = capacity.cluster_capacity(
+        "c1", [node("n0", group="g", gpus=8)], [daemon, job], PRICES, NOW
+    )
+    assert model.capacity("c1", PRICES, NOW) == (whole, False)

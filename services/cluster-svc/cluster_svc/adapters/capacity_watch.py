@@ -22,8 +22,8 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import orjson
 from kubernetes.client.exceptions import ApiException
@@ -37,6 +37,7 @@ from shared.logging import get_logger
 log = get_logger("cluster_svc.capacity_watch")
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)  # what names a listed item: a Node's name, a Pod's key
 WATCH_SECONDS = 240  # the server ends a watch after this long; it is opened again from its rv
 RETRY_SECONDS = 2.0
 
@@ -58,23 +59,28 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield pending
 
 
-class ListWatch:
-    """List then watch one collection of the API, applying what it
-    sees through `replace(items)` and `apply(type, object)`; in a thread until `stop()`. Each
-    listed item goes through `keep` as its page is read (the fields the model reads)."""
+class ListWatch(Generic[K]):
+    """List then watch one collection of the API, applying what it sees; in a thread until
+    `stop()`. A list is applied a page at a time: each page's items, each through `keep` (the
+    fields the model reads), go to `put(items)`, which answers their keys; at the list's end
+    `retain(keys)` drops what it did not name. A watch event goes to `apply(type, object)`.
+    A page at a time, not the whole list: a 1,000-node cluster's 7,000 Pods held kept until the
+    list ended were 40 MB more at the peak, and most of it stayed with the process."""
 
     def __init__(
         self,
         what: str,
         collection: Collection,
-        replace: Callable[[list[Mapping[str, Any]]], None],
+        put: Callable[[list[Mapping[str, Any]]], Sequence[K]],
+        retain: Callable[[set[K]], None],
         apply: Callable[[str, Mapping[str, Any]], None],
         *,
         keep: Callable[[Mapping[str, Any]], Mapping[str, Any]],
     ) -> None:
         self.what = what
         self.collection = collection
-        self.replace = replace
+        self.put = put
+        self.retain = retain
         self.apply = apply
         self.keep = keep
         self.listed = threading.Event()
@@ -121,18 +127,18 @@ class ListWatch:
                 self._stopped.wait(RETRY_SECONDS)
 
     def _list(self) -> str:
-        items: list[Mapping[str, Any]] = []
+        listed: set[K] = set()
         version: str | None = None
         try:
             for page in list_pages(self.collection, timeout=60):
-                items.extend(self.keep(item) for item in page.get("items") or [])
+                listed.update(self.put([self.keep(item) for item in page.get("items") or []]))
                 if version is None:
                     version = str((page.get("metadata") or {}).get("resourceVersion") or "")
         except ApiException as exc:
             if exc.status == 410:  # the continue token expired
                 raise Gone from exc
             raise
-        self.replace(items)
+        self.retain(listed)
         self.lists += 1
         self.error = None
         self.listed.set()
@@ -180,10 +186,10 @@ class ClusterCapacityWatch:
         self.lock = threading.Lock()
         self.last_read = time.monotonic()
 
-        def locked(fn: Callable[..., None]) -> Callable[..., None]:
-            def run(*args: Any) -> None:
+        def locked(fn: Callable[..., T]) -> Callable[..., T]:
+            def run(*args: Any) -> T:
                 with self.lock:
-                    fn(*args)
+                    return fn(*args)
 
             return run
 
@@ -191,14 +197,16 @@ class ClusterCapacityWatch:
             ListWatch(
                 "nodes",
                 client.collection("api", "v1", "nodes", labelSelector=HYPERPOD_NODE_SELECTOR),
-                locked(self.model.replace_nodes),
+                locked(self.model.put_nodes),
+                locked(self.model.retain_nodes),
                 locked(self.model.node_event),
                 keep=kept_node,
             ),
             ListWatch(
                 "pods",
                 client.collection("api", "v1", "pods"),
-                locked(self.model.replace_pods),
+                locked(self.model.put_pods),
+                locked(self.model.retain_pods),
                 locked(self.model.pod_event),
                 keep=kept_pod,
             ),

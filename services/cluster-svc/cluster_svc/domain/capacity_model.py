@@ -14,11 +14,14 @@ Not thread-safe by itself: the caller serialises changes and reads (one lock per
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
+
+import orjson
 
 from cluster_svc.domain.capacity import (
     GPU,
@@ -120,11 +123,35 @@ def pod_key(pod: Mapping[str, Any]) -> PodKey:
 
 @dataclass
 class _Pod:
-    raw: dict[str, Any]
+    held: dict[str, Any] | bytes  # the kept pod (`raw`)
     wanted: dict[str, Decimal]
     node: str | None  # bound and not terminated
     pending: PendingPod | None  # not terminated and bound to no node
     costed: bool  # ran or runs on a node, in a job or a team namespace (its cost is counted)
+
+    @classmethod
+    def of(
+        cls,
+        pod: dict[str, Any],
+        wanted: dict[str, Decimal],
+        node: str | None,
+        pending: PendingPod | None,
+        costed: bool,
+    ) -> _Pod:
+        """A costed pod is kept parsed: every capacity read reads it. Any other (a cluster's
+        daemon pods are most of its Pods) is kept as compact JSON, read only for its
+        namespace's pending explanation (`pods_in`): 1.4 KB a pod instead of 6.3 KB of dicts.
+        json, not orjson: an orjson bytes object keeps its 4 KB write buffer."""
+        held = pod if costed else json.dumps(pod, separators=(",", ":")).encode()
+        return cls(held, wanted, node, pending, costed)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        held = self.held
+        if isinstance(held, dict):
+            return held
+        parsed: dict[str, Any] = orjson.loads(held)
+        return parsed
 
 
 @dataclass
@@ -180,24 +207,48 @@ class CapacityModel:
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
         """A fresh list of the Nodes: what it lacks is gone, the rest as listed."""
-        listed = {str(_meta(n).get("name", "")): n for n in nodes}
-        for name in [n for n in self._nodes if n not in listed]:
-            self.node_event("DELETED", self._nodes[name])
-        for node in listed.values():
+        self.retain_nodes(set(self.put_nodes(nodes)))
+
+    def put_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Nodes of a list (one page of it), each as listed; their names."""
+        names = []
+        for node in nodes:
+            names.append(str(_meta(node).get("name", "")))
             self.node_event("MODIFIED", node)
+        return names
+
+    def retain_nodes(self, names: Container[str]) -> None:
+        """The end of a list: the Nodes it did not name are gone."""
+        for name in [n for n in self._nodes if n not in names]:
+            self.node_event("DELETED", self._nodes[name])
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
-        """A fresh list of the Pods: what it lacks is gone, the rest as listed (each node's
-        view derived once, after every pod is in)."""
-        listed = {pod_key(p): p for p in pods}
+        """A fresh list of the Pods: what it lacks is gone, the rest as listed."""
+        self.retain_pods(set(self.put_pods(pods)))
+
+    def put_pods(self, pods: Iterable[Mapping[str, Any]]) -> list[PodKey]:
+        """Pods of a list (one page of it), each as listed, each node's view derived once
+        after every pod is in; their keys."""
+        keys = []
         touched: set[str] = set()
-        for key in [k for k in self._pods if k not in listed]:
+        for pod in pods:
+            key = pod_key(pod)
+            keys.append(key)
+            touched.update(self._put_pod(key, pod))
+        self._refresh_each(touched)
+        return keys
+
+    def retain_pods(self, keys: Container[PodKey]) -> None:
+        """The end of a list: the Pods it did not name are gone."""
+        touched: set[str] = set()
+        for key in [k for k in self._pods if k not in keys]:
             old = self._pods.pop(key)
             self._unlink(key, old)
             touched.add(old.node or "")
-        for key, pod in listed.items():
-            touched.update(self._put_pod(key, pod))
-        for name in touched - {""}:
+        self._refresh_each(touched)
+
+    def _refresh_each(self, names: set[str]) -> None:
+        for name in names - {""}:
             self._refresh(name)
 
     def node_event(self, kind: str, node: Mapping[str, Any]) -> None:
@@ -238,11 +289,11 @@ class CapacityModel:
         spec = pod.get("spec") or {}
         wanted = pod_requests(spec)
         if status.get("phase") in TERMINATED:  # allocates nothing; what it cost still counts
-            return _Pod(pod, wanted, None, None, costed(pod))
+            return _Pod.of(pod, wanted, None, None, costed(pod))
         bound = spec.get("nodeName")
         if not bound:
-            return _Pod(pod, wanted, None, _pending_view(pod, wanted), False)
-        return _Pod(pod, wanted, str(bound), None, costed(pod))
+            return _Pod.of(pod, wanted, None, _pending_view(pod, wanted), False)
+        return _Pod.of(pod, wanted, str(bound), None, costed(pod))
 
     def _link(self, key: PodKey, pod: _Pod) -> None:
         self._by_namespace.setdefault(key[0], {})[key[1]] = pod
