@@ -24,11 +24,9 @@ import argparse
 import asyncio
 import copy
 import multiprocessing as mp
-import tempfile
 import time
 import uuid
 from datetime import date
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -183,7 +181,6 @@ def _areas(kubeconfig: dict[str, Any], name: str) -> tuple[Any, Any, KubeClient,
     cluster-svc anyway) and the team quotas (the same on both sizes)."""
     kube = KubeClient(
         config.new_client_from_config_dict(kubeconfig),  # type: ignore[no-untyped-call]
-        Path(tempfile.mkdtemp()) / "discovery.json",
     )
 
     class Factory(EksKubeFactory):

@@ -31,8 +31,6 @@ import urllib3
 from botocore.signers import RequestSigner
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from shared.adapters import aws_session
 from shared.config import get_settings
@@ -214,39 +212,49 @@ class ClusterKube:
     INVALID_HINT = "the API server's schema refused the object"
     FORBIDDEN_HINT: str | None = None
 
-    def __init__(self, api: k8s.ApiClient, cache_file: Path) -> None:
+    def __init__(self, api: k8s.ApiClient) -> None:
         self.api = api
-        self._cache_file = cache_file
-        self._dynamic: DynamicClient | None = None
+        self._kinds: dict[str, dict[str, Kind]] = {}  # by apiVersion: its kinds, by name
         self._lock = threading.Lock()
 
     @cached_property
     def core(self) -> k8s.CoreV1Api:
-        """The official client's typed core API, for the calls lists and watches do not cover
-        (a Pod's log, exec, proxy, Secrets). Made on first use: importing it builds a pydantic
-        validator for each of its ~400 methods and imports their models (29 MB of a service's
-        RSS; `Collection` reads what a list or a watch needs without it)."""
+        """The official client's typed core API, for the calls `ApiPath` does not make here (a
+        Pod's log, exec, proxy, Secrets). Made on first use: importing it builds a pydantic
+        validator for each of its ~400 methods and imports their models (21 MB of a service's
+        RSS)."""
         return k8s.CoreV1Api(self.api)
 
-    def collection(self, *segments: str, **query: str) -> Collection:
-        """The collection at `segments` of this cluster's API (see `Collection`)."""
-        return Collection(self.api, segments, query)
+    def collection(self, *segments: str, **query: str) -> ApiPath:
+        """The path `segments` of this cluster's API, `query` sent with each request."""
+        return ApiPath(self.api, segments, query)
 
-    def _resource(self, api_version: str, kind: str) -> Any:
+    def _resource(self, api_version: str, kind: str) -> Kind | None:
+        """Where the API serves `kind` of `api_version` (None: not served). Found in the
+        group version's discovery document (`GET /api/v1`, `/apis/<group>/<version>`), kept
+        per group version; a kind it lacks is looked for once more in a fresh one (a CRD
+        installed since), as client-go's deferred discovery mapper does on a miss."""
         with self._lock:
-            if self._dynamic is None:
-                self._dynamic = DynamicClient(  # type: ignore[no-untyped-call]
-                    self.api, cache_file=str(self._cache_file)
-                )
-            try:
-                return self._dynamic.resources.get(api_version=api_version, kind=kind)
-            except ResourceNotFoundError:
-                # A CRD installed after discovery: look again once.
-                self._dynamic.resources.invalidate_cache()
-                try:
-                    return self._dynamic.resources.get(api_version=api_version, kind=kind)
-                except ResourceNotFoundError:
-                    return None
+            known = self._kinds.get(api_version)
+            if known is not None and kind in known:
+                return known[kind]
+            known = self._kinds[api_version] = self._discover(api_version)
+            return known.get(kind)
+
+    def _discover(self, api_version: str) -> dict[str, Kind]:
+        group, _, version = api_version.rpartition("/")
+        base = ("apis", group, version) if group else ("api", version)
+        try:
+            listed = orjson.loads(ApiPath(self.api, base).request("GET").data)
+        except ApiException as exc:
+            if exc.status == 404:  # the group version is not served (its CRD is absent)
+                return {}
+            raise
+        return {
+            str(r["kind"]): Kind(base, str(r["name"]), bool(r.get("namespaced")))
+            for r in listed.get("resources") or []
+            if "/" not in str(r.get("name", ""))  # not a subresource (pods/log, .../status)
+        }
 
     @classmethod
     def error(cls, exc: Exception, what: str) -> StageError:
@@ -288,38 +296,59 @@ class ClusterKube:
             if resource is None:
                 return None  # the kind is not served (its CRD is absent), so neither is the object
             try:
-                found: KubeObject = resource.get(
-                    name=name, namespace=_ns(resource, namespace)
-                ).to_dict()
+                response = self._object(resource, name, namespace).request("GET")
             except ApiException as exc:
                 if exc.status == 404:
                     return None
                 raise
+            found: KubeObject = orjson.loads(response.data)
             return found
 
         return await self._run(f"get {kind} {_ref(name, namespace)}", call)
 
     async def apply(self, obj: KubeObject, *, dry_run: bool = False) -> KubeObject:
-        """Server-side apply of `obj`; with `dry_run`, the API server runs every admission step
-        (schema, webhooks) and answers what it would store, storing nothing (`dryRun=All`:
+        """Server-side apply of `obj` (a PATCH of type application/apply-patch+yaml, JSON
+        being YAML, under this service's field manager, taking over conflicting fields); with
+        `dry_run`, the API server runs every admission step (schema, webhooks) and answers what
+        it would store, storing nothing (`dryRun=All`:
         https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)."""
         meta = obj["metadata"]
         what = f"apply {obj['kind']} {_ref(meta['name'], meta.get('namespace'))}"
-        extra: dict[str, str] = {"dry_run": "All"} if dry_run else {}
 
         def call() -> KubeObject:
             resource = self._resource(obj["apiVersion"], obj["kind"])
             if resource is None:
                 raise self._not_served(what, obj["apiVersion"], obj["kind"])
-            applied: KubeObject = resource.server_side_apply(
+            response = self._object(resource, meta["name"], meta.get("namespace")).request(
+                "PATCH",
                 body=obj,
-                name=meta["name"],
-                namespace=_ns(resource, meta.get("namespace")),
-                field_manager=self.FIELD_MANAGER,
-                force_conflicts=True,
-                **extra,
-            ).to_dict()
+                content_type="application/apply-patch+yaml",
+                query={
+                    "fieldManager": self.FIELD_MANAGER,
+                    "force": True,
+                    "dryRun": "All" if dry_run else None,
+                },
+            )
+            applied: KubeObject = orjson.loads(response.data)
             return applied
+
+        return await self._run(what, call)
+
+    async def merge_patch(
+        self, api_version: str, kind: str, name: str, namespace: str | None, patch: KubeObject
+    ) -> KubeObject:
+        """A JSON merge patch: only the fields named change (a label, the replicas)."""
+        what = f"patch {kind} {_ref(name, namespace)}"
+
+        def call() -> KubeObject:
+            resource = self._resource(api_version, kind)
+            if resource is None:
+                raise self._not_served(what, api_version, kind)
+            response = self._object(resource, name, namespace).request(
+                "PATCH", body=patch, content_type="application/merge-patch+json"
+            )
+            patched: KubeObject = orjson.loads(response.data)
+            return patched
 
         return await self._run(what, call)
 
@@ -333,10 +362,8 @@ class ClusterKube:
             if resource is None:
                 return False
             try:
-                resource.delete(
-                    name=name,
-                    namespace=_ns(resource, namespace),
-                    body={"propagationPolicy": "Background"},
+                self._object(resource, name, namespace).request(
+                    "DELETE", body={"propagationPolicy": "Background"}
                 )
             except ApiException as exc:
                 if exc.status == 404:
@@ -354,10 +381,15 @@ class ClusterKube:
             resource = self._resource(api_version, kind)
             if resource is None:
                 return []
-            found = resource.get(label_selector=selector).to_dict()
-            return list(found.get("items") or [])
+            listed = ApiPath(self.api, (*resource.base, resource.plural))
+            return list_items(listed, labelSelector=selector)
 
         return await self._run(f"list {kind} {selector}", call)
+
+    def _object(self, resource: Kind, name: str, namespace: str | None) -> ApiPath:
+        """The path of one object: a namespaced one without a namespace is in "default"."""
+        where = ("namespaces", namespace or "default") if resource.namespaced else ()
+        return ApiPath(self.api, (*resource.base, *where, resource.plural, name))
 
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
@@ -400,15 +432,26 @@ LIST_PAGE = 500  # client-go's pager's default page (k8s.io/client-go/tools/page
 
 
 @dataclass(frozen=True)
-class Collection:
-    """One collection of a cluster's API (`/api/v1/nodes`, `/apis/<group>/<version>/<plural>`),
-    read as JSON over the official client's transport: its TLS, bearer token (renewed by the
-    refresh hook) and request timeouts (`TimedApiClient`). Each segment is quoted whole, as
-    the typed client quotes a path parameter, so a name cannot add a segment or a query.
+class Kind:
+    """Where the API serves a kind: its group version's path, its plural, whether namespaced."""
+
+    base: tuple[str, ...]  # ("api", "v1") or ("apis", group, version)
+    plural: str
+    namespaced: bool
+
+
+@dataclass(frozen=True)
+class ApiPath:
+    """A path of a cluster's API (`/api/v1/nodes`, `/apis/<group>/<version>/<plural>/<name>`),
+    requested as JSON over the official client's transport: its TLS, bearer token (renewed by
+    the refresh hook) and request timeouts (`TimedApiClient`). Each segment is quoted whole,
+    as the typed client quotes a path parameter, so a name cannot add a segment or a query.
     `query` is sent with every request (the API's own names: `labelSelector`).
 
-    Not the typed API classes: lists and watches are parsed from the JSON anyway
-    (`list_pages`), and importing `CoreV1Api` alone costs 79 MB in a bare interpreter."""
+    Not the typed API classes, nor the client's DynamicClient: objects and lists are JSON
+    here anyway (`list_pages`); importing `CoreV1Api` alone costs 79 MB in a bare
+    interpreter, and a DynamicClient's discovery kept 0.9 MB per cluster (`Kind` is what it is
+    asked for)."""
 
     api: k8s.ApiClient
     segments: tuple[str, ...]
@@ -419,15 +462,32 @@ class Collection:
         return "".join("/" + quote(s, safe="") for s in self.segments)
 
     def get(self, timeout: Any = None, **more: str | int | bool | None) -> Any:
-        """GET the collection with `query` and `more` (None left out); the urllib3 response,
-        unread (`.data`, or `.stream()` for a watch). A status other than 2xx raises the
-        client's ApiException, as its typed calls do."""
-        params = [(k, v) for k, v in {**self.query, **more}.items() if v is not None]
+        """GET with `query` and `more` (see `request`)."""
+        return self.request("GET", timeout, query=more)
+
+    def request(
+        self,
+        method: str,
+        timeout: Any = None,
+        *,
+        body: KubeObject | None = None,
+        content_type: str | None = None,
+        query: Mapping[str, str | int | bool | None] | None = None,
+    ) -> Any:
+        """`method` with the path's query and `query` (None left out) and a JSON `body`; the
+        urllib3 response, unread (`.data`, or `.stream()` for a watch). A status other than
+        2xx raises the client's ApiException, as its typed calls do."""
+        asked = {**self.query, **(query or {})}
+        params = [(k, v) for k, v in asked.items() if v is not None]
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
         request = self.api.param_serialize(
-            "GET",
+            method,
             self.path,
             query_params=params,
-            header_params={"Accept": "application/json"},
+            header_params=headers,
+            body=body,
             auth_settings=["BearerToken"],
         )
         response: Any = self.api.call_api(*request, _request_timeout=timeout)
@@ -437,7 +497,7 @@ class Collection:
         return response.response
 
 
-def list_pages(collection: Collection, timeout: Any = None) -> Iterator[KubeObject]:
+def list_pages(collection: ApiPath, timeout: Any = None) -> Iterator[KubeObject]:
     """The pages of a list of `collection`, each parsed from the API server's JSON (camelCase
     keys, RFC 3339 times) as it is read: LIST_PAGE items a page (`limit`, then `continue` until
     the server gives none), as client-go's pager reads. One page is parsed at a time: a
@@ -458,31 +518,25 @@ def list_pages(collection: Collection, timeout: Any = None) -> Iterator[KubeObje
 
 
 @overload
-def list_items(collection: Collection, keep: None = None, **query: str) -> list[KubeObject]: ...
+def list_items(collection: ApiPath, keep: None = None, **query: str) -> list[KubeObject]: ...
 
 
 @overload
-def list_items(
-    collection: Collection, keep: Callable[[KubeObject], T], **query: str
-) -> list[T]: ...
+def list_items(collection: ApiPath, keep: Callable[[KubeObject], T], **query: str) -> list[T]: ...
 
 
 def list_items(
-    collection: Collection, keep: Callable[[KubeObject], Any] | None = None, **query: str
+    collection: ApiPath, keep: Callable[[KubeObject], Any] | None = None, **query: str
 ) -> list[Any]:
     """Every item of a list of `collection` with `query` added, read in pages (`list_pages`),
     each as `keep` makes it (else as read): a page is dropped once its items are kept."""
-    listed = Collection(collection.api, collection.segments, {**collection.query, **query})
+    listed = ApiPath(collection.api, collection.segments, {**collection.query, **query})
     made = keep or _same
     return [made(item) for page in list_pages(listed) for item in page.get("items") or []]
 
 
 def _same(item: KubeObject) -> KubeObject:
     return item
-
-
-def _ns(resource: Any, namespace: str | None) -> str | None:
-    return (namespace or "default") if resource.namespaced else None
 
 
 def _ref(name: str, namespace: str | None) -> str:
@@ -513,10 +567,7 @@ class KubeClients(Generic[K]):
             found = self._clients.get((target, signing))
             if found is None:
                 tokens = EksTokens(self.session, target.eks_name, signing, self.kube.SERVICE)
-                found = self.kube(
-                    api_client(target, tokens, self._dir),
-                    self._dir / f"{target.eks_name}-{len(self._clients)}.json",
-                )
+                found = self.kube(api_client(target, tokens, self._dir))
                 self._clients[(target, signing)] = found
             return found
 

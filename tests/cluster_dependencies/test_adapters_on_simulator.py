@@ -64,6 +64,30 @@ async def test_apply_is_server_side_and_idempotent_get_and_delete(kube: KubeClie
     assert await kube.delete("v1", "ConfigMap", name, "default") is False
 
 
+async def test_a_dry_run_stores_nothing_a_merge_patch_changes_what_it_names_and_a_cluster_kind_lists(
+    kube: KubeClient,
+) -> None:
+    name = f"cm-{uuid.uuid4().hex[:6]}"
+    answered = await kube.apply(config_map(name, {"a": "1"}), dry_run=True)
+    assert answered["data"] == {"a": "1"}
+    assert await kube.get("v1", "ConfigMap", name, "default") is None
+    await kube.apply(config_map(name, {"a": "1", "b": "2"}))
+    patched = await kube.merge_patch("v1", "ConfigMap", name, "default", {"data": {"a": "3"}})
+    assert patched["data"] == {"a": "3", "b": "2"}
+    label = f"hp-test-{uuid.uuid4().hex[:6]}"
+    namespace: KubeObject = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": label, "labels": {"hp-test": label}},
+    }
+    await kube.apply(namespace)  # cluster-scoped: no namespace in its path
+    assert await kube.serves("v1", "Namespace") and not await kube.serves("v1", "NoSuchKind")
+    listed = await kube.list_objects("v1", "Namespace", f"hp-test={label}")
+    assert [n["metadata"]["name"] for n in listed] == [label]
+    assert await kube.delete("v1", "Namespace", label) is True
+    assert await kube.delete("v1", "ConfigMap", name, "default") is True
+
+
 async def test_custom_kinds_are_absent_until_their_crd_is_served(kube: KubeClient) -> None:
     scaled: KubeObject = {
         "apiVersion": "keda.sh/v1alpha1",

@@ -50,9 +50,7 @@ def silent_server() -> Iterator[str]:
 def test_a_silent_api_server_fails_the_call_as_temporary(
     silent_server: str, tmp_path: Path
 ) -> None:
-    kube = ClusterKube(
-        TimedApiClient(k8s.Configuration(host=silent_server), (1.0, 0.5)), tmp_path / "d.json"
-    )
+    kube = ClusterKube(TimedApiClient(k8s.Configuration(host=silent_server), (1.0, 0.5)))
     started = time.monotonic()
     with pytest.raises(TemporaryError) as caught:
         asyncio.run(kube.nodes())

@@ -141,7 +141,7 @@ def kube(tmp_path: Any) -> InferenceKube:
         return Raw()
 
     api.call_api = call_api  # type: ignore[method-assign,assignment]
-    found = InferenceKube(api, tmp_path / "cache")
+    found = InferenceKube(api)
     found.sent = sent  # type: ignore[attr-defined]
     return found
 

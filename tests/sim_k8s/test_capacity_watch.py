@@ -75,7 +75,7 @@ def _agrees(watch: ClusterCapacityWatch, core: Any, timeout: float = 60.0) -> Cl
 
 
 def _pod_list_watch(
-    pods: eks_kube.Collection, seen: list[list[Any]], retained: list[set[Any]]
+    pods: eks_kube.ApiPath, seen: list[list[Any]], retained: list[set[Any]]
 ) -> ListWatch[Any]:
     """A list and watch of Pods that records each page it puts and what the list retains."""
 
@@ -91,15 +91,15 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
 
 
 def _asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
-    """The path and query of every GET a `Collection` sends from now on."""
+    """The path and query of every GET an `ApiPath` sends from now on."""
     asked: list[tuple[str, dict[str, Any]]] = []
-    real = eks_kube.Collection.get
+    real = eks_kube.ApiPath.get
 
-    def get(self: eks_kube.Collection, timeout: Any = None, **more: Any) -> Any:
+    def get(self: eks_kube.ApiPath, timeout: Any = None, **more: Any) -> Any:
         asked.append((self.path, {**self.query, **more}))
         return real(self, timeout, **more)
 
-    monkeypatch.setattr(eks_kube.Collection, "get", get)
+    monkeypatch.setattr(eks_kube.ApiPath, "get", get)
     return asked
 
 
@@ -127,7 +127,7 @@ def test_the_watched_model_equals_a_full_list_through_changes(
     nodes: list[str],
     tmp_path: Any,
 ) -> None:
-    watch = ClusterCapacityWatch(KubeClient(api_client, tmp_path / "discovery"))
+    watch = ClusterCapacityWatch(KubeClient(api_client))
     try:
         assert watch.wait_ready(30)
         for i in range(240):
@@ -158,7 +158,7 @@ def test_the_watched_model_equals_a_full_list_through_changes(
 def test_a_compacted_resource_version_gets_410_and_the_watch_lists_again(
     cluster: ApiServer, api_client: client.ApiClient, core: client.CoreV1Api, nodes: list[str]
 ) -> None:
-    pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
+    pods = eks_kube.ApiPath(api_client, ("api", "v1", "pods"))
     lw = _pod_list_watch(pods, [], [])
     version = lw._list()
     # a history of 20 changes: the 60 that follow push the listed version out of it
@@ -200,7 +200,7 @@ def test_a_list_is_read_in_pages_each_kept_as_it_comes(
         core.create_namespaced_pod(NS, _pod(f"paged-{i:02d}", nodes[i % len(nodes)], 0))
     monkeypatch.setattr(eks_kube, "LIST_PAGE", 7)
     asked = _asked(monkeypatch)
-    pods = eks_kube.Collection(api_client, ("api", "v1", "pods"))
+    pods = eks_kube.ApiPath(api_client, ("api", "v1", "pods"))
     seen: list[list[Any]] = []
     retained: list[set[Any]] = []
     try:
@@ -243,7 +243,7 @@ def test_the_adapter_s_node_and_pod_lists_keep_each_page_s_items_as_they_come(
     for i in range(9):
         core.create_namespaced_pod(NS, _pod(f"kept-{i}", nodes[i % len(nodes)], 0))
     monkeypatch.setattr(eks_kube, "LIST_PAGE", 2)
-    kube = KubeClient(api_client, tmp_path / "discovery")
+    kube = KubeClient(api_client)
     asked = _asked(monkeypatch)
     try:
         kept = asyncio.run(kube.nodes(HYPERPOD_NODE_SELECTOR, kube_node))
@@ -276,7 +276,7 @@ from cluster_svc.adapters.k8s import KubeClient
 from cluster_svc.domain.capacity_model import kept_pod
 
 api = config.new_client_from_config_dict(json.loads(os.environ["KUBECONFIG_JSON"]))
-kube = KubeClient(api, Path(tempfile.mkdtemp()) / "discovery")
+kube = KubeClient(api)
 async def reads():
     return (
         await kube.nodes(HYPERPOD_NODE_SELECTOR, kube_node),
@@ -297,7 +297,7 @@ print(json.dumps({"nodes": len(nodes), "pods": len(pods), "typed": typed}))
 def test_cluster_svc_reads_and_watches_without_importing_the_typed_apis(
     cluster: ApiServer, nodes: list[str]
 ) -> None:
-    """The node, pod, event and Kueue reads and the capacity watch go through `Collection`,
+    """The node, pod, event and Kueue reads and the capacity watch go through `ApiPath`,
     not the official client's typed API classes: importing `CoreV1Api` builds a validator for
     each of its methods and imports their models, 29 MB of cluster-svc's RSS at its first
     cluster (docs/performance.md). In a process of its own, as the service imports itself."""

@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from cluster_svc.adapters.hyperpod_nodes import HYPERPOD_NODE_SELECTOR
 from cluster_svc.adapters.k8s import KubeClient
 from cluster_svc.domain.capacity_model import CapacityModel, kept_node, kept_pod
-from shared.adapters.eks_kube import Collection, list_pages
+from shared.adapters.eks_kube import ApiPath, list_pages
 from shared.logging import get_logger
 
 log = get_logger("cluster_svc.capacity_watch")
@@ -70,7 +70,7 @@ class ListWatch(Generic[K]):
     def __init__(
         self,
         what: str,
-        collection: Collection,
+        collection: ApiPath,
         put: Callable[[list[Mapping[str, Any]]], Sequence[K]],
         retain: Callable[[set[K]], None],
         apply: Callable[[str, Mapping[str, Any]], None],

@@ -87,27 +87,6 @@ class InferenceKube(ClusterKube):
     FIELD_MANAGER = "hyperpilot-inference"
     INVALID_HINT = "the API server's schema refused the object; check the endpoint's spec"
 
-    async def merge_patch(
-        self, api_version: str, kind: str, name: str, namespace: str, patch: KubeObject
-    ) -> KubeObject:
-        """A JSON merge patch: only the fields named change (a label, the replicas)."""
-
-        what = f"patch {kind} {namespace}/{name}"
-
-        def call() -> KubeObject:
-            resource = self._resource(api_version, kind)
-            if resource is None:
-                raise self._not_served(what, api_version, kind)
-            patched: KubeObject = resource.patch(
-                body=patch,
-                name=name,
-                namespace=namespace,
-                content_type="application/merge-patch+json",
-            ).to_dict()
-            return patched
-
-        return await self._run(what, call)
-
     async def services(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
             services = self.collection("api", "v1", "namespaces", namespace, "services")

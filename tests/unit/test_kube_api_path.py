@@ -1,4 +1,4 @@
-"""`Collection`, how the Kubernetes adapters read lists and watches: over the official client's
+"""`ApiPath`, how the Kubernetes adapters read lists and watches: over the official client's
 transport (its bearer token), each path segment quoted whole, the query in the API's own names,
 and a refusal raised as the client's ApiException with the server's answer."""
 
@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from shared.adapters.eks_kube import Collection, list_items
+from shared.adapters.eks_kube import ApiPath, list_items
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def _api(url: str) -> k8s.ApiClient:
 
 
 def test_each_segment_is_quoted_whole() -> None:
-    pods = Collection(k8s.ApiClient(), ("api", "v1", "namespaces", "a/b?x=1", "pods"))
+    pods = ApiPath(k8s.ApiClient(), ("api", "v1", "namespaces", "a/b?x=1", "pods"))
     assert pods.path == "/api/v1/namespaces/a%2Fb%3Fx%3D1/pods"
 
 
@@ -70,7 +70,7 @@ def test_a_list_reads_every_page_with_the_token_and_the_query(
     server: tuple[str, list[dict[str, Any]]],
 ) -> None:
     url, seen = server
-    pods = Collection(_api(url), ("api", "v1", "namespaces", "a/b", "pods"))
+    pods = ApiPath(_api(url), ("api", "v1", "namespaces", "a/b", "pods"))
     items = list_items(pods, lambda p: p["metadata"]["name"], labelSelector="app=x")
     assert items == ["p1", "p2"]
     assert [s["path"] for s in seen] == [
@@ -84,7 +84,7 @@ def test_a_watch_query_says_true_and_a_refusal_is_the_client_s_exception(
     server: tuple[str, list[dict[str, Any]]],
 ) -> None:
     url, seen = server
-    nodes = Collection(_api(url), ("api", "v1", "nodes"), {"labelSelector": "a=b"})
+    nodes = ApiPath(_api(url), ("api", "v1", "nodes"), {"labelSelector": "a=b"})
     with pytest.raises(ApiException) as caught:
         nodes.get(watch=True, resourceVersion="7", timeoutSeconds=240, missing=None)
     assert (
