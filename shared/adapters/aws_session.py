@@ -15,7 +15,6 @@ rate is below the account's spends from its own bucket too).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
@@ -26,6 +25,8 @@ import orjson
 from botocore.config import Config
 from botocore.loaders import JSONFileLoader, Loader
 from botocore.retries.standard import ThrottledRetryableChecker
+
+from shared.memory import compact_json
 
 _lock = threading.Lock()
 _session: boto3.session.Session | None = None
@@ -109,11 +110,7 @@ class CompactMapping(Mapping[str, Any]):
     __slots__ = ("_json",)
 
     def __init__(self, shapes: Mapping[str, Any]) -> None:
-        # json, not orjson: an orjson bytes object keeps its 4 KB write buffer's capacity
-        self._json = {
-            name: json.dumps(shape, separators=(",", ":")).encode()
-            for name, shape in shapes.items()
-        }
+        self._json = {name: compact_json(shape) for name, shape in shapes.items()}
 
     def __getitem__(self, name: str) -> Any:
         return orjson.loads(self._json[name])

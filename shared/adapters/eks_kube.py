@@ -225,7 +225,7 @@ class ClusterKube:
         RSS)."""
         return k8s.CoreV1Api(self.api)
 
-    def collection(self, *segments: str, **query: str) -> ApiPath:
+    def api_path(self, *segments: str, **query: str) -> ApiPath:
         """The path `segments` of this cluster's API, `query` sent with each request."""
         return ApiPath(self.api, segments, query)
 
@@ -393,7 +393,7 @@ class ClusterKube:
 
     async def pods(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
-            pods = self.collection("api", "v1", "namespaces", namespace, "pods")
+            pods = self.api_path("api", "v1", "namespaces", namespace, "pods")
             return list_items(pods, labelSelector=selector)
 
         return await self._run(f"list pods {selector}", call)
@@ -411,7 +411,7 @@ class ClusterKube:
         as its page is read (what a caller keeps of a 1,000-Node list, not the list)."""
 
         def call() -> list[Any]:
-            nodes = self.collection("api", "v1", "nodes")
+            nodes = self.api_path("api", "v1", "nodes")
             return list_items(nodes, keep, labelSelector=selector)
 
         return await self._run("list nodes", call)
@@ -420,7 +420,7 @@ class ClusterKube:
         """Every Pod of every namespace, each as `keep` makes it as its page is read."""
 
         def call() -> list[T]:
-            return list_items(self.collection("api", "v1", "pods"), keep)
+            return list_items(self.api_path("api", "v1", "pods"), keep)
 
         return await self._run("list pods of every namespace", call)
 

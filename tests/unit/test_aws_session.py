@@ -11,6 +11,14 @@ from botocore.loaders import Loader
 from shared.adapters import aws_session
 
 
+@pytest.fixture
+def fresh_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's session made anew, its credentials from the environment."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setattr(aws_session, "_session", None)
+
+
 def test_every_adapter_makes_its_clients_from_the_one_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -44,12 +52,7 @@ def test_every_adapter_makes_its_clients_from_the_one_session(
     assert aws.client("eks") is clients[0]  # cached per service
 
 
-def test_the_session_keeps_service_models_without_their_documentation(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    monkeypatch.setattr(aws_session, "_session", None)
+def test_the_session_keeps_service_models_without_their_documentation(fresh_session: None) -> None:
     ec2 = aws_session.client("ec2", "us-east-1", "http://127.0.0.1:1")
     loader = aws_session.session()._session.get_component("data_loader")
     assert isinstance(loader, aws_session.ModelLoader)
@@ -122,11 +125,8 @@ def test_a_model_s_shapes_held_compact_take_less_memory_than_parsed() -> None:
 
 
 def test_the_endpoint_data_keeps_its_services_compact_and_resolves_as_botocore_s_own(
-    monkeypatch: pytest.MonkeyPatch,
+    fresh_session: None,
 ) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
-    monkeypatch.setattr(aws_session, "_session", None)
     ours = aws_session.session()
     theirs = boto3.session.Session()
     loader = ours._session.get_component("data_loader")

@@ -135,12 +135,17 @@ def test_the_model_equals_a_full_list_after_every_kind_of_change() -> None:
     world.check()
 
 
-def test_a_relist_replaces_what_the_model_held() -> None:
+def _six_nodes_fifty_pods() -> World:
     world = World()
     for i in range(6):
         world.put_node(node(f"n{i}", group="g0"))
     for i in range(50):
         world.put_pod(_running(f"p{i:02d}", f"n{i % 6}", 1, "team-a", "j"))
+    return world
+
+
+def test_a_relist_replaces_what_the_model_held() -> None:
+    world = _six_nodes_fifty_pods()
     world.check()
     # while the watch was away: two nodes and half the pods went, others came
     for name in ("n0", "n1"):
@@ -157,11 +162,7 @@ def test_a_relist_replaces_what_the_model_held() -> None:
 
 def test_a_relist_read_in_pages_replaces_what_the_model_held() -> None:
     """As a watch lists: each page put as it comes, then what the list did not name dropped."""
-    world = World()
-    for i in range(6):
-        world.put_node(node(f"n{i}", group="g0"))
-    for i in range(50):
-        world.put_pod(_running(f"p{i:02d}", f"n{i % 6}", 1, "team-a", "j"))
+    world = _six_nodes_fifty_pods()
     del world.nodes["n0"]
     world.nodes["n9"] = node("n9", group="g1")
     for i in range(0, 50, 3):

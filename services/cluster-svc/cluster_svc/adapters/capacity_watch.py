@@ -196,7 +196,7 @@ class ClusterCapacityWatch:
         self.watches = (
             ListWatch(
                 "nodes",
-                client.collection("api", "v1", "nodes", labelSelector=HYPERPOD_NODE_SELECTOR),
+                client.api_path("api", "v1", "nodes", labelSelector=HYPERPOD_NODE_SELECTOR),
                 locked(self.model.put_nodes),
                 locked(self.model.retain_nodes),
                 locked(self.model.node_event),
@@ -204,7 +204,7 @@ class ClusterCapacityWatch:
             ),
             ListWatch(
                 "pods",
-                client.collection("api", "v1", "pods"),
+                client.api_path("api", "v1", "pods"),
                 locked(self.model.put_pods),
                 locked(self.model.retain_pods),
                 locked(self.model.pod_event),

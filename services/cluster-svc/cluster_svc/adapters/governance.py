@@ -236,7 +236,7 @@ async def _read(kube: KubeClient, what: str, call: Any) -> Any:
 async def kueue_objects(kube: KubeClient, plural: str) -> list[KubeObject]:
     """Every object of a Kueue kind (cluster-wide; none when Kueue is not installed)."""
     found = await _read(
-        kube, f"list {plural}", kube.collection("apis", KUEUE_GROUP, KUEUE_VERSION, plural).get
+        kube, f"list {plural}", kube.api_path("apis", KUEUE_GROUP, KUEUE_VERSION, plural).get
     )
     items: list[KubeObject] = found.get("items") or []
     return items
@@ -246,7 +246,7 @@ async def namespace_events(kube: KubeClient, namespace: str) -> list[KubeObject]
     found = await _read(
         kube,
         f"list events in {namespace}",
-        kube.collection("api", "v1", "namespaces", namespace, "events").get,
+        kube.api_path("api", "v1", "namespaces", namespace, "events").get,
     )
     items: list[KubeObject] = found.get("items") or []
     return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))

@@ -89,7 +89,7 @@ class InferenceKube(ClusterKube):
 
     async def services(self, namespace: str, selector: str) -> list[KubeObject]:
         def call() -> list[KubeObject]:
-            services = self.collection("api", "v1", "namespaces", namespace, "services")
+            services = self.api_path("api", "v1", "namespaces", namespace, "services")
             return list_items(services, labelSelector=selector)
 
         return await self._run(f"list services {selector}", call)
